@@ -1,0 +1,43 @@
+"""One error type for everything a user can get wrong, with distinct exit codes."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit statuses of the ``ctxtool`` command (documented in the README)."""
+
+    OK = 0
+    ERROR = 1  # unexpected failure (a bug): shown with a traceback
+    USAGE = 2  # bad flags or arguments
+    INPUT = 3  # unreadable or malformed input file
+    INVALID = 4  # `validate` found structural problems
+    THRESHOLD = 5  # a threshold was crossed (`stats --fail-on`, `check` says compact)
+    REMOTE = 6  # a summary model or command failed
+    NOT_FOUND = 7  # a file, ref or record that does not exist
+    INTERRUPTED = 130
+
+
+class CtxtoolError(Exception):
+    """A user-facing error: one line on stderr, a distinct exit code, no traceback."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ExitCode = ExitCode.INPUT,
+        path: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.path = path
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"

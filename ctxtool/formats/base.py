@@ -1,0 +1,180 @@
+"""The interface every transcript format implements, and shared writer plumbing."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from ..jsonio import Source
+from ..model import Block, Compaction, Cont, Line, Message, Metadata, Record, Transcript
+
+META_KEY = "ctxtool"  # where ctxtool keeps message metadata inside foreign formats
+
+
+@dataclass
+class ErrorPolicy:
+    """What to do with a record that cannot be read: ``fail`` (raise) or ``skip`` (count it)."""
+
+    mode: str = "fail"
+    skipped: list[CtxtoolError] = field(default_factory=list)
+
+    def handle(self, err: CtxtoolError) -> None:
+        if self.mode != "skip":
+            raise err
+        self.skipped.append(err)
+
+
+class Format:
+    """A transcript format: detection, reading and writing.
+
+    Subclasses implement ``sniff`` (a confidence 0-100 from the first parsed
+    values), ``read`` and ``render`` (a message as the format's raw objects). The
+    generic writer copies unchanged messages' source lines verbatim and renders
+    changed or new ones.
+    """
+
+    name: str = ""
+    description: str = ""
+    #: default layout when writing transcripts that came from another format
+    default_layout: str = "entries_jsonl"
+
+    def sniff(self, sample: list[Any], src: Source) -> int:
+        raise NotImplementedError
+
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        raise NotImplementedError
+
+    # -- writing ---------------------------------------------------------------
+    def render(self, msg: Message, t: Transcript) -> list[Any]:
+        """The raw objects (lines or array items) for a changed or new message."""
+        raise NotImplementedError
+
+    def render_compaction(self, c: Compaction, t: Transcript) -> list[Any]:
+        """Raw objects for a compaction entry; by default a user message carrying the summary."""
+        msg = Message(
+            "user",
+            [Block("text", text=c.summary)],
+            id=c.first_kept_id and f"compaction-{c.first_kept_id}",
+            metadata=Metadata(kind="compaction_summary"),
+        )
+        return self.render(msg, t)
+
+    def output_items(self, t: Transcript) -> Iterator[Line]:
+        """Every output element of ``t`` in order, reusing source lines where unchanged."""
+        for e in t.entries:
+            if isinstance(e, Message):
+                if e.lines and not e.dirty:
+                    yield e.lines[0]
+                else:
+                    for obj in self.render(e, t):
+                        yield Line(obj)
+            elif isinstance(e, Cont):
+                if not e.message.dirty and e.part < len(e.message.lines):
+                    yield e.message.lines[e.part]
+            elif isinstance(e, Record):
+                yield e.line
+            elif isinstance(e, Compaction):
+                if e.lines and not e.dirty:
+                    yield from e.lines
+                else:
+                    for obj in self.render_compaction(e, t):
+                        yield Line(obj)
+
+    def write(self, transcripts: Iterable[Transcript], out: IO[bytes]) -> None:
+        """Write transcripts; the layout (JSONL lines, JSON array, dataset records) is the source's."""
+        ts = iter(transcripts)
+        first = next(ts, None)
+        if first is None:
+            return
+        layout = first.extra.get("layout", self.default_layout)
+        if layout == "entries_jsonl":
+            for t in _chain(first, ts):
+                for ln in self.output_items(t):
+                    out.write(ln.raw if ln.raw is not None else jsonio.dumps(ln.obj))
+                    out.write(b"\n")
+        elif layout == "entries_array":
+            items = [ln.obj for t in _chain(first, ts) for ln in self.output_items(t)]
+            out.write(jsonio.dumps_pretty(items))
+            out.write(b"\n")
+        elif layout == "records_jsonl":
+            for t in _chain(first, ts):
+                if self.record_unchanged(t):
+                    out.write(t.extra["record_raw"])
+                else:
+                    out.write(jsonio.dumps(self.build_record(t)))
+                out.write(b"\n")
+        elif layout in ("records_array", "record_object"):
+            recs = [self.build_record(t) for t in _chain(first, ts)]
+            doc: Any = recs[0] if layout == "record_object" and len(recs) == 1 else recs
+            out.write(jsonio.dumps_pretty(doc))
+            out.write(b"\n")
+        else:  # pragma: no cover - a programming error
+            raise ValueError(f"unknown layout {layout!r}")
+
+    def record_unchanged(self, t: Transcript) -> bool:
+        if "record_raw" not in t.extra or t.extra.get("entries_count") != len(t.entries):
+            return False
+        return all(not getattr(e, "dirty", False) and (not isinstance(e, Message) or e.lines) for e in t.entries)
+
+    def build_record(self, t: Transcript) -> dict[str, Any]:
+        """A dataset record with its messages replaced and every other field kept in order."""
+        items = [ln.obj for ln in self.output_items(t)]
+        key = t.messages_key or "messages"
+        if t.record is None:
+            return {key: items}
+        rec = dict(t.record)
+        rec[key] = items
+        return rec
+
+
+def _chain(first: Transcript, rest: Iterator[Transcript]) -> Iterator[Transcript]:
+    yield first
+    yield from rest
+
+
+def template(msg: Message) -> dict[str, Any]:
+    """A shallow copy of the message's first source object, to keep its other fields."""
+    if msg.lines and isinstance(msg.lines[0].obj, dict):
+        return copy.copy(msg.lines[0].obj)
+    return {}
+
+
+def read_meta(obj: dict[str, Any]) -> Metadata:
+    m = obj.get(META_KEY)
+    return Metadata.from_json(m) if isinstance(m, dict) else Metadata()
+
+
+def put_meta(obj: dict[str, Any], msg: Message) -> None:
+    if msg.metadata.is_empty():
+        obj.pop(META_KEY, None)
+    else:
+        obj[META_KEY] = msg.metadata.to_json()
+
+
+def assign_positional_ids(messages: list[Message], prefix: str) -> None:
+    """For formats without call ids (ShareGPT, some datasets): pair calls and results by position.
+
+    Each call gets a synthetic id; each following result takes the oldest unanswered id.
+    Synthetic ids are marked so writers do not emit them.
+    """
+    pending: list[str] = []
+    n = 0
+    for m in messages:
+        for b in m.content:
+            if b.type == "tool_call" and not b.id:
+                n += 1
+                b.id = f"{prefix}{n}"
+                b.extra = {**(b.extra or {}), "synthetic_id": True}
+                pending.append(b.id)
+            elif b.type == "tool_result" and not b.id:
+                if pending:
+                    b.id = pending.pop(0)
+                    b.extra = {**(b.extra or {}), "synthetic_id": True}
+
+
+def is_synthetic(b: Block) -> bool:
+    return bool(b.extra and b.extra.get("synthetic_id"))

@@ -1,0 +1,321 @@
+"""OpenAI Chat Completions messages, alone or inside dataset records.
+
+Layouts read and written back as they came:
+
+* ``entries_jsonl``: one message per line
+* ``entries_array``: a JSON array of messages
+* ``records_jsonl``: one record per line, messages under a key (``messages``,
+  ``traj``, ``conversations``, ``history``, ...); every other field is kept
+* ``records_array``: a JSON array of such records
+* ``record_object``: one such record as a JSON document
+
+Content may be a string, ``null``, or a list of parts (``text``, ``image_url``,
+and the ``{"type": ..., "value": ...}`` blocks of LLaMA-Factory datasets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from ..jsonio import Source
+from ..model import Block, Line, Message, Transcript, Usage
+from .base import ErrorPolicy, Format, assign_positional_ids, is_synthetic, put_meta, read_meta, template
+
+MESSAGE_KEYS = ("messages", "traj", "conversations", "conversation", "history", "trajectory", "chat", "dialog")
+ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
+
+
+def _is_message(o: Any) -> bool:
+    return isinstance(o, dict) and o.get("role") in ROLE_MAP and ("content" in o or "tool_calls" in o)
+
+
+def _looks_openai(msgs: list[Any]) -> int:
+    """Confidence that a list of dicts is OpenAI chat messages (not Anthropic blocks)."""
+    if not msgs or not all(isinstance(m, dict) for m in msgs[:50]):
+        return 0
+    if not all(_is_message(m) for m in msgs[:50]):
+        return 0
+    for m in msgs[:200]:
+        if m.get("tool_calls") or m.get("role") == "tool" or m.get("tool_call_id"):
+            return 90
+        c = m.get("content")
+        if isinstance(c, list):
+            for part in c:
+                if isinstance(part, dict) and part.get("type") in ("tool_use", "tool_result"):
+                    return 0  # Anthropic content blocks
+    return 70
+
+
+def messages_key(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return None
+    for k in MESSAGE_KEYS:
+        v = rec.get(k)
+        if isinstance(v, list) and v and _is_message(v[0]):
+            return k
+    return None
+
+
+def _part_to_block(p: Any) -> Block:
+    if isinstance(p, str):
+        return Block("text", text=p)
+    t = p.get("type")
+    if t in ("text", "input_text", "output_text"):
+        txt = p.get("text", p.get("value", ""))
+        return Block("text", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt))
+    if t in ("reasoning", "thinking"):
+        txt = p.get("value", p.get("text", p.get("thinking", "")))
+        return Block("thinking", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt))
+    if t in ("image_url", "image", "input_image"):
+        return Block("image", data=p)
+    if t == "tool_call" and "value" in p:
+        v = p["value"]
+        name, args = None, v
+        if isinstance(v, str):
+            try:
+                parsed = jsonio.loads(v)
+            except CtxtoolError:
+                parsed = None
+            if isinstance(parsed, dict) and "name" in parsed:
+                name, args = parsed.get("name"), parsed.get("arguments")
+        elif isinstance(v, dict):
+            name, args = v.get("name"), v.get("arguments")
+        return Block("tool_call", name=name, arguments=args, extra={"value_block": True, "value": v})
+    txt = p.get("text", p.get("value", ""))
+    return Block("text", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra={"part": p})
+
+
+def _content_text(c: Any) -> str:
+    if c is None:
+        return ""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(b.text for b in (_part_to_block(p) for p in c) if b.type == "text")
+    return jsonio.dumps_text(c)
+
+
+def decode_message(o: dict[str, Any], line: Line) -> Message:
+    role = ROLE_MAP[o["role"]]
+    blocks: list[Block] = []
+    c = o.get("content")
+    if role == "tool":
+        blocks.append(Block("tool_result", id=o.get("tool_call_id"), text=_content_text(c), name=o.get("name")))
+    else:
+        rc = o.get("reasoning_content")
+        if isinstance(rc, str) and rc:
+            blocks.append(Block("thinking", text=rc))
+        if isinstance(c, str):
+            blocks.append(Block("text", text=c))
+        elif isinstance(c, list):
+            blocks.extend(_part_to_block(p) for p in c)
+        for tc in o.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            blocks.append(Block("tool_call", id=tc.get("id"), name=fn.get("name"), arguments=fn.get("arguments")))
+        fc = o.get("function_call")
+        if isinstance(fc, dict):
+            blocks.append(Block("tool_call", name=fc.get("name"), arguments=fc.get("arguments"), extra={"legacy": True}))
+    usage = None
+    u = o.get("usage")
+    if isinstance(u, dict):
+        usage = Usage(
+            int(u.get("prompt_tokens", 0) or 0) - int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0),
+            int(u.get("completion_tokens", 0) or 0),
+            0,
+            int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0),
+        )
+    return Message(role, blocks, id=o.get("id"), metadata=read_meta(o), usage=usage, model=o.get("model"), lines=[line])
+
+
+def render_message(msg: Message, tmpl: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """A message as OpenAI chat messages (a tool message per tool result)."""
+    out: list[dict[str, Any]] = []
+    results = [b for b in msg.content if b.type == "tool_result"]
+    for b in results:
+        o: dict[str, Any] = dict(tmpl or {}) if msg.role == "tool" and len(results) == 1 else {}
+        o["role"] = "tool"
+        if b.id and not is_synthetic(b):
+            o["tool_call_id"] = b.id
+        o["content"] = b.text
+        if b.name and "name" in (tmpl or {}):
+            o["name"] = b.name
+        put_meta(o, msg)
+        out.append(o)
+    rest = [b for b in msg.content if b.type != "tool_result"]
+    if rest or not results:
+        role = "system" if msg.role == "system" else ("assistant" if msg.role == "assistant" else "user")
+        o = dict(tmpl or {}) if not results else {}
+        if o.get("role") == "developer" and role == "system":
+            role = "developer"
+        o["role"] = role
+        value_style = any(b.extra and b.extra.get("value_block") for b in rest) or (
+            isinstance(o.get("content"), list) and o["content"] and isinstance(o["content"][0], dict) and "value" in o["content"][0]
+        )
+        texts = [b for b in rest if b.type in ("text", "image") or (b.type == "thinking" and value_style)]
+        calls = [b for b in rest if b.type == "tool_call"]
+        thinking = [b for b in rest if b.type == "thinking" and not value_style]
+        if value_style:
+            parts: list[Any] = []
+            for b in rest:
+                if b.type == "text":
+                    parts.append({"type": "text", "value": b.text})
+                elif b.type == "thinking":
+                    parts.append({"type": "reasoning", "value": b.text})
+                elif b.type == "tool_call":
+                    parts.append({"type": "tool_call", "value": _call_value(b)})
+                elif b.type == "image":
+                    parts.append(b.data)
+            o["content"] = parts
+            calls = []
+        elif len(texts) == 1 and texts[0].type == "text" and not (texts[0].extra or {}).get("part"):
+            o["content"] = texts[0].text
+        elif not texts:
+            o["content"] = None if calls else ""
+        else:
+            o["content"] = [
+                b.data if b.type == "image" else ((b.extra or {}).get("part") or {"type": "text", "text": b.text})
+                for b in texts
+            ]
+        if thinking:
+            o["reasoning_content"] = "\n".join(b.text for b in thinking)
+        else:
+            o.pop("reasoning_content", None)
+        if calls:
+            o["tool_calls"] = [
+                {
+                    "id": b.id if not is_synthetic(b) else None,
+                    "type": "function",
+                    "function": {
+                        "name": b.name,
+                        "arguments": b.arguments if isinstance(b.arguments, str) else jsonio.dumps_text(b.arguments),
+                    },
+                }
+                for b in calls
+            ]
+        else:
+            o.pop("tool_calls", None)
+        put_meta(o, msg)
+        out.append(o)
+    return out
+
+
+def _call_value(b: Block) -> Any:
+    """A LLaMA-Factory ``tool_call`` value: the original text when name and arguments are unchanged."""
+    orig = (b.extra or {}).get("value")
+    if orig is not None:
+        parsed = jsonio.loads(orig) if isinstance(orig, str) else orig
+        if isinstance(parsed, dict) and parsed.get("name") == b.name and parsed.get("arguments") == b.arguments:
+            return orig
+    return jsonio.dumps_text({"name": b.name, "arguments": b.arguments})
+
+
+class OpenAIFormat(Format):
+    name = "openai"
+    description = "OpenAI Chat Completions messages (JSONL, JSON array, or dataset records)"
+    default_layout = "records_jsonl"
+
+    def sniff(self, sample: list[Any], src: Source) -> int:
+        if src.layout == "json":
+            doc = sample[0]
+            if isinstance(doc, list):
+                if doc and _is_message(doc[0]):
+                    return _looks_openai(doc)
+                if doc and messages_key(doc[0]):
+                    k = messages_key(doc[0])
+                    return _looks_openai(doc[0][k])
+                return 0
+            if isinstance(doc, dict) and messages_key(doc):
+                return _looks_openai(doc[messages_key(doc)])  # type: ignore[index]
+            return 0
+        if sample and _is_message(sample[0]):
+            return _looks_openai(sample)
+        if sample and messages_key(sample[0]):
+            return _looks_openai(sample[0][messages_key(sample[0])])  # type: ignore[index]
+        return 0
+
+    def _transcript(self, msgs: list[Any], src: Source, index: int, lineno: int | None) -> Transcript:
+        t = Transcript("openai", path=src.path, index=index, lineno=lineno)
+        for i, o in enumerate(msgs):
+            if not _is_message(o):
+                raise CtxtoolError(
+                    f"message {i} is not an OpenAI chat message (needs 'role' and 'content')",
+                    path=src.path,
+                    line=lineno,
+                )
+            t.entries.append(decode_message(o, Line(o, None, lineno)))
+        assign_positional_ids(t.messages, f"call_{index}_")
+        return t
+
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        if src.layout == "json":
+            doc = src.doc
+            if isinstance(doc, list) and doc and _is_message(doc[0]):
+                t = self._transcript(doc, src, 0, None)
+                t.extra["layout"] = "entries_array"
+                yield t
+                return
+            recs = doc if isinstance(doc, list) else [doc]
+            layout = "records_array" if isinstance(doc, list) else "record_object"
+            for i, rec in enumerate(recs):
+                try:
+                    yield self._record(rec, src, i, None, layout)
+                except CtxtoolError as e:
+                    e.message = f"record {i}: {e.message}"
+                    policy.handle(e)
+            return
+        first = src.peek[0].obj if src.peek else None
+        if _is_message(first):
+            t = Transcript("openai", path=src.path, index=0, lineno=1)
+            for ln in src.lines():
+                if not _is_message(ln.obj):
+                    policy.handle(CtxtoolError("not an OpenAI chat message", path=src.path, line=ln.lineno))
+                    continue
+                t.entries.append(decode_message(ln.obj, ln))
+            assign_positional_ids(t.messages, "call_")
+            t.extra["layout"] = "entries_jsonl"
+            yield t
+            return
+        for i, ln in enumerate(src.lines()):
+            try:
+                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
+                t.extra["record_raw"] = ln.raw
+                yield t
+            except CtxtoolError as e:
+                policy.handle(e)
+
+    def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
+        key = messages_key(rec)
+        if key is None:
+            if isinstance(rec, dict):
+                for k in MESSAGE_KEYS:
+                    if isinstance(rec.get(k), list) and not rec[k]:
+                        key = k
+                        break
+            if key is None:
+                raise CtxtoolError(
+                    f"record has no messages list (looked for: {', '.join(MESSAGE_KEYS)})", path=src.path, line=lineno
+                )
+        t = self._transcript(rec[key], src, i, lineno)
+        t.record = {k: (None if k == key else v) for k, v in rec.items()}
+        t.messages_key = key
+        t.id = _record_id(rec, i)
+        t.extra["layout"] = layout
+        t.extra["entries_count"] = len(t.entries)
+        return t
+
+    def render(self, msg: Message, t: Transcript) -> list[Any]:
+        return render_message(msg, template(msg))
+
+
+def _record_id(rec: dict[str, Any], i: int) -> str:
+    for k in ("id", "task_id", "instance_id", "conversation_id", "uuid"):
+        v = rec.get(k)
+        if isinstance(v, (str, int)) and not isinstance(v, bool):
+            return f"{v}" if k != "task_id" else f"task-{v}-{i}"
+    return str(i)
+
+
+FORMAT = OpenAIFormat()

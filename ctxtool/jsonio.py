@@ -1,0 +1,188 @@
+"""JSON and JSONL input/output: streaming reads with line numbers, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .errors import CtxtoolError, ExitCode
+from .model import Line
+
+PEEK_LINES = 64
+
+
+def loads(data: bytes | str, *, path: str = "-", line: int | None = None) -> Any:
+    """Parse JSON, turning any failure into a one-line :class:`CtxtoolError`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        # orjson refuses integers beyond 64 bits, which the standard library accepts.
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+        except UnicodeDecodeError as ue:
+            raise CtxtoolError(f"invalid UTF-8 at byte {ue.start}", path=path, line=line) from ue
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as je:
+            ln = line if line is not None else je.lineno
+            raise CtxtoolError(f"invalid JSON: {je.msg} (column {je.colno})", path=path, line=ln) from e
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes (UTF-8, no escaping of non-ASCII)."""
+    try:
+        return orjson.dumps(obj)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def dumps_text(obj: Any) -> str:
+    return dumps(obj).decode("utf-8")
+
+
+def dumps_pretty(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, ensure_ascii=False, indent=2).encode("utf-8")
+
+
+@dataclass
+class Source:
+    """An opened input: either JSON Lines (streamed) or one JSON document (loaded).
+
+    ``peek`` holds the first parsed lines (JSONL) for format detection; ``lines()``
+    yields every parsed line, starting with those.
+    """
+
+    path: str
+    layout: str  # "jsonl" or "json"
+    doc: Any = None
+    peek: list[Line] = field(default_factory=list)
+    _rest: Iterator[tuple[int, bytes]] | None = None
+    _fh: IO[bytes] | None = None
+    size: int | None = None
+
+    def lines(self) -> Iterator[Line]:
+        if self.layout != "jsonl":
+            raise TypeError("lines() on a JSON document")
+        yield from self.peek
+        self.peek = []
+        if self._rest is not None:
+            for n, raw in self._rest:
+                yield Line(loads(raw, path=self.path, line=n), raw, n)
+        self.close()
+
+    def close(self) -> None:
+        if self._fh is not None and self._fh is not sys.stdin.buffer:
+            self._fh.close()
+        self._fh = None
+
+    def sample(self) -> list[Any]:
+        """Parsed values used for detection."""
+        if self.layout == "json":
+            return [self.doc]
+        return [ln.obj for ln in self.peek]
+
+
+def _numbered(fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    for n, raw in enumerate(fh, 1):
+        s = raw.rstrip(b"\r\n")
+        if s.strip():
+            yield n, s
+
+
+def open_source(path: str | Path) -> Source:
+    """Open ``path`` (or ``-`` for stdin) and decide between JSONL and a JSON document."""
+    name = str(path)
+    if name == "-":
+        fh: IO[bytes] = sys.stdin.buffer
+        size = None
+    else:
+        p = Path(name)
+        if not p.exists():
+            raise CtxtoolError("no such file", code=ExitCode.NOT_FOUND, path=name)
+        if p.is_dir():
+            raise CtxtoolError("is a directory", code=ExitCode.USAGE, path=name)
+        try:
+            fh = p.open("rb")
+        except OSError as e:
+            raise CtxtoolError(f"cannot open: {e.strerror}", code=ExitCode.NOT_FOUND, path=name) from e
+        size = p.stat().st_size
+    it = _numbered(fh)
+    first = next(it, None)
+    if first is None:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+        raise CtxtoolError("empty file: no JSON records", path=name, line=1)
+    n, raw = first
+    head = raw.lstrip()[:1]
+    if head not in (b"{", b"["):
+        if fh is not sys.stdin.buffer:
+            fh.close()
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+            head = raw.lstrip()[:1]
+        if head not in (b"{", b"["):
+            raise CtxtoolError("not JSON or JSON Lines (expected '{' or '[')", path=name, line=n)
+    try:
+        obj = orjson.loads(raw)
+        single_line_ok = True
+    except orjson.JSONDecodeError:
+        single_line_ok = False
+        obj = None
+    if single_line_ok and head == b"{":
+        src = Source(name, "jsonl", _rest=it, _fh=fh, size=size)
+        src.peek.append(Line(obj, raw, n))
+        for _ in range(PEEK_LINES - 1):
+            nxt = next(it, None)
+            if nxt is None:
+                break
+            src.peek.append(Line(loads(nxt[1], path=name, line=nxt[0]), nxt[1], nxt[0]))
+        return src
+    # A whole JSON document (array or pretty-printed object).
+    rest = b"\n".join(r for _, r in it)
+    data = raw + b"\n" + rest if rest else raw
+    if fh is not sys.stdin.buffer:
+        fh.close()
+    if head == b"{" and not single_line_ok:
+        # Could still be JSONL whose first line is broken: report that line.
+        try:
+            doc = loads(data, path=name)
+        except CtxtoolError:
+            loads(raw, path=name, line=n)
+            raise
+        return Source(name, "json", doc=doc, size=size)
+    return Source(name, "json", doc=loads(data, path=name), size=size)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path | None) -> Iterator[IO[bytes]]:
+    """Write to ``path`` atomically (temp file + rename); ``None`` or ``-`` is stdout."""
+    if path is None or str(path) == "-":
+        out = sys.stdout.buffer
+        yield out
+        out.flush()
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

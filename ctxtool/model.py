@@ -1,0 +1,349 @@
+"""The transcript model: messages, content blocks, metadata, usage and source entries.
+
+A :class:`Transcript` is a list of *entries* in source order. Most entries are
+:class:`Message` objects (what the model saw or produced); the rest are
+:class:`Record` (bookkeeping lines kept verbatim for round trips),
+:class:`Cont` (a continuation line of a message split over several lines, as
+Claude Code writes them) and :class:`Compaction` (a persisted compaction summary).
+
+Every message remembers the source lines it was read from (``lines``); a writer
+emits them verbatim unless the message was changed (``dirty``), so writing a
+file back in its own format loses nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+BLOCK_TYPES = ("text", "thinking", "tool_call", "tool_result", "image")
+
+# Message kinds used by context management (seed 000).
+KIND_TOOL_RESULT = "tool_result"
+KIND_TOOL_RESULT_ARCHIVED = "tool_result_archived"
+KIND_TOOL_SUMMARY = "tool_summary"
+KIND_COMPACTION_SUMMARY = "compaction_summary"
+
+IMAGE_TOKENS = 1200  # seeds 000/002: an image counts as ~1200 tokens
+IMAGE_CHARS = IMAGE_TOKENS * 4
+
+
+@dataclass(slots=True)
+class Line:
+    """One source record: the parsed value, its original bytes (JSONL only) and line number."""
+
+    obj: Any
+    raw: bytes | None = None
+    lineno: int | None = None
+
+
+@dataclass(slots=True)
+class Block:
+    """A content block.
+
+    ``type`` is one of text, thinking, tool_call, tool_result, image.
+    text/thinking use ``text``; tool_call uses ``id``, ``name``, ``arguments``;
+    tool_result uses ``id`` (the call id), ``text`` (its content) and ``is_error``;
+    image keeps its source in ``data``. ``extra`` keeps source fields with no place here.
+    """
+
+    type: str
+    text: str = ""
+    id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+    is_error: bool = False
+    data: Any = None
+    extra: dict[str, Any] | None = None
+
+    def arguments_text(self) -> str:
+        a = self.arguments
+        if a is None:
+            return ""
+        if isinstance(a, str):
+            return a
+        from . import jsonio
+
+        return jsonio.dumps_text(a)
+
+    def chars(self) -> int:
+        """Characters this block contributes to the context (images: a fixed estimate)."""
+        t = self.type
+        if t == "text" or t == "thinking" or t == "tool_result":
+            return len(self.text)
+        if t == "tool_call":
+            return len(self.name or "") + len(self.arguments_text())
+        if t == "image":
+            return IMAGE_CHARS
+        return len(self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type}
+        if self.type in ("text", "thinking"):
+            d["text"] = self.text
+        elif self.type == "tool_call":
+            d["id"] = self.id
+            d["name"] = self.name
+            d["arguments"] = self.arguments
+        elif self.type == "tool_result":
+            d["call_id"] = self.id
+            d["content"] = self.text
+            if self.is_error:
+                d["is_error"] = True
+            if self.name:
+                d["name"] = self.name
+        elif self.type == "image":
+            d["source"] = self.data
+        else:
+            d["text"] = self.text
+        if self.extra:
+            d["extra"] = self.extra
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Block:
+        t = d["type"]
+        extra = d.get("extra")
+        if t in ("text", "thinking"):
+            return cls(t, text=d.get("text", ""), extra=extra)
+        if t == "tool_call":
+            return cls(t, id=d.get("id"), name=d.get("name"), arguments=d.get("arguments"), extra=extra)
+        if t == "tool_result":
+            return cls(
+                t,
+                id=d.get("call_id"),
+                text=d.get("content", ""),
+                is_error=bool(d.get("is_error", False)),
+                name=d.get("name"),
+                extra=extra,
+            )
+        if t == "image":
+            return cls(t, data=d.get("source"), extra=extra)
+        return cls(t, text=d.get("text", ""), extra=extra)
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage reported by the provider for one API call (seed 001 2.3)."""
+
+    input: int = 0
+    output: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cache_creation + self.cache_read + self.output
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_creation": self.cache_creation,
+            "cache_read": self.cache_read,
+            "total": self.total,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Usage:
+        return cls(
+            int(d.get("input", 0) or 0),
+            int(d.get("output", 0) or 0),
+            int(d.get("cache_creation", 0) or 0),
+            int(d.get("cache_read", 0) or 0),
+        )
+
+
+@dataclass(slots=True)
+class Metadata:
+    """Routing and bookkeeping metadata (seed 000 MessageMetadata, seed 001 output_ref).
+
+    Unset visibility means visible.
+    """
+
+    agent_visible: bool | None = None
+    user_visible: bool | None = None
+    kind: str | None = None
+    output_ref: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return (
+            self.agent_visible is None
+            and self.user_visible is None
+            and self.kind is None
+            and self.output_ref is None
+            and not self.extra
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.agent_visible is not None:
+            d["agent_visible"] = self.agent_visible
+        if self.user_visible is not None:
+            d["user_visible"] = self.user_visible
+        if self.kind is not None:
+            d["kind"] = self.kind
+        if self.output_ref is not None:
+            d["output_ref"] = self.output_ref
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> Metadata:
+        if not d:
+            return cls()
+        d = dict(d)
+        return cls(
+            agent_visible=d.pop("agent_visible", None),
+            user_visible=d.pop("user_visible", None),
+            kind=d.pop("kind", None),
+            output_ref=d.pop("output_ref", None),
+            extra=d,
+        )
+
+
+@dataclass(slots=True, eq=False)
+class Message:
+    """One message the model saw or produced."""
+
+    role: str
+    content: list[Block]
+    id: str | None = None
+    metadata: Metadata = field(default_factory=Metadata)
+    usage: Usage | None = None
+    usage_key: str | None = None  # usage is counted once per key (Claude Code repeats it per line)
+    model: str | None = None
+    lines: list[Line] = field(default_factory=list)  # verbatim source lines
+    dirty: bool = False  # changed since read: writers render it instead of copying its lines
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific hints for writers
+
+    @property
+    def agent_visible(self) -> bool:
+        return self.metadata.agent_visible is not False
+
+    @property
+    def user_visible(self) -> bool:
+        return self.metadata.user_visible is not False
+
+    @property
+    def lineno(self) -> int | None:
+        return self.lines[0].lineno if self.lines else None
+
+    def chars(self) -> int:
+        return sum(b.chars() for b in self.content)
+
+    def text(self) -> str:
+        """The plain text of text blocks, joined."""
+        return "\n".join(b.text for b in self.content if b.type == "text")
+
+    def tool_calls(self) -> list[Block]:
+        return [b for b in self.content if b.type == "tool_call"]
+
+    def tool_results(self) -> list[Block]:
+        return [b for b in self.content if b.type == "tool_result"]
+
+    def touch(self) -> None:
+        """Mark as changed so writers re-render it."""
+        self.dirty = True
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "message", "role": self.role}
+        if self.id is not None:
+            d["id"] = self.id
+        d["content"] = [b.to_json() for b in self.content]
+        if not self.metadata.is_empty():
+            d["metadata"] = self.metadata.to_json()
+        if self.usage is not None:
+            d["usage"] = self.usage.to_json()
+        if self.model:
+            d["model"] = self.model
+        return d
+
+
+@dataclass(slots=True, eq=False)
+class Record:
+    """A bookkeeping line (progress, snapshot, duplicated event): kept, not a message."""
+
+    line: Line
+    kind: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class Cont:
+    """Position of the ``part``-th source line of a message that spans several lines."""
+
+    message: Message
+    part: int
+
+
+@dataclass(slots=True, eq=False)
+class Compaction:
+    """A persisted compaction: the summary and the first message kept verbatim (seed 003)."""
+
+    summary: str
+    first_kept_id: str | None = None
+    tokens_before: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    lines: list[Line] = field(default_factory=list)
+    dirty: bool = False
+
+
+Entry = Message | Record | Cont | Compaction
+
+
+@dataclass(slots=True, eq=False)
+class Transcript:
+    """One conversation, in source order.
+
+    ``record`` holds, for dataset formats, the other fields of the record the
+    messages came from (``messages_key`` names where they sit), so they are kept.
+    """
+
+    format: str
+    entries: list[Entry] = field(default_factory=list)
+    path: str = "-"
+    index: int = 0  # position of this transcript inside its file (datasets)
+    id: str | None = None
+    record: dict[str, Any] | None = None
+    messages_key: str | None = None
+    lineno: int | None = None  # line (JSONL datasets) or record number where it starts
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[Message]:
+        return [e for e in self.entries if isinstance(e, Message)]
+
+    def iter_messages(self) -> Iterator[Message]:
+        for e in self.entries:
+            if isinstance(e, Message):
+                yield e
+
+    @property
+    def compactions(self) -> list[Compaction]:
+        return [e for e in self.entries if isinstance(e, Compaction)]
+
+    @property
+    def label(self) -> str:
+        if self.id:
+            return f"{self.path}#{self.id}" if self.index or self.record is not None else self.path
+        return f"{self.path}#{self.index}" if self.record is not None else self.path
+
+    def remove(self, doomed: set[int]) -> None:
+        """Drop the messages whose ``id()`` is in ``doomed``, with their continuation lines."""
+        self.entries = [
+            e
+            for e in self.entries
+            if not (
+                (isinstance(e, Message) and id(e) in doomed)
+                or (isinstance(e, Cont) and id(e.message) in doomed)
+            )
+        ]
+
+
+def heuristic_tokens(chars: int) -> int:
+    """Seed 000/002/003 heuristic: ceil(chars / 4)."""
+    return math.ceil(chars / 4) if chars > 0 else 0
