@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import CtxtoolError, ExitCode
-from ..jsonio import Source, atomic_output, open_source
+from ..jsonio import Source, atomic_output, open_source  # noqa: F401  (re-exported)
 from ..model import Transcript
 from .base import ErrorPolicy, Format
 

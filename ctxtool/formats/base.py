@@ -159,21 +159,40 @@ def assign_positional_ids(messages: list[Message], prefix: str) -> None:
     """For formats without call ids (ShareGPT, some datasets): pair calls and results by position.
 
     Each call gets a synthetic id; each following result takes the oldest unanswered id.
+    When a run of results ends with calls of the same batch still open, the last result of
+    the run answers them too (LLaMA-Factory puts all parallel results in one message).
     Synthetic ids are marked so writers do not emit them.
     """
     pending: list[str] = []
     n = 0
+    last_result: Block | None = None
     for m in messages:
+        has_call = False
         for b in m.content:
             if b.type == "tool_call" and not b.id:
+                if not has_call and pending and last_result is not None:
+                    _answer_rest(last_result, pending)
+                has_call = True
                 n += 1
                 b.id = f"{prefix}{n}"
                 b.extra = {**(b.extra or {}), "synthetic_id": True}
                 pending.append(b.id)
+                last_result = None
             elif b.type == "tool_result" and not b.id:
                 if pending:
                     b.id = pending.pop(0)
                     b.extra = {**(b.extra or {}), "synthetic_id": True}
+                    last_result = b
+        if m.role not in ("tool",) and not has_call and pending and last_result is not None:
+            _answer_rest(last_result, pending)
+            last_result = None
+    if pending and last_result is not None:
+        _answer_rest(last_result, pending)
+
+
+def _answer_rest(result: Block, pending: list[str]) -> None:
+    result.extra = {**(result.extra or {}), "answers": list(pending)}
+    pending.clear()
 
 
 def is_synthetic(b: Block) -> bool:

@@ -1,0 +1,305 @@
+"""stats, validate, convert, formats, models."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from .common import (
+    FormatOpt,
+    JsonOpt,
+    ModelOpt,
+    OnePath,
+    OnError,
+    OnErrorOpt,
+    OutOpt,
+    Paths,
+    TokenizerOpt,
+    ToOpt,
+    WindowOpt,
+    err_line,
+    fmt_int,
+    print_json,
+    resolve_model,
+    stderr_console,
+    stdout_console,
+)
+
+
+class FailOn(str, Enum):
+    warning = "warning"
+    critical = "critical"
+
+
+PROGRESS_BYTES = 20 * 1024 * 1024
+
+
+def stats(
+    paths: Paths,
+    fmt: FormatOpt = None,
+    tokenizer: TokenizerOpt = None,
+    model: ModelOpt = None,
+    context_window: WindowOpt = None,
+    as_json: JsonOpt = False,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this seed 002 threshold.")] = None,
+    warning_chars: Annotated[int, typer.Option(help="Seed 002 warning threshold (characters).")] = 200_000,
+    critical_chars: Annotated[int, typer.Option(help="Seed 002 critical threshold (characters).")] = 400_000,
+    per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
+    output: OutOpt = None,
+    on_error: OnErrorOpt = OnError.fail,
+    top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
+) -> None:
+    """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
+    images, system prompt, recorded usage, context percentage and seed 002 thresholds."""
+    from .. import stats as st
+    from ..formats import iter_paths
+
+    if per_message and not output:
+        raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
+    info, tok = resolve_model(model, tokenizer)
+    files = list(iter_paths(paths))
+    size = 0
+    for f in files:
+        if f != "-":
+            import os
+
+            size += os.path.getsize(f)
+    progress_cb = None
+    prog = None
+    if size >= PROGRESS_BYTES and sys.stderr.isatty():
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        prog = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=stderr_console(), transient=True)
+        task = prog.add_task("reading", total=None)
+        counter = [0]
+
+        def progress_cb(t):  # type: ignore[no-untyped-def]
+            counter[0] += 1
+            if counter[0] % 50 == 0:
+                prog.update(task, description=f"{counter[0]:,} transcripts  {t.path}")
+
+        prog.start()
+    try:
+        report = st.stats(
+            files,
+            tokenizer=tok,
+            model=info,
+            context_window=context_window,
+            fmt=fmt,
+            on_error=on_error.value,
+            warning_chars=warning_chars,
+            critical_chars=critical_chars,
+            per_message=per_message,
+            progress=progress_cb,
+        )
+    finally:
+        if prog is not None:
+            prog.stop()
+    report.largest = report.largest[:top] if not as_json else report.largest
+    if per_message and output:
+        st.write_rows(report.rows or [], output)
+        err_line(f"wrote {len(report.rows or []):,} rows to {output}")
+    if report.skipped:
+        err_line(f"ctxtool: skipped {len(report.skipped)} unreadable record(s); first: {report.skipped[0]}")
+    if as_json:
+        print_json(report.to_json())
+    else:
+        _render_stats(report, top)
+    if fail_on is not None:
+        order = ("ok", "warning", "critical")
+        if order.index(report.level) >= order.index(fail_on.value):
+            raise typer.Exit(int(ExitCode.THRESHOLD))
+
+
+def _render_stats(report, top: int) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    con = stdout_console()
+    tot = report.totals
+    n = len(report.transcripts)
+    title = f"{n:,} transcript{'s' if n != 1 else ''} · tokenizer {report.tokenizer}"
+    if report.model:
+        title += f" · model {report.model.name}"
+    t = Table(title=title, title_justify="left")
+    t.add_column("role")
+    t.add_column("messages", justify="right")
+    t.add_column("chars", justify="right")
+    t.add_column("tokens", justify="right")
+    t.add_column("share", justify="right")
+    for role, rs in tot.by_role.items():
+        if rs.messages == 0:
+            continue
+        share = f"{100 * rs.tokens / tot.tokens:.1f}%" if tot.tokens else "-"
+        t.add_row(role, fmt_int(rs.messages), fmt_int(rs.chars), fmt_int(rs.tokens), share)
+    t.add_row("total", fmt_int(tot.messages), fmt_int(tot.chars), fmt_int(tot.tokens), "100%", style="bold")
+    con.print(t)
+    u = tot.usage
+    lines = [
+        f"tool calls {tot.tool_calls:,} · tool results {tot.tool_results:,} ({tot.tool_errors:,} errors)",
+        f"thinking {tot.thinking_blocks:,} blocks, {tot.thinking_tokens:,} tokens · images {tot.images:,}"
+        f" · system prompt {tot.system_prompt_tokens:,} tokens · framing overhead {tot.framing_tokens:,} tokens",
+    ]
+    if u.api_messages:
+        lines.append(
+            f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
+            f" · cache write {u.cache_creation:,} · cache read {u.cache_read:,} · total {u.total:,}"
+        )
+    for ln in lines:
+        con.print(ln, highlight=False)
+    if tot.tool_calls_by_name:
+        tt = Table(title="tool calls by name", title_justify="left")
+        tt.add_column("tool")
+        tt.add_column("calls", justify="right")
+        for name, c in tot.tool_calls_by_name.most_common(10):
+            tt.add_row(name, fmt_int(c))
+        con.print(tt)
+    if report.largest:
+        lt = Table(title=f"largest tool outputs (top {min(top, len(report.largest))})", title_justify="left")
+        lt.add_column("tool")
+        lt.add_column("tokens", justify="right")
+        lt.add_column("chars", justify="right")
+        lt.add_column("lines", justify="right")
+        lt.add_column("where")
+        for o in report.largest[:top]:
+            where = _short(o.transcript) + (f":{o.line}" if o.line else "")
+            lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
+        con.print(lt)
+    ct = Table(title="context", title_justify="left")
+    ct.add_column("transcript")
+    ct.add_column("messages", justify="right")
+    ct.add_column("context tokens", justify="right")
+    ct.add_column("source")
+    ct.add_column("window", justify="right")
+    ct.add_column("used", justify="right")
+    ct.add_column("threshold")
+    shown = report.transcripts if len(report.transcripts) <= 20 else sorted(
+        report.transcripts, key=lambda x: -x.context_tokens
+    )[:20]
+    for ts in shown:
+        pct = ts.context_percent
+        ct.add_row(
+            _short(ts.path) if ts.index == 0 and len(report.transcripts) == 1 else f"{_short(ts.path)}#{ts.id or ts.index}",
+            fmt_int(ts.figures.messages),
+            fmt_int(ts.context_tokens),
+            ts.context_source,
+            fmt_int(ts.context_window),
+            "-" if pct is None else f"{pct:.1f}%",
+            ts.level,
+        )
+    if len(report.transcripts) > 20:
+        ct.caption = f"20 largest of {len(report.transcripts):,}"
+    con.print(ct)
+    levels = {lv: sum(1 for x in report.transcripts if x.level == lv) for lv in ("ok", "warning", "critical")}
+    con.print(
+        f"thresholds (seed 002): warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,} chars"
+        f" → ok {levels['ok']:,} · warning {levels['warning']:,} · critical {levels['critical']:,}",
+        highlight=False,
+    )
+
+
+def _short(label: str) -> str:
+    import os
+
+    path, sep, rest = label.partition("#")
+    return os.path.basename(path) + sep + rest
+
+
+def validate(
+    paths: Paths,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(help="How many problems to list (all with --json).")] = 50,
+) -> None:
+    """Check schema (canonical files) and structure: tool results without a call, calls
+    without a result, duplicate ids, a trailing assistant message with unanswered calls.
+    Exit 4 when anything is wrong."""
+    from .. import validate as v
+
+    report = v.validate(paths, fmt)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out = sys.stdout
+        for p in report.problems[:limit]:
+            out.write(str(p) + "\n")
+        if len(report.problems) > limit:
+            out.write(f"... and {len(report.problems) - limit:,} more (use --json for all)\n")
+        counts = report.to_json()["problem_counts"]
+        summary = ", ".join(f"{k} {c:,}" for k, c in counts.items()) or "no problems"
+        out.write(
+            f"{report.files:,} file(s), {report.transcripts:,} transcript(s), {report.messages:,} messages: {summary}\n"
+        )
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.INVALID))
+
+
+def convert(
+    path: OnePath,
+    to: Annotated[str, typer.Option("--to", help="Output format: ctxtool, openai, anthropic, claude-code, codex, pi, sharegpt.")],
+    output: OutOpt = None,
+    fmt: FormatOpt = None,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Convert a transcript file to another format. Converting a file to its own format
+    reproduces it; converting to ctxtool and back does too."""
+    from .. import formats
+    from ..formats.base import ErrorPolicy
+
+    target = formats.get_format(to)
+    policy = ErrorPolicy(on_error.value)
+    ts = formats.read(path, fmt, policy)
+    count = 0
+
+    def counted():  # type: ignore[no-untyped-def]
+        nonlocal count
+        for t in ts:
+            count += 1
+            yield t
+
+    formats.write_path(counted(), output, target)
+    if policy.skipped:
+        err_line(f"ctxtool: skipped {len(policy.skipped)} unreadable record(s); first: {policy.skipped[0]}")
+    if output and output != "-":
+        err_line(f"wrote {count:,} transcript(s) as {target.name} to {output}")
+
+
+def formats_cmd(as_json: JsonOpt = False) -> None:
+    """List the transcript formats ctxtool reads and writes."""
+    from .. import formats
+
+    rows = [{"name": n, "description": formats.get_format(n).description} for n in formats.FORMAT_NAMES]
+    if as_json:
+        print_json(rows)
+    else:
+        for r in rows:
+            sys.stdout.write(f"{r['name']:<12} {r['description']}\n")
+
+
+def models_cmd(as_json: JsonOpt = False) -> None:
+    """List the model registry (context window, max output, prices, encoding)."""
+    from rich.table import Table
+
+    from .. import registry
+
+    ms = registry.models()
+    if as_json:
+        print_json([m.to_json() for m in ms.values()])
+        return
+    t = Table(title=f"model registry (override: {registry.user_models_file()})", title_justify="left")
+    for c in ("model", "provider", "context", "max output", "$/1M in", "$/1M out", "encoding"):
+        t.add_column(c, justify="right" if c not in ("model", "provider", "encoding") else "left")
+    for m in ms.values():
+        t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}", f"{m.output_price:g}", m.encoding)
+    stdout_console().print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("stats")(stats)
+    app.command("validate")(validate)
+    app.command("convert")(convert)
+    app.command("formats")(formats_cmd)
+    app.command("models")(models_cmd)

@@ -1,0 +1,121 @@
+"""Shared CLI plumbing: the app class with one error handler, shared options, consoles
+and JSON output. Heavy modules are imported inside commands, never here."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+from typer.exceptions import Abort, Exit, TyperException
+
+from ..errors import CtxtoolError, ExitCode
+
+
+class State:
+    debug: bool = bool(os.environ.get("CTXTOOL_DEBUG"))
+
+
+def err_line(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+class CtxGroup(TyperGroup):
+    """Turns :class:`CtxtoolError` into one line on stderr and its exit code (no traceback
+    unless ``--debug``); unexpected exceptions become exit 1 with a hint."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # definition order, not alphabetical
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CtxtoolError as e:
+            if State.debug:
+                traceback.print_exc()
+            err_line(f"ctxtool: error: {e}")
+            raise Exit(int(e.code)) from None
+        except KeyboardInterrupt:
+            err_line("ctxtool: interrupted")
+            raise Exit(int(ExitCode.INTERRUPTED)) from None
+        except BrokenPipeError:
+            # the reader of a pipe went away (e.g. `| head`): not an error
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            except OSError:
+                pass
+            raise Exit(0) from None
+        except (TyperException, Exit, Abort, SystemExit):
+            raise
+        except Exception as e:  # a bug: say so briefly, with the way to see more
+            if State.debug:
+                traceback.print_exc()
+            else:
+                err_line(f"ctxtool: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
+            raise Exit(int(ExitCode.ERROR)) from None
+
+
+class OnError(str, Enum):
+    fail = "fail"
+    skip = "skip"
+
+
+# -- shared options (defined once, used by every command) ----------------------------
+Paths = Annotated[
+    list[str],
+    typer.Argument(help="Transcript files, directories (searched recursively) or - for stdin.", show_default=False),
+]
+OnePath = Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", show_default=False)]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option("--format", "-f", help="Input format (default: detected). One of: ctxtool, openai, anthropic, claude-code, codex, pi, sharegpt."),
+]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
+OutOpt = Annotated[str | None, typer.Option("--output", "-o", help="Output file (default: stdout). Written atomically.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+TokenizerOpt = Annotated[
+    str | None,
+    typer.Option("--tokenizer", "-t", help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model name from the registry: sets context window and encoding.")]
+WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]
+OnErrorOpt = Annotated[OnError, typer.Option("--on-error", help="fail: stop at the first bad record; skip: report and continue.")]
+
+
+def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
+    """Registry entry for ``--model`` and the tokenizer it implies (flag wins)."""
+    info = None
+    if model:
+        from ..registry import require
+
+        info = require(model)
+    tok = tokenizer or (info.encoding if info and tokenizer is None and model else None) or "heuristic"
+    return info, tok
+
+
+def print_json(obj: Any) -> None:
+    from ..jsonio import dumps_pretty
+
+    sys.stdout.buffer.write(dumps_pretty(obj) + b"\n")
+    sys.stdout.flush()
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(soft_wrap=False)
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def fmt_int(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"

@@ -1,0 +1,592 @@
+"""Codex CLI rollout files (``~/.codex/sessions/.../rollout-*.jsonl``).
+
+Every line is ``{"timestamp", "type", "payload"}`` with ``type`` one of:
+
+* ``session_meta``: the session header; its ``base_instructions.text`` (the system
+  prompt) becomes a ``system`` message whose source line is this header
+* ``response_item``: the conversation, one item per line, each read as one message:
+  ``message`` (developer/user/assistant), ``reasoning`` (a thinking block; the
+  ``encrypted_content`` stays in the raw line), ``function_call`` / ``custom_tool_call``
+  / ``local_shell_call`` / ``web_search_call`` (tool calls) and
+  ``function_call_output`` / ``custom_tool_call_output`` (tool results)
+* ``event_msg`` and ``turn_context``: UI events and per-turn settings, kept as records;
+  ``token_count`` events give the usage of the preceding API call and
+  ``turn_context.model`` the model of the following assistant items
+* ``compacted``: a compaction (``message`` = summary, ``replacement_history`` = the
+  items that replace the history)
+
+Rollouts written before the ``payload`` wrapper existed (a ``{"id", "timestamp",
+"instructions"}`` header followed by bare response items and ``{"record_type": "state"}``
+lines) are read and written back in that layout too.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from ..jsonio import Source
+from ..model import Block, Compaction, Cont, Line, Message, Record, Transcript, Usage
+from .base import ErrorPolicy, Format, put_meta, read_meta, template
+
+LINE_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+RESPONSE_TYPES = (
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "web_search_call",
+    "local_shell_call",
+)
+ROLE_IN = {"developer": "system", "system": "system", "user": "user", "assistant": "assistant"}
+EPOCH = "1970-01-01T00:00:00.000Z"
+
+
+# -- reading -----------------------------------------------------------------------------
+def _text_of(v: Any) -> str:
+    """A tool output as text: strings as they are, content-item lists and objects by their text."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        parts = []
+        for it in v:
+            if isinstance(it, str):
+                parts.append(it)
+            elif isinstance(it, dict) and isinstance(it.get("text"), str):
+                parts.append(it["text"])
+        return "\n".join(parts)
+    if isinstance(v, dict):
+        for k in ("content", "text", "output"):
+            if k in v:
+                return _text_of(v[k])
+    return jsonio.dumps_text(v)
+
+
+def _part_block(p: Any) -> Block:
+    if isinstance(p, dict):
+        t = p.get("type")
+        if t in ("input_text", "output_text", "text") and isinstance(p.get("text"), str):
+            return Block("text", text=p["text"])
+        if t == "input_image":
+            return Block("image", data=p)
+        txt = p.get("text", p.get("refusal", ""))
+        return Block("text", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra={"part": p})
+    return Block("text", text=p if isinstance(p, str) else jsonio.dumps_text(p))
+
+
+def _reasoning_text(p: dict[str, Any]) -> str:
+    texts = [s.get("text", "") for s in p.get("summary") or [] if isinstance(s, dict)]
+    if not texts:
+        texts = [c.get("text", "") for c in p.get("content") or [] if isinstance(c, dict)]
+    return "\n".join(x for x in texts if isinstance(x, str))
+
+
+def decode_item(p: dict[str, Any], names: dict[str, str]) -> tuple[str, list[Block]] | None:
+    """A response item payload as (role, blocks); ``None`` for items that are not messages.
+
+    ``names`` maps call ids to tool names (filled by calls, read by outputs).
+    """
+    t = p.get("type")
+    if t == "message":
+        role = ROLE_IN.get(p["role"])
+        if role is None:
+            return None
+        c = p.get("content")
+        blocks = [_part_block(x) for x in c] if isinstance(c, list) else ([Block("text", text=c)] if isinstance(c, str) else [])
+        return role, blocks
+    if t == "reasoning":
+        return "assistant", [Block("thinking", text=_reasoning_text(p))]
+    if t == "function_call":
+        names[p["call_id"]] = p.get("name") or ""
+        return "assistant", [Block("tool_call", id=p["call_id"], name=p.get("name"), arguments=p.get("arguments"))]
+    if t == "custom_tool_call":
+        names[p["call_id"]] = p.get("name") or ""
+        return "assistant", [
+            Block("tool_call", id=p["call_id"], name=p.get("name"), arguments=p.get("input"), extra={"custom": True})
+        ]
+    if t == "local_shell_call":
+        cid = p.get("call_id") or p.get("id")
+        if cid:
+            names[cid] = "local_shell"
+        return "assistant", [
+            Block("tool_call", id=cid, name="local_shell", arguments=p.get("action"), extra={"item": "local_shell_call"})
+        ]
+    if t == "web_search_call":
+        return "assistant", [
+            Block("tool_call", id=p.get("id"), name="web_search", arguments=p.get("action"), extra={"server_tool": True})
+        ]
+    if t in ("function_call_output", "custom_tool_call_output"):
+        out = p.get("output")
+        is_error = isinstance(out, dict) and out.get("success") is False
+        extra = {"custom": True} if t == "custom_tool_call_output" else None
+        cid = p["call_id"]
+        return "tool", [Block("tool_result", id=cid, text=_text_of(out), name=names.get(cid), is_error=is_error, extra=extra)]
+    return None
+
+
+# -- writing -----------------------------------------------------------------------------
+def _data_url(data: Any) -> str | None:
+    """An image source of any format as a URL (data URL for inline images)."""
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("image_url"), str):
+        return data["image_url"]
+    if isinstance(data.get("image_url"), dict):
+        return data["image_url"].get("url")
+    src = data.get("source") if isinstance(data.get("source"), dict) else data
+    if isinstance(src.get("data"), str):
+        mime = src.get("media_type") or src.get("mimeType") or src.get("mime_type") or "image/png"
+        return f"data:{mime};base64,{src['data']}"
+    if isinstance(src.get("url"), str):
+        return src["url"]
+    return None
+
+
+def _image_part(b: Block) -> dict[str, Any]:
+    d = b.data
+    if isinstance(d, dict) and d.get("type") == "input_image":
+        return d
+    return {"type": "input_image", "image_url": _data_url(d) or ""}
+
+
+def _call_payload(b: Block, tp: dict[str, Any] | None) -> dict[str, Any]:
+    ex = b.extra or {}
+    ttype = tp.get("type") if tp else None
+    if ex.get("server_tool") and b.name == "web_search" or ttype == "web_search_call":
+        p: dict[str, Any] = {"type": "web_search_call", "status": "completed"}
+        if b.id:
+            p["id"] = b.id
+        args = b.arguments
+        if isinstance(args, str):
+            try:
+                args = jsonio.loads(args)
+            except CtxtoolError:
+                args = {"type": "search", "query": args}
+        p["action"] = args if isinstance(args, dict) else {"type": "search", "query": b.arguments_text()}
+        return p
+    if ex.get("item") == "local_shell_call" or ttype == "local_shell_call":
+        return {"type": "local_shell_call", "call_id": b.id, "status": "completed", "action": b.arguments}
+    if ex.get("custom") or ttype == "custom_tool_call":
+        return {"type": "custom_tool_call", "status": "completed", "call_id": b.id, "name": b.name, "input": b.arguments_text()}
+    return {"type": "function_call", "name": b.name, "arguments": b.arguments_text(), "call_id": b.id}
+
+
+def _result_payload(b: Block, tp: dict[str, Any] | None) -> dict[str, Any]:
+    custom = bool((b.extra or {}).get("custom")) or (tp is not None and tp.get("type") == "custom_tool_call_output")
+    out: Any = b.text
+    if tp is not None and "output" in tp and not isinstance(tp["output"], str) and _text_of(tp["output"]) == b.text:
+        out = tp["output"]  # a structured output whose text is unchanged
+    return {"type": "custom_tool_call_output" if custom else "function_call_output", "call_id": b.id, "output": out}
+
+
+def render_items(msg: Message, tp: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """A message as Codex response item payloads; ``tp`` is its source payload (kept fields)."""
+    out: list[dict[str, Any]] = []
+    parts: list[Block] = []
+    role = msg.role
+
+    def flush() -> None:
+        if not parts:
+            return
+        if role == "system":
+            r, kind = "developer", "input_text"
+        elif role == "assistant":
+            r, kind = "assistant", "output_text"
+        else:
+            r, kind = "user", "input_text"
+        if tp is not None and tp.get("type") == "message" and tp.get("role") in ("system", "developer") and r == "developer":
+            r = tp["role"]
+        content = []
+        for b in parts:
+            if b.type == "image":
+                content.append(_image_part(b))
+            elif (b.extra or {}).get("part") and _part_block(b.extra["part"]).text == b.text:  # type: ignore[index]
+                content.append(b.extra["part"])  # type: ignore[index]
+            else:
+                content.append({"type": kind, "text": b.text})
+        out.append({"type": "message", "role": r, "content": content})
+        parts.clear()
+
+    for b in msg.content:
+        if b.type in ("text", "image"):
+            parts.append(b)
+            continue
+        flush()
+        if b.type == "thinking":
+            p: dict[str, Any] = {"type": "reasoning", "summary": [{"type": "summary_text", "text": b.text}] if b.text else []}
+            if tp is not None and tp.get("type") == "reasoning" and _reasoning_text(tp) == b.text:
+                p["summary"] = tp.get("summary", p["summary"])
+            same = tp is not None and tp.get("type") == "reasoning"
+            p["content"] = tp.get("content") if same else None  # type: ignore[union-attr]
+            p["encrypted_content"] = tp.get("encrypted_content") if same else None  # type: ignore[union-attr]
+            out.append(p)
+        elif b.type == "tool_call":
+            out.append(_call_payload(b, tp))
+        elif b.type == "tool_result":
+            out.append(_result_payload(b, tp))
+        else:
+            parts.append(Block("text", text=b.text))
+    flush()
+    if not out:
+        out.append(
+            {
+                "type": "message",
+                "role": {"system": "developer", "assistant": "assistant"}.get(role, "user"),
+                "content": [],
+            }
+        )
+    if tp is not None and len(out) == 1 and out[0].get("type") == tp.get("type"):
+        merged = dict(tp)  # keep the source's other fields (phase, status, id) and key order
+        merged.update(out[0])
+        out[0] = merged
+    return out
+
+
+@dataclass
+class _WriteState:
+    """What the writer carries from line to line: the last timestamp and cumulative usage."""
+
+    ts: str = EPOCH
+    total: Usage | None = None
+
+
+def _det_uuid(*parts: Any) -> str:
+    h = hashlib.sha1("|".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+    return str(uuid.UUID(hex=h[:32]))
+
+
+def _usage_json(u: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": u.input + u.cache_read + u.cache_creation,
+        "cached_input_tokens": u.cache_read,
+        "output_tokens": u.output,
+        "reasoning_output_tokens": 0,
+        "total_tokens": u.total,
+    }
+
+
+class CodexFormat(Format):
+    name = "codex"
+    description = "Codex CLI rollout files (session_meta / response_item / event_msg lines)"
+    default_layout = "entries_jsonl"
+
+    # -- detection -----------------------------------------------------------------------
+    def sniff(self, sample: list[Any], src: Source) -> int:
+        if src.layout != "jsonl" or not sample:
+            return 0
+        objs = [o for o in sample if isinstance(o, dict)]
+        if not objs or len(objs) != len(sample):
+            return 0
+        first = objs[0]
+        wrapped = [o for o in objs if o.get("type") in LINE_TYPES and isinstance(o.get("payload"), dict)]
+        if wrapped:
+            if len(wrapped) < len(objs) * 0.9:
+                return 0
+            return 98 if first.get("type") == "session_meta" else 85
+        # The layout before the payload wrapper: a header, then bare items and state records.
+        if "type" not in first and "id" in first and "timestamp" in first and ("instructions" in first or "git" in first):
+            rest = objs[1:]
+            if not rest or any(o.get("type") in RESPONSE_TYPES or o.get("record_type") for o in rest):
+                return 80
+        return 0
+
+    # -- reading -------------------------------------------------------------------------
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        t = Transcript("codex", path=src.path, index=0, lineno=1)
+        t.extra["layout"] = "entries_jsonl"
+        names: dict[str, str] = {}
+        model: str | None = None
+        last_assistant: Message | None = None
+        last_total: Any = None
+        legacy = False
+        for ln in src.lines():
+            o = ln.obj
+            try:
+                if not isinstance(o, dict):
+                    raise CtxtoolError("not a Codex rollout line (expected a JSON object)", path=src.path, line=ln.lineno)
+                typ = o.get("type")
+                wrapped = "payload" in o and typ in LINE_TYPES
+                if not wrapped and ln.lineno == t.lineno and "id" in o and "timestamp" in o and "type" not in o:
+                    legacy = True
+                    t.extra["codex_layout"] = "legacy"
+                    t.id = o.get("id")
+                    t.extra["session"] = {"id": o.get("id")}
+                    t.entries.append(Record(ln, kind="session_header"))
+                    continue
+                if not wrapped:
+                    if legacy and typ in RESPONSE_TYPES:
+                        m = self._item(o, o, ln, names, model)
+                        if m is not None:
+                            t.entries.append(m)
+                            if m.role == "assistant":
+                                last_assistant = m
+                            continue
+                    if legacy or typ == "response_item" or typ in LINE_TYPES:
+                        t.entries.append(Record(ln, kind=str(typ or o.get("record_type") or "")))
+                        continue
+                    raise CtxtoolError("not a Codex rollout line (no 'type'/'payload')", path=src.path, line=ln.lineno)
+                p = o["payload"]
+                if not isinstance(p, dict):
+                    raise CtxtoolError(f"{typ} line: payload is not an object", path=src.path, line=ln.lineno)
+                if typ == "session_meta":
+                    t.id = p.get("id", t.id)
+                    t.extra["session"] = {
+                        k: p.get(k) for k in ("id", "cwd", "cli_version", "model_provider") if k in p
+                    }
+                    bi = p.get("base_instructions")
+                    text = bi.get("text") if isinstance(bi, dict) else (bi if isinstance(bi, str) else None)
+                    if isinstance(text, str):
+                        t.entries.append(Message("system", [Block("text", text=text)], metadata=read_meta(o), lines=[ln]))
+                    else:
+                        t.entries.append(Record(ln, kind="session_meta"))
+                elif typ == "response_item":
+                    m = self._item(p, o, ln, names, model)
+                    if m is None:
+                        t.entries.append(Record(ln, kind=f"response_item:{p.get('type')}"))
+                    else:
+                        t.entries.append(m)
+                        if m.role == "assistant":
+                            last_assistant = m
+                elif typ == "turn_context":
+                    if isinstance(p.get("model"), str):
+                        model = p["model"]
+                        t.extra["model"] = model
+                    t.entries.append(Record(ln, kind="turn_context"))
+                elif typ == "event_msg":
+                    et = p.get("type")
+                    if et == "token_count":
+                        info = p.get("info")
+                        if isinstance(info, dict):
+                            if info.get("model_context_window"):
+                                t.extra["context_window"] = info["model_context_window"]
+                            total = info.get("total_token_usage")
+                            last = info.get("last_token_usage")
+                            if isinstance(last, dict) and last_assistant is not None and total != last_total:
+                                cached = int(last.get("cached_input_tokens", 0) or 0)
+                                last_assistant.usage = Usage(
+                                    input=int(last.get("input_tokens", 0) or 0) - cached,
+                                    output=int(last.get("output_tokens", 0) or 0),
+                                    cache_read=cached,
+                                )
+                                last_assistant.usage_key = f"codex-usage:{ln.lineno}"
+                            last_total = total
+                    elif et == "task_started" and p.get("model_context_window"):
+                        t.extra["context_window"] = p["model_context_window"]
+                    t.entries.append(Record(ln, kind=f"event_msg:{et}"))
+                elif typ == "compacted":
+                    details: dict[str, Any] = {}
+                    if "replacement_history" in p:
+                        details["replacement_history"] = p["replacement_history"]
+                    msg = p.get("message", "")
+                    t.entries.append(
+                        Compaction(summary=msg if isinstance(msg, str) else _text_of(msg), details=details, lines=[ln])
+                    )
+            except CtxtoolError as e:
+                policy.handle(e)
+            except (KeyError, TypeError, AttributeError, ValueError) as e:
+                policy.handle(CtxtoolError(f"malformed Codex line: {e!r}", path=src.path, line=ln.lineno))
+        yield t
+
+    def _item(
+        self, p: dict[str, Any], o: dict[str, Any], ln: Line, names: dict[str, str], model: str | None
+    ) -> Message | None:
+        dec = decode_item(p, names)
+        if dec is None:
+            return None
+        role, blocks = dec
+        return Message(
+            role,
+            blocks,
+            id=p.get("id") if isinstance(p.get("id"), str) else None,
+            metadata=read_meta(o),
+            model=model if role == "assistant" else None,
+            lines=[ln],
+        )
+
+    # -- writing -------------------------------------------------------------------------
+    def render(self, msg: Message, t: Transcript) -> list[Any]:
+        return self._render(msg, t, _WriteState(ts=self._neighbour_ts(msg, t)))
+
+    def _neighbour_ts(self, msg: Message, t: Transcript) -> str:
+        own = template(msg).get("timestamp")
+        if isinstance(own, str):
+            return own
+        ts = EPOCH
+        for e in t.entries:
+            if e is msg:
+                break
+            lines = e.lines if isinstance(e, (Message, Compaction)) else [e.line] if isinstance(e, Record) else []
+            for line in lines:
+                if isinstance(line.obj, dict) and isinstance(line.obj.get("timestamp"), str):
+                    ts = line.obj["timestamp"]
+        return ts
+
+    def _render(self, msg: Message, t: Transcript, st: _WriteState) -> list[Any]:
+        tmpl = template(msg)
+        ts = tmpl.get("timestamp") if isinstance(tmpl.get("timestamp"), str) else st.ts
+        legacy = t.extra.get("codex_layout") == "legacy"
+        if tmpl.get("type") == "session_meta" and isinstance(tmpl.get("payload"), dict):
+            if msg.role == "system" and all(b.type == "text" for b in msg.content):
+                payload = copy.deepcopy(tmpl["payload"])
+                bi = payload.get("base_instructions")
+                payload["base_instructions"] = {**(bi if isinstance(bi, dict) else {}), "text": msg.text()}
+                line = dict(tmpl)
+                line["payload"] = payload
+                put_meta(line, msg)
+                return [line]
+            tmpl = {}
+        tp: dict[str, Any] | None = None
+        if tmpl.get("type") == "response_item" and isinstance(tmpl.get("payload"), dict):
+            tp = tmpl["payload"]
+        elif legacy and tmpl.get("type") in RESPONSE_TYPES:
+            tp = tmpl
+        items = render_items(msg, tp)
+        out: list[Any] = []
+        for p in items:
+            if legacy:
+                put_meta(p, msg)
+                out.append(p)
+                continue
+            line = dict(tmpl) if tp is not None and len(items) == 1 and not legacy else {}
+            line["timestamp"] = ts
+            line["type"] = "response_item"
+            line["payload"] = p
+            put_meta(line, msg)
+            out.append(line)
+        if msg.usage is not None and msg.role == "assistant" and tp is None and not legacy:
+            # A message from another format: its usage goes into a token_count event, as Codex writes it.
+            out.append(self._token_count(msg.usage, ts, st, t))
+        return out
+
+    def _token_count(self, u: Usage, ts: str, st: _WriteState, t: Transcript) -> dict[str, Any]:
+        prev = st.total or Usage()
+        st.total = Usage(
+            prev.input + u.input, prev.output + u.output, prev.cache_creation + u.cache_creation, prev.cache_read + u.cache_read
+        )
+        info: dict[str, Any] = {"total_token_usage": _usage_json(st.total), "last_token_usage": _usage_json(u)}
+        cw = t.extra.get("context_window")
+        info["model_context_window"] = cw if isinstance(cw, int) else None
+        return {"timestamp": ts, "type": "event_msg", "payload": {"type": "token_count", "info": info, "rate_limits": None}}
+
+    def render_compaction(self, c: Compaction, t: Transcript) -> list[Any]:
+        return self._render_compaction(c, t, _WriteState(ts=self._compaction_ts(c, t)))
+
+    def _compaction_ts(self, c: Compaction, t: Transcript) -> str:
+        if c.lines and isinstance(c.lines[0].obj, dict) and isinstance(c.lines[0].obj.get("timestamp"), str):
+            return c.lines[0].obj["timestamp"]
+        ts = EPOCH
+        for e in t.entries:
+            if e is c:
+                break
+            if isinstance(e, Message):
+                ts = self._neighbour_ts(e, t) if e.lines else ts
+        return ts
+
+    def _render_compaction(self, c: Compaction, t: Transcript, st: _WriteState) -> list[Any]:
+        tmpl = dict(c.lines[0].obj) if c.lines and isinstance(c.lines[0].obj, dict) else {}
+        ts = tmpl.get("timestamp") if isinstance(tmpl.get("timestamp"), str) else st.ts
+        history = c.details.get("replacement_history")
+        if not isinstance(history, list):
+            history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": c.summary}]}]
+        payload = dict(tmpl.get("payload") or {}) if tmpl.get("type") == "compacted" else {}
+        payload["message"] = c.summary
+        payload["replacement_history"] = history
+        line = tmpl if tmpl.get("type") == "compacted" else {}
+        line["timestamp"] = ts
+        line["type"] = "compacted"
+        line["payload"] = payload
+        out: list[Any] = [line]
+        if not c.lines:  # Codex follows a new compaction with this event
+            out.append({"timestamp": ts, "type": "event_msg", "payload": {"type": "context_compacted"}})
+        return out
+
+    def output_items(self, t: Transcript) -> Iterator[Line]:
+        st = _WriteState()
+        session_done = False
+        legacy = t.extra.get("codex_layout") == "legacy"
+        for e in t.entries:
+            first_lines = (
+                e.lines
+                if isinstance(e, (Message, Compaction))
+                else [e.line]
+                if isinstance(e, Record)
+                else []
+            )
+            if not session_done:
+                session_done = True
+                if not legacy and not self._is_session_line(e):
+                    # A transcript from another format: open it with a session_meta line,
+                    # carrying a leading system prompt as the base instructions.
+                    sys_msg = e if isinstance(e, Message) and e.role == "system" else None
+                    first_ts = self._first_ts(t)
+                    st.ts = first_ts
+                    yield Line(self._session_meta(t, sys_msg, first_ts))
+                    if sys_msg is not None and all(b.type == "text" for b in sys_msg.content):
+                        continue
+            for line in first_lines[:1]:
+                if isinstance(line.obj, dict) and isinstance(line.obj.get("timestamp"), str):
+                    st.ts = line.obj["timestamp"]
+            if isinstance(e, Message):
+                if e.lines and not e.dirty:
+                    yield e.lines[0]
+                else:
+                    for obj in self._render(e, t, st):
+                        yield Line(obj)
+            elif isinstance(e, Cont):
+                if not e.message.dirty and e.part < len(e.message.lines):
+                    yield e.message.lines[e.part]
+            elif isinstance(e, Record):
+                yield e.line
+            elif isinstance(e, Compaction):
+                if e.lines and not e.dirty:
+                    yield from e.lines
+                else:
+                    for obj in self._render_compaction(e, t, st):
+                        yield Line(obj)
+
+    @staticmethod
+    def _is_session_line(e: Any) -> bool:
+        lines = e.lines if isinstance(e, (Message, Compaction)) else [e.line] if isinstance(e, Record) else []
+        return bool(lines) and isinstance(lines[0].obj, dict) and lines[0].obj.get("type") == "session_meta"
+
+    @staticmethod
+    def _first_ts(t: Transcript) -> str:
+        for e in t.entries:
+            lines = e.lines if isinstance(e, (Message, Compaction)) else [e.line] if isinstance(e, Record) else []
+            for line in lines:
+                if isinstance(line.obj, dict) and isinstance(line.obj.get("timestamp"), str):
+                    return line.obj["timestamp"]
+        return EPOCH
+
+    def _session_meta(self, t: Transcript, sys_msg: Message | None, ts: str) -> dict[str, Any]:
+        sess = t.extra.get("session") if isinstance(t.extra.get("session"), dict) else {}
+        sid = t.id or _det_uuid("codex-session", t.path, t.index)
+        payload: dict[str, Any] = {
+            "id": sid,
+            "timestamp": ts,
+            "cwd": sess.get("cwd") if isinstance(sess.get("cwd"), str) else "",
+            "originator": "ctxtool",
+            "cli_version": sess.get("cli_version") if isinstance(sess.get("cli_version"), str) else "0.0.0",
+            "source": "cli",
+            "model_provider": sess.get("model_provider") if isinstance(sess.get("model_provider"), str) else "openai",
+        }
+        line: dict[str, Any] = {"timestamp": ts, "type": "session_meta", "payload": payload}
+        if sys_msg is not None and all(b.type == "text" for b in sys_msg.content):
+            payload["base_instructions"] = {"text": sys_msg.text()}
+            put_meta(line, sys_msg)
+        return line
+
+
+FORMAT = CodexFormat()

@@ -1,0 +1,297 @@
+"""ShareGPT datasets: ``{conversations: [{from, value}], system?, tools?}`` records.
+
+Layouts read and written back as they came: ``records_array`` (a JSON array of
+records, the usual shape), ``records_jsonl`` (one record per line) and
+``record_object`` (one record as a JSON document). The turns sit under
+``conversations`` (or ``messages`` or another key of :data:`openai.MESSAGE_KEYS`)
+as ``{from, value}`` items; every other field of a record and of a turn is kept.
+
+Turns (``from``):
+
+* ``human``/``user`` -> user; ``gpt``/``assistant``/``model`` -> assistant
+  (a leading ``<think>...</think>`` in the value becomes a thinking block);
+* ``system`` -> system; a record-level ``system`` field becomes a leading system
+  message with the hint ``sharegpt_system`` and is written back to that field;
+* ``function_call``/``tool_call`` -> an assistant tool call: the value is JSON
+  ``{"name", "arguments"}`` (or a list of them for parallel calls);
+* ``observation``/``tool``/``function``/``tool_response`` -> a tool result.
+
+ShareGPT has no call ids: calls and results pair by position
+(:func:`base.assign_positional_ids`); the synthetic ids are never written.
+Writing a changed message: an assistant message with text and calls becomes a
+``gpt`` turn followed by one ``function_call`` turn (a list value when it holds
+several calls); each tool result is an ``observation`` turn; image blocks have no
+place in a turn and are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from ..jsonio import Source
+from ..model import Block, Line, Message, Transcript
+from .base import ErrorPolicy, Format, assign_positional_ids, put_meta, read_meta, template
+from .openai import MESSAGE_KEYS, _record_id
+
+FROM_ROLE = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "model": "assistant",
+    "chatgpt": "assistant",
+    "bard": "assistant",
+    "bing": "assistant",
+    "system": "system",
+    "function_call": "call",
+    "tool_call": "call",
+    "observation": "tool",
+    "tool": "tool",
+    "function": "tool",
+    "tool_response": "tool",
+    "ipython": "tool",
+}
+KEYS = ("conversations", *(k for k in MESSAGE_KEYS if k != "conversations"))
+SYSTEM_HINT = "sharegpt_system"
+_THINK = re.compile(r"<think>(.*?)</think>(\s*)", re.DOTALL)
+
+
+def _is_turn(o: Any) -> bool:
+    return isinstance(o, dict) and "from" in o and "value" in o
+
+
+def turns_key(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return None
+    for k in KEYS:
+        v = rec.get(k)
+        if isinstance(v, list) and v and _is_turn(v[0]):
+            return k
+    return None
+
+
+def _dumps(obj: Any) -> str:
+    """JSON text the way most ShareGPT datasets write it (Python's json.dumps)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _as_text(v: Any) -> str:
+    return v if isinstance(v, str) else _dumps(v)
+
+
+# -- reading -------------------------------------------------------------------
+def _decode_calls(value: Any) -> list[Block]:
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = jsonio.loads(value)
+        except CtxtoolError:
+            parsed = None
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    if calls and all(isinstance(c, dict) and "name" in c for c in calls):
+        return [Block("tool_call", name=c.get("name"), arguments=c.get("arguments", c.get("parameters"))) for c in calls]
+    return [Block("tool_call", arguments=_as_text(value), extra={"unparsed": True})]
+
+
+def decode_turn(o: dict[str, Any], line: Line) -> Message:
+    frm = o.get("from")
+    kind = FROM_ROLE.get(frm.lower() if isinstance(frm, str) else "", "user")
+    v = o.get("value")
+    blocks: list[Block] = []
+    if kind == "call":
+        role = "assistant"
+        blocks = _decode_calls(v)
+    elif kind == "tool":
+        role = "tool"
+        blocks = [Block("tool_result", text=_as_text(v) if v is not None else "")]
+    else:
+        role = kind
+        text = _as_text(v) if v is not None else ""
+        m = _THINK.match(text) if role == "assistant" else None
+        if m:
+            blocks.append(Block("thinking", text=m.group(1), extra={"think_sep": m.group(2)}))
+            text = text[m.end() :]
+        blocks.append(Block("text", text=text))
+    return Message(role, blocks, metadata=read_meta(o), lines=[line])
+
+
+# -- writing -------------------------------------------------------------------
+def _from(tmpl: dict[str, Any], kind: str, default: str) -> str:
+    f = tmpl.get("from")
+    if isinstance(f, str) and FROM_ROLE.get(f.lower()) == kind:
+        return f
+    return default
+
+
+def _call_obj(b: Block) -> dict[str, Any]:
+    return {"name": b.name, "arguments": b.arguments}
+
+
+def _calls_value(calls: list[Block], orig: Any) -> Any:
+    """The function_call value; the original text when the calls are unchanged."""
+    if len(calls) == 1 and (calls[0].extra or {}).get("unparsed") and calls[0].name is None:
+        return calls[0].arguments_text()
+    if orig is not None:
+        try:
+            before = _decode_calls(orig)
+        except (TypeError, ValueError):
+            before = []
+        if [(c.name, c.arguments) for c in before] == [(c.name, c.arguments) for c in calls]:
+            return orig
+    objs = [_call_obj(b) for b in calls]
+    return _dumps(objs[0] if len(objs) == 1 else objs)
+
+
+def render_message(msg: Message, tmpl: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def turn(frm: str, value: Any, base: dict[str, Any] | None) -> None:
+        o = dict(base or {})
+        o["from"] = frm
+        o["value"] = value
+        put_meta(o, msg)
+        out.append(o)
+
+    if msg.role == "tool" or (msg.content and all(b.type == "tool_result" for b in msg.content)):
+        results = [b for b in msg.content if b.type == "tool_result"]
+        for b in results:
+            turn(_from(tmpl, "tool", "observation"), b.text, tmpl if len(results) == 1 else None)
+        rest = [b for b in msg.content if b.type in ("text", "thinking")]
+        if rest:
+            turn("human", "\n".join(b.text for b in rest), None)
+        if not out:
+            turn(_from(tmpl, "tool", "observation"), "", tmpl)
+        return out
+    calls = [b for b in msg.content if b.type == "tool_call"]
+    results = [b for b in msg.content if b.type == "tool_result"]
+    thinking = [b for b in msg.content if b.type == "thinking"]
+    texts = [b for b in msg.content if b.type == "text"]
+    tmpl_is_call = FROM_ROLE.get(str(tmpl.get("from", "")).lower()) == "call"
+    if msg.role == "system":
+        frm, kind = "system", "system"
+    elif msg.role == "assistant":
+        frm, kind = "gpt", "assistant"
+    else:
+        frm, kind = "human", "user"
+    if texts or thinking or not calls:
+        value = "\n".join(b.text for b in texts)
+        if thinking and msg.role == "assistant":
+            sep = (thinking[0].extra or {}).get("think_sep", "\n\n")
+            value = f"<think>{chr(10).join(b.text for b in thinking)}</think>{sep}{value}"
+        elif thinking:
+            value = "\n".join([*(b.text for b in thinking), value]) if value else "\n".join(b.text for b in thinking)
+        turn(_from(tmpl, kind, frm), value, None if tmpl_is_call else tmpl)
+    if calls:
+        orig = tmpl.get("value") if tmpl_is_call else None
+        turn(_from(tmpl, "call", "function_call"), _calls_value(calls, orig), tmpl if tmpl_is_call else None)
+    for b in results:  # tool results inside a user message (other formats)
+        turn("observation", b.text, None)
+    return out
+
+
+class ShareGPTFormat(Format):
+    name = "sharegpt"
+    description = "ShareGPT datasets ({conversations: [{from, value}]} records)"
+    default_layout = "records_array"
+
+    def sniff(self, sample: list[Any], src: Source) -> int:
+        if src.layout == "json":
+            doc = sample[0]
+            rec = doc[0] if isinstance(doc, list) and doc else doc
+            return 95 if turns_key(rec) else 0
+        return 95 if sample and turns_key(sample[0]) else 0
+
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        if src.layout == "json":
+            doc = src.doc
+            recs = doc if isinstance(doc, list) else [doc]
+            layout = "records_array" if isinstance(doc, list) else "record_object"
+            for i, rec in enumerate(recs):
+                try:
+                    yield self._record(rec, src, i, None, layout)
+                except CtxtoolError as e:
+                    e.message = f"record {i}: {e.message}"
+                    policy.handle(e)
+            return
+        for i, ln in enumerate(src.lines()):
+            try:
+                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
+                t.extra["record_raw"] = ln.raw
+                yield t
+            except CtxtoolError as e:
+                policy.handle(e)
+
+    def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
+        key = turns_key(rec)
+        if key is None and isinstance(rec, dict):
+            key = next((k for k in KEYS if isinstance(rec.get(k), list) and not rec[k]), None)
+        if key is None:
+            raise CtxtoolError(
+                f"record has no ShareGPT turns (a list of {{from, value}} under: {', '.join(KEYS)})",
+                path=src.path,
+                line=lineno,
+            )
+        t = Transcript(self.name, path=src.path, index=i, lineno=lineno)
+        system = rec.get("system")
+        if isinstance(system, str):
+            t.entries.append(
+                Message("system", [Block("text", text=system)], lines=[Line(system, None, lineno)], extra={SYSTEM_HINT: True})
+            )
+        for j, o in enumerate(rec[key]):
+            if not _is_turn(o):
+                raise CtxtoolError(f"turn {j} is not a ShareGPT turn (needs 'from' and 'value')", path=src.path, line=lineno)
+            t.entries.append(decode_turn(o, Line(o, None, lineno)))
+        assign_positional_ids(t.messages, f"call_{i}_")
+        skip = ("system",) if isinstance(system, str) else ()
+        t.record = {k: (None if k == key or k in skip else v) for k, v in rec.items()}
+        t.messages_key = key
+        t.id = _record_id(rec, i)
+        t.extra["layout"] = layout
+        t.extra["entries_count"] = len(t.entries)
+        return t
+
+    def render(self, msg: Message, t: Transcript) -> list[Any]:
+        if msg.extra.get(SYSTEM_HINT):
+            return render_message(msg, {})
+        return render_message(msg, template(msg))
+
+    def build_record(self, t: Transcript) -> dict[str, Any]:
+        """The record with its turns and ``system`` field rebuilt; other fields kept in order."""
+        key = t.messages_key or "conversations"
+        rec: dict[str, Any] = dict(t.record) if t.record is not None else {}
+        entries = list(t.entries)
+        system: str | None = None
+        first = entries[0] if entries else None
+        if isinstance(first, Message) and first.role == "system" and (first.extra.get(SYSTEM_HINT) or t.record is None or "system" in rec):
+            if first.lines and not first.dirty and first.extra.get(SYSTEM_HINT):
+                system = first.lines[0].obj
+            else:
+                system = "\n".join(b.text for b in first.content if b.type in ("text", "thinking"))
+            entries = entries[1:]
+        saved = t.entries
+        t.entries = entries
+        try:
+            items = [ln.obj for ln in self.output_items(t)]
+        finally:
+            t.entries = saved
+        if system is None:
+            if rec.get("system") is None:
+                rec.pop("system", None)
+            rec[key] = items
+            return rec
+        if "system" in rec:
+            rec["system"] = system
+            rec[key] = items
+            return rec
+        out: dict[str, Any] = {key: items, "system": system}
+        for k, v in rec.items():
+            out[k] = v if k != key else items
+        return out
+
+
+FORMAT = ShareGPTFormat()

@@ -1,0 +1,437 @@
+"""What is in a transcript: messages, characters and tokens by role, tool calls and
+outputs, thinking, images, system prompt, recorded usage, context percentage and the
+seed 002 warning/critical thresholds.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import formats
+from .formats.base import ErrorPolicy
+from .model import ROLES, Message, Transcript
+from .registry import ModelInfo
+from .tokens import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY, Tokenizer, count_messages, estimate_context, get_tokenizer
+
+# Seed 002 check_size defaults, in characters.
+WARNING_CHARS = 200_000
+CRITICAL_CHARS = 400_000
+LEVELS = ("ok", "warning", "critical")
+TOP_OUTPUTS = 10
+BATCH_MESSAGES = 4096
+
+
+@dataclass(slots=True)
+class RoleStats:
+    messages: int = 0
+    tokens: int = 0
+    chars: int = 0
+
+    def add(self, other: RoleStats) -> None:
+        self.messages += other.messages
+        self.tokens += other.tokens
+        self.chars += other.chars
+
+    def to_json(self) -> dict[str, int]:
+        return {"messages": self.messages, "tokens": self.tokens, "chars": self.chars}
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    transcript: str
+    message_id: str | None
+    line: int | None
+    tool: str | None
+    tokens: int
+    chars: int
+    lines: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transcript": self.transcript,
+            "message_id": self.message_id,
+            "line": self.line,
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "lines": self.lines,
+        }
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    input: int = 0
+    output: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    api_messages: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_creation + self.cache_read
+
+    def add(self, o: UsageTotals) -> None:
+        self.input += o.input
+        self.output += o.output
+        self.cache_creation += o.cache_creation
+        self.cache_read += o.cache_read
+        self.api_messages += o.api_messages
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_creation": self.cache_creation,
+            "cache_read": self.cache_read,
+            "total": self.total,
+            "api_messages": self.api_messages,
+        }
+
+
+@dataclass(slots=True)
+class Figures:
+    """Counts shared by one transcript and the totals."""
+
+    messages: int = 0
+    tokens: int = 0
+    chars: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    tool_errors: int = 0
+    thinking_blocks: int = 0
+    thinking_tokens: int = 0
+    thinking_chars: int = 0
+    images: int = 0
+    system_prompt_chars: int = 0
+    system_prompt_tokens: int = 0
+    framing_tokens: int = 0
+    by_role: dict[str, RoleStats] = field(default_factory=lambda: {r: RoleStats() for r in ROLES})
+    tool_calls_by_name: Counter[str] = field(default_factory=Counter)
+    usage: UsageTotals = field(default_factory=UsageTotals)
+
+    def add(self, o: Figures) -> None:
+        for k in (
+            "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks",
+            "thinking_tokens", "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens",
+            "framing_tokens",
+        ):
+            setattr(self, k, getattr(self, k) + getattr(o, k))
+        for r, s in o.by_role.items():
+            self.by_role.setdefault(r, RoleStats()).add(s)
+        self.tool_calls_by_name.update(o.tool_calls_by_name)
+        self.usage.add(o.usage)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "tool_errors": self.tool_errors,
+            "thinking": {"blocks": self.thinking_blocks, "tokens": self.thinking_tokens, "chars": self.thinking_chars},
+            "images": self.images,
+            "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
+            "framing_tokens": self.framing_tokens,
+            "usage": self.usage.to_json(),
+        }
+
+
+@dataclass(slots=True)
+class TranscriptStats:
+    path: str
+    index: int
+    id: str | None
+    format: str
+    figures: Figures
+    context_tokens: int
+    context_source: str
+    context_window: int | None
+    level: str
+    largest: list[ToolOutput]
+
+    @property
+    def context_percent(self) -> float | None:
+        if not self.context_window:
+            return None
+        return round(100.0 * self.context_tokens / self.context_window, 2)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"path": self.path, "index": self.index, "id": self.id, "format": self.format}
+        d.update(self.figures.to_json())
+        d["by_role"] = {r: s.to_json() for r, s in self.figures.by_role.items()}
+        d["tool_calls_by_name"] = dict(self.figures.tool_calls_by_name.most_common())
+        d["context"] = {
+            "tokens": self.context_tokens,
+            "source": self.context_source,
+            "window": self.context_window,
+            "percent": self.context_percent,
+        }
+        d["threshold"] = self.level
+        d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
+        return d
+
+
+@dataclass(slots=True)
+class StatsReport:
+    tokenizer: str
+    model: ModelInfo | None
+    context_window: int | None
+    warning_chars: int
+    critical_chars: int
+    totals: Figures
+    transcripts: list[TranscriptStats]
+    largest: list[ToolOutput]
+    skipped: list[str]
+    rows: list[dict[str, Any]] | None = None
+
+    @property
+    def level(self) -> str:
+        worst = 0
+        for t in self.transcripts:
+            worst = max(worst, LEVELS.index(t.level))
+        return LEVELS[worst]
+
+    def to_json(self) -> dict[str, Any]:
+        totals = self.totals.to_json()
+        totals["transcripts"] = len(self.transcripts)
+        return {
+            "tokenizer": self.tokenizer,
+            "model": self.model.to_json() if self.model else None,
+            "context_window": self.context_window,
+            "totals": totals,
+            "by_role": {r: s.to_json() for r, s in self.totals.by_role.items()},
+            "tool_calls_by_name": dict(self.totals.tool_calls_by_name.most_common()),
+            "largest_tool_outputs": [o.to_json() for o in self.largest],
+            "thresholds": {
+                "warning_chars": self.warning_chars,
+                "critical_chars": self.critical_chars,
+                "level": self.level,
+                "counts": {lv: sum(1 for t in self.transcripts if t.level == lv) for lv in LEVELS},
+            },
+            "skipped": len(self.skipped),
+            "skipped_errors": self.skipped[:20],
+            "transcripts": [t.to_json() for t in self.transcripts],
+        }
+
+
+def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
+    """Seed 002 check_size: ``critical`` at/above the critical threshold, then ``warning``."""
+    if chars >= critical:
+        return "critical"
+    if chars >= warning:
+        return "warning"
+    return "ok"
+
+
+def _tool_names(msgs: list[Message]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for m in msgs:
+        for b in m.content:
+            if b.type == "tool_call" and b.id and b.name:
+                names[b.id] = b.name
+    return names
+
+
+def transcript_stats(
+    t: Transcript,
+    counts: list[int],
+    tok: Tokenizer,
+    *,
+    context_window: int | None = None,
+    warning_chars: int = WARNING_CHARS,
+    critical_chars: int = CRITICAL_CHARS,
+    rows: list[dict[str, Any]] | None = None,
+) -> TranscriptStats:
+    """Fold one transcript's messages (with their token counts) into figures."""
+    msgs = t.messages
+    f = Figures()
+    names = _tool_names(msgs)
+    outputs: list[ToolOutput] = []
+    seen_usage: set[str] = set()
+    label = t.label
+    for i, (m, n) in enumerate(zip(msgs, counts, strict=True)):
+        chars = m.chars()
+        f.messages += 1
+        f.tokens += n
+        f.chars += chars
+        rs = f.by_role.setdefault(m.role, RoleStats())
+        rs.messages += 1
+        rs.tokens += n
+        rs.chars += chars
+        if m.role == "system":
+            f.system_prompt_chars += chars
+            f.system_prompt_tokens += n
+        for b in m.content:
+            if b.type == "tool_call":
+                f.tool_calls += 1
+                f.tool_calls_by_name[b.name or "?"] += 1
+            elif b.type == "tool_result":
+                f.tool_results += 1
+                if b.is_error:
+                    f.tool_errors += 1
+                if len(b.text) > 0:
+                    bt = n if len(m.content) == 1 else tok.count(b.text)
+                    outputs.append(
+                        ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), bt, len(b.text), b.text.count("\n") + 1)
+                    )
+            elif b.type == "thinking":
+                f.thinking_blocks += 1
+                f.thinking_chars += len(b.text)
+                f.thinking_tokens += tok.count(b.text) if b.text else 0
+            elif b.type == "image":
+                f.images += 1
+        if m.usage is not None:
+            key = m.usage_key or f"#{id(m)}"
+            if key not in seen_usage:
+                seen_usage.add(key)
+                f.usage.input += m.usage.input
+                f.usage.output += m.usage.output
+                f.usage.cache_creation += m.usage.cache_creation
+                f.usage.cache_read += m.usage.cache_read
+                f.usage.api_messages += 1
+        if rows is not None:
+            rows.append(
+                {
+                    "transcript": label,
+                    "index": i,
+                    "id": m.id,
+                    "line": m.lineno,
+                    "role": m.role,
+                    "kind": m.metadata.kind,
+                    "agent_visible": m.agent_visible,
+                    "chars": chars,
+                    "tokens": n,
+                    "tool_calls": sum(1 for b in m.content if b.type == "tool_call"),
+                    "tool_results": sum(1 for b in m.content if b.type == "tool_result"),
+                    "tools": ",".join(b.name or "?" for b in m.content if b.type == "tool_call"),
+                }
+            )
+    f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
+    ctx = estimate_context(msgs, tok, counts)
+    window = context_window or t.extra.get("context_window")
+    largest = heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: (o.tokens, o.chars))
+    return TranscriptStats(
+        path=t.path,
+        index=t.index,
+        id=t.id,
+        format=t.format,
+        figures=f,
+        context_tokens=ctx.tokens,
+        context_source=ctx.source,
+        context_window=int(window) if window else None,
+        level=threshold_level(f.chars, warning_chars, critical_chars),
+        largest=largest,
+    )
+
+
+def _batches(ts: Iterable[Transcript], limit: int) -> Iterator[list[Transcript]]:
+    batch: list[Transcript] = []
+    n = 0
+    for t in ts:
+        batch.append(t)
+        n += len(t.entries)
+        if n >= limit:
+            yield batch
+            batch, n = [], 0
+    if batch:
+        yield batch
+
+
+def iter_transcripts(
+    paths: Iterable[str], fmt: str | None = None, policy: ErrorPolicy | None = None
+) -> Iterator[Transcript]:
+    """Every transcript of every path (directories expanded), streamed."""
+    from .errors import CtxtoolError
+
+    policy = policy or ErrorPolicy()
+    for p in formats.iter_paths(paths):
+        try:
+            yield from formats.read(p, fmt, policy)
+        except CtxtoolError as e:
+            policy.handle(e)
+
+
+def stats(
+    paths: Iterable[str],
+    *,
+    tokenizer: str | None = None,
+    model: ModelInfo | None = None,
+    context_window: int | None = None,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    warning_chars: int = WARNING_CHARS,
+    critical_chars: int = CRITICAL_CHARS,
+    per_message: bool = False,
+    progress: Callable[[Transcript], None] | None = None,
+) -> StatsReport:
+    """Statistics over every transcript of ``paths`` (files, directories or ``-``)."""
+    tok_name = tokenizer or "heuristic"
+    tok = get_tokenizer(tok_name)
+    window = context_window or (model.context_window if model else None)
+    policy = ErrorPolicy(on_error)
+    totals = Figures()
+    results: list[TranscriptStats] = []
+    rows: list[dict[str, Any]] | None = [] if per_message else None
+    largest: list[ToolOutput] = []
+    for batch in _batches(iter_transcripts(paths, fmt, policy), BATCH_MESSAGES):
+        all_msgs = [m for t in batch for m in t.iter_messages()]
+        counts = count_messages(all_msgs, tok)
+        pos = 0
+        for t in batch:
+            n = sum(1 for _ in t.iter_messages())
+            ts = transcript_stats(
+                t, counts[pos : pos + n], tok, context_window=window,
+                warning_chars=warning_chars, critical_chars=critical_chars, rows=rows,
+            )
+            pos += n
+            totals.add(ts.figures)
+            results.append(ts)
+            largest = heapq.nlargest(TOP_OUTPUTS, largest + ts.largest, key=lambda o: (o.tokens, o.chars))
+            if progress:
+                progress(t)
+    return StatsReport(
+        tokenizer=tok.name,
+        model=model,
+        context_window=window,
+        warning_chars=warning_chars,
+        critical_chars=critical_chars,
+        totals=totals,
+        transcripts=results,
+        largest=largest,
+        skipped=[str(e) for e in policy.skipped],
+        rows=rows,
+    )
+
+
+def write_rows(rows: list[dict[str, Any]], path: str) -> None:
+    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
+    import os
+    import tempfile
+
+    import polars as pl
+
+    from .errors import CtxtoolError, ExitCode
+
+    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in (".csv", ".parquet"):
+        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, suffix=suffix)
+    os.close(fd)
+    try:
+        if suffix == ".csv":
+            df.write_csv(tmp)
+        else:
+            df.write_parquet(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

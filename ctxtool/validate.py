@@ -1,0 +1,180 @@
+"""Structural validation: tool pairs, duplicate ids, trailing unanswered calls, and the
+canonical JSON Schema for ctxtool's own files."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from .errors import CtxtoolError
+from .formats.base import ErrorPolicy
+from .model import Message, Transcript
+from .pairing import pair
+
+# problem codes
+ORPHAN_RESULT = "orphan_result"  # a tool result whose call is not in the transcript
+UNANSWERED_CALL = "unanswered_call"  # a tool call with no result
+TRAILING_CALLS = "trailing_tool_calls"  # the last assistant message ends with unanswered calls
+DUPLICATE_MESSAGE_ID = "duplicate_message_id"
+DUPLICATE_CALL_ID = "duplicate_call_id"
+DUPLICATE_RESULT = "duplicate_result"
+SCHEMA = "schema"
+UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    code: str
+    message: str
+    path: str
+    line: int | None = None
+    message_id: str | None = None
+    transcript: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "message_id": self.message_id,
+            "transcript": self.transcript,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        mid = f" [{self.message_id}]" if self.message_id else ""
+        return f"{where}:{mid} {self.code}: {self.message}"
+
+
+@dataclass(slots=True)
+class ValidationReport:
+    files: int = 0
+    transcripts: int = 0
+    messages: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for p in self.problems:
+            counts[p.code] = counts.get(p.code, 0) + 1
+        return {
+            "ok": self.ok,
+            "files": self.files,
+            "transcripts": self.transcripts,
+            "messages": self.messages,
+            "problem_counts": counts,
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+def check_messages(msgs: list[Message], path: str = "-", label: str | None = None) -> list[Problem]:
+    """Structural problems of a message list (the invariants every ctxtool operation keeps)."""
+    problems: list[Problem] = []
+
+    def add(code: str, text: str, m: Message) -> None:
+        line = m.lineno
+        where = label if (line is None and label and label != path) else None
+        problems.append(Problem(code, text + (f" (in {where})" if where else ""), path, line, m.id, label))
+
+    seen_ids: set[str] = set()
+    for m in msgs:
+        if m.id is not None:
+            if m.id in seen_ids:
+                add(DUPLICATE_MESSAGE_ID, f"message id {m.id!r} appears more than once", m)
+            seen_ids.add(m.id)
+    p = pair(msgs)
+    for i, b in p.duplicate_calls:
+        add(DUPLICATE_CALL_ID, f"tool call id {b.id!r} reused while an earlier call with it is unanswered", msgs[i])
+    for i, b in p.orphans:
+        add(ORPHAN_RESULT, f"tool result for {b.id!r} has no matching tool call before it", msgs[i])
+    for i, b in p.duplicate_results:
+        add(DUPLICATE_RESULT, f"tool call {b.id!r} already has a result", msgs[i])
+    last = len(msgs) - 1
+    trailing = last >= 0 and msgs[last].role == "assistant"
+    for ci, b in p.unanswered():
+        if trailing and ci == last:
+            add(TRAILING_CALLS, f"the last assistant message ends with unanswered tool call {b.id!r}", msgs[ci])
+        else:
+            add(UNANSWERED_CALL, f"tool call {b.id!r} has no result", msgs[ci])
+    return problems
+
+
+def check_transcript(t: Transcript) -> list[Problem]:
+    return check_messages(t.messages, t.path, t.label)
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(resources.files("ctxtool").joinpath("schemas/transcript.schema.json").read_text("utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema())
+
+
+def schema_errors(obj: Any) -> list[str]:
+    """Why ``obj`` is not a valid canonical line (empty when it is)."""
+    v = _validator()
+    errs = sorted(v.iter_errors(obj), key=lambda e: list(e.path))
+    out = []
+    for e in errs:
+        loc = "/".join(str(x) for x in e.path)
+        out.append(f"{loc or '<line>'}: {e.message}" if len(e.message) < 300 else f"{loc}: {e.message[:300]}...")
+    return out
+
+
+def validate_canonical_file(path: str) -> list[Problem]:
+    """Every line of a canonical JSONL file against the schema."""
+    from .jsonio import loads
+
+    problems: list[Problem] = []
+    opener = open(path, "rb") if path != "-" else None  # noqa: SIM115
+    if opener is None:
+        return problems
+    with opener as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            obj = loads(raw, path=path, line=n)
+            for err in schema_errors(obj):
+                problems.append(Problem(SCHEMA, err, path, n))
+    return problems
+
+
+def validate(paths: Iterable[str], fmt: str | None = None, on_error: str = "fail") -> ValidationReport:
+    """Schema (canonical files) and structure (every format) problems, with file, line and id."""
+    from . import formats
+
+    report = ValidationReport()
+    for p in formats.iter_paths(paths):
+        report.files += 1
+        policy = ErrorPolicy("skip")
+        try:
+            src = formats.open_source(p)
+            f = formats.get_format(fmt) if fmt else formats.detect(src)
+            if f.name == "ctxtool" and p != "-":
+                report.problems.extend(validate_canonical_file(p))
+            for t in f.read(src, policy):
+                report.transcripts += 1
+                msgs = t.messages
+                report.messages += len(msgs)
+                report.problems.extend(check_messages(msgs, t.path, t.label))
+        except CtxtoolError as e:
+            if on_error != "skip" and e.line is None and "no such file" in e.message:
+                raise
+            report.problems.append(Problem(UNREADABLE, e.message, e.path or p, e.line))
+        for e in policy.skipped:
+            report.problems.append(Problem(UNREADABLE, e.message, e.path or p, e.line))
+    return report

@@ -1,0 +1,80 @@
+"""Shared test fixtures: the shared corpus (skipped when absent) and the project's samples."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+# corpus file -> the format ctxtool should detect for it (eval trajectories are not formats yet)
+CORPUS_FORMATS = {
+    "claude_code": "claude-code",
+    "codex": "codex",
+    "openai_chat": "openai",
+    "messages_jsonl": "openai",
+    "pi": "pi",
+    "sharegpt": "sharegpt",
+}
+
+
+def corpus_files() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for d in CORPUS_FORMATS for p in (CORPUS / d).glob("*") if p.is_file())
+
+
+def sample_files() -> list[Path]:
+    return sorted(p for p in SAMPLES.glob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+
+
+def expected_format(p: Path) -> str:
+    if p.parent.name in CORPUS_FORMATS:
+        return CORPUS_FORMATS[p.parent.name]
+    # samples are named <format>_*.json(l)
+    stem = p.name.split("_")[0].replace("claude", "claude-code").replace("canonical", "ctxtool")
+    return stem
+
+
+def corpus_params() -> list:  # type: ignore[type-arg]
+    files = corpus_files()
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/corpus not present"))]
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in files]
+
+
+def all_transcript_params() -> list:  # type: ignore[type-arg]
+    """Every sample and corpus file."""
+    params = [pytest.param(p, id=f"samples/{p.name}") for p in sample_files()]
+    return params + [p for p in corpus_params() if p.values[0] is not None]
+
+
+def write_bytes(transcripts, fmt=None) -> bytes:  # type: ignore[no-untyped-def]
+    from ctxtool import formats
+
+    buf = io.BytesIO()
+    formats.write(transcripts, buf, fmt)
+    return buf.getvalue()
+
+
+def json_items(data: bytes, layout_hint: str) -> list:  # type: ignore[type-arg]
+    """Parse written output as a list of JSON values (JSONL lines, or one document)."""
+    import json
+
+    if layout_hint == "jsonl":
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [json.loads(data)]
+
+
+def source_items(p: Path) -> tuple[list, str]:  # type: ignore[type-arg]
+    import json
+
+    raw = p.read_bytes()
+    try:
+        return [json.loads(raw)], "json"
+    except ValueError:
+        return [json.loads(line) for line in raw.splitlines() if line.strip()], "jsonl"
