@@ -491,7 +491,8 @@ class AnthropicFormat(Format):
         t = self._transcript(rec[key], src, i, lineno)
         if "system" in rec and rec["system"] is not None:
             t.entries.insert(0, decode_system(rec["system"], lineno))
-        t.record = {k: (None if k in (key, "system") else v) for k, v in rec.items()}
+        # the system field keeps its value in the record (it is rebuilt from the message on writing)
+        t.record = {k: (None if k == key else v) for k, v in rec.items()}
         t.messages_key = key
         t.id = _record_id(rec, i)
         t.extra["layout"] = layout
@@ -518,7 +519,8 @@ class AnthropicFormat(Format):
         key = t.messages_key or "messages"
         rec: dict[str, Any] = dict(t.record) if t.record is not None else {}
         if not system_msgs:
-            rec.pop("system", None)
+            if rec.get("system") is not None:
+                rec.pop("system")  # the system message was removed
             rec[key] = items
             return rec
         system = render_system(system_msgs)

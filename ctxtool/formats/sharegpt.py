@@ -26,6 +26,7 @@ place in a turn and are dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -57,7 +58,8 @@ FROM_ROLE = {
     "ipython": "tool",
 }
 KEYS = ("conversations", *(k for k in MESSAGE_KEYS if k != "conversations"))
-SYSTEM_HINT = "sharegpt_system"
+SYSTEM_HINT = "sharegpt_system"  # a record's system field
+ITEM_HINT = "sharegpt_system_item"  # a {"from": "system"} turn
 _THINK = re.compile(r"<think>(.*?)</think>(\s*)", re.DOTALL)
 
 
@@ -117,7 +119,8 @@ def decode_turn(o: dict[str, Any], line: Line) -> Message:
             blocks.append(Block("thinking", text=m.group(1), extra={"think_sep": m.group(2)}))
             text = text[m.end() :]
         blocks.append(Block("text", text=text))
-    return Message(role, blocks, metadata=read_meta(o), lines=[line])
+    extra = {ITEM_HINT: True} if role == "system" else {}
+    return Message(role, blocks, metadata=read_meta(o), lines=[line], extra=extra)
 
 
 # -- writing -------------------------------------------------------------------
@@ -247,8 +250,8 @@ class ShareGPTFormat(Format):
                 raise CtxtoolError(f"turn {j} is not a ShareGPT turn (needs 'from' and 'value')", path=src.path, line=lineno)
             t.entries.append(decode_turn(o, Line(o, None, lineno)))
         assign_positional_ids(t.messages, f"call_{i}_")
-        skip = ("system",) if isinstance(system, str) else ()
-        t.record = {k: (None if k == key or k in skip else v) for k, v in rec.items()}
+        # the system field keeps its value in the record (it is rebuilt from the message on writing)
+        t.record = {k: (None if k == key else v) for k, v in rec.items()}
         t.messages_key = key
         t.id = _record_id(rec, i)
         t.extra["layout"] = layout
@@ -261,37 +264,35 @@ class ShareGPTFormat(Format):
         return render_message(msg, template(msg))
 
     def build_record(self, t: Transcript) -> dict[str, Any]:
-        """The record with its turns and ``system`` field rebuilt; other fields kept in order."""
+        """The record with its turns and ``system`` field rebuilt; other fields kept in order.
+
+        A leading system message goes to the ``system`` field unless it was read
+        from a ``{"from": "system"}`` turn.
+        """
         key = t.messages_key or "conversations"
         rec: dict[str, Any] = dict(t.record) if t.record is not None else {}
         entries = list(t.entries)
         system: str | None = None
         first = entries[0] if entries else None
-        if isinstance(first, Message) and first.role == "system" and (first.extra.get(SYSTEM_HINT) or t.record is None or "system" in rec):
+        if isinstance(first, Message) and first.role == "system" and not first.extra.get(ITEM_HINT):
             if first.lines and not first.dirty and first.extra.get(SYSTEM_HINT):
                 system = first.lines[0].obj
             else:
                 system = "\n".join(b.text for b in first.content if b.type in ("text", "thinking"))
             entries = entries[1:]
-        saved = t.entries
-        t.entries = entries
-        try:
-            items = [ln.obj for ln in self.output_items(t)]
-        finally:
-            t.entries = saved
+        items = [ln.obj for ln in self.output_items(dataclasses.replace(t, entries=entries))]
         if system is None:
-            if rec.get("system") is None:
-                rec.pop("system", None)
+            if isinstance(rec.get("system"), str):
+                rec.pop("system")  # the system message was removed
             rec[key] = items
             return rec
         if "system" in rec:
             rec["system"] = system
             rec[key] = items
             return rec
-        out: dict[str, Any] = {key: items, "system": system}
-        for k, v in rec.items():
-            out[k] = v if k != key else items
-        return out
+        rec[key] = items
+        rec["system"] = system
+        return rec
 
 
 FORMAT = ShareGPTFormat()

@@ -1,0 +1,197 @@
+"""Settings with the seeds' defaults, resolved in one place.
+
+Order (later wins): built-in defaults → ``ctxtool.toml`` (or ``[tool.ctxtool]`` in
+``pyproject.toml``) found in the working directory or its parents → ``CTXTOOL_*``
+environment variables → command-line flags. ``ctxtool config`` prints every value
+and where it came from.
+
+Keys are ``section.name``; the environment variable is ``CTXTOOL_SECTION_NAME``
+(e.g. ``CTXTOOL_COMPACTION_RESERVE_TOKENS=8192``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import CtxtoolError, ExitCode
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: str
+    default: Any
+    type: type
+    help: str
+
+
+_S = Setting
+SETTINGS: tuple[Setting, ...] = (
+    # seed 000: compact.Config
+    _S("compaction.max_messages", 50, int, "seed 000 MaxMessages: message-count fallback trigger"),
+    _S("compaction.max_tokens", 8000, int, "seed 000 MaxTokens: token limit when no context window is known"),
+    _S("compaction.keep_recent", 5, int, "seed 000 KeepRecent: messages kept when no token budget is given"),
+    _S("compaction.keep_recent_tokens", 20000, int, "seeds 000/003: tokens kept verbatim after a cut"),
+    _S("compaction.reserve_tokens", 16384, int, "seeds 000/003: tokens reserved for the response"),
+    _S("compaction.tool_call_cutoff", 10, int, "seed 000 ToolCallCutoff: visible tool results before archiving"),
+    _S("compaction.tool_summary_strategy", "llm", str, "seed 000: llm (the configured summarizer), heuristic or off"),
+    _S("compaction.auto_compact", True, bool, "seed 000 AutoCompact"),
+    _S("compaction.enabled", True, bool, "seeds 001/003: compaction enabled"),
+    _S("compaction.threshold_ratio", 0.8, float, "seed 001: compact at this share of the context limit"),
+    _S("compaction.compact_threshold", 0.70, float, "seed 004: compact at 70% of the window"),
+    _S("compaction.hard_limit", 0.95, float, "seed 004: the agent stops at 95% of the window"),
+    _S("compaction.retain_last_turns", 1, int, "seed 001 retainLastTurns"),
+    _S("compaction.keep_last_messages", 10, int, "seed 004: messages kept after the summary"),
+    _S("compaction.context_window", 0, int, "seed 003 compaction.context_window (0: unset)"),
+    _S("compaction.layout", "summary", str, "summary (seeds 000/003), retain (seed 001) or initial (seed 004)"),
+    _S("context_window", 0, int, "seed 003 top-level context_window (0: unset)"),
+    _S("model", "", str, "agent model name (registry lookup for the context window)"),
+    # seed 000: ToolOutputLimits
+    _S("tool_output.max_lines", 2000, int, "seed 000 MaxLines"),
+    _S("tool_output.max_bytes", 50 * 1024, int, "seed 000 MaxBytes"),
+    _S("tool_output.max_chars", 200 * 1024, int, "seed 000 MaxChars (runes)"),
+    _S("tool_output.spill_threshold", 200 * 1024, int, "seed 000 LargeOutputThreshold (runes): spill whole output"),
+    _S("tool_output.mode", "head_tail", str, "seed 000 TruncateMode: head or head_tail"),
+    _S("tool_output.max_line_length", 0, int, "seed 001 maxLineLength (2000 in its preset; 0: off)"),
+    _S("tool_output.head_lines", 0, int, "seed 004 head lines (128 in its preset; 0: derived from max_lines)"),
+    _S("tool_output.tail_lines", 0, int, "seed 004 tail lines (128 in its preset; 0: derived from max_lines)"),
+    _S("tool_output.context_budget_tokens", 0, int, "seed 001 contextBudgetTokens (0: clamp(window*0.25, 20k, 60k))"),
+    # seed 002: AgentCore.Context
+    _S("context.warning_chars", 200_000, int, "seed 002 warning threshold"),
+    _S("context.critical_chars", 400_000, int, "seed 002 critical threshold"),
+    _S("window.max_messages", 100, int, "seed 002 truncate max_messages"),
+    _S("window.max_chars", 500_000, int, "seed 002 truncate max_chars"),
+    _S("window.strategy", "sliding", str, "seed 002: sliding or bookends"),
+    _S("window.keep_first_user", True, bool, "seed 002 keep_first_user"),
+    # seed 004: instructions
+    _S("instructions.max_bytes", 32 * 1024, int, "seed 004 AGENTS.md merge cap"),
+    # summarizer (compaction)
+    _S("summarizer.kind", "heuristic", str, "heuristic, openai, anthropic or command"),
+    _S("summarizer.model", "", str, "summary model (seed 001 compaction.model); defaults to the agent's"),
+    _S("summarizer.base_url", "", str, "endpoint for openai/anthropic summarizers"),
+    _S("summarizer.command", "", str, "program for the command summarizer (stdin: prompt, stdout: summary)"),
+    _S("summarizer.timeout", 120.0, float, "seconds per request"),
+    _S("summarizer.retries", 4, int, "retries on 429/5xx/connection errors"),
+    _S("summarizer.context_window", 0, int, "summary model window (0: registry or 128k)"),
+    _S("tokenizer", "heuristic", str, "heuristic, o200k_base or cl100k_base"),
+    _S("cache_dir", "", str, "ref cache directory (default: the user cache directory)"),
+)
+BY_KEY = {s.key: s for s in SETTINGS}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    value: Any
+    source: str  # default | file:<path> | env:<NAME> | flag
+
+
+def _coerce(s: Setting, raw: Any, where: str) -> Any:
+    try:
+        if s.type is bool:
+            if isinstance(raw, bool):
+                return raw
+            v = str(raw).strip().lower()
+            if v in ("1", "true", "yes", "on"):
+                return True
+            if v in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        return s.type(raw)
+    except (TypeError, ValueError) as e:
+        raise CtxtoolError(f"{s.key}: expected {s.type.__name__}, got {raw!r}", path=where, code=ExitCode.USAGE) from e
+
+
+def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """``ctxtool.toml``, else a ``pyproject.toml`` with ``[tool.ctxtool]``, in ``start`` or its parents."""
+    env = os.environ.get("CTXTOOL_CONFIG")
+    if env:
+        p = Path(env)
+        return p, _read_toml(p)
+    d = (start or Path.cwd()).resolve()
+    for cand in (d, *d.parents):
+        p = cand / "ctxtool.toml"
+        if p.is_file():
+            return p, _read_toml(p)
+        pp = cand / "pyproject.toml"
+        if pp.is_file():
+            data = _read_toml(pp)
+            tool = data.get("tool", {}).get("ctxtool")
+            if isinstance(tool, dict):
+                return pp, tool
+    return None
+
+
+def _read_toml(p: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(p.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise CtxtoolError(f"cannot read config: {e}", path=str(p), code=ExitCode.USAGE) from e
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}".replace("-", "_")
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+class Config:
+    """Resolved settings: ``cfg["compaction.reserve_tokens"]``, ``cfg.source(key)``."""
+
+    def __init__(self, flags: dict[str, Any] | None = None, start: Path | None = None) -> None:
+        vals: dict[str, Resolved] = {s.key: Resolved(s.default, "default") for s in SETTINGS}
+        found = find_config_file(start)
+        if found:
+            path, data = found
+            for k, v in _flatten(data).items():
+                if k not in BY_KEY:
+                    raise CtxtoolError(f"unknown setting {k!r}", path=str(path), code=ExitCode.USAGE)
+                vals[k] = Resolved(_coerce(BY_KEY[k], v, str(path)), f"file:{path}")
+        for s in SETTINGS:
+            name = "CTXTOOL_" + s.key.replace(".", "_").upper()
+            if name in os.environ:
+                vals[s.key] = Resolved(_coerce(s, os.environ[name], name), f"env:{name}")
+        for k, v in (flags or {}).items():
+            if v is None:
+                continue
+            if k not in BY_KEY:
+                raise KeyError(k)
+            vals[k] = Resolved(_coerce(BY_KEY[k], v, "flag"), "flag")
+        self._vals = vals
+
+    def __getitem__(self, key: str) -> Any:
+        return self._vals[key].value
+
+    def source(self, key: str) -> str:
+        return self._vals[key].source
+
+    def items(self) -> list[tuple[str, Resolved]]:
+        return list(self._vals.items())
+
+    def context_window(self) -> tuple[int | None, str]:
+        """Seed 003's order: compaction.context_window, context_window, registry (model), none."""
+        if self["compaction.context_window"]:
+            return int(self["compaction.context_window"]), self.source("compaction.context_window")
+        if self["context_window"]:
+            return int(self["context_window"]), self.source("context_window")
+        if self["model"]:
+            from .registry import lookup
+
+            info = lookup(self["model"])
+            if info and info.context_window:
+                return info.context_window, f"registry:{info.name}"
+        return None, "none"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: {"value": r.value, "source": r.source, "help": BY_KEY[k].help} for k, r in self._vals.items()}
+
+
+def load(flags: dict[str, Any] | None = None) -> Config:
+    return Config(flags)
