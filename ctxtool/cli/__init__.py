@@ -45,7 +45,8 @@ def _register() -> None:
     from . import commands_foundation
 
     commands_foundation.register(app)
-    for name in ("commands_tools", "commands_history", "commands_compact"):
+    # one module per group of commands; each exposes register(app)
+    for name in ("commands_tools", "commands_history", "commands_replay", "commands_compact", "commands_config"):
         try:
             mod = __import__(f"ctxtool.cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as e:

@@ -1,0 +1,622 @@
+"""pi coding-agent sessions (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``).
+
+Every line has a ``type``:
+
+* ``session``: the header (``id``, ``timestamp``, ``cwd``; ``version`` 2+ in newer files)
+* ``message``: an ``AgentMessage`` under ``message`` with role ``user``, ``assistant``
+  (content ``text`` / ``thinking`` / ``toolCall`` blocks, ``usage``, ``model``),
+  ``toolResult`` (``toolCallId``, ``toolName``, ``isError``), ``bashExecution`` (a
+  command the user ran with ``!``; read as a user message ``$ command\\noutput``) and
+  ``custom`` / ``hookMessage`` (extension messages, read as user messages)
+* ``compaction``: ``summary``, ``tokensBefore`` and the first entry kept verbatim:
+  ``firstKeptEntryIndex`` (an index into the file's entries, version 1) or
+  ``firstKeptEntryId`` (versions 2+)
+* ``custom_message`` and ``branch_summary`` (context the model sees: user messages),
+  ``model_change``, ``thinking_level_change``, ``custom``, ``label``, ``session_info``
+  (records)
+
+Version 2+ entries carry ``id``/``parentId`` links (a tree). When messages are added or
+removed, the writer re-links a linear session so that each entry's ``parentId`` is the
+entry written before it, and keeps ``firstKeptEntryIndex`` pointing at the same entry.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from ..jsonio import Source
+from ..model import Block, Compaction, Cont, Entry, Line, Message, Record, Transcript, Usage
+from .base import ErrorPolicy, Format, put_meta, read_meta, template
+
+EPOCH = "1970-01-01T00:00:00.000Z"
+ENTRY_TYPES = (
+    "session",
+    "message",
+    "compaction",
+    "model_change",
+    "thinking_level_change",
+    "custom",
+    "custom_message",
+    "branch_summary",
+    "label",
+    "session_info",
+)
+MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary", "compactionSummary")
+SYSTEM_CUSTOM_TYPE = "ctxtool.system"  # how a system prompt from another format is carried
+
+
+# -- helpers -----------------------------------------------------------------------------
+def iso_to_ms(ts: str) -> int:
+    """An ISO timestamp as Unix milliseconds (0 when unparsable)."""
+    try:
+        d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=timezone.utc)
+    return int(d.timestamp() * 1000)
+
+
+def _lines_of(e: Entry) -> list[Line]:
+    if isinstance(e, (Message, Compaction)):
+        return e.lines
+    if isinstance(e, Record):
+        return [e.line]
+    return []
+
+
+def _det_hex(*parts: Any) -> str:
+    return hashlib.sha1("|".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+
+
+def _content_blocks(c: Any) -> list[Block]:
+    """User-like content (a string, or text/image parts) as blocks."""
+    if isinstance(c, str):
+        return [Block("text", text=c)]
+    out = []
+    for p in c if isinstance(c, list) else []:
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
+            out.append(Block("text", text=p["text"]))
+        elif isinstance(p, dict) and p.get("type") == "image":
+            out.append(Block("image", data=p))
+        else:
+            txt = p.get("text", "") if isinstance(p, dict) else p
+            out.append(Block("text", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra={"part": p}))
+    return out
+
+
+def _image_part(data: Any) -> dict[str, Any] | None:
+    """An image source of any format as a pi image part (``data`` base64 + ``mimeType``)."""
+    if isinstance(data, dict) and data.get("type") == "image" and "data" in data and "source" not in data:
+        return data
+    url = None
+    if isinstance(data, str):
+        url = data
+    elif isinstance(data, dict):
+        src = data.get("source") if isinstance(data.get("source"), dict) else data
+        if isinstance(src.get("data"), str):
+            mime = src.get("media_type") or src.get("mimeType") or src.get("mime_type") or "image/png"
+            return {"type": "image", "data": src["data"], "mimeType": mime}
+        iu = data.get("image_url")
+        url = iu.get("url") if isinstance(iu, dict) else iu if isinstance(iu, str) else src.get("url")
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+        head, b64 = url[5:].split(";base64,", 1)
+        return {"type": "image", "data": b64, "mimeType": head or "image/png"}
+    return None
+
+
+def _content_parts(blocks: list[Block]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for b in blocks:
+        if b.type == "image":
+            img = _image_part(b.data)
+            parts.append(img if img is not None else {"type": "text", "text": "[image]"})
+        elif (b.extra or {}).get("part") is not None and isinstance(b.extra["part"], dict):  # type: ignore[index]
+            part = b.extra["part"]  # type: ignore[index]
+            parts.append(part if _content_blocks([part])[0].text == b.text else {"type": "text", "text": b.text})
+        else:
+            parts.append({"type": "text", "text": b.text})
+    return parts
+
+
+def _usage_in(u: Any) -> Usage | None:
+    if not isinstance(u, dict):
+        return None
+    return Usage(
+        input=int(u.get("input", 0) or 0),
+        output=int(u.get("output", 0) or 0),
+        cache_creation=int(u.get("cacheWrite", 0) or 0),
+        cache_read=int(u.get("cacheRead", 0) or 0),
+    )
+
+
+def _usage_out(u: Usage) -> dict[str, Any]:
+    return {
+        "input": u.input,
+        "output": u.output,
+        "cacheRead": u.cache_read,
+        "cacheWrite": u.cache_creation,
+        "totalTokens": u.total,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def _assistant_block(p: Any) -> Block:
+    if isinstance(p, dict):
+        t = p.get("type")
+        if t == "text":
+            return Block("text", text=p.get("text") or "")
+        if t == "thinking":
+            return Block("thinking", text=p.get("thinking") or "")
+        if t == "toolCall":
+            return Block("tool_call", id=p.get("id"), name=p.get("name"), arguments=p.get("arguments"))
+        if t == "image":
+            return Block("image", data=p)
+    txt = p.get("text", "") if isinstance(p, dict) else p
+    return Block("text", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra={"part": p})
+
+
+def _same_block(a: Block, b: Block) -> bool:
+    return (a.type, a.text, a.id, a.name, a.arguments, a.data) == (b.type, b.text, b.id, b.name, b.arguments, b.data)
+
+
+def _tool_args(b: Block) -> Any:
+    a = b.arguments
+    if isinstance(a, str):
+        try:
+            parsed = jsonio.loads(a)
+        except CtxtoolError:
+            return {"input": a}
+        return parsed if isinstance(parsed, dict) else {"input": a}
+    return a if a is not None else {}
+
+
+def decode_message(m: dict[str, Any]) -> tuple[str, list[Block], dict[str, Any]] | None:
+    """A pi ``AgentMessage`` as (role, blocks, hints); ``None`` for unknown roles."""
+    role = m.get("role")
+    if role == "user":
+        return "user", _content_blocks(m.get("content")), {}
+    if role == "assistant":
+        c = m.get("content")
+        return "assistant", [_assistant_block(p) for p in c] if isinstance(c, list) else _content_blocks(c), {}
+    if role == "toolResult":
+        parts = m.get("content")
+        texts = [p.get("text", "") for p in parts or [] if isinstance(p, dict) and p.get("type") == "text"]
+        images = [p for p in parts or [] if isinstance(p, dict) and p.get("type") == "image"]
+        if isinstance(parts, str):
+            texts = [parts]
+        b = Block(
+            "tool_result",
+            id=m.get("toolCallId"),
+            name=m.get("toolName"),
+            text="\n".join(texts),
+            is_error=bool(m.get("isError", False)),
+            extra={"images": images} if images else None,
+        )
+        return "tool", [b], {}
+    if role == "bashExecution":
+        text = f"$ {m.get('command', '')}\n{m.get('output', '')}"
+        return "user", [Block("text", text=text)], {"bash_execution": True}
+    if role in ("custom", "hookMessage"):
+        return "user", _content_blocks(m.get("content")), {"pi_role": role}
+    if role in ("branchSummary", "compactionSummary"):
+        return "user", [Block("text", text=m.get("summary") or "")], {"pi_role": role}
+    return None
+
+
+# -- the format --------------------------------------------------------------------------
+@dataclass
+class _WriteState:
+    """What the writer carries from line to line."""
+
+    ts: str = EPOCH
+    ms: int | None = None
+    last_id: str | None = None
+    api: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    index: int = 0  # position of the next written entry (firstKeptEntryIndex)
+    positions: dict[int, int] = field(default_factory=dict)  # id(entry) -> written position
+    used: set[str] = field(default_factory=set)
+
+    def see(self, obj: Any) -> None:
+        """Update from a line about to be written."""
+        if not isinstance(obj, dict):
+            return
+        if isinstance(obj.get("timestamp"), str):
+            self.ts = obj["timestamp"]
+        m = obj.get("message")
+        if isinstance(m, dict):
+            if isinstance(m.get("timestamp"), int):
+                self.ms = m["timestamp"]
+            if m.get("role") == "assistant":
+                self.api = m.get("api", self.api)
+                self.provider = m.get("provider", self.provider)
+                self.model = m.get("model", self.model)
+        if obj.get("type") == "session":
+            self.provider = obj.get("provider", self.provider)
+            self.model = obj.get("modelId", self.model)
+        if obj.get("type") == "model_change":
+            self.provider = obj.get("provider", self.provider)
+            self.model = obj.get("modelId", self.model)
+        if isinstance(obj.get("id"), str) and obj.get("type") != "session":
+            self.last_id = obj["id"]
+            self.used.add(obj["id"])
+
+
+class PiFormat(Format):
+    name = "pi"
+    description = "pi coding-agent session files (session / message / compaction lines)"
+    default_layout = "entries_jsonl"
+
+    # -- detection -----------------------------------------------------------------------
+    def sniff(self, sample: list[Any], src: Source) -> int:
+        if src.layout != "jsonl" or not sample or not all(isinstance(o, dict) for o in sample):
+            return 0
+        if any("uuid" in o or "sessionId" in o or "payload" in o for o in sample):
+            return 0
+        first = sample[0]
+        if first.get("type") == "session" and "id" in first and "timestamp" in first:
+            return 97
+        known = [o for o in sample if o.get("type") in ENTRY_TYPES]
+        if len(known) < len(sample):
+            return 0
+        msgs = [o for o in known if o.get("type") == "message"]
+        if msgs and all(isinstance(o.get("message"), dict) and o["message"].get("role") in MESSAGE_ROLES for o in msgs):
+            return 75
+        return 0
+
+    # -- reading -------------------------------------------------------------------------
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        t = Transcript("pi", path=src.path, index=0, lineno=1)
+        t.extra["layout"] = "entries_jsonl"
+        by_index: list[Entry | None] = []  # file entries in order (firstKeptEntryIndex)
+        by_id: dict[str, Entry] = {}
+        refs: list[tuple[Compaction, Entry]] = []
+        linear = True
+        prev_id: str | None = None
+        has_ids = False
+        for ln in src.lines():
+            o = ln.obj
+            entry: Entry | None = None
+            try:
+                if not isinstance(o, dict) or not isinstance(o.get("type"), str):
+                    raise CtxtoolError("not a pi session entry (expected an object with 'type')", path=src.path, line=ln.lineno)
+                typ = o["type"]
+                if typ == "session":
+                    t.id = o.get("id") if isinstance(o.get("id"), str) else t.id
+                    t.extra["session"] = {k: v for k, v in o.items() if k != "type"}
+                    entry = Record(ln, kind="session")
+                elif typ == "message":
+                    entry = self._message(o, ln)
+                elif typ == "custom_message":
+                    c = o.get("content")
+                    role = "system" if o.get("customType") == SYSTEM_CUSTOM_TYPE else "user"
+                    entry = Message(role, _content_blocks(c), id=o.get("id"), metadata=read_meta(o), lines=[ln],
+                                    extra={"pi_entry": "custom_message"})
+                elif typ == "branch_summary":
+                    entry = Message("user", [Block("text", text=o.get("summary") or "")], id=o.get("id"),
+                                    metadata=read_meta(o), lines=[ln], extra={"pi_entry": "branch_summary"})
+                elif typ == "compaction":
+                    details = {
+                        k: o[k] for k in ("firstKeptEntryIndex", "firstKeptEntryId", "details", "fromHook") if k in o
+                    }
+                    tb = o.get("tokensBefore")
+                    c = Compaction(
+                        summary=o.get("summary") or "",
+                        first_kept_id=o.get("firstKeptEntryId") if isinstance(o.get("firstKeptEntryId"), str) else None,
+                        tokens_before=tb if isinstance(tb, int) else None,
+                        details=details,
+                        lines=[ln],
+                    )
+                    idx = o.get("firstKeptEntryIndex")
+                    target = by_index[idx] if isinstance(idx, int) and 0 <= idx < len(by_index) else None
+                    if target is None and c.first_kept_id is not None:
+                        target = by_id.get(c.first_kept_id)
+                    if target is not None:
+                        refs.append((c, target))
+                    entry = c
+                else:
+                    entry = Record(ln, kind=typ)
+            except CtxtoolError as e:
+                policy.handle(e)
+            except (KeyError, TypeError, AttributeError, ValueError) as e:
+                policy.handle(CtxtoolError(f"malformed pi entry: {e!r}", path=src.path, line=ln.lineno))
+            by_index.append(entry)
+            if entry is None:
+                continue
+            t.entries.append(entry)
+            if isinstance(o, dict) and o.get("type") != "session" and "id" in o:
+                has_ids = True
+                by_id[str(o["id"])] = entry
+                if o.get("parentId") != prev_id:
+                    linear = False
+                prev_id = o.get("id")
+        t.extra["pi_style"] = "ids" if has_ids else "index"
+        t.extra["pi_linear"] = linear
+        t.extra["pi_refs"] = refs
+        yield t
+
+    def _message(self, o: dict[str, Any], ln: Line) -> Message | Record:
+        m = o.get("message")
+        if not isinstance(m, dict):
+            raise CtxtoolError("message entry without a 'message' object", path=None, line=ln.lineno)
+        dec = decode_message(m)
+        if dec is None:
+            return Record(ln, kind=f"message:{m.get('role')}")
+        role, blocks, hints = dec
+        meta = read_meta(o)
+        if m.get("excludeFromContext") is True and meta.agent_visible is None:
+            meta.agent_visible = False
+        return Message(
+            role,
+            blocks,
+            id=o.get("id") if isinstance(o.get("id"), str) else None,
+            metadata=meta,
+            usage=_usage_in(m.get("usage")) if role == "assistant" else None,
+            model=m.get("model") if isinstance(m.get("model"), str) else None,
+            lines=[ln],
+            extra=hints,
+        )
+
+    # -- writing -------------------------------------------------------------------------
+    def _style(self, t: Transcript) -> str:
+        return str(t.extra.get("pi_style") or "ids")
+
+    def _state_before(self, target: Any, t: Transcript) -> _WriteState:
+        st = _WriteState()
+        for e in t.entries:
+            for line in _lines_of(e):
+                if isinstance(line.obj, dict) and isinstance(line.obj.get("id"), str):
+                    st.used.add(line.obj["id"])
+        for e in t.entries:
+            if e is target:
+                break
+            lines = _lines_of(e)
+            if isinstance(e, Cont):
+                continue
+            for line in lines[:1]:
+                st.see(line.obj)
+            st.index += 1
+        return st
+
+    def render(self, msg: Message, t: Transcript) -> list[Any]:
+        return self._render(msg, t, self._state_before(msg, t))
+
+    def render_compaction(self, c: Compaction, t: Transcript) -> list[Any]:
+        return [self._render_compaction(c, t, self._state_before(c, t))]
+
+    def _new_id(self, st: _WriteState, t: Transcript, *salt: Any) -> str:
+        n = 0
+        while True:
+            h = _det_hex(t.id, st.index, n, *salt)[:8]
+            if h not in st.used:
+                st.used.add(h)
+                return h
+            n += 1
+
+    def _entry(self, typ: str, tmpl: dict[str, Any], msg_id: str | None, st: _WriteState, t: Transcript, salt: str) -> dict[str, Any]:
+        """The common entry fields, from the template or new (id and parentId in version 2+ files)."""
+        o: dict[str, Any] = dict(tmpl) if tmpl.get("type") == typ else {}
+        o["type"] = typ
+        if self._style(t) == "ids":
+            eid = o.get("id") if isinstance(o.get("id"), str) else msg_id
+            if not eid:
+                eid = self._new_id(st, t, typ, salt)
+            o["id"] = eid
+            o["parentId"] = o.get("parentId", st.last_id) if "parentId" in o else st.last_id
+        if not isinstance(o.get("timestamp"), str):
+            o["timestamp"] = st.ts
+        # keep the usual key order: type, id, parentId, timestamp, ...
+        head = {k: o.pop(k) for k in ("type", "id", "parentId", "timestamp") if k in o}
+        return {**head, **o}
+
+    def _ms(self, tm: dict[str, Any], st: _WriteState, ts: str) -> int:
+        v = tm.get("timestamp")
+        if isinstance(v, int):
+            return v
+        return st.ms if st.ms is not None and ts == st.ts else iso_to_ms(ts)
+
+    def _render(self, msg: Message, t: Transcript, st: _WriteState) -> list[Any]:
+        tmpl = template(msg)
+        tm = tmpl.get("message") if isinstance(tmpl.get("message"), dict) else {}
+        tm = dict(tm)
+        out: list[dict[str, Any]] = []
+        salt = msg.role + msg.text()[:64]
+        pi_entry = msg.extra.get("pi_entry") or (tmpl.get("type") if tmpl.get("type") in ("custom_message", "branch_summary") else None)
+        if pi_entry == "branch_summary" or (pi_entry == "custom_message" and not msg.tool_results()) or msg.role == "system":
+            if pi_entry == "branch_summary":
+                o = self._entry("branch_summary", tmpl, msg.id, st, t, salt)
+                o["summary"] = msg.text()
+            else:
+                o = self._entry("custom_message", tmpl, msg.id, st, t, salt)
+                if msg.role == "system" and tmpl.get("type") != "custom_message":
+                    o["customType"] = SYSTEM_CUSTOM_TYPE
+                    o["display"] = False
+                o["content"] = o["content"] if _content_blocks(o.get("content")) == msg.content else _content_parts(msg.content)
+                o.setdefault("customType", "ctxtool")
+                o.setdefault("display", True)
+            put_meta(o, msg)
+            return [o]
+        results = msg.tool_results()
+        rest = [b for b in msg.content if b.type != "tool_result"]
+        for i, b in enumerate(results):
+            use_tmpl = i == 0 and tm.get("role") == "toolResult"
+            o = self._entry("message", tmpl if use_tmpl else {}, msg.id if i == 0 else None, st, t, salt + str(i))
+            base = dict(tm) if use_tmpl else {}
+            m: dict[str, Any] = {"role": "toolResult", "toolCallId": b.id, "toolName": b.name or base.get("toolName") or ""}
+            parts: list[dict[str, Any]] = [{"type": "text", "text": b.text}]
+            parts += list((b.extra or {}).get("images") or [])
+            m["content"] = parts
+            if "details" in base:
+                m["details"] = base["details"]
+            m["isError"] = b.is_error
+            m["timestamp"] = self._ms(base, st, o["timestamp"])
+            o["message"] = {**base, **m} if base else m
+            put_meta(o, msg)
+            out.append(o)
+            st.see(o)
+        if rest or not results:
+            use_tmpl = not results or tm.get("role") not in ("toolResult",)
+            o = self._entry("message", tmpl if use_tmpl else {}, msg.id if not results else None, st, t, salt + "m")
+            base = dict(tm) if use_tmpl else {}
+            o["message"] = self._agent_message(msg, rest, base, st, o["timestamp"])
+            put_meta(o, msg)
+            out.append(o)
+        return out
+
+    def _agent_message(
+        self, msg: Message, blocks: list[Block], base: dict[str, Any], st: _WriteState, ts: str
+    ) -> dict[str, Any]:
+        ms = self._ms(base, st, ts)
+        role = msg.role
+        if role == "assistant":
+            orig = base.get("content") if base.get("role") == "assistant" and isinstance(base.get("content"), list) else []
+            content: list[Any] = []
+            for i, b in enumerate(blocks):
+                if i < len(orig) and _same_block(_assistant_block(orig[i]), b):
+                    content.append(orig[i])  # unchanged: keep signatures and partial JSON
+                elif b.type == "thinking":
+                    content.append({"type": "thinking", "thinking": b.text})
+                elif b.type == "tool_call":
+                    content.append({"type": "toolCall", "id": b.id, "name": b.name, "arguments": _tool_args(b)})
+                elif b.type == "image":
+                    content.append(_image_part(b.data) or {"type": "text", "text": "[image]"})
+                else:
+                    content.append({"type": "text", "text": b.text})
+            m: dict[str, Any] = {"role": "assistant", "content": content}
+            m["api"] = base.get("api") or st.api or "anthropic-messages"
+            m["provider"] = base.get("provider") or st.provider or "anthropic"
+            m["model"] = msg.model or base.get("model") or st.model or ""
+            if msg.usage is not None:
+                m["usage"] = base["usage"] if _usage_in(base.get("usage")) == msg.usage else _usage_out(msg.usage)
+            else:
+                m["usage"] = _usage_out(Usage())
+            m["stopReason"] = base.get("stopReason") or ("toolUse" if any(b.type == "tool_call" for b in blocks) else "stop")
+            m["timestamp"] = ms
+            return {**base, **m} if base.get("role") == "assistant" else m
+        bash = msg.extra.get("bash_execution") or base.get("role") == "bashExecution"
+        text = "\n".join(b.text for b in blocks if b.type == "text")
+        if bash and text.startswith("$ ") and all(b.type == "text" for b in blocks):
+            command, _, output = text[2:].partition("\n")
+            m = {"role": "bashExecution", "command": command, "output": output}
+            m["exitCode"] = base.get("exitCode", 0)
+            m["cancelled"] = base.get("cancelled", False)
+            m["truncated"] = base.get("truncated", False)
+            m["timestamp"] = ms
+            return {**base, **m} if base.get("role") == "bashExecution" else m
+        pi_role = msg.extra.get("pi_role") if msg.extra.get("pi_role") in ("custom", "hookMessage") else None
+        m = {"role": pi_role or "user"}
+        if base.get("role") == m["role"] and _content_blocks(base.get("content")) == blocks:
+            m["content"] = base["content"]
+        elif isinstance(base.get("content"), str) and all(b.type == "text" for b in blocks) and len(blocks) == 1:
+            m["content"] = blocks[0].text
+        else:
+            m["content"] = _content_parts(blocks)
+        m["timestamp"] = ms
+        return {**base, **m} if base.get("role") == m["role"] else m
+
+    def _render_compaction(self, c: Compaction, t: Transcript, st: _WriteState) -> dict[str, Any]:
+        tmpl = dict(c.lines[0].obj) if c.lines and isinstance(c.lines[0].obj, dict) else {}
+        o = self._entry("compaction", tmpl, None, st, t, "compaction" + c.summary[:64])
+        o["summary"] = c.summary
+        self._set_first_kept(o, c, t, st)
+        o["tokensBefore"] = c.tokens_before if c.tokens_before is not None else o.get("tokensBefore", 0)
+        for k in ("details", "fromHook"):
+            if k in c.details and k not in o:
+                o[k] = c.details[k]
+        return o
+
+    def _set_first_kept(self, o: dict[str, Any], c: Compaction, t: Transcript, st: _WriteState) -> None:
+        target = next((e for cc, e in t.extra.get("pi_refs") or [] if cc is c), None)
+        if self._style(t) == "index":
+            pos = st.positions.get(id(target)) if target is not None else None
+            if pos is None:
+                idx = c.details.get("firstKeptEntryIndex")
+                pos = idx if isinstance(idx, int) else st.index  # nothing kept before the compaction
+            o.pop("firstKeptEntryId", None)
+            o["firstKeptEntryIndex"] = pos
+        else:
+            kept = c.first_kept_id or c.details.get("firstKeptEntryId")
+            o.pop("firstKeptEntryIndex", None)
+            o["firstKeptEntryId"] = kept if isinstance(kept, str) else o.get("id")
+
+    def output_items(self, t: Transcript) -> Iterator[Line]:
+        st = _WriteState()
+        for e in t.entries:
+            for line in _lines_of(e):
+                if isinstance(line.obj, dict) and isinstance(line.obj.get("id"), str):
+                    st.used.add(line.obj["id"])
+        relink = self._style(t) == "ids" and t.extra.get("pi_linear", True)
+        first = t.entries[0] if t.entries else None
+        first_lines = _lines_of(first) if first is not None else []
+        if not (first_lines and isinstance(first_lines[0].obj, dict) and first_lines[0].obj.get("type") == "session"):
+            header = self._header(t)
+            st.see(header)
+            st.index += 1
+            yield Line(header)
+        for e in t.entries:
+            if isinstance(e, Cont):
+                if not e.message.dirty and e.part < len(e.message.lines):
+                    yield e.message.lines[e.part]
+                continue
+            st.positions[id(e)] = st.index
+            fresh: list[Any] = []
+            reuse: list[Line] = []
+            if isinstance(e, Message):
+                if e.lines and not e.dirty:
+                    reuse = e.lines[:1]
+                else:
+                    fresh = self._render(e, t, st)
+            elif isinstance(e, Record):
+                reuse = [e.line]
+            elif isinstance(e, Compaction):
+                if e.lines and not e.dirty:
+                    reuse = list(e.lines)
+                    obj = e.lines[0].obj
+                    if isinstance(obj, dict) and self._style(t) == "index" and "firstKeptEntryIndex" in obj:
+                        fixed = dict(obj)
+                        self._set_first_kept(fixed, e, t, st)
+                        if fixed != obj:
+                            reuse, fresh = [], [fixed]
+                else:
+                    fresh = [self._render_compaction(e, t, st)]
+            for line in reuse:
+                obj = line.obj
+                if relink and isinstance(obj, dict) and "parentId" in obj and obj.get("parentId") != st.last_id:
+                    obj = {**obj, "parentId": st.last_id}
+                    line = Line(obj)
+                st.see(obj)
+                st.index += 1
+                yield line
+            for obj in fresh:
+                if relink and isinstance(obj, dict) and "parentId" in obj:
+                    obj["parentId"] = st.last_id
+                st.see(obj)
+                st.index += 1
+                yield Line(obj)
+
+    def _header(self, t: Transcript) -> dict[str, Any]:
+        sess = t.extra.get("session") if isinstance(t.extra.get("session"), dict) else {}
+        ts = EPOCH
+        for e in t.entries:
+            lines = _lines_of(e)
+            if lines and isinstance(lines[0].obj, dict) and isinstance(lines[0].obj.get("timestamp"), str):
+                ts = lines[0].obj["timestamp"]
+                break
+        sid = t.id or str(uuid.UUID(hex=_det_hex("pi-session", t.path, t.index)[:32]))
+        h: dict[str, Any] = {"type": "session", "version": 3, "id": sid, "timestamp": ts}
+        h["cwd"] = sess.get("cwd") if isinstance(sess.get("cwd"), str) else ""
+        return h
+
+
+FORMAT = PiFormat()
+_ = copy  # (kept for symmetry with other formats' deep copies)
