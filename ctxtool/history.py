@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Message
+from .model import Message, Transcript
 from .pairing import closed_groups
 from .tokens import Tokenizer, count_messages, get_tokenizer
 
@@ -53,10 +53,23 @@ def is_tool_message(m: Message) -> bool:
 
 
 def cut_candidates(msgs: Sequence[Message]) -> list[bool]:
-    """For each index: may history be cut right before this message?"""
+    """For each index: may history be cut right before this message?
+
+    Not before a tool message, not inside a tool pair, and not between two parts of
+    one API response (consecutive assistant messages sharing a usage key).
+    """
     starts = closed_groups(msgs)
     return [
-        i > 0 and starts[i] == i and m.role in ("user", "assistant") and not is_tool_message(m)
+        i > 0
+        and starts[i] == i
+        and m.role in ("user", "assistant")
+        and not is_tool_message(m)
+        and not (
+            m.role == "assistant"
+            and m.usage_key is not None
+            and msgs[i - 1].role == "assistant"
+            and msgs[i - 1].usage_key == m.usage_key
+        )
         for i, m in enumerate(msgs)
     ]
 
@@ -134,3 +147,79 @@ def _finish(msgs: Sequence[Message], ok: list[bool], i: int, result: Any) -> Cut
             turn_start = j
             break
     return result(i, True, turn_start)  # type: ignore[no-any-return]
+
+
+# -- over transcripts -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CutReport:
+    """Where one transcript would be cut, and what applying the cut dropped (``-o``)."""
+
+    transcript: str  # label: path, or path#id for datasets
+    path: str
+    index: int
+    id: str | None
+    messages: int
+    cut: CutPoint
+    effective_limit: int | None
+    tokenizer: str
+    applied: bool = False
+    messages_dropped: int = 0  # messages removed when the cut was applied (system prompts stay)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "transcript": self.transcript,
+            "path": self.path,
+            "index": self.index,
+            "id": self.id,
+            "messages": self.messages,
+        }
+        d.update(self.cut.to_json())
+        d["tokens_after"] = self.cut.tokens_kept
+        d["effective_limit"] = self.effective_limit
+        d["tokenizer"] = self.tokenizer
+        if self.applied:
+            d["messages_dropped"] = self.messages_dropped
+        return d
+
+
+def cut_transcript(
+    t: Transcript,
+    *,
+    keep_recent_tokens: int | None = 20000,
+    keep_recent: int = 5,
+    effective_limit: int | None = None,
+    tokenizer: Tokenizer | None = None,
+    apply: bool = False,
+) -> CutReport:
+    """Find the cut point of ``t`` (see :func:`find_cut`); with ``apply``, drop what lies
+    before it (system messages stay), leaving every kept message untouched."""
+    tok = tokenizer or get_tokenizer("heuristic")
+    msgs = t.messages
+    cp = find_cut(
+        msgs,
+        keep_recent_tokens=keep_recent_tokens,
+        keep_recent=keep_recent,
+        effective_limit=effective_limit,
+        tokenizer=tok,
+    )
+    rep = CutReport(t.label, t.path, t.index, t.id, len(msgs), cp, effective_limit, tok.name)
+    if apply:
+        rep.applied = True
+        rep.messages_dropped = apply_cut(t, cp.cut_index)
+    return rep
+
+
+def apply_cut(t: Transcript, cut_index: int | None) -> int:
+    """Drop the messages before ``cut_index`` except system messages; returns how many.
+
+    The messages kept are not touched, so writers copy their source lines verbatim.
+    A valid cut (from :func:`find_cut`) leaves no tool call without its result.
+    """
+    if not cut_index:
+        return 0
+    msgs = t.messages
+    doomed = {id(m) for m in msgs[:cut_index] if m.role != "system"}
+    t.remove(doomed)
+    return len(doomed)

@@ -25,8 +25,13 @@ Writing changed or new messages:
 
 * in record layouts the leading system messages go to the record's ``system``
   field (a string when it was one and still is one text block, else a list of
-  text blocks); a system message later in the conversation has no place in the
-  Messages API and is written as a ``{"role": "system"}`` item;
+  text blocks; several leading system messages become one list). A system
+  message read from a ``{"role": "system"}`` item of a messages list (hint
+  ``anthropic_system_item``) stays an item, and so does a system message later
+  in the conversation: the Messages API has no other place for it;
+* the record keeps the original ``system`` value (also in canonical headers); it
+  is replaced from the system message on writing, or dropped when that message
+  was removed;
 * in entries layouts (no record) system messages are ``{"role": "system"}`` items;
 * tool messages become user messages with ``tool_result`` blocks;
 * tool arguments that are not a JSON object are wrapped as ``{"arguments": ...}``;
@@ -66,7 +71,9 @@ ANTHROPIC_BLOCKS = frozenset(
     }
 )
 #: content part types or fields that only OpenAI-style messages use
-OPENAI_PARTS = frozenset({"image_url", "input_text", "output_text", "input_image", "input_audio", "refusal", "reasoning"})
+OPENAI_PARTS = frozenset(
+    {"image_url", "input_text", "output_text", "input_image", "input_audio", "refusal", "reasoning"}
+)
 OPENAI_FIELDS = ("tool_calls", "tool_call_id", "function_call", "reasoning_content", "refusal")
 SYSTEM_HINT = "anthropic_system"  # a record's system field
 ITEM_HINT = "anthropic_system_item"  # a {"role": "system"} item of a messages list
@@ -114,8 +121,10 @@ def _score(msgs: Any, *, request: bool = False) -> int:
 
 
 def _system_blocks_anthropic(system: Any) -> bool:
-    return isinstance(system, list) and bool(system) and all(
-        isinstance(b, dict) and b.get("type") == "text" for b in system
+    return (
+        isinstance(system, list)
+        and bool(system)
+        and all(isinstance(b, dict) and b.get("type") == "text" for b in system)
     )
 
 
@@ -136,8 +145,10 @@ def _record_score(rec: Any, *, single: bool) -> int:
     is_request = "system" in rec and (single or _system_blocks_anthropic(rec["system"]))
     is_request = is_request or ("max_tokens" in rec and key == "messages")
     s = _score(rec[key], request=is_request)
-    if s and _system_blocks_anthropic(rec.get("system")) and any(
-        isinstance(b, dict) and "cache_control" in b for b in rec["system"]
+    if (
+        s
+        and _system_blocks_anthropic(rec.get("system"))
+        and any(isinstance(b, dict) and "cache_control" in b for b in rec["system"])
     ):
         return 95
     return s
@@ -171,11 +182,33 @@ def _decode_block(p: Any) -> list[Block]:
         if "signature" in p:
             extra["signature"] = p["signature"]
         txt = p.get("thinking", "")
-        return [Block("thinking", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra=extra or None)]
+        return [
+            Block(
+                "thinking", text=txt if isinstance(txt, str) else jsonio.dumps_text(txt), extra=extra or None
+            )
+        ]
     if t == "redacted_thinking":
-        return [Block("thinking", text="", extra={"anthropic_type": "redacted_thinking", "data": p.get("data"), **(_extra_keys(p, ("type", "data")) or {})})]
+        return [
+            Block(
+                "thinking",
+                text="",
+                extra={
+                    "anthropic_type": "redacted_thinking",
+                    "data": p.get("data"),
+                    **(_extra_keys(p, ("type", "data")) or {}),
+                },
+            )
+        ]
     if t == "tool_use":
-        return [Block("tool_call", id=p.get("id"), name=p.get("name"), arguments=p.get("input"), extra=_extra_keys(p, _KNOWN["tool_use"]))]
+        return [
+            Block(
+                "tool_call",
+                id=p.get("id"),
+                name=p.get("name"),
+                arguments=p.get("input"),
+                extra=_extra_keys(p, _KNOWN["tool_use"]),
+            )
+        ]
     if t == "tool_result":
         return _decode_tool_result(p)
     if t in ("image", "document"):
@@ -206,7 +239,13 @@ def _decode_tool_result(p: dict[str, Any]) -> list[Block]:
         text = "\n".join(texts)
     else:
         text = jsonio.dumps_text(c)
-    b = Block("tool_result", id=p.get("tool_use_id"), text=text, is_error=bool(p.get("is_error")), extra=extra or None)
+    b = Block(
+        "tool_result",
+        id=p.get("tool_use_id"),
+        text=text,
+        is_error=bool(p.get("is_error")),
+        extra=extra or None,
+    )
     return [b, *images]
 
 
@@ -218,7 +257,9 @@ def _usage(u: Any) -> Usage | None:
         v = u.get(k)
         return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
 
-    return Usage(n("input_tokens"), n("output_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens"))
+    return Usage(
+        n("input_tokens"), n("output_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens")
+    )
 
 
 def decode_message(o: dict[str, Any], line: Line) -> Message:
@@ -232,7 +273,12 @@ def decode_message(o: dict[str, Any], line: Line) -> Message:
     elif c is not None:
         blocks.append(Block("text", text=jsonio.dumps_text(c), extra={"anthropic_block": c}))
     role = o["role"]
-    if role == "user" and isinstance(c, list) and c and all(isinstance(p, dict) and p.get("type") == "tool_result" for p in c):
+    if (
+        role == "user"
+        and isinstance(c, list)
+        and c
+        and all(isinstance(p, dict) and p.get("type") == "tool_result" for p in c)
+    ):
         role = "tool"
     return Message(
         role,
@@ -284,7 +330,10 @@ def _image_block(data: Any) -> dict[str, Any]:
         if isinstance(url, str):
             if url.startswith("data:") and ";base64," in url:
                 head, b64 = url[5:].split(";base64,", 1)
-                return {"type": "image", "source": {"type": "base64", "media_type": head or "image/png", "data": b64}}
+                return {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": head or "image/png", "data": b64},
+                }
             return {"type": "image", "source": {"type": "url", "url": url}}
         return {"type": "image", "source": data}
     if isinstance(data, str):
@@ -313,9 +362,16 @@ def render_block(b: Block) -> dict[str, Any]:
         orig = ex.get("anthropic_block")
         if isinstance(orig, dict) and b.text == _derived_text(orig):
             return orig
+        orig = ex.get("block")  # an Anthropic block kept whole by the claude-code format
+        if (
+            isinstance(orig, dict)
+            and isinstance(orig.get("type"), str)
+            and b.text == (orig.get("text") or "")
+        ):
+            return orig
         return _with_extra({"type": "text", "text": b.text}, b)
     if b.type == "thinking":
-        if ex.get("anthropic_type") == "redacted_thinking" and not b.text:
+        if (ex.get("anthropic_type") == "redacted_thinking" or ex.get("redacted")) and not b.text:
             return _with_extra({"type": "redacted_thinking", "data": ex.get("data")}, b)
         d: dict[str, Any] = {"type": "thinking", "thinking": b.text}
         if isinstance(ex.get("signature"), str):
@@ -359,7 +415,7 @@ def render_content(blocks: list[Block]) -> list[dict[str, Any]]:
         b = blocks[i]
         if b.type == "tool_result":
             j = i + 1
-            while j < len(blocks) and blocks[j].type == "image" and (blocks[j].extra or {}).get("tool_result_image"):
+            while j < len(blocks) and blocks[j].type == "image" and _in_result(blocks[j], b):
                 j += 1
             out.append(_render_tool_result(b, blocks[i + 1 : j]))
             i = j
@@ -370,6 +426,14 @@ def render_content(blocks: list[Block]) -> list[dict[str, Any]]:
             out.append(render_block(b))
         i += 1
     return out
+
+
+def _in_result(img: Block, result: Block) -> bool:
+    """Whether an image block came from inside ``result`` (this format's or claude-code's hint)."""
+    ex = img.extra or {}
+    return bool(ex.get("tool_result_image")) or (
+        ex.get("tool_result") is not None and ex.get("tool_result") == result.id
+    )
 
 
 def _plain_text(blocks: list[Block]) -> bool:
@@ -405,6 +469,14 @@ def render_system(msgs: list[Message]) -> Any:
         if not isinstance(orig, list) and not m.content:
             return ""
     return [render_block(b) for m in msgs for b in m.content if b.type != "tool_result"] or ""
+
+
+def own_template(msg: Message) -> dict[str, Any] | None:
+    """The message's source object when it is an Anthropic message (not a line of another format)."""
+    tmpl = template(msg)
+    if not _is_message(tmpl) or _score([tmpl]) == 0:
+        return None
+    return tmpl
 
 
 class AnthropicFormat(Format):
@@ -486,7 +558,9 @@ class AnthropicFormat(Format):
             key = next((k for k in MESSAGE_KEYS if isinstance(rec.get(k), list) and not rec[k]), None)
         if key is None:
             raise CtxtoolError(
-                f"record has no messages list (looked for: {', '.join(MESSAGE_KEYS)})", path=src.path, line=lineno
+                f"record has no messages list (looked for: {', '.join(MESSAGE_KEYS)})",
+                path=src.path,
+                line=lineno,
             )
         t = self._transcript(rec[key], src, i, lineno)
         if "system" in rec and rec["system"] is not None:
@@ -504,7 +578,7 @@ class AnthropicFormat(Format):
         if msg.extra.get(SYSTEM_HINT) and msg.role == "system":
             # a record's system field written as a message (entries layouts): no template
             return [render_message(msg, None)]
-        return [render_message(msg, template(msg))]
+        return [render_message(msg, own_template(msg))]
 
     def build_record(self, t: Transcript) -> dict[str, Any]:
         """The record with its messages and ``system`` field rebuilt; other fields kept in order."""

@@ -241,7 +241,7 @@ def encode_content(msg: Message, string_ok: bool) -> Any:
     if string_ok and len(blocks) == 1 and blocks[0].type == "text" and not blocks[0].extra:
         return blocks[0].text
     originals: dict[bytes, Any] = {}
-    for ln in msg.lines:
+    for ln in msg.lines if own_line(msg) is not None else ():
         m = ln.obj.get("message") if isinstance(ln.obj, dict) else None
         c = m.get("content") if isinstance(m, dict) else None
         if isinstance(c, list):
@@ -289,6 +289,25 @@ def _usage_json(u: Usage, base: dict[str, Any] | None = None) -> dict[str, Any]:
     d["cache_read_input_tokens"] = u.cache_read
     d["output_tokens"] = u.output
     return d
+
+
+def own_line(msg: Message) -> dict[str, Any] | None:
+    """The message's first source line if it is a Claude Code message line (not another format's)."""
+    if not msg.lines:
+        return None
+    o = msg.lines[0].obj
+    if isinstance(o, dict) and o.get("type") in MESSAGE_TYPES and isinstance(o.get("message"), dict):
+        return o
+    return None
+
+
+def _foreign_timestamp(msg: Message) -> str | None:
+    """The timestamp another format's source line carries (Codex, pi), if any."""
+    if msg.lines and isinstance(msg.lines[0].obj, dict):
+        ts = msg.lines[0].obj.get("timestamp")
+        if isinstance(ts, str):
+            return ts
+    return None
 
 
 def _valid_uuid(s: Any) -> str | None:
@@ -424,7 +443,7 @@ class ClaudeCodeFormat(Format):
 
     # -- writing -------------------------------------------------------------------
     def render(self, msg: Message, t: Transcript) -> list[Any]:
-        if msg.lines and isinstance(msg.lines[0].obj, dict):
+        if own_line(msg) is not None:
             return [self._render_existing(msg)]
         return [self._render_new(msg, t)]
 
@@ -460,6 +479,7 @@ class ClaudeCodeFormat(Format):
         parent, ts, near = self._context(pos, t)
         obj = self._line_head(t, parent, near)
         uid = self._new_uuid(msg, t, pos)
+        ts = _foreign_timestamp(msg) or ts
         if msg.role == "assistant":
             calls = any(b.type == "tool_call" for b in msg.content)
             mobj: dict[str, Any] = {
@@ -589,14 +609,17 @@ class ClaudeCodeFormat(Format):
             e = t.entries[i]
             o: Any = None
             if isinstance(e, Message):
-                if e.lines and not e.dirty:
+                if own_line(e) is None:  # rendered anew
+                    if parent is None:
+                        parent = self._new_uuid(e, t, i)
+                    if ts is None:
+                        ts = _foreign_timestamp(e)
+                elif not e.dirty:
                     o = e.lines[-1].obj
-                elif e.lines:
+                else:
                     o = e.lines[0].obj
-                elif parent is None:
-                    parent = self._new_uuid(e, t, i)
             elif isinstance(e, Cont):
-                if not e.message.dirty and e.part < len(e.message.lines):
+                if not e.message.dirty and e.part < len(e.message.lines) and own_line(e.message) is not None:
                     o = e.message.lines[e.part].obj
             elif isinstance(e, Record):
                 o = e.line.obj

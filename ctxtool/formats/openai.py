@@ -102,6 +102,10 @@ def decode_message(o: dict[str, Any], line: Line) -> Message:
     role = ROLE_MAP[o["role"]]
     blocks: list[Block] = []
     c = o.get("content")
+    if not (c is None or isinstance(c, (str, list))):
+        raise CtxtoolError(f"message content must be a string, a list or null, not {type(c).__name__}", line=line.lineno)
+    if not isinstance(o.get("tool_calls") or [], list):
+        raise CtxtoolError("tool_calls must be a list", line=line.lineno)
     if role == "tool":
         blocks.append(Block("tool_result", id=o.get("tool_call_id"), text=_content_text(c), name=o.get("name")))
     else:
@@ -173,7 +177,7 @@ def render_message(msg: Message, tmpl: dict[str, Any] | None = None) -> list[dic
         elif len(texts) == 1 and texts[0].type == "text" and not (texts[0].extra or {}).get("part"):
             o["content"] = texts[0].text
         elif not texts:
-            o["content"] = None if calls else ""
+            o["content"] = None if (calls or role == "assistant") else ([] if isinstance(o.get("content"), list) else "")
         else:
             o["content"] = [
                 b.data if b.type == "image" else ((b.extra or {}).get("part") or {"type": "text", "text": b.text})
@@ -245,7 +249,12 @@ class OpenAIFormat(Format):
                     path=src.path,
                     line=lineno,
                 )
-            t.entries.append(decode_message(o, Line(o, None, lineno)))
+            try:
+                t.entries.append(decode_message(o, Line(o, None, lineno)))
+            except CtxtoolError as e:
+                e.path = src.path
+                e.message = f"message {i}: {e.message}"
+                raise
         assign_positional_ids(t.messages, f"call_{index}_")
         return t
 
@@ -273,7 +282,11 @@ class OpenAIFormat(Format):
                 if not _is_message(ln.obj):
                     policy.handle(CtxtoolError("not an OpenAI chat message", path=src.path, line=ln.lineno))
                     continue
-                t.entries.append(decode_message(ln.obj, ln))
+                try:
+                    t.entries.append(decode_message(ln.obj, ln))
+                except CtxtoolError as e:
+                    e.path = src.path
+                    policy.handle(e)
             assign_positional_ids(t.messages, "call_")
             t.extra["layout"] = "entries_jsonl"
             yield t
@@ -307,7 +320,17 @@ class OpenAIFormat(Format):
         return t
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:
-        return render_message(msg, template(msg))
+        tmpl = template(msg)
+        if tmpl and not _own_template(tmpl):
+            tmpl = {}  # a line of another format (converted): do not copy its fields
+        return render_message(msg, tmpl)
+
+
+def _own_template(o: dict[str, Any]) -> bool:
+    """Whether a message's source object is an OpenAI chat message (not an Anthropic response, a Claude Code line...)."""
+    if not _is_message(o) or _looks_openai([o]) == 0:
+        return False
+    return not (o.get("type") == "message" and "stop_reason" in o)
 
 
 def _record_id(rec: dict[str, Any], i: int) -> str:

@@ -22,12 +22,11 @@ entry written before it, and keeps ``firstKeptEntryIndex`` pointing at the same 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import jsonio
@@ -61,7 +60,7 @@ def iso_to_ms(ts: str) -> int:
     except ValueError:
         return 0
     if d.tzinfo is None:
-        d = d.replace(tzinfo=timezone.utc)
+        d = d.replace(tzinfo=UTC)
     return int(d.timestamp() * 1000)
 
 
@@ -348,7 +347,7 @@ class PiFormat(Format):
     def _message(self, o: dict[str, Any], ln: Line) -> Message | Record:
         m = o.get("message")
         if not isinstance(m, dict):
-            raise CtxtoolError("message entry without a 'message' object", path=None, line=ln.lineno)
+            raise ValueError("message entry without a 'message' object")
         dec = decode_message(m)
         if dec is None:
             return Record(ln, kind=f"message:{m.get('role')}")
@@ -412,7 +411,8 @@ class PiFormat(Format):
             if not eid:
                 eid = self._new_id(st, t, typ, salt)
             o["id"] = eid
-            o["parentId"] = o.get("parentId", st.last_id) if "parentId" in o else st.last_id
+            if "parentId" not in o or t.extra.get("pi_linear", True):
+                o["parentId"] = st.last_id
         if not isinstance(o.get("timestamp"), str):
             o["timestamp"] = st.ts
         # keep the usual key order: type, id, parentId, timestamp, ...
@@ -463,7 +463,8 @@ class PiFormat(Format):
             o["message"] = {**base, **m} if base else m
             put_meta(o, msg)
             out.append(o)
-            st.see(o)
+            if isinstance(o.get("id"), str):
+                st.last_id = o["id"]
         if rest or not results:
             use_tmpl = not results or tm.get("role") not in ("toolResult",)
             o = self._entry("message", tmpl if use_tmpl else {}, msg.id if not results else None, st, t, salt + "m")
@@ -598,8 +599,6 @@ class PiFormat(Format):
                 st.index += 1
                 yield line
             for obj in fresh:
-                if relink and isinstance(obj, dict) and "parentId" in obj:
-                    obj["parentId"] = st.last_id
                 st.see(obj)
                 st.index += 1
                 yield Line(obj)
@@ -619,4 +618,3 @@ class PiFormat(Format):
 
 
 FORMAT = PiFormat()
-_ = copy  # (kept for symmetry with other formats' deep copies)

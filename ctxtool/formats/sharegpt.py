@@ -96,7 +96,10 @@ def _decode_calls(value: Any) -> list[Block]:
             parsed = None
     calls = parsed if isinstance(parsed, list) else [parsed]
     if calls and all(isinstance(c, dict) and "name" in c for c in calls):
-        return [Block("tool_call", name=c.get("name"), arguments=c.get("arguments", c.get("parameters"))) for c in calls]
+        return [
+            Block("tool_call", name=c.get("name"), arguments=c.get("arguments", c.get("parameters")))
+            for c in calls
+        ]
     return [Block("tool_call", arguments=_as_text(value), extra={"unparsed": True})]
 
 
@@ -187,7 +190,11 @@ def render_message(msg: Message, tmpl: dict[str, Any]) -> list[dict[str, Any]]:
             sep = (thinking[0].extra or {}).get("think_sep", "\n\n")
             value = f"<think>{chr(10).join(b.text for b in thinking)}</think>{sep}{value}"
         elif thinking:
-            value = "\n".join([*(b.text for b in thinking), value]) if value else "\n".join(b.text for b in thinking)
+            value = (
+                "\n".join([*(b.text for b in thinking), value])
+                if value
+                else "\n".join(b.text for b in thinking)
+            )
         turn(_from(tmpl, kind, frm), value, None if tmpl_is_call else tmpl)
     if calls:
         orig = tmpl.get("value") if tmpl_is_call else None
@@ -243,11 +250,18 @@ class ShareGPTFormat(Format):
         system = rec.get("system")
         if isinstance(system, str):
             t.entries.append(
-                Message("system", [Block("text", text=system)], lines=[Line(system, None, lineno)], extra={SYSTEM_HINT: True})
+                Message(
+                    "system",
+                    [Block("text", text=system)],
+                    lines=[Line(system, None, lineno)],
+                    extra={SYSTEM_HINT: True},
+                )
             )
         for j, o in enumerate(rec[key]):
             if not _is_turn(o):
-                raise CtxtoolError(f"turn {j} is not a ShareGPT turn (needs 'from' and 'value')", path=src.path, line=lineno)
+                raise CtxtoolError(
+                    f"turn {j} is not a ShareGPT turn (needs 'from' and 'value')", path=src.path, line=lineno
+                )
             t.entries.append(decode_turn(o, Line(o, None, lineno)))
         assign_positional_ids(t.messages, f"call_{i}_")
         # the system field keeps its value in the record (it is rebuilt from the message on writing)
@@ -261,7 +275,8 @@ class ShareGPTFormat(Format):
     def render(self, msg: Message, t: Transcript) -> list[Any]:
         if msg.extra.get(SYSTEM_HINT):
             return render_message(msg, {})
-        return render_message(msg, template(msg))
+        tmpl = template(msg)
+        return render_message(msg, tmpl if _is_turn(tmpl) else {})  # not a line of another format
 
     def build_record(self, t: Transcript) -> dict[str, Any]:
         """The record with its turns and ``system`` field rebuilt; other fields kept in order.

@@ -1,0 +1,5 @@
+"""``python -m ctxtool``."""
+
+from .cli import entry
+
+entry()

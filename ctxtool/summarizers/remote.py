@@ -1,0 +1,390 @@
+"""Remote summary models over HTTP: the OpenAI chat-completions and Anthropic messages APIs.
+
+One ``httpx.Client`` per summarizer (thread-safe, pooled), so a compaction run with
+``--jobs 8`` shares its connections. Transient failures (429, 5xx, connection errors,
+timeouts, malformed bodies) are retried with exponential backoff and jitter, honouring
+``Retry-After``; a reply saying the prompt is too long raises
+:class:`~ctxtool.summarizers.ContextOverflowError` so the caller can chunk and retry.
+
+The API key comes from ``api_key``, else ``$CTXTOOL_API_KEY``, else ``$OPENAI_API_KEY`` /
+``$ANTHROPIC_API_KEY``; it is sent only as a request header and is never part of an
+error message, a log line or :meth:`RemoteSummarizer.settings`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..errors import CtxtoolError, ExitCode
+from . import ContextOverflowError, SummaryRequest
+
+log = logging.getLogger("ctxtool.summarizers")
+
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+#: statuses worth another try besides 5xx
+RETRY_STATUSES = frozenset({408, 409, 425, 429})
+
+# What providers (and OpenAI-compatible servers such as llama.cpp, vLLM, Ollama) say
+# when the prompt does not fit the model's window.
+_OVERFLOW_RE = re.compile(
+    r"context_length_exceeded|context[ _-]length|context window|context size|exceed_context_size"
+    r"|prompt is too long|too many (input )?tokens|maximum context|request_too_large|input is too long"
+    r"|reduce the length",
+    re.IGNORECASE,
+)
+
+
+class _Malformed(Exception):
+    """A 2xx reply we cannot read a summary from."""
+
+
+def create(
+    kind: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    retries: int = 4,
+    context_window: int | None = None,
+    max_tokens: int = 4096,
+    command: str | list[str] | None = None,
+    **options: Any,
+) -> RemoteSummarizer:
+    """Build an ``openai`` or ``anthropic`` summarizer (see :class:`RemoteSummarizer`).
+
+    Extra keyword options: ``backoff_base`` (s, default 0.5), ``backoff_cap`` (s, default 8),
+    ``retry_after_cap`` (s, default 60), ``seed`` (jitter), ``max_connections`` (default 16),
+    ``sleep`` (a ``time.sleep`` stand-in). Unknown options are ignored.
+    """
+    del command  # only the command summarizer uses it
+    return RemoteSummarizer(
+        kind,
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        retries=retries,
+        context_window=context_window,
+        max_tokens=max_tokens,
+        backoff_base=float(options.get("backoff_base", 0.5)),
+        backoff_cap=float(options.get("backoff_cap", 8.0)),
+        retry_after_cap=float(options.get("retry_after_cap", 60.0)),
+        seed=options.get("seed"),
+        max_connections=int(options.get("max_connections", 16)),
+        sleep=options.get("sleep"),
+    )
+
+
+def resolve_context_window(context_window: int | None, model: str | None) -> int:
+    """The flag, else the registry's window for ``model``, else 128000."""
+    if context_window:
+        return int(context_window)
+    if model:
+        from ..registry import lookup
+
+        info = lookup(model)
+        if info is not None and info.context_window:
+            return info.context_window
+    return DEFAULT_CONTEXT_WINDOW
+
+
+class RemoteSummarizer:
+    """Summarize with a remote chat model; ``kind`` is ``openai`` or ``anthropic``."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        model: str | None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 4,
+        context_window: int | None = None,
+        max_tokens: int = 4096,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+        retry_after_cap: float = 60.0,
+        seed: int | None = None,
+        max_connections: int = 16,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        if kind not in DEFAULT_BASE_URLS:
+            raise CtxtoolError(f"unknown remote summarizer {kind!r}", code=ExitCode.USAGE)
+        if not model:
+            raise CtxtoolError(
+                f"the {kind} summarizer needs a model: pass --model or set summarizer.model",
+                code=ExitCode.USAGE,
+            )
+        base = (base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise CtxtoolError(f"summarizer base URL must be http(s)://host[/path], got {base!r}", code=ExitCode.USAGE)
+        if timeout <= 0:
+            raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", code=ExitCode.USAGE)
+        if retries < 0:
+            raise CtxtoolError(f"summarizer retries must be >= 0, got {retries}", code=ExitCode.USAGE)
+        if max_tokens <= 0:
+            raise CtxtoolError(f"summarizer max_tokens must be positive, got {max_tokens}", code=ExitCode.USAGE)
+
+        self.name = kind
+        self.kind = kind
+        self.model = model
+        self.base_url = base
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.max_tokens = int(max_tokens)
+        self.context_window = resolve_context_window(context_window, model)
+        self.backoff_base = max(0.0, backoff_base)
+        self.backoff_cap = max(0.0, backoff_cap)
+        self.retry_after_cap = max(0.0, retry_after_cap)
+        self._sleep = sleep or time.sleep
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
+
+        # host[:port] without any user:password@ part, for settings and messages
+        port = f":{parts.port}" if parts.port else ""
+        self._host = f"{parts.hostname}{port}"
+        self._base_path = parts.path.rstrip("/")
+        path = "/chat/completions" if kind == "openai" else "/v1/messages"
+        self._url = base + path
+        self._endpoint = f"{self._host}{self._base_path}{path}"
+
+        key = api_key or os.environ.get("CTXTOOL_API_KEY") or os.environ.get(KEY_ENV[kind]) or ""
+        if not key and base_url in (None, "", DEFAULT_BASE_URLS[kind]):
+            raise CtxtoolError(
+                f"the {kind} summarizer needs an API key: set CTXTOOL_API_KEY or {KEY_ENV[kind]}",
+                code=ExitCode.USAGE,
+            )
+        self._secrets = tuple(s for s in {key, api_key or ""} if s)
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if kind == "openai":
+            if key:
+                headers["authorization"] = f"Bearer {key}"
+        else:
+            if key:
+                headers["x-api-key"] = key
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout),
+            limits=httpx.Limits(
+                max_connections=max(1, max_connections),
+                max_keepalive_connections=max(1, max_connections),
+            ),
+            follow_redirects=False,
+        )
+
+    # -- public interface -------------------------------------------------------------
+
+    def settings(self) -> dict[str, Any]:
+        """What identifies this summarizer's output (the summary cache key); no secrets."""
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "base_url": f"{self._host}{self._base_path}",
+            "max_tokens": self.max_tokens,
+            "temperature": 0,
+        }
+
+    def summarize(self, req: SummaryRequest) -> str:
+        body = self._body(req)
+        attempts = self.retries + 1
+        last = "no reply"
+        for attempt in range(attempts):
+            wait_hint: float | None = None
+            try:
+                resp = self._client.post(self._url, json=body)
+            except httpx.TimeoutException as e:
+                last = f"timed out after {self.timeout:g} s ({type(e).__name__})"
+            except httpx.TransportError as e:
+                last = f"connection error: {self._redact(_first_line(str(e)) or type(e).__name__)}"
+            else:
+                status = resp.status_code
+                if 200 <= status < 300:
+                    try:
+                        return self._parse(resp)
+                    except _Malformed as e:
+                        last = f"HTTP {status} with a malformed reply: {e}"
+                else:
+                    detail = self._redact(_error_detail(resp))
+                    if _is_overflow(status, detail):
+                        raise ContextOverflowError(
+                            f"{self.kind} summarizer: {self._endpoint}: HTTP {status}: "
+                            f"the prompt does not fit the model's context window: {detail}"
+                        )
+                    if status in RETRY_STATUSES or status >= 500:
+                        last = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+                        wait_hint = _retry_after(resp.headers)
+                    else:
+                        raise CtxtoolError(
+                            f"{self.kind} summarizer: {self._endpoint}: HTTP {status}: {detail or resp.reason_phrase}",
+                            code=ExitCode.REMOTE,
+                        )
+            if attempt + 1 < attempts:
+                delay = self._delay(attempt, wait_hint)
+                log.info(
+                    "%s summarizer: %s: %s; retry %d/%d in %.2f s",
+                    self.kind, self._endpoint, last, attempt + 1, self.retries, delay,
+                )
+                self._sleep(delay)
+        tries = "1 try" if attempts == 1 else f"{attempts} tries"
+        raise CtxtoolError(f"{self.kind} summarizer: {self._endpoint}: {last} (after {tries})", code=ExitCode.REMOTE)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> RemoteSummarizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"RemoteSummarizer(kind={self.kind!r}, model={self.model!r}, endpoint={self._endpoint!r})"
+
+    # -- internals --------------------------------------------------------------------
+
+    def _effective_max_tokens(self, req: SummaryRequest) -> int:
+        if req.max_tokens and req.max_tokens > 0:
+            return min(int(req.max_tokens), self.max_tokens)
+        return self.max_tokens
+
+    def _body(self, req: SummaryRequest) -> dict[str, Any]:
+        max_tokens = self._effective_max_tokens(req)
+        if self.kind == "openai":
+            messages = []
+            if req.system:
+                messages.append({"role": "system", "content": req.system})
+            messages.append({"role": "user", "content": req.prompt})
+            return {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": req.prompt}],
+            "temperature": 0,
+        }
+        if req.system:
+            body["system"] = req.system
+        return body
+
+    def _parse(self, resp: httpx.Response) -> str:
+        try:
+            data = json.loads(resp.content)
+        except ValueError as e:
+            raise _Malformed(f"not JSON ({_snippet(resp.text)!r})") from e
+        if not isinstance(data, dict):
+            raise _Malformed("not a JSON object")
+        text: Any
+        if self.kind == "openai":
+            try:
+                text = data["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError) as e:
+                raise _Malformed("no choices[0].message.content") from e
+            if isinstance(text, list):  # content parts
+                text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        else:
+            blocks = data.get("content")
+            if not isinstance(blocks, list):
+                raise _Malformed("no content blocks")
+            text = "".join(
+                b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            )
+        if not isinstance(text, str):
+            raise _Malformed("the summary is not a string")
+        if not text.strip():
+            raise _Malformed("empty summary")
+        return text.strip()
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with equal jitter, or the server's Retry-After (capped)."""
+        if retry_after is not None:
+            return min(max(0.0, retry_after), self.retry_after_cap)
+        d = min(self.backoff_cap, self.backoff_base * (2**attempt))
+        with self._rng_lock:
+            j = self._rng.random()
+        return d / 2 + d / 2 * j
+
+    def _redact(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return text
+
+
+def _first_line(s: str) -> str:
+    return s.strip().splitlines()[0] if s.strip() else ""
+
+
+def _snippet(s: str, n: int = 80) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _error_detail(resp: httpx.Response) -> str:
+    """The provider's error message (OpenAI and Anthropic both use ``{"error": {...}}``)."""
+    try:
+        data = json.loads(resp.content)
+    except ValueError:
+        return _snippet(resp.text, 200)
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            bits = [str(err[k]) for k in ("code", "type") if err.get(k) not in (None, "")]
+            msg = err.get("message") or err.get("detail") or ""
+            parts = [", ".join(dict.fromkeys(bits)), str(msg)]
+            return _snippet(": ".join(p for p in parts if p), 300)
+        if isinstance(err, str):
+            return _snippet(err, 300)
+    return _snippet(resp.text, 200)
+
+
+def _is_overflow(status: int, detail: str) -> bool:
+    if status == 413:
+        return True
+    return status in (400, 422) and bool(_OVERFLOW_RE.search(detail))
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    v = headers.get("retry-after")
+    if not v:
+        return None
+    v = v.strip()
+    try:
+        return max(0.0, float(v))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

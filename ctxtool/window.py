@@ -1,0 +1,240 @@
+"""Seed 002 ``truncate``: keep a window of the history within a message and character budget.
+
+Strategies:
+
+``sliding``   keep the most recent messages that fit (seed 002 ``:sliding_window``).
+``bookends``  keep the first and the last messages, drop the middle (``:keep_bookends``);
+              the head gets half of each budget, the tail the rest.
+
+With ``keep_first_user`` (the default) the first user message is always kept. System
+messages are the system prompt, which seed 002 counts apart from the messages: they are
+always kept and count against neither budget. A tool call and its result are kept or
+dropped together: the units of the window are the smallest runs of messages no tool
+pair crosses (:func:`ctxtool.pairing.closed_groups`). When even the newest unit is over
+the budget it is kept anyway (a window must end with the conversation's last message)
+and the result says ``over_limit``.
+
+Kept messages are not touched, so writers copy their source lines verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import CtxtoolError, ExitCode
+from .model import Message, Transcript
+from .pairing import closed_groups
+
+STRATEGIES = ("sliding", "bookends")
+_ALIASES = {"sliding_window": "sliding", "keep_bookends": "bookends", "sliding-window": "sliding"}
+
+
+@dataclass(slots=True)
+class WindowResult:
+    transcript: str
+    path: str
+    index: int
+    id: str | None
+    strategy: str
+    max_messages: int
+    max_chars: int
+    keep_first_user: bool
+    messages_before: int
+    messages_after: int
+    chars_before: int
+    chars_after: int
+    dropped: int
+    dropped_tool_calls: int  # tool calls dropped (each with its result)
+    dropped_tool_results: int
+    kept_first_user: bool  # the first user message was kept outside the window
+    over_limit: bool  # the kept messages still exceed a budget
+    dropped_indices: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transcript": self.transcript,
+            "path": self.path,
+            "index": self.index,
+            "id": self.id,
+            "strategy": self.strategy,
+            "max_messages": self.max_messages,
+            "max_chars": self.max_chars,
+            "keep_first_user": self.keep_first_user,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "dropped": self.dropped,
+            "dropped_tool_calls": self.dropped_tool_calls,
+            "dropped_tool_results": self.dropped_tool_results,
+            "kept_first_user": self.kept_first_user,
+            "over_limit": self.over_limit,
+        }
+
+
+def normalize_strategy(name: str) -> str:
+    s = _ALIASES.get(name, name)
+    if s not in STRATEGIES:
+        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", code=ExitCode.USAGE)
+    return s
+
+
+def _units(msgs: Sequence[Message]) -> list[list[int]]:
+    """Indices of non-system messages grouped into runs no tool pair crosses."""
+    starts = closed_groups(msgs)
+    units: list[list[int]] = []
+    cur_start = -1
+    for i, m in enumerate(msgs):
+        if starts[i] != cur_start:
+            cur_start = starts[i]
+            units.append([])
+        if m.role != "system":
+            units[-1].append(i)
+    return [u for u in units if u]
+
+
+def plan_window(
+    msgs: Sequence[Message],
+    *,
+    strategy: str = "sliding",
+    max_messages: int = 100,
+    max_chars: int = 500_000,
+    keep_first_user: bool = True,
+) -> tuple[list[bool], bool, bool]:
+    """Which messages to keep: ``(keep, kept_first_user, over_limit)``."""
+    strategy = normalize_strategy(strategy)
+    if max_messages < 1 or max_chars < 1:
+        raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+    n = len(msgs)
+    keep = [m.role == "system" for m in msgs]
+    chars = [0 if m.role == "system" else m.chars() for m in msgs]
+    units = _units(msgs)
+    if not units:
+        return [True] * n, False, False
+    total_n = sum(len(u) for u in units)
+    total_c = sum(chars)
+    if total_n <= max_messages and total_c <= max_chars:
+        return [True] * n, False, False
+
+    def size(u: list[int]) -> tuple[int, int]:
+        return len(u), sum(chars[i] for i in u)
+
+    used_n = used_c = 0
+    chosen: set[int] = set()  # unit positions
+
+    def take(k: int) -> None:
+        nonlocal used_n, used_c
+        a, b = size(units[k])
+        chosen.add(k)
+        used_n += a
+        used_c += b
+
+    first_user_unit = None
+    if keep_first_user:
+        for k, u in enumerate(units):
+            if any(msgs[i].role == "user" and not msgs[i].tool_results() for i in u):
+                first_user_unit = k
+                break
+    if first_user_unit is not None:
+        take(first_user_unit)
+
+    def fits(k: int, lim_n: int, lim_c: int) -> bool:
+        a, b = size(units[k])
+        return used_n + a <= lim_n and used_c + b <= lim_c
+
+    last = len(units) - 1
+    if strategy == "bookends":
+        head_n, head_c = max_messages // 2, max_chars // 2
+        for k in range(len(units)):
+            if k in chosen:
+                continue
+            if k == last or not fits(k, head_n, head_c):
+                break
+            take(k)
+    # the tail (sliding: the whole window) from the newest unit back
+    for k in range(last, -1, -1):
+        if k in chosen:
+            continue
+        if k == last and not fits(k, max_messages, max_chars):
+            take(k)  # the conversation's last message always stays
+            continue
+        if not fits(k, max_messages, max_chars):
+            break
+        take(k)
+    for k in chosen:
+        for i in units[k]:
+            keep[i] = True
+    kept_first_user = first_user_unit is not None and first_user_unit not in _contiguous_tail(chosen, last)
+    over = used_n > max_messages or used_c > max_chars
+    return keep, kept_first_user, over
+
+
+def _contiguous_tail(chosen: set[int], last: int) -> set[int]:
+    out = set()
+    k = last
+    while k in chosen:
+        out.add(k)
+        k -= 1
+    return out
+
+
+def window_messages(
+    msgs: Sequence[Message],
+    *,
+    strategy: str = "sliding",
+    max_messages: int = 100,
+    max_chars: int = 500_000,
+    keep_first_user: bool = True,
+) -> tuple[list[Message], int]:
+    """Seed 002's ``truncate/2``: the kept messages and the dropped count."""
+    keep, _, _ = plan_window(
+        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
+    )
+    kept = [m for m, k in zip(msgs, keep, strict=True) if k]
+    return kept, len(msgs) - len(kept)
+
+
+def window(
+    t: Transcript,
+    *,
+    strategy: str = "sliding",
+    max_messages: int = 100,
+    max_chars: int = 500_000,
+    keep_first_user: bool = True,
+) -> WindowResult:
+    """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
+    strategy = normalize_strategy(strategy)
+    msgs = t.messages
+    keep, kept_first, over = plan_window(
+        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
+    )
+    dropped = [i for i, k in enumerate(keep) if not k]
+    before_n = sum(1 for m in msgs if m.role != "system")
+    before_c = sum(m.chars() for m in msgs if m.role != "system")
+    dc = sum(len(msgs[i].tool_calls()) for i in dropped)
+    dr = sum(len(msgs[i].tool_results()) for i in dropped)
+    dc_chars = sum(msgs[i].chars() for i in dropped)
+    if dropped:
+        t.remove({id(msgs[i]) for i in dropped})
+    return WindowResult(
+        transcript=t.label,
+        path=t.path,
+        index=t.index,
+        id=t.id,
+        strategy=strategy,
+        max_messages=max_messages,
+        max_chars=max_chars,
+        keep_first_user=keep_first_user,
+        messages_before=before_n,
+        messages_after=before_n - len(dropped),
+        chars_before=before_c,
+        chars_after=before_c - dc_chars,
+        dropped=len(dropped),
+        dropped_tool_calls=dc,
+        dropped_tool_results=dr,
+        kept_first_user=kept_first and bool(dropped),
+        over_limit=over,
+        dropped_indices=dropped,
+    )

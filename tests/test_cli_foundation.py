@@ -1,0 +1,229 @@
+"""stats / validate / convert through typer's CliRunner and a real subprocess; bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxtool.cli import app, main
+from ctxtool.errors import ExitCode
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+CHAT = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "Fix the failing test in utils.py"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"utils.py\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "def add(a, b):\n    return a - b\n"},
+    {"role": "assistant", "content": "The add function subtracts; fixing it."},
+]
+
+
+@pytest.fixture
+def chat_jsonl(tmp_path: Path) -> Path:
+    p = tmp_path / "chat.jsonl"
+    p.write_text("".join(json.dumps(m) + "\n" for m in CHAT))
+    return p
+
+
+def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), input=input)
+
+
+def test_stats_json_shape(chat_jsonl: Path) -> None:
+    r = invoke("stats", str(chat_jsonl), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["tokenizer"] == "heuristic"
+    for k in ("messages", "tokens", "chars", "tool_calls", "tool_results"):
+        assert k in d["totals"]
+    assert d["totals"]["messages"] == 5
+    assert d["totals"]["tool_calls"] == 1 and d["totals"]["tool_results"] == 1
+    assert d["by_role"]["tool"]["messages"] == 1
+    assert sum(r["tokens"] for r in d["by_role"].values()) == d["totals"]["tokens"]
+    assert len(d["transcripts"]) == 1
+    t = d["transcripts"][0]
+    assert t["messages"] == 5 and t["by_role"]["assistant"]["messages"] == 2
+    assert t["tool_calls_by_name"] == {"read": 1}
+    # content tokens only; framing reported separately
+    assert d["totals"]["framing_tokens"] == 4 * 5 + 3
+
+
+def test_stats_exact_tokenizer_and_model(chat_jsonl: Path) -> None:
+    r = invoke("stats", str(chat_jsonl), "--json", "--model", "gpt-4o")
+    d = json.loads(r.stdout)
+    assert d["tokenizer"] == "o200k_base"
+    assert d["context_window"] == 128000
+    pct = d["transcripts"][0]["context"]["percent"]
+    assert 0 < pct < 1
+
+
+def test_stats_stdin(chat_jsonl: Path) -> None:
+    r = invoke("stats", "-", "--json", input=chat_jsonl.read_text())
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["totals"]["messages"] == 5
+
+
+def test_stats_fail_on_threshold(tmp_path: Path) -> None:
+    p = tmp_path / "big.jsonl"
+    p.write_text(json.dumps({"role": "user", "content": "x" * 250_000}) + "\n")
+    assert invoke("stats", str(p), "--fail-on", "warning").exit_code == ExitCode.THRESHOLD
+    assert invoke("stats", str(p), "--fail-on", "critical").exit_code == 0
+    r = invoke("stats", str(p), "--json")
+    assert json.loads(r.stdout)["thresholds"]["level"] == "warning"
+
+
+def test_stats_per_message_csv_and_parquet(chat_jsonl: Path, tmp_path: Path) -> None:
+    import polars as pl
+
+    for name in ("rows.csv", "rows.parquet"):
+        out = tmp_path / name
+        r = invoke("stats", str(chat_jsonl), "--per-message", "-o", str(out))
+        assert r.exit_code == 0, r.output
+        df = pl.read_csv(out) if name.endswith(".csv") else pl.read_parquet(out)
+        assert df.height == 5
+        assert df["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+
+
+def test_stats_human_table(chat_jsonl: Path) -> None:
+    r = invoke("stats", str(chat_jsonl))
+    assert r.exit_code == 0
+    assert "assistant" in r.stdout and "tool calls" in r.stdout
+
+
+def test_validate_clean_and_broken(chat_jsonl: Path, tmp_path: Path) -> None:
+    assert invoke("validate", str(chat_jsonl)).exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    msgs = CHAT[:3] + [{"role": "tool", "tool_call_id": "zz", "content": "?"}]
+    bad.write_text("".join(json.dumps(m) + "\n" for m in msgs))
+    r = invoke("validate", str(bad), "--json")
+    assert r.exit_code == ExitCode.INVALID
+    d = json.loads(r.stdout)
+    codes = {p["code"] for p in d["problems"]}
+    assert codes == {"orphan_result", "unanswered_call"}
+    orphan = next(p for p in d["problems"] if p["code"] == "orphan_result")
+    assert orphan["line"] == 4 and orphan["path"] == str(bad)
+
+
+def test_convert_round_trip_via_ctxtool(chat_jsonl: Path, tmp_path: Path) -> None:
+    canon = tmp_path / "c.jsonl"
+    back = tmp_path / "back.jsonl"
+    assert invoke("convert", str(chat_jsonl), "--to", "ctxtool", "-o", str(canon)).exit_code == 0
+    assert invoke("validate", str(canon)).exit_code == 0
+    assert invoke("convert", str(canon), "--to", "openai", "-o", str(back)).exit_code == 0
+    assert back.read_bytes().splitlines() == [json.dumps(m, separators=(",", ":")).encode() for m in CHAT] or [
+        json.loads(x) for x in back.read_text().splitlines()
+    ] == CHAT
+
+
+def test_convert_to_stdout(chat_jsonl: Path) -> None:
+    r = invoke("convert", str(chat_jsonl), "--to", "openai")
+    assert [json.loads(x) for x in r.stdout.splitlines()] == CHAT
+
+
+@pytest.mark.parametrize(
+    ("content", "needle", "line"),
+    [
+        (b'{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "trunc', "invalid JSON", 2),
+        (b'{"role": "user", "content": "caf\xe9"}\n', "invalid UTF-8", 1),
+        (b"", "empty file", 1),
+        (b'{"role": "user", "content": 5}\n', "content must be", 1),
+        (b"hello\n", "not JSON", 1),
+    ],
+)
+def test_bad_input_one_line_error(tmp_path: Path, content: bytes, needle: str, line: int) -> None:
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(content)
+    r = invoke("stats", str(p))
+    assert r.exit_code == ExitCode.INPUT, r.output
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert needle in err and f"{p}:{line}:" in err
+    assert "Traceback" not in r.output
+
+
+def test_unknown_format_and_missing_file(tmp_path: Path, chat_jsonl: Path) -> None:
+    r = invoke("stats", str(chat_jsonl), "--format", "nope")
+    assert r.exit_code == ExitCode.USAGE and "unknown format" in r.stderr
+    r = invoke("stats", str(tmp_path / "missing.jsonl"))
+    assert r.exit_code == ExitCode.NOT_FOUND and "no such file" in r.stderr
+    empty = tmp_path / "empty_dir"
+    empty.mkdir()
+    r = invoke("stats", str(empty))
+    assert r.exit_code == ExitCode.NOT_FOUND and "no transcript files" in r.stderr
+
+
+def test_undetectable_format_names_candidates(tmp_path: Path) -> None:
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"foo": 1}\n')
+    r = invoke("stats", str(p))
+    assert r.exit_code == ExitCode.INPUT
+    assert "--format" in r.stderr and "claude-code" in r.stderr
+
+
+def test_on_error_skip_counts_records(tmp_path: Path) -> None:
+    p = tmp_path / "ds.jsonl"
+    good = json.dumps({"messages": CHAT[:2]})
+    p.write_text(good + "\n" + json.dumps({"messages": [{"role": "user", "content": 5}]}) + "\n" + good + "\n")
+    assert invoke("stats", str(p)).exit_code == ExitCode.INPUT
+    r = invoke("stats", str(p), "--on-error", "skip", "--json")
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    assert d["skipped"] == 1 and d["totals"]["transcripts"] == 2
+    assert "skipped 1" in r.stderr
+
+
+def test_debug_shows_traceback(tmp_path: Path) -> None:
+    p = tmp_path / "missing.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "ctxtool", "--debug", "stats", str(p)], capture_output=True, text=True)
+    assert proc.returncode == ExitCode.NOT_FOUND
+    assert "Traceback" in proc.stderr
+
+
+def test_huge_single_line(tmp_path: Path) -> None:
+    p = tmp_path / "huge.jsonl"
+    with p.open("w") as f:
+        f.write('{"role": "tool", "tool_call_id": "c", "content": "')
+        chunk = "0123456789" * 100_000
+        for _ in range(100):
+            f.write(chunk)
+        f.write('"}\n')
+    r = invoke("stats", str(p), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["totals"]["chars"] == 100_000_000
+
+
+def test_subprocess_pipe_and_version(chat_jsonl: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxtool", "stats", "-", "--json"],
+        input=chat_jsonl.read_bytes(),
+        capture_output=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["totals"]["messages"] == 5
+    v = subprocess.run([sys.executable, "-m", "ctxtool", "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.startswith("ctxtool ")
+
+
+def test_main_returns_exit_codes(chat_jsonl: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["validate", str(chat_jsonl)]) == 0
+    assert main(["stats", "/nonexistent/file.jsonl"]) == ExitCode.NOT_FOUND
+    assert main(["stats", "--no-such-flag", str(chat_jsonl)]) == ExitCode.USAGE
+
+
+def test_inputs_never_modified(chat_jsonl: Path, tmp_path: Path) -> None:
+    before = chat_jsonl.read_bytes()
+    invoke("convert", str(chat_jsonl), "--to", "ctxtool", "-o", str(tmp_path / "o.jsonl"))
+    invoke("stats", str(chat_jsonl))
+    assert chat_jsonl.read_bytes() == before
+
+
+def test_make_run_sample_exists() -> None:
+    assert (SAMPLES / "claude_code_session.jsonl").exists() or pytest.skip("sample being written")

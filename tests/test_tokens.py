@@ -1,0 +1,110 @@
+"""Token counting: heuristic, exact tiktoken offline, registry, usage-aware estimate."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+
+import pytest
+
+from ctxtool import registry, tokens
+from ctxtool.model import Block, Message, Usage
+
+
+def test_heuristic_is_ceil_chars_over_4() -> None:
+    tok = tokens.get_tokenizer("heuristic")
+    for s in ["", "a", "abcd", "abcde", "x" * 4001]:
+        assert tok.count(s) == math.ceil(len(s) / 4)
+
+
+def test_official_hashes_match_tiktoken_constants() -> None:
+    from tiktoken_ext import openai_public
+
+    src = inspect.getsource(openai_public)
+    for url, sha in tokens.OFFICIAL_BPE.values():
+        assert url in src and sha in src
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_bpe_files_installed_offline_and_verified(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    d = tokens.install_bpe_files([name])
+    url, sha = tokens.OFFICIAL_BPE[name]
+    f = d / hashlib.sha1(url.encode()).hexdigest()
+    assert hashlib.sha256(f.read_bytes()).hexdigest() == sha
+    assert (d.stat().st_mode & 0o777) == 0o700
+
+
+def test_corrupted_cache_file_is_replaced(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
+    d = tokens.install_bpe_files(["cl100k_base"])
+    url, sha = tokens.OFFICIAL_BPE["cl100k_base"]
+    f = d / hashlib.sha1(url.encode()).hexdigest()
+    f.write_bytes(b"garbage")
+    tokens.install_bpe_files(["cl100k_base"])
+    assert hashlib.sha256(f.read_bytes()).hexdigest() == sha
+
+
+def test_exact_counts_known_values() -> None:
+    o200k = tokens.get_tokenizer("o200k_base")
+    cl100k = tokens.get_tokenizer("cl100k_base")
+    assert o200k.count("hello world") == 2
+    assert cl100k.count("hello world") == 2
+    texts = ["The quick brown fox jumps over the lazy dog."] * 20
+    assert o200k.count_many(texts) == [o200k.count(texts[0])] * 20
+
+
+def test_count_messages_covers_every_block_kind() -> None:
+    m = Message(
+        "assistant",
+        [
+            Block("text", text="abcd" * 10),
+            Block("thinking", text="efgh" * 5),
+            Block("tool_call", id="c1", name="read", arguments={"path": "a.py"}),
+            Block("image", data={"url": "x"}),
+        ],
+    )
+    heur = tokens.count_messages([m], tokens.get_tokenizer("heuristic"))[0]
+    chars = 40 + 20 + len("read") + len('{"path":"a.py"}')
+    assert heur == math.ceil(chars / 4) + tokens.IMAGE_TOKENS
+    exact = tokens.count_messages([m], tokens.get_tokenizer("o200k_base"))[0]
+    assert exact > tokens.IMAGE_TOKENS
+
+
+def test_usage_aware_estimate_uses_last_usage_plus_trailing() -> None:
+    msgs = [
+        Message("user", [Block("text", text="x" * 400)]),
+        Message("assistant", [Block("text", text="y" * 40)], usage=Usage(input=1000, output=50, cache_read=200)),
+        Message("user", [Block("text", text="z" * 80)]),
+    ]
+    est = tokens.estimate_context(msgs)
+    assert est.source == "usage"
+    assert est.usage_tokens == 1250
+    assert est.trailing_tokens == 20
+    assert est.tokens == 1270
+    # without usage: full heuristic over visible messages
+    for m in msgs:
+        m.usage = None
+    est = tokens.estimate_context(msgs)
+    assert est.source == "estimate" and est.tokens == 100 + 10 + 20
+
+
+def test_hidden_messages_are_not_counted() -> None:
+    from ctxtool.model import Metadata
+
+    msgs = [Message("user", [Block("text", text="x" * 400)], metadata=Metadata(agent_visible=False))]
+    assert tokens.estimate_context(msgs).tokens == 0
+
+
+def test_registry_lookup_and_user_override(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    assert registry.lookup("gpt-4o").context_window == 128000  # type: ignore[union-attr]
+    # dated snapshots resolve to their family
+    assert registry.lookup("claude-opus-4-6-20260101").name == "claude-opus-4-6"  # type: ignore[union-attr]
+    assert registry.lookup("no-such-model") is None
+    f = tmp_path / "models.json"
+    f.write_text('{"models": {"my-model": {"context_window": 4096, "encoding": "cl100k_base"}, "gpt-4o": {"context_window": 1000}}}')
+    monkeypatch.setenv("CTXTOOL_MODELS", str(f))
+    assert registry.lookup("my-model").context_window == 4096  # type: ignore[union-attr]
+    assert registry.lookup("gpt-4o").context_window == 1000  # type: ignore[union-attr]
