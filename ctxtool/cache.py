@@ -31,7 +31,7 @@ REF_RE = re.compile(r"^[0-9a-f]{64}$")
 PREFIX_RE = re.compile(r"^[0-9a-f]{8,64}$")
 REF_IN_TEXT_RE = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 MANIFEST = "manifest.jsonl"
-STASH_PREFIX = b'{"ctxtool_stash":' 
+STASH_PREFIX = b'{"ctxtool_stash":'
 
 
 def default_dir(cache_dir: str | Path | None = None) -> Path:
@@ -53,6 +53,7 @@ class RefInfo:
     sources: list[dict[str, Any]] = field(default_factory=list)
     created: float | None = None
     present: bool = True
+    new: bool = False  # written by this put (not already in the cache)
 
     def ref_json(self) -> dict[str, Any]:
         """The ``output_ref`` a message carries (seed 001 1.4)."""
@@ -262,6 +263,7 @@ class RefCache:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(tmp)
                     raise
+                info.new = True
             self._known.add(ref)
         self._append_manifest(info)
         return info
@@ -494,12 +496,13 @@ class RefCache:
 
     def gc(self, referenced: Iterable[str], *, dry_run: bool = True) -> GcResult:
         keep = self.closure(referenced)
-        doomed = [r for r in self.list_refs() if r.id not in keep and r.present]
+        present = [r for r in self.list_refs() if r.present]
+        doomed = [r for r in present if r.id not in keep]
         freed = sum(r.byte_size for r in doomed)
         if not dry_run:
             self.delete(r.id for r in doomed)
             self.rewrite_manifest(keep)
-        return GcResult(len(keep), len([r for r in self.list_refs() if r.present]) if not dry_run else len(self._names()) - len(doomed), doomed, freed, dry_run)
+        return GcResult(len(keep), len(present) - len(doomed), doomed, freed, dry_run)
 
 
 def refs_in_text(text: str) -> Iterator[str]:

@@ -164,6 +164,7 @@ class CutReport:
     cut: CutPoint
     effective_limit: int | None
     tokenizer: str
+    first_kept_line: int | None = None  # source line of the first kept message
     applied: bool = False
     messages_dropped: int = 0  # messages removed when the cut was applied (system prompts stay)
 
@@ -177,6 +178,7 @@ class CutReport:
         }
         d.update(self.cut.to_json())
         d["tokens_after"] = self.cut.tokens_kept
+        d["first_kept_line"] = self.first_kept_line
         d["effective_limit"] = self.effective_limit
         d["tokenizer"] = self.tokenizer
         if self.applied:
@@ -205,6 +207,8 @@ def cut_transcript(
         tokenizer=tok,
     )
     rep = CutReport(t.label, t.path, t.index, t.id, len(msgs), cp, effective_limit, tok.name)
+    if cp.cut_index is not None:
+        rep.first_kept_line = msgs[cp.cut_index].lineno
     if apply:
         rep.applied = True
         rep.messages_dropped = apply_cut(t, cp.cut_index)

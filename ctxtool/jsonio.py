@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import sys
 import tempfile
@@ -20,8 +21,20 @@ from .model import Line
 PEEK_LINES = 64
 
 
-def loads(data: bytes | str, *, path: str = "-", line: int | None = None) -> Any:
-    """Parse JSON, turning any failure into a one-line :class:`CtxtoolError`."""
+_BIG_INT = re.compile(rb"[-:\[,]\s*-?[0-9]{20}")
+
+
+def loads(data: bytes | str, *, path: str = "-", line: int | None = None, exact: bool = False) -> Any:
+    """Parse JSON, turning any failure into a one-line :class:`CtxtoolError`.
+
+    orjson reads integers beyond 64 bits as floats; with ``exact`` such documents are
+    parsed by the standard library instead (JSONL lines keep their original bytes anyway).
+    """
+    if exact and _BIG_INT.search(data if isinstance(data, bytes) else data.encode()):
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            pass
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -94,11 +107,40 @@ class Source:
         return [ln.obj for ln in self.peek]
 
 
+CHUNK = 1 << 22
+
+
 def _numbered(fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    for n, raw in enumerate(fh, 1):
-        s = raw.rstrip(b"\r\n")
-        if s.strip():
-            yield n, s
+    """Non-blank lines with their 1-based numbers, read in large chunks (long lines are common)."""
+    n = 0
+    rest = b""
+    if not fh.seekable():  # a pipe: line by line, so records flow as they arrive
+        for n, raw in enumerate(fh, 1):
+            s = raw.rstrip(b"\r\n")
+            if s.strip():
+                yield n, s
+        return
+    read = fh.read
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
+            break
+        if rest:
+            chunk = rest + chunk
+        parts = chunk.split(b"\n")
+        rest = parts.pop()
+        for s in parts:
+            n += 1
+            if s[-1:] == b"\r":
+                s = s[:-1]
+            if s and (s[:1] not in b" \t\r" or s.strip()):
+                yield n, s
+    if rest:
+        n += 1
+        if rest[-1:] == b"\r":
+            rest = rest[:-1]
+        if rest.strip():
+            yield n, rest
 
 
 def open_source(path: str | Path) -> Source:
@@ -157,12 +199,12 @@ def open_source(path: str | Path) -> Source:
     if head == b"{" and not single_line_ok:
         # Could still be JSONL whose first line is broken: report that line.
         try:
-            doc = loads(data, path=name)
+            doc = loads(data, path=name, exact=True)
         except CtxtoolError:
             loads(raw, path=name, line=n)
             raise
         return Source(name, "json", doc=doc, size=size)
-    return Source(name, "json", doc=loads(data, path=name), size=size)
+    return Source(name, "json", doc=loads(data, path=name, exact=True), size=size)
 
 
 @contextlib.contextmanager

@@ -21,8 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .formats.base import is_synthetic
 from .model import Block, Message, Transcript
-from .pairing import is_server_side, pair
+from .pairing import pair
 
 ABORTED_TEXT = "aborted"
 
@@ -221,7 +222,10 @@ def repair(t: Transcript, *, strip_trailing: bool = True) -> RepairResult:
             while anchor + 1 < len(msgs) and is_tool[anchor + 1]:
                 anchor += 1
             for b in calls:
-                new = Message(role, [Block("tool_result", id=b.id, text=ABORTED_TEXT, is_error=True, name=b.name)])
+                rb = Block("tool_result", id=b.id, text=ABORTED_TEXT, is_error=True, name=b.name)
+                if is_synthetic(b):  # positional formats: the writer must not emit the id
+                    rb.extra = {"synthetic_id": True}
+                new = Message(role, [rb])
                 new.dirty = True
                 inserts.setdefault(anchor, []).append(new)
                 ch.append(Change(ABORTED_RESULT_ADDED, msgs[ci].id, msgs[ci].lineno, b.id,
@@ -258,8 +262,3 @@ def _insert_after(t: Transcript, msgs: list[Message], inserts: dict[int, list[Me
             out.append(e)
     out.extend(pending)
     t.entries = out
-
-
-def unanswered_ignored(b: Block) -> bool:
-    """Calls that never get a result item (server-side tools, calls without ids)."""
-    return is_server_side(b) or b.id is None

@@ -6,6 +6,7 @@ seed 002 warning/critical thresholds.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -15,7 +16,16 @@ from . import formats
 from .formats.base import ErrorPolicy
 from .model import ROLES, Message, Transcript
 from .registry import ModelInfo
-from .tokens import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY, Tokenizer, count_messages, estimate_context, get_tokenizer
+from .model import IMAGE_CHARS, IMAGE_TOKENS
+from .tokens import (
+    FRAMING_PER_MESSAGE,
+    FRAMING_PER_REPLY,
+    HeuristicTokenizer,
+    Tokenizer,
+    count_messages,
+    estimate_context,
+    get_tokenizer,
+)
 
 # Seed 002 check_size defaults, in characters.
 WARNING_CHARS = 200_000
@@ -237,9 +247,21 @@ def _tool_names(msgs: list[Message]) -> dict[str, str]:
     return names
 
 
+def _model_window(msgs: list[Message]) -> int | None:
+    """The context window of the model that produced the transcript, from the registry."""
+    from .registry import lookup
+
+    for m in reversed(msgs):
+        if m.role == "assistant" and m.model:
+            info = lookup(m.model)
+            if info is not None:
+                return info.context_window
+    return None
+
+
 def transcript_stats(
     t: Transcript,
-    counts: list[int],
+    counts: list[int] | None,
     tok: Tokenizer,
     *,
     context_window: int | None = None,
@@ -247,46 +269,62 @@ def transcript_stats(
     critical_chars: int = CRITICAL_CHARS,
     rows: list[dict[str, Any]] | None = None,
 ) -> TranscriptStats:
-    """Fold one transcript's messages (with their token counts) into figures."""
+    """Fold one transcript's messages into figures. ``counts`` are the messages' exact token
+    counts; ``None`` means the heuristic (computed here from the characters)."""
     msgs = t.messages
     f = Figures()
-    names = _tool_names(msgs)
-    outputs: list[ToolOutput] = []
+    outputs: list[tuple[int, int, Message, Any]] = []
     seen_usage: set[str] = set()
-    label = t.label
-    for i, (m, n) in enumerate(zip(msgs, counts, strict=True)):
-        chars = m.chars()
-        f.messages += 1
+    heuristic = counts is None
+    all_counts: list[int] = []
+    by_role = f.by_role
+    calls_by_name = f.tool_calls_by_name
+    for i, m in enumerate(msgs):
+        chars = 0
+        images = 0
+        for b in m.content:
+            bt = b.type
+            if bt == "text":
+                chars += len(b.text)
+            elif bt == "tool_result":
+                n_out = len(b.text)
+                chars += n_out
+                f.tool_results += 1
+                if b.is_error:
+                    f.tool_errors += 1
+                if n_out:
+                    outputs.append((n_out, i, m, b))
+            elif bt == "tool_call":
+                chars += b.chars()
+                f.tool_calls += 1
+                calls_by_name[b.name or "?"] += 1
+            elif bt == "thinking":
+                chars += len(b.text)
+                f.thinking_blocks += 1
+                f.thinking_chars += len(b.text)
+                if b.text:
+                    f.thinking_tokens += tok.count(b.text)
+            elif bt == "image":
+                images += 1
+                f.images += 1
+            else:
+                chars += len(b.text)
+        n = math.ceil(chars / 4) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
+        all_counts.append(n)
+        chars += images * IMAGE_CHARS
         f.tokens += n
         f.chars += chars
-        rs = f.by_role.setdefault(m.role, RoleStats())
+        rs = by_role.get(m.role)
+        if rs is None:
+            rs = by_role[m.role] = RoleStats()
         rs.messages += 1
         rs.tokens += n
         rs.chars += chars
         if m.role == "system":
             f.system_prompt_chars += chars
             f.system_prompt_tokens += n
-        for b in m.content:
-            if b.type == "tool_call":
-                f.tool_calls += 1
-                f.tool_calls_by_name[b.name or "?"] += 1
-            elif b.type == "tool_result":
-                f.tool_results += 1
-                if b.is_error:
-                    f.tool_errors += 1
-                if len(b.text) > 0:
-                    bt = n if len(m.content) == 1 else tok.count(b.text)
-                    outputs.append(
-                        ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), bt, len(b.text), b.text.count("\n") + 1)
-                    )
-            elif b.type == "thinking":
-                f.thinking_blocks += 1
-                f.thinking_chars += len(b.text)
-                f.thinking_tokens += tok.count(b.text) if b.text else 0
-            elif b.type == "image":
-                f.images += 1
         if m.usage is not None:
-            key = m.usage_key or f"#{id(m)}"
+            key = m.usage_key or f"#{i}"
             if key not in seen_usage:
                 seen_usage.add(key)
                 f.usage.input += m.usage.input
@@ -297,7 +335,7 @@ def transcript_stats(
         if rows is not None:
             rows.append(
                 {
-                    "transcript": label,
+                    "transcript": t.label,
                     "index": i,
                     "id": m.id,
                     "line": m.lineno,
@@ -311,10 +349,19 @@ def transcript_stats(
                     "tools": ",".join(b.name or "?" for b in m.content if b.type == "tool_call"),
                 }
             )
+    f.messages = len(msgs)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
-    ctx = estimate_context(msgs, tok, counts)
-    window = context_window or t.extra.get("context_window")
-    largest = heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: (o.tokens, o.chars))
+    ctx = estimate_context(msgs, tok, all_counts)
+    window = context_window or t.extra.get("context_window") or _model_window(msgs)
+    largest: list[ToolOutput] = []
+    if outputs:
+        names = _tool_names(msgs)
+        label = t.label
+        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
+            bt = all_counts[i] if len(m.content) == 1 else (math.ceil(n_out / 4) if heuristic else tok.count(b.text))
+            largest.append(
+                ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), bt, n_out, b.text.count("\n") + 1)
+            )
     return TranscriptStats(
         path=t.path,
         index=t.index,
@@ -372,6 +419,7 @@ def stats(
     """Statistics over every transcript of ``paths`` (files, directories or ``-``)."""
     tok_name = tokenizer or "heuristic"
     tok = get_tokenizer(tok_name)
+    heuristic = isinstance(tok, HeuristicTokenizer)
     window = context_window or (model.context_window if model else None)
     policy = ErrorPolicy(on_error)
     totals = Figures()
@@ -379,13 +427,14 @@ def stats(
     rows: list[dict[str, Any]] | None = [] if per_message else None
     largest: list[ToolOutput] = []
     for batch in _batches(iter_transcripts(paths, fmt, policy), BATCH_MESSAGES):
-        all_msgs = [m for t in batch for m in t.iter_messages()]
-        counts = count_messages(all_msgs, tok)
+        counts = None
+        if not heuristic:
+            counts = count_messages([m for t in batch for m in t.iter_messages()], tok)
         pos = 0
         for t in batch:
             n = sum(1 for _ in t.iter_messages())
             ts = transcript_stats(
-                t, counts[pos : pos + n], tok, context_window=window,
+                t, None if counts is None else counts[pos : pos + n], tok, context_window=window,
                 warning_chars=warning_chars, critical_chars=critical_chars, rows=rows,
             )
             pos += n

@@ -179,12 +179,12 @@ def policy_seed000(used: int, messages: int, s: TriggerSettings) -> Verdict:
     seeds = "000"
     window = s.context_window
     if not s.enabled or not s.auto_compact:
-        return Verdict("seed000", seeds, DISABLED, "tokens", used, None, "AutoCompact is off", _pct(used, window),
+        return Verdict("seed000", seeds, DISABLED, "tokens", used, None, "AutoCompact off", _pct(used, window),
                        reason="compaction.auto_compact or compaction.enabled is false")
     limit, how = s.effective_limit()
     if limit is not None:
         status = COMPACT if used >= limit else OK
-        return Verdict("seed000", seeds, status, "tokens", used, limit, f"tokens >= {how}",
+        return Verdict("seed000", seeds, status, "tokens", used, limit, "tokens >= window - reserve" if how != "max_tokens" else "tokens >= max_tokens",
                        _pct(used, window) if window else _pct(used, limit))
     status = COMPACT if s.max_messages > 0 and messages >= s.max_messages else OK
     return Verdict("seed000", seeds, status, "messages", messages, s.max_messages or None,
@@ -196,21 +196,21 @@ def policy_reserve(used: int, s: TriggerSettings) -> Verdict:
     seeds = "000,003"
     window = s.context_window
     if not s.enabled:
-        return Verdict("reserve", seeds, DISABLED, "tokens", used, None, "compaction disabled", _pct(used, window),
+        return Verdict("reserve", seeds, DISABLED, "tokens", used, None, "tokens > window - reserve", _pct(used, window),
                        reason="compaction.enabled is false")
     if not window:
-        return Verdict("reserve", seeds, NO_LIMIT, "tokens", used, None, "tokens > context_window - reserve_tokens",
+        return Verdict("reserve", seeds, NO_LIMIT, "tokens", used, None, "tokens > window - reserve",
                        reason="no context window known: compaction disabled (seed 003)")
     limit = window - s.reserve_tokens
     status = COMPACT if used > limit else OK
-    return Verdict("reserve", seeds, status, "tokens", used, limit, "tokens > context_window - reserve_tokens",
+    return Verdict("reserve", seeds, status, "tokens", used, limit, "tokens > window - reserve",
                    _pct(used, window))
 
 
 def policy_ratio(used: int, s: TriggerSettings) -> Verdict:
     seeds = "001"
     window = s.context_window
-    rule = f"tokens >= context_window * {s.threshold_ratio:g}"
+    rule = f"tokens >= {s.threshold_ratio:g} x window"
     if not window:
         return Verdict("ratio", seeds, ERROR, "tokens", used, None, rule,
                        reason="no context limit known (seed 001 is strict): give --context-window or --model, "
@@ -227,7 +227,7 @@ def policy_ratio(used: int, s: TriggerSettings) -> Verdict:
 def policy_seed004(used: int, s: TriggerSettings) -> Verdict:
     seeds = "004"
     window = s.context_window
-    rule = f"tokens >= {s.compact_threshold:.0%} of the window (hard stop >= {s.hard_limit:.0%})"
+    rule = f"tokens >= {s.compact_threshold:.0%} (stop >= {s.hard_limit:.0%})"
     if not window:
         return Verdict("seed004", seeds, NO_LIMIT, "tokens", used, None, rule,
                        reason="no context window known")

@@ -78,3 +78,7 @@ def source_items(p: Path) -> tuple[list, str]:  # type: ignore[type-arg]
         return [json.loads(raw)], "json"
     except ValueError:
         return [json.loads(line) for line in raw.splitlines() if line.strip()], "jsonl"
+
+
+# The real-model tests (`make test-llm`) are collected only with CTXTOOL_TEST_LLM=1.
+collect_ignore_glob = [] if __import__("os").environ.get("CTXTOOL_TEST_LLM") == "1" else ["llm/*"]

@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -118,7 +118,11 @@ def default_reply(req: RecordedRequest) -> str:
 
 _ERRORS = {
     "openai": {
-        429: {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"},
+        429: {
+            "message": "Rate limit reached for requests",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+        },
         "overflow": {
             "message": "This model's maximum context length is 8192 tokens. However, your messages "
             "resulted in 9000 tokens. Please reduce the length of the messages.",
@@ -126,11 +130,17 @@ _ERRORS = {
             "param": "messages",
             "code": "context_length_exceeded",
         },
-        "other": {"message": "The server had an error while processing your request.", "type": "server_error"},
+        "other": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error",
+        },
     },
     "anthropic": {
         429: {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"},
-        "overflow": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"},
+        "overflow": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        },
         "other": {"type": "api_error", "message": "Internal server error"},
     },
 }
@@ -171,7 +181,14 @@ class _Handler(BaseHTTPRequestHandler):
             protocol = "anthropic"
         else:
             protocol = "unknown"
-        rec = owner._record(self.command, self.path, dict((k.lower(), v) for k, v in self.headers.items()), raw, body, protocol)
+        rec = owner._record(
+            self.command,
+            self.path,
+            dict((k.lower(), v) for k, v in self.headers.items()),
+            raw,
+            body,
+            protocol,
+        )
         owner._enter()
         try:
             self._serve(owner, rec)
@@ -222,7 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
             text = r if isinstance(r, str) else default_reply(rec)
         self._json(200, owner._success(rec, text))
 
-    def _error(self, protocol: str, status: int, err: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _error(
+        self, protocol: str, status: int, err: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         body = {"type": "error", "error": err} if protocol == "anthropic" else {"error": err}
         self._json(status, body, headers)
 
@@ -329,9 +348,13 @@ class FakeLLM:
 
     # -- internals (called from handler threads) ------------------------------------
 
-    def _record(self, method: str, path: str, headers: dict[str, str], raw: bytes, body: Any, protocol: str) -> RecordedRequest:
+    def _record(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, body: Any, protocol: str
+    ) -> RecordedRequest:
         with self._lock:
-            rec = RecordedRequest(len(self.requests), method, path, headers, raw, body, protocol, time.monotonic())
+            rec = RecordedRequest(
+                len(self.requests), method, path, headers, raw, body, protocol, time.monotonic()
+            )
             self.requests.append(rec)
             return rec
 
@@ -374,8 +397,14 @@ class FakeLLM:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": in_tok, "completion_tokens": out_tok, "total_tokens": in_tok + out_tok},
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": in_tok,
+                "completion_tokens": out_tok,
+                "total_tokens": in_tok + out_tok,
+            },
         }
 
 

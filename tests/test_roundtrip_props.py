@@ -14,7 +14,7 @@ from ctxtool.jsonio import Source
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 ids = st.text(alphabet="abcdef0123456789", min_size=4, max_size=8).map(lambda s: "call_" + s)
-extra_fields = st.dictionaries(st.sampled_from(["name", "weight", "x_note", "timestamp"]), st.one_of(text, st.integers(), st.booleans()), max_size=2)
+extra_fields = st.dictionaries(st.sampled_from(["name", "weight", "x_note", "timestamp"]), st.one_of(text, st.integers(-(2**63), 2**63 - 1), st.booleans()), max_size=2)
 
 
 @st.composite

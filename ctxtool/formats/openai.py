@@ -21,8 +21,8 @@ from typing import Any
 from .. import jsonio
 from ..errors import CtxtoolError
 from ..jsonio import Source
-from ..model import Block, Line, Message, Transcript, Usage
-from .base import ErrorPolicy, Format, assign_positional_ids, is_synthetic, put_meta, read_meta, template
+from ..model import Block, Line, Message, Metadata, Transcript, Usage
+from .base import META_KEY, ErrorPolicy, Format, assign_positional_ids, is_synthetic, put_meta, read_meta, template
 
 MESSAGE_KEYS = ("messages", "traj", "conversations", "conversation", "history", "trajectory", "chat", "dialog")
 ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
@@ -101,37 +101,37 @@ def _content_text(c: Any) -> str:
 def decode_message(o: dict[str, Any], line: Line) -> Message:
     role = ROLE_MAP[o["role"]]
     blocks: list[Block] = []
-    c = o.get("content")
+    get = o.get
+    c = get("content")
+    calls = get("tool_calls")
     if not (c is None or isinstance(c, (str, list))):
         raise CtxtoolError(f"message content must be a string, a list or null, not {type(c).__name__}", line=line.lineno)
-    if not isinstance(o.get("tool_calls") or [], list):
+    if calls is not None and not isinstance(calls, list):
         raise CtxtoolError("tool_calls must be a list", line=line.lineno)
     if role == "tool":
-        blocks.append(Block("tool_result", id=o.get("tool_call_id"), text=_content_text(c), name=o.get("name")))
+        blocks.append(Block("tool_result", text=_content_text(c), id=get("tool_call_id"), name=get("name")))
     else:
-        rc = o.get("reasoning_content")
-        if isinstance(rc, str) and rc:
-            blocks.append(Block("thinking", text=rc))
+        rc = get("reasoning_content")
+        if rc and isinstance(rc, str):
+            blocks.append(Block("thinking", rc))
         if isinstance(c, str):
-            blocks.append(Block("text", text=c))
-        elif isinstance(c, list):
+            blocks.append(Block("text", c))
+        elif c is not None:
             blocks.extend(_part_to_block(p) for p in c)
-        for tc in o.get("tool_calls") or []:
-            fn = tc.get("function") or {}
-            blocks.append(Block("tool_call", id=tc.get("id"), name=fn.get("name"), arguments=fn.get("arguments")))
-        fc = o.get("function_call")
+        if calls:
+            for tc in calls:
+                fn = tc.get("function") or {}
+                blocks.append(Block("tool_call", "", tc.get("id"), fn.get("name"), fn.get("arguments")))
+        fc = get("function_call")
         if isinstance(fc, dict):
             blocks.append(Block("tool_call", name=fc.get("name"), arguments=fc.get("arguments"), extra={"legacy": True}))
     usage = None
-    u = o.get("usage")
+    u = get("usage")
     if isinstance(u, dict):
-        usage = Usage(
-            int(u.get("prompt_tokens", 0) or 0) - int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0),
-            int(u.get("completion_tokens", 0) or 0),
-            0,
-            int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0),
-        )
-    return Message(role, blocks, id=o.get("id"), metadata=read_meta(o), usage=usage, model=o.get("model"), lines=[line])
+        cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0)
+        usage = Usage(int(u.get("prompt_tokens", 0) or 0) - cached, int(u.get("completion_tokens", 0) or 0), 0, cached)
+    meta = read_meta(o) if META_KEY in o else Metadata()
+    return Message(role, blocks, get("id"), meta, usage, None, get("model"), [line])
 
 
 def render_message(msg: Message, tmpl: dict[str, Any] | None = None) -> list[dict[str, Any]]:

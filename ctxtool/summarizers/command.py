@@ -79,7 +79,12 @@ class CommandSummarizer:
         self.context_window = resolve_context_window(context_window, model)
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "command", "argv": list(self.argv), "model": self.model, "max_tokens": self.max_tokens}
+        return {
+            "kind": "command",
+            "argv": list(self.argv),
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+        }
 
     def summarize(self, req: SummaryRequest) -> str:
         stdin = f"{req.system}\n\n{req.prompt}" if req.system else req.prompt
@@ -108,10 +113,16 @@ class CommandSummarizer:
                 f"summarizer command {prog} timed out after {self.timeout:g} s", code=ExitCode.REMOTE
             ) from e
         except OSError as e:
-            raise CtxtoolError(f"cannot run summarizer command {prog}: {e.strerror or e}", code=ExitCode.REMOTE) from e
+            raise CtxtoolError(
+                f"cannot run summarizer command {prog}: {e.strerror or e}", code=ExitCode.REMOTE
+            ) from e
         if proc.returncode != 0:
             err = _first_line(proc.stderr.decode("utf-8", "replace"))
-            how = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with status {proc.returncode}"
+            how = (
+                f"was killed by signal {-proc.returncode}"
+                if proc.returncode < 0
+                else f"exited with status {proc.returncode}"
+            )
             raise CtxtoolError(
                 f"summarizer command {prog} {how}" + (f": {err}" if err else ""), code=ExitCode.REMOTE
             )

@@ -140,13 +140,17 @@ class RemoteSummarizer:
         base = (base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise CtxtoolError(f"summarizer base URL must be http(s)://host[/path], got {base!r}", code=ExitCode.USAGE)
+            raise CtxtoolError(
+                f"summarizer base URL must be http(s)://host[/path], got {base!r}", code=ExitCode.USAGE
+            )
         if timeout <= 0:
             raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", code=ExitCode.USAGE)
         if retries < 0:
             raise CtxtoolError(f"summarizer retries must be >= 0, got {retries}", code=ExitCode.USAGE)
         if max_tokens <= 0:
-            raise CtxtoolError(f"summarizer max_tokens must be positive, got {max_tokens}", code=ExitCode.USAGE)
+            raise CtxtoolError(
+                f"summarizer max_tokens must be positive, got {max_tokens}", code=ExitCode.USAGE
+            )
 
         self.name = kind
         self.kind = kind
@@ -246,11 +250,18 @@ class RemoteSummarizer:
                 delay = self._delay(attempt, wait_hint)
                 log.info(
                     "%s summarizer: %s: %s; retry %d/%d in %.2f s",
-                    self.kind, self._endpoint, last, attempt + 1, self.retries, delay,
+                    self.kind,
+                    self._endpoint,
+                    last,
+                    attempt + 1,
+                    self.retries,
+                    delay,
                 )
                 self._sleep(delay)
         tries = "1 try" if attempts == 1 else f"{attempts} tries"
-        raise CtxtoolError(f"{self.kind} summarizer: {self._endpoint}: {last} (after {tries})", code=ExitCode.REMOTE)
+        raise CtxtoolError(
+            f"{self.kind} summarizer: {self._endpoint}: {last} (after {tries})", code=ExitCode.REMOTE
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -1,0 +1,506 @@
+"""cut, check, window, repair: where to cut history, whether to compact, sliding windows
+and history normalization."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from .common import (
+    FormatOpt,
+    JsonOpt,
+    ModelOpt,
+    OnePath,
+    OnError,
+    OnErrorOpt,
+    OutOpt,
+    Paths,
+    TokenizerOpt,
+    ToOpt,
+    WindowOpt,
+    err_line,
+    fmt_int,
+    print_json,
+    resolve_model,
+)
+
+
+class Policy(StrEnum):
+    seed000 = "seed000"
+    reserve = "reserve"
+    ratio = "ratio"
+    seed004 = "seed004"
+
+
+class Strategy(StrEnum):
+    sliding = "sliding"
+    bookends = "bookends"
+
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")]
+ReserveOpt = Annotated[
+    int | None, typer.Option("--reserve-tokens", min=0, help="Tokens reserved for the response (default 16384, seeds 000/003).")
+]
+
+
+def _settings(
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    context_window: int | None = None,
+    flags: dict[str, Any] | None = None,
+) -> tuple[Any, Any, Any]:
+    """(Config, ModelInfo | None, Tokenizer) with flags over env over file over defaults."""
+    from ..config import Config
+    from ..tokens import get_tokenizer
+
+    f = dict(flags or {})
+    f["compaction.context_window"] = context_window
+    f["model"] = model
+    cfg = Config(f)
+    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    return cfg, info, get_tokenizer(tok)
+
+
+def _read(paths: list[str], fmt: str | None, on_error: OnError) -> tuple[Iterator[Any], Any]:
+    from .. import formats
+    from ..formats.base import ErrorPolicy
+
+    policy = ErrorPolicy(on_error.value)
+
+    def gen() -> Iterator[Any]:
+        for p in formats.iter_paths(paths):
+            yield from formats.read(p, fmt, policy)
+
+    return gen(), policy
+
+
+def _report_skipped(policy: Any) -> None:
+    if policy.skipped:
+        err_line(f"ctxtool: skipped {len(policy.skipped)} unreadable record(s); first: {policy.skipped[0]}")
+
+
+def _transform(
+    path: str,
+    fmt: str | None,
+    on_error: OnError,
+    output: str | None,
+    to: str | None,
+    dry_run: bool,
+    as_json: bool,
+    op: Callable[[Any], Any],
+) -> list[Any]:
+    """Stream the transcripts of ``path`` through ``op`` (which changes them in place and
+    returns a report), writing them to ``output`` unless ``dry_run``; returns the reports."""
+    from .. import formats
+
+    if as_json and not dry_run and (output is None or output == "-"):
+        raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
+                           code=ExitCode.USAGE)
+    ts, policy = _read([path], fmt, on_error)
+    reports: list[Any] = []
+
+    def applied() -> Iterator[Any]:
+        for t in ts:
+            reports.append(op(t))
+            yield t
+
+    if dry_run:
+        for _ in applied():
+            pass
+    else:
+        formats.write_path(applied(), output, formats.get_format(to) if to else None)
+    _report_skipped(policy)
+    return reports
+
+
+def _to_stdout(output: str | None, dry_run: bool) -> bool:
+    return not dry_run and (output is None or output == "-")
+
+
+# -- cut --------------------------------------------------------------------------------
+
+
+def cut(
+    paths: Paths,
+    keep_recent_tokens: Annotated[
+        int | None,
+        typer.Option("--keep-recent-tokens", "-k", min=0, help="Tokens to keep verbatim (seeds 000/003; default 20000; 0: use --keep-recent)."),
+    ] = None,
+    keep_recent: Annotated[
+        int | None,
+        typer.Option("--keep-recent", min=1, help="Messages to keep when no token budget is given (seed 000 KeepRecent, default 5). Given alone, it selects the message-count split."),
+    ] = None,
+    context_window: WindowOpt = None,
+    model: ModelOpt = None,
+    reserve_tokens: ReserveOpt = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=0, help="Seed 000 MaxTokens: the effective limit when no context window is known.")
+    ] = None,
+    tokenizer: TokenizerOpt = None,
+    fmt: FormatOpt = None,
+    output: OutOpt = None,
+    to: ToOpt = None,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Find where to cut history (seed 003, with seed 000's rules): walk back from the newest
+    message until --keep-recent-tokens are kept and cut at the nearest user message; never at
+    a tool result, never between a tool call and its result. When even the newest turn is
+    larger, cut mid-turn at an assistant message and flag the turn as split. The budget is
+    clamped to half of the effective limit (context window minus reserve; else a configured
+    MaxTokens). cut_index indexes the message list as `ctxtool convert --to ctxtool` orders
+    it; null when nothing needs cutting. With -o, write the kept messages (and system
+    prompts) unchanged."""
+    from ..history import cut_transcript
+    from ..triggers import TriggerSettings
+
+    if output and len(paths) != 1:
+        raise CtxtoolError("-o takes one input file", code=ExitCode.USAGE)
+    cfg, _info, tok = _settings(
+        model=model,
+        tokenizer=tokenizer,
+        context_window=context_window,
+        flags={
+            "compaction.keep_recent_tokens": keep_recent_tokens,
+            "compaction.keep_recent": keep_recent,
+            "compaction.reserve_tokens": reserve_tokens,
+            "compaction.max_tokens": max_tokens,
+        },
+    )
+    budget: int | None = int(cfg["compaction.keep_recent_tokens"])
+    if keep_recent is not None and keep_recent_tokens is None:
+        budget = None  # --keep-recent alone: seed 000's message-count split
+    s = TriggerSettings.from_config(cfg)
+    limit: int | None = None
+    if s.context_window:
+        limit, _ = s.effective_limit()
+    elif cfg.source("compaction.max_tokens") != "default" and s.max_tokens > 0:
+        limit = s.max_tokens
+
+    def op(t: Any) -> Any:
+        return cut_transcript(
+            t,
+            keep_recent_tokens=budget,
+            keep_recent=int(cfg["compaction.keep_recent"]),
+            effective_limit=limit,
+            tokenizer=tok,
+            apply=output is not None,
+        )
+
+    if output:
+        reports = _transform(paths[0], fmt, on_error, output, to, False, False, op)
+        if output == "-":
+            _render_cut_summary(reports, sys.stderr)
+            return
+    else:
+        ts, policy = _read(paths, fmt, on_error)
+        reports = [op(t) for t in ts]
+        _report_skipped(policy)
+    if as_json:
+        print_json(reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports])
+    else:
+        _render_cut(reports)
+
+
+def _render_cut(reports: list[Any]) -> None:
+    from rich import box
+    from rich.table import Table
+
+    con = stdout_console()
+    r0 = reports[0] if reports else None
+    cap = ""
+    if r0 is not None:
+        c = r0.cut
+        cap = (
+            f"keep budget {fmt_int(c.keep_budget)} tokens" if c.keep_budget else f"keep recent {c.keep_recent} messages"
+        ) + f" · effective limit {fmt_int(r0.effective_limit)} · {r0.tokenizer}"
+    t = Table(title=f"cut points · {cap}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("transcript", "msgs", "cut_index", "first_kept_id", "tokens", "kept", "summarized", "kept msgs", "split"):
+        t.add_column(col, justify="left" if col in ("transcript", "first_kept_id", "split") else "right")
+    for r in reports:
+        c = r.cut
+        t.add_row(
+            _short(r.transcript),
+            fmt_int(r.messages),
+            "-" if c.cut_index is None else str(c.cut_index),
+            _clip(c.first_kept_id, 14),
+            fmt_int(c.tokens_before),
+            fmt_int(c.tokens_kept),
+            fmt_int(c.messages_summarized),
+            fmt_int(c.messages_kept),
+            f"yes@{c.turn_start_index}" if c.split_turn else "no",
+        )
+    con.print(t)
+    n_cut = sum(1 for r in reports if r.cut.cut_index is not None)
+    applied = [r for r in reports if r.applied]
+    line = f"{n_cut:,} of {len(reports):,} transcript(s) need a cut"
+    if applied:
+        line += f" · dropped {sum(r.messages_dropped for r in applied):,} message(s)"
+    con.print(line, highlight=False)
+
+
+def _render_cut_summary(reports: list[Any], out: Any) -> None:
+    n_cut = sum(1 for r in reports if r.cut.cut_index is not None)
+    dropped = sum(r.messages_dropped for r in reports)
+    out.write(f"ctxtool: cut {n_cut:,} of {len(reports):,} transcript(s), dropped {dropped:,} message(s)\n")
+
+
+# -- check ------------------------------------------------------------------------------
+
+
+def check(
+    paths: Paths,
+    policy: Annotated[Policy, typer.Option("--policy", "-p", help="Which trigger decides the exit status: seed000 (window-reserve, else MaxTokens, else MaxMessages), reserve (seeds 000/003: tokens > window - reserve), ratio (seed 001: tokens >= window * 0.8; no window is an error), seed004 (>= 70% compact, >= 95% hard limit).")] = Policy.seed000,
+    context_window: WindowOpt = None,
+    model: ModelOpt = None,
+    reserve_tokens: ReserveOpt = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="Seed 000 MaxTokens (default 8000).")] = None,
+    max_messages: Annotated[int | None, typer.Option("--max-messages", min=0, help="Seed 000 MaxMessages (default 50).")] = None,
+    threshold_ratio: Annotated[float | None, typer.Option("--threshold-ratio", min=0.0, max=1.0, help="Seed 001 thresholdRatio (default 0.8).")] = None,
+    tokenizer: TokenizerOpt = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Should this transcript be compacted now? Reports used tokens (usage-aware), the
+    limit, the percentage and every seed's verdict. The context window comes from
+    --context-window, the config, or the model registry (--model), in seed 003's order.
+    Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
+    --policy (2 for a missing window under --policy ratio)."""
+    from ..triggers import TriggerSettings, check_transcript
+
+    cfg, _info, tok = _settings(
+        model=model,
+        tokenizer=tokenizer,
+        context_window=context_window,
+        flags={
+            "compaction.reserve_tokens": reserve_tokens,
+            "compaction.max_tokens": max_tokens,
+            "compaction.max_messages": max_messages,
+            "compaction.threshold_ratio": threshold_ratio,
+        },
+    )
+    s = TriggerSettings.from_config(cfg)
+    ts, rpolicy = _read(paths, fmt, on_error)
+    results = [check_transcript(t, s, policy=policy.value, tokenizer=tok) for t in ts]
+    _report_skipped(rpolicy)
+    if as_json:
+        if len(results) == 1:
+            out: Any = results[0].to_json()
+            out["settings"] = s.to_json()
+        else:
+            out = {
+                "policy": policy.value,
+                "settings": s.to_json(),
+                "compact": sum(1 for r in results if r.compact),
+                "transcripts": [r.to_json() for r in results],
+            }
+        print_json(out)
+    else:
+        _render_check(results, s, policy.value)
+    if any(r.compact for r in results):
+        raise typer.Exit(int(ExitCode.THRESHOLD))
+
+
+def _render_check(results: list[Any], s: Any, policy: str) -> None:
+    from rich import box
+    from rich.table import Table
+
+    con = stdout_console()
+    window = f"{s.context_window:,} ({s.window_source})" if s.context_window else "unknown"
+    if len(results) == 1:
+        r = results[0]
+        c = r.context
+        con.print(
+            f"{_short(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens "
+            f"({'usage ' + format(c.usage_tokens, ',') + ' + trailing ' + format(c.trailing_tokens, ',') if c.source == 'usage' else 'estimate'}, {r.tokenizer})"
+            f" · context window {window}",
+            highlight=False,
+        )
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("policy", "seed", "rule", "used", "limit", "used %", "verdict"):
+            t.add_column(col, justify="right" if col in ("used", "limit", "used %") else "left")
+        for v in r.verdicts:
+            verdict = v.status
+            if v.hard_limit is not None:
+                verdict += f" (stop at {v.hard_limit:,})"
+            t.add_row(
+                ("* " if v.policy == policy else "  ") + v.policy,
+                v.seeds,
+                v.rule,
+                fmt_int(v.used) + (" msgs" if v.unit == "messages" else ""),
+                fmt_int(v.limit),
+                "-" if v.percent is None else f"{v.percent:.1f}%",
+                verdict,
+                style="bold" if v.policy == policy else None,
+            )
+        con.print(t)
+        for v in r.verdicts:
+            if v.reason and v.status not in ("ok", "compact"):
+                con.print(f"{v.policy}: {v.reason}", highlight=False)
+        con.print(f"verdict ({policy}): {'COMPACT' if r.compact else 'no compaction needed'}", highlight=False)
+        return
+    t = Table(title=f"policy {policy} · context window {window}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("transcript", "messages", "used tokens", "limit", "used %", "verdict"):
+        t.add_column(col, justify="left" if col in ("transcript", "verdict") else "right")
+    for r in results:
+        v = r.verdict
+        t.add_row(
+            _short(r.transcript),
+            fmt_int(r.messages),
+            fmt_int(r.context.tokens),
+            fmt_int(v.limit),
+            "-" if v.percent is None else f"{v.percent:.1f}%",
+            v.status,
+        )
+    con.print(t)
+    n = sum(1 for r in results if r.compact)
+    con.print(f"{n:,} of {len(results):,} transcript(s) need compaction ({policy})", highlight=False)
+
+
+# -- window -----------------------------------------------------------------------------
+
+
+def window(
+    path: OnePath,
+    output: OutOpt = None,
+    strategy: Annotated[Strategy | None, typer.Option("--strategy", "-s", help="sliding: keep the newest messages that fit; bookends: keep the first and the last, drop the middle (default sliding).")] = None,
+    max_messages: Annotated[int | None, typer.Option("--max-messages", min=1, help="Messages to keep, system prompt excluded (default 100).")] = None,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters to keep (default 500,000).")] = None,
+    keep_first_user: Annotated[bool | None, typer.Option("--keep-first-user/--no-keep-first-user", help="Always keep the first user message (default on).")] = None,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Keep a window of the history (seed 002 truncate) and write it to -o. A tool call and
+    its result are dropped or kept together; system prompts are always kept; kept messages
+    are copied byte for byte. Reports the dropped counts (on stderr when the transcript
+    goes to stdout)."""
+    from ..config import Config
+    from ..window import window as window_op
+
+    cfg = Config({
+        "window.strategy": strategy.value if strategy else None,
+        "window.max_messages": max_messages,
+        "window.max_chars": max_chars,
+        "window.keep_first_user": keep_first_user,
+    })
+    kw = {
+        "strategy": cfg["window.strategy"],
+        "max_messages": int(cfg["window.max_messages"]),
+        "max_chars": int(cfg["window.max_chars"]),
+        "keep_first_user": bool(cfg["window.keep_first_user"]),
+    }
+    from ..window import normalize_strategy
+
+    kw["strategy"] = normalize_strategy(kw["strategy"])
+    reports = _transform(path, fmt, on_error, output, to, dry_run, as_json, lambda t: window_op(t, **kw))
+    if _to_stdout(output, dry_run):
+        dropped = sum(r.dropped for r in reports)
+        err_line(f"ctxtool: window ({kw['strategy']}) dropped {dropped:,} message(s) from {len(reports):,} transcript(s)")
+        return
+    if as_json:
+        print_json(reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports])
+        return
+    from rich import box
+    from rich.table import Table
+
+    con = stdout_console()
+    t = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        title=f"window {kw['strategy']} · max {kw['max_messages']:,} messages, {kw['max_chars']:,} chars"
+        f" · keep first user {'on' if kw['keep_first_user'] else 'off'}",
+        title_justify="left",
+    )
+    for col in ("transcript", "msgs", "kept", "dropped", "calls dropped", "chars", "chars kept", "note"):
+        t.add_column(col, justify="left" if col in ("transcript", "note") else "right")
+    for r in reports:
+        note = ", ".join(x for x in ("first user kept" if r.kept_first_user else "", "over limit" if r.over_limit else "") if x)
+        t.add_row(_short(r.transcript), fmt_int(r.messages_before), fmt_int(r.messages_after), fmt_int(r.dropped),
+                  fmt_int(r.dropped_tool_calls), fmt_int(r.chars_before), fmt_int(r.chars_after), note)
+    con.print(t)
+    where = "nothing written (dry run)" if dry_run else f"wrote {output}"
+    con.print(f"dropped {sum(r.dropped for r in reports):,} message(s) · {where}", highlight=False)
+
+
+# -- repair -----------------------------------------------------------------------------
+
+
+def repair(
+    path: OnePath,
+    output: OutOpt = None,
+    keep_trailing_calls: Annotated[bool, typer.Option("--abort-trailing-calls", help="Answer a trailing assistant's unanswered calls with aborted results instead of stripping them.")] = False,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(help="How many changes to list (all with --json).")] = 50,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Normalize history (seed 004) and write it to -o: add a result marked aborted for every
+    call that has none, drop results without a call, remove duplicate ids, strip a trailing
+    assistant's unanswered tool calls. Reports each change. `repair` then `validate` is
+    always clean; unchanged messages are copied byte for byte."""
+    from ..repair import repair as repair_op
+
+    reports = _transform(path, fmt, on_error, output, to, dry_run, as_json,
+                         lambda t: repair_op(t, strip_trailing=not keep_trailing_calls))
+    changes = [(r, c) for r in reports for c in r.changes]
+    if _to_stdout(output, dry_run):
+        err_line(f"ctxtool: repair made {len(changes):,} change(s) in {sum(1 for r in reports if r.changed):,} of {len(reports):,} transcript(s)")
+        return
+    if as_json:
+        print_json(reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports])
+        return
+    out = sys.stdout
+    multi = len(reports) > 1
+    for r, c in changes[:limit]:
+        out.write((f"{_short(r.transcript)}: " if multi else "") + str(c) + "\n")
+    if len(changes) > limit:
+        out.write(f"... and {len(changes) - limit:,} more (use --json for all)\n")
+    counts: dict[str, int] = {}
+    for r in reports:
+        for k, v in r.counts().items():
+            counts[k] = counts.get(k, 0) + v
+    summary = ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "no changes"
+    where = "nothing written (dry run)" if dry_run else f"wrote {output}"
+    out.write(f"{len(reports):,} transcript(s), {sum(1 for r in reports if r.changed):,} changed: {summary} · {where}\n")
+
+
+def stdout_console() -> Any:
+    """Rich console for tables: the terminal's width, or wide enough when piped."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console(soft_wrap=False)
+    return Console(soft_wrap=False, width=160)
+
+
+def _short(label: str) -> str:
+    import os
+
+    path, sep, rest = label.partition("#")
+    return os.path.basename(path) + sep + rest
+
+
+def _clip(s: str | None, n: int = 24) -> str:
+    if not s:
+        return "-"
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("cut")(cut)
+    app.command("check")(check)
+    app.command("window")(window)
+    app.command("repair")(repair)

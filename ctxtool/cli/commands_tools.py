@@ -1,0 +1,353 @@
+"""truncate, restore, trim and the refs group (tool output cache, seeds 000/001/004)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from .common import (
+    CtxGroup,
+    FormatOpt,
+    JsonOpt,
+    ModelOpt,
+    OnePath,
+    OnError,
+    OnErrorOpt,
+    OutOpt,
+    Paths,
+    TokenizerOpt,
+    ToOpt,
+    WindowOpt,
+    err_line,
+    fmt_int,
+    print_json,
+    resolve_model,
+)
+
+CacheDirOpt = Annotated[
+    str | None,
+    typer.Option("--cache-dir", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
+]
+EventsOpt = Annotated[
+    str | None, typer.Option("--events", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
+]
+
+
+def _cache(cache_dir: str | None) -> Any:
+    from ..cache import RefCache
+    from ..config import Config
+
+    d = cache_dir or Config()["cache_dir"] or None
+    return RefCache(d)
+
+
+def _emit_report(rep: Any, output: str | None, as_json: bool, lines: list[str]) -> None:
+    """The report goes to stdout, unless stdout carries the transcript."""
+    to_stderr = output is None or output == "-"
+    if as_json:
+        if to_stderr:
+            from ..jsonio import dumps_pretty
+
+            sys.stderr.write(dumps_pretty(rep.to_json()).decode() + "\n")
+        else:
+            print_json(rep.to_json())
+        return
+    for ln in lines:
+        if to_stderr:
+            err_line(ln)
+        else:
+            sys.stdout.write(ln + "\n")
+
+
+def _pct(saved: int, before: int) -> str:
+    return f"{100 * saved / before:.1f}%" if before else "-"
+
+
+def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
+    n = rep.transcripts
+    head = f"{rep.op}: {n:,} transcript{'s' if n != 1 else ''} ({rep.format or '-'}), {rep.outputs:,} outputs"
+    if rep.op == "truncate":
+        head += f": {rep.truncated:,} truncated, {rep.spilled:,} spilled"
+    elif rep.op == "trim":
+        head += f": {rep.trimmed:,} trimmed (budget {rep.budget:,} tokens per transcript)"
+    else:
+        head += f": {rep.restored:,} messages restored"
+    out = [head]
+    if rep.op != "restore":
+        out.append(
+            f"tool output bytes {fmt_int(rep.bytes_before)} -> {fmt_int(rep.bytes_after)}"
+            f" (saved {fmt_int(rep.bytes_saved)}, {_pct(rep.bytes_saved, rep.bytes_before)})"
+        )
+        out.append(
+            f"tokens ({tokenizer}) {fmt_int(rep.tokens_before)} -> {fmt_int(rep.tokens_after)}"
+            f" (saved {fmt_int(rep.tokens_saved)}, {_pct(rep.tokens_saved, rep.tokens_before)})"
+        )
+        out.append(f"refs written {rep.refs_written:,} to {cache_root}")
+    if rep.file_bytes_before is not None and rep.file_bytes_after is not None:
+        out.append(f"file {fmt_int(rep.file_bytes_before)} -> {fmt_int(rep.file_bytes_after)} bytes: {rep.output}")
+    if rep.skipped:
+        out.append(f"skipped {len(rep.skipped)} unreadable record(s); first: {rep.skipped[0]}")
+    return out
+
+
+def truncate(
+    path: OnePath,
+    output: OutOpt = None,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="seed000 (default), seed001 or seed004: that system's limits exactly.")
+    ] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="head or head_tail (marker '[... omitted X of Y lines ...]').")] = None,
+    max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (seed 000: 2000; 0: off).")] = None,
+    head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (seed 004: 128).")] = None,
+    tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (seed 004: 128).")] = None,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", min=0, help="Characters (runes) kept (seed 000: 204800).")] = None,
+    max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="UTF-8 bytes kept (seed 000: 51200; seed 004: 10240).")] = None,
+    max_line_length: Annotated[
+        int | None, typer.Option("--max-line-length", min=0, help="Cut each line at N characters (seed 001: 2000; 0: off).")
+    ] = None,
+    spill_threshold: Annotated[
+        int | None,
+        typer.Option("--spill-threshold", min=0, help="Above N characters the whole output moves to the cache (seed 000: 204800; 0: off)."),
+    ] = None,
+    include: Annotated[
+        str | None, typer.Option("--include", help="Also cut these kinds (comma-separated): thinking, tool_call, image, all.")
+    ] = None,
+    cache_dir: CacheDirOpt = None,
+    events: EventsOpt = None,
+    tokenizer: TokenizerOpt = None,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Shorten every tool output over the limits (seed 000 order: lines, then characters,
+    then bytes; spill above the threshold), keeping the full original in the ref cache."""
+    from .. import toolout, tools_ops
+    from ..config import Config
+
+    _, tok = resolve_model(model, tokenizer)
+    flags = {
+        "tool_output.max_lines": max_lines,
+        "tool_output.max_bytes": max_bytes,
+        "tool_output.max_chars": max_chars,
+        "tool_output.spill_threshold": spill_threshold,
+        "tool_output.mode": mode,
+        "tool_output.max_line_length": max_line_length,
+        "tool_output.head_lines": head_lines,
+        "tool_output.tail_lines": tail_lines,
+    }
+    if preset:
+        base = toolout.preset(preset)
+    else:
+        cfg = Config()
+        base = toolout.Limits(**{k.split(".", 1)[1]: cfg[k] for k in flags})
+    over = {k.split(".", 1)[1]: v for k, v in flags.items() if v is not None}
+    if (head_lines or tail_lines) and mode is None:
+        over["mode"] = "head_tail"
+    limits = toolout.limits_with(base, **over)
+    cache = _cache(cache_dir)
+    rep = tools_ops.truncate_file(
+        path, output, limits=limits, include=include, cache=cache, fmt=fmt, to=to,
+        events=events, tokenizer=tok, on_error=on_error.value,
+    )
+    _emit_report(rep, output, as_json, _summary(rep, cache.root, tok))
+
+
+def restore(
+    path: OnePath,
+    output: OutOpt = None,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    cache_dir: CacheDirOpt = None,
+    events: EventsOpt = None,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Put back the full outputs that truncate, spill and trim moved to the cache:
+    the transcript comes back as it was read."""
+    from .. import tools_ops
+
+    cache = _cache(cache_dir)
+    rep = tools_ops.restore_file(path, output, cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value)
+    _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"))
+
+
+def trim(
+    path: OnePath,
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", min=0, help="Token budget for all tool outputs of a transcript (default: clamp(window x 0.25, 20k, 60k))."),
+    ] = None,
+    output: OutOpt = None,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    model: ModelOpt = None,
+    context_window: WindowOpt = None,
+    tokenizer: TokenizerOpt = None,
+    cache_dir: CacheDirOpt = None,
+    events: EventsOpt = None,
+    as_json: JsonOpt = False,
+    on_error: OnErrorOpt = OnError.fail,
+) -> None:
+    """Seed 001 1.7: while the tool outputs exceed the budget, replace the oldest by
+    '[tool output trimmed; ref=...]' (full content in the cache); the newest stay."""
+    from .. import tools_ops
+    from ..config import Config
+
+    info, tok = resolve_model(model, tokenizer)
+    if budget is None:
+        cfg = Config()
+        budget = cfg["tool_output.context_budget_tokens"] or None
+        if budget is None:
+            window = context_window or (info.context_window if info else None)
+            if window is None:
+                window, _ = cfg.context_window()
+            budget = tools_ops.default_budget(window)
+        if budget is None:
+            raise CtxtoolError("give --budget TOKENS, or --model / --context-window to derive it", code=ExitCode.USAGE)
+    cache = _cache(cache_dir)
+    rep = tools_ops.trim_file(
+        path, output, budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok, on_error=on_error.value
+    )
+    _emit_report(rep, output, as_json, _summary(rep, cache.root, tok))
+
+
+# -- refs ------------------------------------------------------------------------------------
+
+refs_app = typer.Typer(
+    cls=CtxGroup,
+    name="refs",
+    help="The tool output cache: show, grep, list, verify and garbage-collect refs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@refs_app.command("show")
+def refs_show(
+    ref: Annotated[str, typer.Argument(help="Ref id (sha256) or a unique prefix of 8+ hex digits.", show_default=False)],
+    offset: Annotated[int, typer.Option("--offset", min=1, help="First line (1-based).")] = 1,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Lines to print (0: all).")] = 2000,
+    cache_dir: CacheDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a ref's lines with line numbers, like a file reader (seed 001 1.8)."""
+    res = _cache(cache_dir).show(ref, offset, limit or None)
+    if as_json:
+        print_json(res.to_json())
+        return
+    sys.stdout.write(res.render())
+    last = res.lines[-1][0] if res.lines else offset - 1
+    if last < res.total_lines:
+        err_line(f"[{res.total_lines - last:,} more lines: --offset {last + 1}]")
+
+
+@refs_app.command("grep")
+def refs_grep(
+    args: Annotated[list[str], typer.Argument(help="REF PATTERN, or PATTERN with --all.", show_default=False)],
+    all_refs: Annotated[bool, typer.Option("--all", help="Search every ref in the cache.")] = False,
+    context: Annotated[int, typer.Option("--context", "-C", min=0, help="Lines of context around each match.")] = 0,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Case-insensitive.")] = False,
+    fixed: Annotated[bool, typer.Option("--fixed-strings", "-F", help="PATTERN is a plain string, not a regex.")] = False,
+    max_count: Annotated[int | None, typer.Option("--max-count", min=1, help="Stop after N matches.")] = None,
+    cache_dir: CacheDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search one ref (or all refs with --all) for a regular expression."""
+    if all_refs:
+        if len(args) != 1:
+            raise CtxtoolError("with --all give only PATTERN", code=ExitCode.USAGE)
+        refs, pattern = None, args[0]
+    else:
+        if len(args) != 2:
+            raise CtxtoolError("give REF PATTERN (or PATTERN --all)", code=ExitCode.USAGE)
+        refs, pattern = [args[0]], args[1]
+    res = _cache(cache_dir).grep(pattern, refs, context=context, ignore_case=ignore_case, fixed=fixed, max_matches=max_count)
+    if as_json:
+        print_json(res.to_json())
+        return
+    prev = None
+    for m in res.matches:
+        if context and prev is not None and (m.ref != prev.ref or m.line != prev.line + 1):
+            sys.stdout.write("--\n")
+        sep = ":" if m.match else "-"
+        sys.stdout.write(f"{m.ref[:12]}{sep}{m.line}{sep}{m.text}\n")
+        prev = m
+    err_line(f"{res.match_count:,} match{'es' if res.match_count != 1 else ''} in {res.refs_searched:,} ref(s)")
+
+
+@refs_app.command("ls")
+def refs_ls(cache_dir: CacheDirOpt = None, as_json: JsonOpt = False) -> None:
+    """List refs with their size, line count and where they came from."""
+    cache = _cache(cache_dir)
+    refs = cache.list_refs()
+    if as_json:
+        print_json({"cache_dir": str(cache.root), "refs": [r.to_json() for r in refs]})
+        return
+    for r in refs:
+        src = r.sources[0] if r.sources else {}
+        where = src.get("file", "?")
+        if src.get("line"):
+            where += f":{src['line']}"
+        if src.get("tool"):
+            where += f" ({src['tool']})"
+        state = "" if r.present else " MISSING"
+        sys.stdout.write(f"{r.id[:16]}  {r.kind:<7} {r.byte_size:>12,} B {max(r.line_count, 0):>8,} lines  {where}{state}\n")
+    err_line(f"{len(refs):,} ref(s) in {cache.root}")
+
+
+@refs_app.command("verify")
+def refs_verify(cache_dir: CacheDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Check every ref file against its sha256; exit 4 when one is corrupted or missing."""
+    res = _cache(cache_dir).verify()
+    if as_json:
+        print_json(res.to_json())
+    else:
+        sys.stdout.write(f"checked {res.checked:,} refs: {res.ok:,} ok\n")
+        for r in res.corrupted:
+            sys.stdout.write(f"CORRUPTED {r}\n")
+        for r in res.missing:
+            sys.stdout.write(f"MISSING   {r}\n")
+        for r in res.unlisted:
+            sys.stdout.write(f"unlisted  {r} (no manifest entry)\n")
+        for r in res.stray:
+            sys.stdout.write(f"stray     {r} (not a ref name)\n")
+    if not res.clean:
+        raise typer.Exit(int(ExitCode.INVALID))
+
+
+@refs_app.command("gc")
+def refs_gc(
+    paths: Paths,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete (default: dry run, only print).")] = False,
+    fmt: FormatOpt = None,
+    cache_dir: CacheDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete refs that none of the given transcripts reference (seed 001 1.9). Dry run unless --yes."""
+    from .. import tools_ops
+
+    referenced = tools_ops.referenced_refs(paths, fmt)
+    cache = _cache(cache_dir)
+    res = cache.gc(referenced, dry_run=not yes)
+    if as_json:
+        print_json(res.to_json())
+        return
+    verb = "would delete" if res.dry_run else "deleted"
+    for r in res.deleted:
+        src = r.sources[0].get("file", "?") if r.sources else "?"
+        sys.stdout.write(f"{verb} {r.id}  {r.kind:<7} {r.byte_size:>12,} B  {src}\n")
+    tail = " (dry run: add --yes to delete)" if res.dry_run and res.deleted else ""
+    err_line(f"{verb} {len(res.deleted):,} ref(s), {res.bytes_freed:,} bytes; {res.kept:,} kept{tail}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("truncate")(truncate)
+    app.command("restore")(restore)
+    app.command("trim")(trim)
+    app.add_typer(refs_app, name="refs")

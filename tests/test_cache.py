@@ -1,0 +1,117 @@
+"""The ref cache: content addressing, permissions, validation, verification, show/grep/gc."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ctxtool.cache import RefCache
+from ctxtool.errors import CtxtoolError, ExitCode
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> RefCache:
+    return RefCache(tmp_path / "cache")
+
+
+def test_put_is_content_addressed_and_private(cache: RefCache) -> None:
+    info = cache.put("line one\nline two\n", source={"file": "a.jsonl", "tool": "Bash"})
+    assert info.id == hashlib.sha256(b"line one\nline two\n").hexdigest()
+    assert info.byte_size == 18 and info.line_count == 2 and info.new
+    again = cache.put("line one\nline two\n", source={"file": "b.jsonl"})
+    assert again.id == info.id and not again.new
+    cache.close()
+    assert stat.S_IMODE(os.stat(cache.root).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(cache.refs_dir).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(cache.path_for(info.id)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(cache.manifest_path).st_mode) == 0o600
+    man = cache.manifest()
+    assert list(man) == [info.id]
+    assert [s["file"] for s in man[info.id].sources] == ["a.jsonl", "b.jsonl"]  # duplicates tolerated
+    assert cache.read_text(info.id) == "line one\nline two\n"
+    assert cache.read_text(info.id[:10]) == "line one\nline two\n"  # unique prefix
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc/passwd", "/etc/passwd", "abc", "g" * 64, "A" * 63 + "/", "..", "refs/" + "a" * 64, "a" * 64 + "/../x"],
+)
+def test_refs_refuse_traversal(cache: RefCache, bad: str) -> None:
+    with pytest.raises(CtxtoolError) as e:
+        cache.read_bytes(bad)
+    assert e.value.code == ExitCode.USAGE
+    with pytest.raises(CtxtoolError):
+        cache.path_for(bad)
+
+
+def test_missing_ref(cache: RefCache) -> None:
+    with pytest.raises(CtxtoolError) as e:
+        cache.read_bytes("0" * 64)
+    assert e.value.code == ExitCode.NOT_FOUND
+
+
+def test_corrupted_ref_is_refused(cache: RefCache) -> None:
+    info = cache.put("precious output\n")
+    cache.path_for(info.id).write_bytes(b"tampered\n")
+    with pytest.raises(CtxtoolError) as e:
+        cache.read_text(info.id)
+    assert "corrupted" in str(e.value) and e.value.code == ExitCode.INPUT
+    v = cache.verify()
+    assert v.corrupted == [info.id] and not v.clean
+
+
+def test_verify_missing_unlisted_stray(cache: RefCache) -> None:
+    a = cache.put("a\n")
+    b = cache.put("b\n")
+    cache.path_for(a.id).unlink()
+    extra = b"unlisted\n"
+    (cache.refs_dir / hashlib.sha256(extra).hexdigest()).write_bytes(extra)
+    (cache.refs_dir / "junk.txt").write_text("x")
+    v = cache.verify()
+    assert v.missing == [a.id] and v.ok == 2 and v.stray == ["junk.txt"]
+    assert v.unlisted == [hashlib.sha256(extra).hexdigest()]
+    assert b.id not in v.corrupted
+    assert {r.id: r.present for r in cache.list_refs()}[a.id] is False
+
+
+def test_show_like_a_file_reader(cache: RefCache) -> None:
+    info = cache.put("".join(f"row {i}\n" for i in range(1, 11)))
+    res = cache.show(info.id, offset=3, limit=2)
+    assert res.lines == [(3, "row 3"), (4, "row 4")] and res.total_lines == 10
+    assert res.render() == "     3\trow 3\n     4\trow 4\n"
+    assert cache.show(info.id, offset=9, limit=None).lines == [(9, "row 9"), (10, "row 10")]
+    assert cache.show(info.id, offset=50).lines == []
+    with pytest.raises(CtxtoolError):
+        cache.show(info.id, offset=0)
+
+
+def test_grep_one_and_all(cache: RefCache) -> None:
+    a = cache.put("alpha\nbeta\nERROR one\ngamma\ndelta\n")
+    b = cache.put("error two\nok\n")
+    res = cache.grep("error", [a.id], context=1, ignore_case=True)
+    assert [(m.line, m.match) for m in res.matches] == [(2, False), (3, True), (4, False)]
+    assert res.match_count == 1
+    allres = cache.grep("error", None, ignore_case=True)
+    assert allres.refs_searched == 2 and allres.match_count == 2
+    assert {m.ref for m in allres.matches} == {a.id, b.id}
+    assert cache.grep("(", [a.id], fixed=True).match_count == 0
+    with pytest.raises(CtxtoolError):
+        cache.grep("(", [a.id])
+
+
+def test_gc_keeps_referenced_and_stash_closure(cache: RefCache) -> None:
+    keep = cache.put("kept output\n")
+    inner = cache.put("older output\n")
+    stash = cache.put_json({"ctxtool_stash": 1, "lines": [{"raw": f'{{"ref":"{inner.id}"}}'}]})
+    doomed = cache.put("orphan\n")
+    res = cache.gc({keep.id, stash.id}, dry_run=True)
+    assert [r.id for r in res.deleted] == [doomed.id] and res.dry_run
+    assert cache.exists(doomed.id)
+    res = cache.gc({keep.id, stash.id}, dry_run=False)
+    assert not cache.exists(doomed.id) and cache.exists(inner.id) and cache.exists(keep.id)
+    assert doomed.id not in cache.manifest()
+    assert res.kept == 3
