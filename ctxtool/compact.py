@@ -50,15 +50,8 @@ from .model import (
     Transcript,
 )
 from .pairing import closed_groups
-from .tokens import Tokenizer, count_messages, estimate_context, get_tokenizer
-
-try:  # the remote summarizer layer defines it; a stand-in until it exists
-    from .summarizers import ContextOverflowError  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-
-    class ContextOverflowError(Exception):  # type: ignore[no-redef]
-        """The summary prompt is larger than the summary model's window."""
-
+from .summarizers import ContextOverflowError
+from .tokens import Tokenizer, count_messages, get_tokenizer
 
 LAYOUTS = ("summary", "retain", "initial")
 SESSION_FORMATS = ("claude-code", "pi", "codex", "ctxtool")
@@ -84,6 +77,8 @@ class CompactOptions:
     context_window: int | None = None
     reserve_tokens: int = 16_384
     max_tokens: int = 8_000  # seed 000 MaxTokens: the limit when no window is known
+    max_messages: int = 50  # seed 000 MaxMessages: the last fallback
+    policy: str = "seed000"  # the trigger policy (ctxtool.triggers.POLICIES)
     style: str | None = None  # structured | retain (default: retain for the retain layout)
     summary_directives: Sequence[str] = ()
     retain_directives: Sequence[str] = ()
@@ -361,28 +356,24 @@ def resolve_window(t: Transcript, opts: CompactOptions) -> int | None:
     return None
 
 
-def decide(eff: list[Message], counts: list[int], window: int | None, opts: CompactOptions, extra: int = 0) -> tuple[bool, str, int, int | None]:
-    """The trigger (seeds 000/003): context > window − reserve, else > MaxTokens without a window."""
-    est = estimate_context(eff, counts=counts)
-    tokens = est.tokens + (extra if est.source == "estimate" else 0)
-    limit = (window - opts.reserve_tokens) if window and window > opts.reserve_tokens else (opts.max_tokens or None)
-    try:  # the history issue's trigger policies, when present
-        from . import triggers  # type: ignore[attr-defined]
+def decide(eff: list[Message], window: int | None, opts: CompactOptions, tok: Tokenizer) -> tuple[bool, str, int, int | None]:
+    """The history issue's trigger (``triggers``, policy ``opts.policy``; seed 000 by default:
+    context ≥ window − reserve, else ≥ MaxTokens without a window); ``force`` skips it."""
+    from . import triggers
 
-        policy = getattr(triggers, "should_compact", None)
-        if callable(policy) and not opts.force:
-            res = policy(eff, window=window, reserve_tokens=opts.reserve_tokens, max_tokens=opts.max_tokens, counts=counts)
-            if isinstance(res, tuple):
-                return bool(res[0]), str(res[1]), tokens, limit
-            if isinstance(res, bool):
-                return res, "triggers", tokens, limit
-    except Exception:  # noqa: BLE001 - any mismatch: the seeds' rule below
-        pass
+    settings = triggers.TriggerSettings(
+        context_window=window, reserve_tokens=opts.reserve_tokens, max_tokens=opts.max_tokens,
+        max_messages=opts.max_messages,
+    )
+    res = triggers.check_messages(eff, settings, policy=opts.policy, tokenizer=tok)
+    v = res.verdict
+    used = res.context.tokens
     if opts.force:
-        return True, "force", tokens, limit
-    if limit is not None and tokens > limit:
-        return True, "window" if window else "max_tokens", tokens, limit
-    return False, "below_limit", tokens, limit
+        return True, "force", used, v.limit if v.unit == "tokens" else None
+    if v.status == triggers.ERROR:
+        raise CtxtoolError(v.reason, code=ExitCode.USAGE)
+    why = f"{v.policy}: {v.rule}" + (f" ({v.used:,} vs {v.limit:,})" if v.limit is not None else "")
+    return v.compact, why if v.compact else (v.reason or f"{v.policy}: below the limit"), used, v.limit if v.unit == "tokens" else None
 
 
 def _real_user(m: Message) -> bool:
@@ -402,10 +393,10 @@ def plan(t: Transcript, opts: CompactOptions, tok: Tokenizer | None = None) -> P
     eff = view.effective
     counts = count_messages(eff, tok)
     window = resolve_window(t, opts)
-    should, trigger, ctx_tokens, limit = decide(eff, counts, window, opts, view.previous_tokens)
+    should, trigger, ctx_tokens, limit = decide(eff, window, opts, tok)
     p = Plan(view, counts, should, trigger, ctx_tokens, limit, window)
     if not should:
-        p.reason = f"context {ctx_tokens:,} tokens is within the limit {limit:,}" if limit else "no limit"
+        p.reason = trigger
         return p
     n = len(eff)
     ok = cut_candidates(eff)
@@ -598,9 +589,11 @@ def _archived_copy(m: Message) -> Message:
 
 
 def rebuild(t: Transcript, p: Plan, body: str, retain: str | None, style: str, files: tuple[list[str], list[str]],
-            opts: CompactOptions) -> tuple[Transcript, list[Message], int]:
+            opts: CompactOptions, out_format: str | None = None) -> tuple[Transcript, list[Message], int]:
     """A new transcript (the input is not changed), the messages the agent now sees and the
-    number of messages removed."""
+    number of messages removed. ``out_format`` (default: the transcript's) decides how the
+    summary is recorded: a compaction entry for session formats, a message for datasets."""
+    fmt = out_format or t.format
     msgs = p.view.messages
     first_kept = p.keep[0] if p.keep else None
     kept_ids = {id(m) for m in p.keep}
@@ -618,7 +611,7 @@ def rebuild(t: Transcript, p: Plan, body: str, retain: str | None, style: str, f
     for m in msgs:
         if m.metadata.kind == KIND_COMPACTION_SUMMARY and id(m) not in kept_ids:
             doomed.add(id(m))
-    session = t.format in SESSION_FORMATS
+    session = fmt in SESSION_FORMATS
     archived: dict[int, Message] = {}
     digest = None
     if opts.tool_digest:
@@ -633,12 +626,12 @@ def rebuild(t: Transcript, p: Plan, body: str, retain: str | None, style: str, f
         if isinstance(e, Message) and e is first_kept and not inserted:
             if session:
                 comp = Compaction(
-                    summary=_compaction_text(t.format, body, retain, style),
+                    summary=_compaction_text(fmt, body, retain, style),
                     first_kept_id=e.id,
                     tokens_before=p.context_tokens,
                     details={"trigger": "manual" if opts.force else "auto"},
                 )
-                if t.format == "pi":
+                if fmt == "pi":
                     comp.details["details"] = {"readFiles": files[0], "modifiedFiles": files[1]}
                 comp.dirty = True
                 new_entries.append(comp)
@@ -647,7 +640,7 @@ def rebuild(t: Transcript, p: Plan, body: str, retain: str | None, style: str, f
                 sm = _summary_messages(t, body, retain, style)
                 new_entries.extend(sm)
                 new_msgs.extend(sm)
-                if t.format == "sharegpt" and first_kept.role != "assistant":
+                if fmt == "sharegpt" and first_kept.role != "assistant":
                     ack = _summary_message(SHAREGPT_ACK, role="assistant")
                     new_entries.append(ack)
                     new_msgs.append(ack)
@@ -705,9 +698,11 @@ def compact_transcript(
     *,
     dry_run: bool = False,
     tok: Tokenizer | None = None,
+    out_format: str | None = None,
 ) -> Outcome:
     """Compact one transcript. Returns the new transcript (``t`` itself when nothing was done),
-    its report and the events to log. Raises :class:`CtxtoolError` on failure."""
+    its report and the events to log. Raises :class:`CtxtoolError` on failure. ``out_format``
+    is the format it will be written in (default: its own)."""
     opts = options or CompactOptions()
     if opts.layout not in LAYOUTS:
         raise CtxtoolError(f"unknown layout {opts.layout!r}; choose one of: {', '.join(LAYOUTS)}", code=ExitCode.USAGE)
@@ -766,20 +761,9 @@ def compact_transcript(
             from .summarizers.heuristic import HeuristicSummarizer
 
             summarizer = HeuristicSummarizer()
-        text, fell_back = _summary_with_guards(summarizer, p, popts, extra, opts, tok, rep, style, files_read, files_mod, t)
-        rep.fallback_used = fell_back
-        retain, body = (sp.parse_retain(text) if style == "retain" else (None, text))
-        body = sp.with_file_lists(sp.strip_prefix(body), files_read, files_mod)
-        new_t, visible, removed = rebuild(t, p, body, retain, style, (files_read, files_mod), opts)
-        after_counts = count_messages(visible, tok)
-        rep.tokens_after = sum(after_counts)
-        rep.summary_tokens = tok.count(body) + (tok.count(retain) if retain else 0)
-        if rep.tokens_after >= rep.tokens_before:
-            raise CtxtoolError(
-                f"the compacted transcript would not be smaller ({rep.tokens_after:,} ≥ {rep.tokens_before:,} tokens); "
-                "keep fewer recent tokens or use --fallback",
-                code=ExitCode.REMOTE, path=t.path,
-            )
+        new_t, visible, removed, body, retain = _summarize_and_rebuild(
+            summarizer, t, p, popts, extra, opts, tok, rep, style, files_read, files_mod, out_format
+        )
     except CtxtoolError as e:
         events.append(("compaction_end", {"transcript": t.label, "messages_before": rep.messages_before,
                                           "messages_after": rep.messages_before, "error": e.message}))
@@ -799,42 +783,50 @@ def compact_transcript(
     return Outcome(new_t, rep, events, body if retain is None else sp.format_retain(retain, body))
 
 
-def _summary_with_guards(summarizer: Any, p: Plan, popts: sp.PromptOptions, extra: dict[str, Any], opts: CompactOptions,
-                         tok: Tokenizer, rep: RecordReport, style: str, files_read: list[str], files_mod: list[str],
-                         t: Transcript) -> tuple[str, bool]:
-    """The model's summary, rejected when empty; with ``fallback`` the heuristic's instead
-    (clipped if it alone would not make the transcript smaller)."""
-    problem = None
-    text = ""
+def _summarize_and_rebuild(summarizer: Any, t: Transcript, p: Plan, popts: sp.PromptOptions, extra: dict[str, Any],
+                           opts: CompactOptions, tok: Tokenizer, rep: RecordReport, style: str,
+                           files_read: list[str], files_mod: list[str],
+                           out_format: str | None = None) -> tuple[Transcript, list[Message], int, str, str | None]:
+    """The model's summary and the rebuilt transcript. A summary that is empty, or leaves the
+    transcript no smaller, is rejected; with ``fallback`` the heuristic summary is used instead
+    (then clipped, if it alone would not make the transcript smaller)."""
+    problem: str | None = None
+    text: str | None = None
     try:
         out = summarize(summarizer, p.summarize, p.view.previous_summary, popts, extra)
         rep.summary_calls, rep.chunks, rep.prompt_tokens = out.calls, out.chunks, out.prompt_tokens
         text = out.text or ""
-        body = sp.parse_retain(text)[1] if style == "retain" else text
-        if not body.strip():
-            problem = "the summary model returned an empty summary"
     except CtxtoolError as e:
         if not opts.fallback:
             raise
         problem = e.message
-    if problem is None:
-        summary_tokens = tok.count(text)
-        summarized = sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
-        if summary_tokens >= summarized + p.view.previous_tokens and opts.fallback:
-            problem = "the summary is not smaller than what it summarizes"
-        else:
-            return text, False
-    if not opts.fallback:
-        raise CtxtoolError(f"{problem}; use --fallback to use the heuristic summary instead", code=ExitCode.REMOTE, path=t.path)
-    from .summarizers.heuristic import HeuristicSummarizer
+    attempts = 0
+    while True:
+        attempts += 1
+        if text is not None:
+            retain, body = sp.parse_retain(text) if style == "retain" else (None, text)
+            if not sp.strip_prefix(body).strip():
+                problem = "the summary model returned an empty summary"
+            else:
+                body = sp.with_file_lists(sp.strip_prefix(body), files_read, files_mod)
+                new_t, visible, removed = rebuild(t, p, body, retain, style, (files_read, files_mod), opts, out_format)
+                rep.tokens_after = sum(count_messages(visible, tok))
+                rep.summary_tokens = tok.count(body) + (tok.count(retain) if retain else 0)
+                if rep.tokens_after < rep.tokens_before:
+                    rep.fallback_used = attempts > 1
+                    return new_t, visible, removed, body, retain
+                problem = (f"the compacted transcript would not be smaller ({rep.tokens_after:,} ≥ "
+                           f"{rep.tokens_before:,} tokens): keep fewer recent tokens")
+        if not opts.fallback or attempts >= 3:
+            hint = "; use --fallback to use the heuristic summary instead" if not opts.fallback else ""
+            raise CtxtoolError(f"summary rejected: {problem}{hint}", code=ExitCode.REMOTE, path=t.path)
+        from .summarizers.heuristic import HeuristicSummarizer
 
-    h = HeuristicSummarizer()
-    text = summarize(h, p.summarize, p.view.previous_summary, popts, extra).text
-    summarized = sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
-    cap = max(summarized // 2, 200) * 4
-    if len(text) > cap:
-        text = sp.clip(text, cap)
-    return text, True
+        text = summarize(HeuristicSummarizer(), p.summarize, p.view.previous_summary, popts, extra).text
+        if attempts == 2:  # the heuristic summary was too large as well: clip it and its file lists
+            summarized = sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
+            text = sp.clip(text, max(summarized * 2 - len(sp.SUMMARY_PREFIX) - 60, 40))
+            files_read, files_mod = files_read[-10:], files_mod[-10:]
 
 
 # -- files ----------------------------------------------------------------------------------------------
@@ -909,7 +901,7 @@ def compact_file(
     def work(i: int) -> None:
         t = ts[i]
         try:
-            o = compact_transcript(t, summarizer, opts, dry_run=dry_run, tok=tok)
+            o = compact_transcript(t, summarizer, opts, dry_run=dry_run, tok=tok, out_format=target.name)
         except CtxtoolError as e:
             if e.path is None:
                 e.path = t.path

@@ -167,7 +167,7 @@ def load_instructions(
             merged += SEPARATOR
         starts.append(len(merged))
         merged += body
-        src.included_bytes = len(body)
+        src.included_bytes = src.bytes  # the whole file (its trailing newlines normalized)
     if merged:
         merged += b"\n"
     res.total_bytes = len(merged)
@@ -175,7 +175,8 @@ def load_instructions(
         merged = clip_utf8(merged, max_bytes)
         res.truncated = True
         for (src, body), start in zip(chunks, starts, strict=True):
-            src.included_bytes = max(0, min(len(body), len(merged) - start))
+            if start + len(body) > len(merged):
+                src.included_bytes = max(0, len(merged) - start)
     res.bytes = len(merged)
     res.merged = merged.decode("utf-8", errors="replace")
     res.tokens = tok.count(res.merged) if res.merged else 0

@@ -110,10 +110,12 @@ class Source:
 CHUNK = 1 << 22
 
 
-def _numbered(fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """Non-blank lines with their 1-based numbers, read in large chunks (long lines are common)."""
-    n = 0
+def _numbered(fh: IO[bytes], first_line: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines with their 1-based numbers, read in large chunks (long lines are common).
+    ``end`` stops at that byte offset (a range of the file, see :func:`open_range`)."""
+    n = first_line - 1
     rest = b""
+    remaining = end - fh.tell() if end is not None else None
     if not fh.seekable():  # a pipe: line by line, so records flow as they arrive
         for n, raw in enumerate(fh, 1):
             s = raw.rstrip(b"\r\n")
@@ -122,7 +124,13 @@ def _numbered(fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
         return
     read = fh.read
     while True:
-        chunk = read(CHUNK)
+        if remaining is not None:
+            if remaining <= 0:
+                break
+            chunk = read(min(CHUNK, remaining))
+            remaining -= len(chunk)
+        else:
+            chunk = read(CHUNK)
         if not chunk:
             break
         if rest:
@@ -205,6 +213,43 @@ def open_source(path: str | Path) -> Source:
             raise
         return Source(name, "json", doc=doc, size=size)
     return Source(name, "json", doc=loads(data, path=name, exact=True), size=size)
+
+
+def split_ranges(path: str, parts: int) -> list[tuple[int, int, int]]:
+    """Cut a JSONL file into ``parts`` byte ranges on line boundaries: (start, end, first line)."""
+    size = os.path.getsize(path)
+    bounds = [0]
+    with open(path, "rb") as fh:
+        for k in range(1, parts):
+            fh.seek(max(size * k // parts, bounds[-1]))
+            fh.readline()
+            pos = fh.tell()
+            if pos < size and pos > bounds[-1]:
+                bounds.append(pos)
+        bounds.append(size)
+        lines = [1]
+        fh.seek(0)
+        count = 1
+        for a, b in zip(bounds, bounds[1:-1], strict=False):
+            remaining = b - a
+            while remaining > 0:
+                chunk = fh.read(min(CHUNK, remaining))
+                remaining -= len(chunk)
+                count += chunk.count(b"\n")
+            lines.append(count)
+    return [(bounds[i], bounds[i + 1], lines[i]) for i in range(len(bounds) - 1)]
+
+
+def open_range(path: str, start: int, end: int, first_line: int) -> Source:
+    """A JSONL source over one byte range of a file (for parallel readers)."""
+    fh = open(path, "rb")  # noqa: SIM115 - closed by Source.lines()
+    fh.seek(start)
+    it = _numbered(fh, first_line, end)
+    src = Source(path, "jsonl", _rest=it, _fh=fh, size=end - start)
+    first = next(it, None)
+    if first is not None:
+        src.peek.append(Line(loads(first[1], path=path, line=first[0]), first[1], first[0]))
+    return src
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import formats
+from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
 from .model import ROLES, Message, Transcript
 from .registry import ModelInfo
@@ -403,6 +404,72 @@ def iter_transcripts(
             policy.handle(e)
 
 
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Partial:
+    totals: Figures
+    transcripts: list[TranscriptStats]
+    largest: list[ToolOutput]
+    skipped: list[str]
+    rows: list[dict[str, Any]] | None
+
+
+def _fold(
+    ts_iter: Iterable[Transcript], tok: Tokenizer, opts: dict[str, Any], progress: Callable[[Transcript], None] | None = None
+) -> _Partial:
+    heuristic = isinstance(tok, HeuristicTokenizer)
+    part = _Partial(Figures(), [], [], [], [] if opts["per_message"] else None)
+    for batch in _batches(ts_iter, BATCH_MESSAGES):
+        counts = None
+        if not heuristic:
+            counts = count_messages([m for t in batch for m in t.iter_messages()], tok)
+        pos = 0
+        for t in batch:
+            n = sum(1 for _ in t.iter_messages())
+            ts = transcript_stats(
+                t, None if counts is None else counts[pos : pos + n], tok, context_window=opts["window"],
+                warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
+            )
+            pos += n
+            part.totals.add(ts.figures)
+            part.transcripts.append(ts)
+            part.largest = heapq.nlargest(TOP_OUTPUTS, part.largest + ts.largest, key=lambda o: (o.tokens, o.chars))
+            if progress:
+                progress(t)
+    return part
+
+
+def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]) -> _Partial:
+    path, start, end, first_line, fmt, tok_name, on_error, opts = args
+    from .jsonio import open_range
+
+    policy = ErrorPolicy(on_error)
+    src = open_range(path, start, end, first_line)
+    part = _fold(formats.get_format(fmt).read(src, policy), get_tokenizer(tok_name), opts)
+    part.skipped = [str(e) for e in policy.skipped]
+    return part
+
+
+def _parallel_plan(path: str, fmt: str | None, workers: int) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """Split a large dataset file (one record per line) across processes, if it is one."""
+    import os
+
+    from .jsonio import open_source, split_ranges
+
+    if workers < 2 or path == "-" or os.path.getsize(path) < PARALLEL_MIN_BYTES:
+        return None
+    src = open_source(path)
+    try:
+        f = formats.get_format(fmt) if fmt else formats.detect(src)
+        if src.layout != "jsonl" or not f.records_per_line(src):
+            return None
+    finally:
+        src.close()
+    return f.name, split_ranges(path, workers)
+
+
 def stats(
     paths: Iterable[str],
     *,
@@ -415,45 +482,70 @@ def stats(
     critical_chars: int = CRITICAL_CHARS,
     per_message: bool = False,
     progress: Callable[[Transcript], None] | None = None,
+    workers: int | None = None,
 ) -> StatsReport:
-    """Statistics over every transcript of ``paths`` (files, directories or ``-``)."""
+    """Statistics over every transcript of ``paths`` (files, directories or ``-``).
+
+    Large dataset files (one record per line) are read by ``workers`` processes (default:
+    one per core) with the heuristic tokenizer; exact tokenizers use every core through
+    tiktoken's threads instead.
+    """
+    import os
+
     tok_name = tokenizer or "heuristic"
     tok = get_tokenizer(tok_name)
-    heuristic = isinstance(tok, HeuristicTokenizer)
     window = context_window or (model.context_window if model else None)
+    opts = {"window": window, "warning_chars": warning_chars, "critical_chars": critical_chars, "per_message": per_message}
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if not isinstance(tok, HeuristicTokenizer):
+        n_workers = 1
     policy = ErrorPolicy(on_error)
-    totals = Figures()
-    results: list[TranscriptStats] = []
-    rows: list[dict[str, Any]] | None = [] if per_message else None
-    largest: list[ToolOutput] = []
-    for batch in _batches(iter_transcripts(paths, fmt, policy), BATCH_MESSAGES):
-        counts = None
-        if not heuristic:
-            counts = count_messages([m for t in batch for m in t.iter_messages()], tok)
-        pos = 0
-        for t in batch:
-            n = sum(1 for _ in t.iter_messages())
-            ts = transcript_stats(
-                t, None if counts is None else counts[pos : pos + n], tok, context_window=window,
-                warning_chars=warning_chars, critical_chars=critical_chars, rows=rows,
-            )
-            pos += n
-            totals.add(ts.figures)
-            results.append(ts)
-            largest = heapq.nlargest(TOP_OUTPUTS, largest + ts.largest, key=lambda o: (o.tokens, o.chars))
-            if progress:
-                progress(t)
+    total = _Partial(Figures(), [], [], [], [] if per_message else None)
+
+    def merge(part: _Partial) -> None:
+        total.totals.add(part.totals)
+        total.transcripts.extend(part.transcripts)
+        total.largest = heapq.nlargest(TOP_OUTPUTS, total.largest + part.largest, key=lambda o: (o.tokens, o.chars))
+        total.skipped.extend(part.skipped)
+        if total.rows is not None and part.rows:
+            total.rows.extend(part.rows)
+
+    for p in formats.iter_paths(paths):
+        plan = None
+        try:
+            plan = _parallel_plan(p, fmt, n_workers)
+        except CtxtoolError as e:
+            policy.handle(e)
+            continue
+        if plan is not None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            fname, ranges = plan
+            jobs = [(p, a, b, line, fname, tok_name, on_error, opts) for a, b, line in ranges]
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex:
+                for (_, _, first_line), part in zip(ranges, ex.map(_range_worker, jobs), strict=True):
+                    for ts in part.transcripts:
+                        ts.index += first_line - 1  # record numbers continue across ranges
+                    merge(part)
+            continue
+        try:
+            merge(_fold(formats.read(p, fmt, policy), tok, opts, progress))
+        except CtxtoolError as e:
+            policy.handle(e)
+    total.skipped.extend(str(e) for e in policy.skipped)
     return StatsReport(
         tokenizer=tok.name,
         model=model,
         context_window=window,
         warning_chars=warning_chars,
         critical_chars=critical_chars,
-        totals=totals,
-        transcripts=results,
-        largest=largest,
-        skipped=[str(e) for e in policy.skipped],
-        rows=rows,
+        totals=total.totals,
+        transcripts=total.transcripts,
+        largest=total.largest,
+        skipped=total.skipped,
+        rows=total.rows,
     )
 
 

@@ -22,7 +22,6 @@ A limit of 0 is off.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -189,14 +188,6 @@ def _suffix_bytes(s: str, n: int) -> str:
     return b[i:].decode("utf-8", "surrogatepass")
 
 
-def _prefix_chars(s: str, n: int) -> str:
-    return s[:n] if n > 0 else ""
-
-
-def _suffix_chars(s: str, n: int) -> str:
-    return s[-n:] if n > 0 else ""
-
-
 def marker(omitted: int, total: int) -> str:
     return MARKER.format(omitted=omitted, total=total)
 
@@ -239,31 +230,34 @@ def _cut_lines(text: str, split: tuple[int, int], total: int) -> tuple[str, int]
     return kept_head + marker(total - head - tail, total) + "\n" + kept_tail, head + tail
 
 
-def _cut_size(
-    text: str,
-    budget: int,
-    measure: Callable[[str], int],
-    prefix: Callable[[str, int], str],
-    suffix: Callable[[str, int], str],
-    mode: str,
-    total_lines: int,
-    kept_lines: int,
-) -> tuple[str, int]:
-    """Fit ``text`` in ``budget`` (characters or bytes); returns (text, whole original lines kept)."""
+def _cut_size(text: str, max_chars: int, max_bytes: int, mode: str, total_lines: int, kept_lines: int) -> tuple[str, int]:
+    """Fit ``text`` in ``max_chars`` characters and ``max_bytes`` bytes (0: no limit);
+    returns (text, whole original lines kept)."""
+    big = 1 << 62
+    c_lim = max_chars or big
+    b_lim = max_bytes or big
+
+    def prefix(s: str, c: int, b: int) -> str:
+        return _prefix_bytes(s[: max(c, 0)], b) if b < big else s[: max(c, 0)]
+
+    def suffix(s: str, c: int, b: int) -> str:
+        s = s[-c:] if c > 0 else ""
+        return _suffix_bytes(s, b) if b < big else s
+
     if mode == "head":
-        out = prefix(text, budget)
-        whole = out.count("\n")
-        return out, min(kept_lines, whole)
+        out = prefix(text, c_lim, b_lim)
+        return out, min(kept_lines, out.count("\n"))
     # head_tail: the start and the end around the marker, on line boundaries when possible.
     mark = "\n" + marker(total_lines, total_lines) + "\n"  # the widest the marker can be
-    room = budget - measure(mark)
-    if room < 2:
-        out = prefix(text, budget)
+    room_c = c_lim - len(mark)
+    room_b = b_lim - utf8_len(mark)
+    if room_c < 2 or room_b < 8:
+        out = prefix(text, c_lim, b_lim)
         return out, min(kept_lines, out.count("\n"))
-    head = prefix(text, room // 2)
+    head = prefix(text, room_c // 2, room_b // 2)
     if "\n" in head and not head.endswith("\n"):
         head = head[: head.rindex("\n") + 1]
-    tail = suffix(text, room - measure(head))
+    tail = suffix(text, room_c - len(head), room_b - utf8_len(head))
     if tail and not _starts_line(text, len(text) - len(tail)):
         j = tail.find("\n")
         if -1 < j < len(tail) - 1:
@@ -307,14 +301,11 @@ def truncate_text(text: str, limits: Limits) -> Cut:
         cut.kept_lines = min(cut.kept_lines, kept)
         cut.reasons.append("lines")
     if limits.max_chars and len(cur) > limits.max_chars:
-        cur, cut.kept_lines = _cut_size(
-            cur, limits.max_chars, len, _prefix_chars, _suffix_chars, limits.mode, total, cut.kept_lines
-        )
+        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, 0, limits.mode, total, cut.kept_lines)
         cut.reasons.append("chars")
     if limits.max_bytes and utf8_len(cur) > limits.max_bytes:
-        cur, cut.kept_lines = _cut_size(
-            cur, limits.max_bytes, utf8_len, _prefix_bytes, _suffix_bytes, limits.mode, total, cut.kept_lines
-        )
+        # the byte cut keeps the character limit too (a different split could exceed it)
+        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, limits.max_bytes, limits.mode, total, cut.kept_lines)
         cut.reasons.append("bytes")
     cut.text = cur
     cut.truncated = bool(cut.reasons)

@@ -148,6 +148,12 @@ def default_budget(context_window: int | None) -> int | None:
     return int(min(BUDGET_MAX, max(BUDGET_MIN, context_window * BUDGET_SHARE)))
 
 
+def sha256_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _block_text(b: Block) -> str:
     if b.type == "tool_call":
         return b.arguments_text()
@@ -374,31 +380,38 @@ def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> No
             tool = _tool_of(b, names)
             entry_old = _existing_entry(msg, i)
             is_json = b.type == "image" or (b.type == "tool_call" and not isinstance(b.arguments, str))
-            if entry_old is not None and ctx.cache.exists(str(entry_old.get("id"))):
+            reuse = entry_old is not None and ctx.cache.exists(str(entry_old.get("id")))
+            ref_id = str(entry_old["id"]) if reuse and entry_old else sha256_text(text)
+            if cut is None:  # an image: moved out whole
+                new_text = f"[ctxtool: image moved to the tool output cache; ref={ref_id}]"
+                nb = Block("text", text=new_text)
+                ev = "spill"
+                fld = "data"
+            else:
+                if cut.spilled:
+                    new_text = spill_notice(cut, ref_id, ntok)
+                    ev = "spill"
+                else:
+                    new_text = with_notice(cut.text, truncation_notice(cut, ref_id, ntok))
+                    ev = "truncate"
+                if utf8_len(new_text) >= nbytes:  # the notice would cost more than the cut saves
+                    rep.bytes_after += nbytes
+                    rep.tokens_after += ntok
+                    continue
+                nb = _with_text(b, new_text)
+                fld = "arguments" if b.type == "tool_call" else "text"
+            if ev == "spill":
+                rep.spilled += 1
+            else:
+                rep.truncated += 1
+            if reuse and entry_old:
                 # cut again: the first ref still holds the full original
-                info = RefInfo(entry_old["id"], int(entry_old.get("byte_size", 0)), int(entry_old.get("line_count", 0)))
+                info = RefInfo(ref_id, int(entry_old.get("byte_size", 0)), int(entry_old.get("line_count", 0)))
             else:
                 info = ctx.put(text, kind="output", source=ctx.source(t, msg, tool, b.type))
             entry = {**info.ref_json(), "block": i, "kind": b.type}
             if is_json:
                 entry["json"] = True
-            if cut is None:  # an image: moved out whole
-                new_text = f"[ctxtool: image moved to the tool output cache; ref={info.id}]"
-                nb = Block("text", text=new_text)
-                ev = "spill"
-                rep.spilled += 1
-                fld = "data"
-            else:
-                if cut.spilled:
-                    new_text = spill_notice(cut, info.id, ntok)
-                    ev = "spill"
-                    rep.spilled += 1
-                else:
-                    new_text = with_notice(cut.text, truncation_notice(cut, info.id, ntok))
-                    ev = "truncate"
-                    rep.truncated += 1
-                nb = _with_text(b, new_text)
-                fld = "arguments" if b.type == "tool_call" else "text"
             entry["mode"] = ev
             changes.append(_Change(i, nb, entry, fld))
             after_b = utf8_len(new_text)
@@ -481,8 +494,9 @@ def _trim(ctx: _Ctx, t: Transcript, budget: int) -> None:
     after_bytes = 0
     names = _tool_names(t) if outs else {}
     pending: dict[int, tuple[Message, list[_Change]]] = {}
+    ptok_est = ctx.tok.count(trim_placeholder("0" * 64))  # trimming smaller outputs would not save
     for k, (msg, i, b) in enumerate(outs):
-        if total <= budget or k == len(outs) - 1 or is_trimmed(b.text):
+        if total <= budget or k == len(outs) - 1 or is_trimmed(b.text) or counts[k] <= ptok_est:
             after_bytes += utf8_len(b.text)
             continue
         old = _existing_entry(msg, i)
@@ -537,6 +551,7 @@ def _restore(ctx: _Ctx, t: Transcript) -> None:
     rep = ctx.report
     rep.transcripts += 1
     restored: dict[int, list[str]] = {}  # id(msg) -> predecessor key of each source line
+    rep_before = rep.restored
     seen_refs: set[str] = set()
     drop: set[int] = set()
     for msg in t.iter_messages():
@@ -578,6 +593,8 @@ def _restore(ctx: _Ctx, t: Transcript) -> None:
         ctx.emit("restore", file=t.path, message_id=msg.id, line=msg.lineno, ref=src)
     if drop or restored:
         _fix_entries(t, drop, restored)
+    if rep_before != rep.restored:
+        t.extra.pop("record_raw", None)  # a dataset record: rebuild it from the restored lines
 
 
 def _line_key(ln: Line) -> str:
@@ -692,6 +709,8 @@ def _run_file(
     tok = tokenizer if tokenizer is not None and not isinstance(tokenizer, str) else get_tokenizer(tokenizer or "heuristic")
     rep = OpsReport(op, path, output=output, budget=budget)
     if path != "-":
+        if not os.path.isfile(path):
+            raise CtxtoolError("no such file" if not os.path.exists(path) else "not a file", path=path, code=ExitCode.NOT_FOUND)
         rep.file_bytes_before = os.path.getsize(path)
     ctx = _Ctx(op, rc, tok, log, rep)
     policy = ErrorPolicy(on_error)

@@ -23,10 +23,14 @@ Usage::
         llm.requests[0].body["messages"]
 
 Everything stops by itself when the ``with`` block ends (sleeping handlers wake up).
+
+Standalone (e.g. for a benchmark driving the CLI): ``python tests/fake_llm.py --latency 0.2``
+prints the base URL on stdout and serves until ``--duration`` seconds have passed.
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import socket
@@ -155,6 +159,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -264,9 +269,10 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeLLM:
     """A loopback OpenAI/Anthropic endpoint; see the module docstring."""
 
-    def __init__(self, reply: Reply = default_reply, *, latency: float = 0.0) -> None:
+    def __init__(self, reply: Reply = default_reply, *, latency: float = 0.0, port: int = 0) -> None:
         self.reply: Reply = reply
         self.latency = latency
+        self._port = port
         self.requests: list[RecordedRequest] = []
         self._queue: collections.deque[str | Fault] = collections.deque()
         self._lock = threading.Lock()
@@ -279,7 +285,7 @@ class FakeLLM:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> FakeLLM:
-        srv = _Server(("127.0.0.1", 0), _Handler)
+        srv = _Server(("127.0.0.1", self._port), _Handler)
         srv.owner = self
         self._server = srv
         self._thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -413,3 +419,22 @@ def fake_llm() -> Iterator[FakeLLM]:
     """A running :class:`FakeLLM`; import it into a test module (or a conftest) to use it."""
     with FakeLLM() as llm:
         yield llm
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Serve a fake OpenAI/Anthropic endpoint on 127.0.0.1.")
+    ap.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    ap.add_argument("--duration", type=float, default=600.0, help="stop after this many seconds")
+    args = ap.parse_args(argv)
+    with FakeLLM(latency=args.latency, port=args.port) as llm:
+        print(llm.url, flush=True)
+        try:
+            llm._stopping.wait(args.duration)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

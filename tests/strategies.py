@@ -33,6 +33,27 @@ def _text(n: int, tag: str) -> str:
     return f"{tag} {body}".rstrip()
 
 
+class Msgs(list):  # type: ignore[type-arg]
+    """A message list with a short repr (for hypothesis' falsifying examples)."""
+
+    def __repr__(self) -> str:
+        parts = []
+        for m in self:
+            bits = []
+            for b in m.content:
+                if b.type == "tool_call":
+                    bits.append(f"call:{b.id}")
+                elif b.type == "tool_result":
+                    bits.append(f"result:{b.id}[{len(b.text)}]")
+                else:
+                    bits.append(f"{b.type}[{len(b.text)}]")
+            parts.append(f"{m.role}({m.id}: {', '.join(bits)})")
+        return "Msgs[" + "; ".join(parts) + "]"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
 @st.composite
 def _size(draw: Any, huge: bool) -> int:
     if huge and draw(st.integers(0, 9)) == 0:
@@ -50,7 +71,7 @@ def transcripts(
     images: bool = True,
 ) -> list[Message]:
     """A list of messages; ``clean=True`` gives every call exactly one result and no orphans."""
-    msgs: list[Message] = []
+    msgs: list[Message] = Msgs()
     counter = {"m": 0, "c": 0}
 
     def mid() -> str:

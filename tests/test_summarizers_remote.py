@@ -140,6 +140,36 @@ def test_usage_errors() -> None:
     assert e.value.code == ExitCode.USAGE
 
 
+def test_bad_key_is_a_usage_error_without_the_key() -> None:
+    with pytest.raises(CtxtoolError) as e:
+        get_summarizer("openai", model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-abc def\n")
+    assert e.value.code == ExitCode.USAGE and "sk-abc" not in str(e.value)
+
+
+def test_fake_llm_runs_standalone() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    script = Path(__file__).with_name("fake_llm.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--duration", "20"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        r = httpx.post(
+            url + "/v1/messages", json={"messages": [{"role": "user", "content": "hi"}]}, timeout=5
+        )
+        assert r.json()["content"][0]["text"] == "SUMMARY[2]: hi"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_settings_and_repr_hold_no_secret() -> None:
     s = get_summarizer(
         "openai",

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CtxtoolError, ExitCode
-from .common import JsonOpt, print_json, stdout_console
+from .common import JsonOpt, print_json
 
 
 def config_cmd(
@@ -44,11 +44,13 @@ def config_cmd(
 
     t = Table(title=f"settings (config file: {found[0] if found else 'none'})", title_justify="left")
     for col in ("key", "value", "source", "meaning"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, overflow="fold", no_wrap=col != "meaning")
     for k, r in items:
         v = r.value
         shown = repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else str(v)
         t.add_row(k, shown, r.source, BY_KEY[k].help, style=None if r.source == "default" else "bold")
+    from .commands_history import stdout_console
+
     stdout_console().print(t)
 
 

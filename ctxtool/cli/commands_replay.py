@@ -195,7 +195,7 @@ def replay_cmd(
         kind = rp.write_plot(reports[0], plot)
         err_line(f"wrote {kind} chart of {len(reports[0].turns)} turns to {plot}")
     if as_json:
-        print_json(reports[0].to_json() if index is not None and len(reports) == 1 else [r.to_json() for r in reports])
+        print_json([r.to_json() for r in reports])  # always a list, one report per transcript
         return
     if len(reports) == 1:
         _render_replay(reports[0], table=table, chart=chart, height=height)

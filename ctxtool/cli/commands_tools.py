@@ -151,7 +151,7 @@ def truncate(
     limits = toolout.limits_with(base, **over)
     cache = _cache(cache_dir)
     rep = tools_ops.truncate_file(
-        path, output, limits=limits, include=include, cache=cache, fmt=fmt, to=to,
+        path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
         events=events, tokenizer=tok, on_error=on_error.value,
     )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok))
@@ -172,7 +172,7 @@ def restore(
     from .. import tools_ops
 
     cache = _cache(cache_dir)
-    rep = tools_ops.restore_file(path, output, cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value)
+    rep = tools_ops.restore_file(path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value)
     _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"))
 
 
@@ -211,7 +211,7 @@ def trim(
             raise CtxtoolError("give --budget TOKENS, or --model / --context-window to derive it", code=ExitCode.USAGE)
     cache = _cache(cache_dir)
     rep = tools_ops.trim_file(
-        path, output, budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok, on_error=on_error.value
+        path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok, on_error=on_error.value
     )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok))
 

@@ -378,7 +378,7 @@ def render_block(b: Block) -> dict[str, Any]:
             d["signature"] = ex["signature"]
         return _with_extra(d, b)
     if b.type == "tool_call":
-        d = {"type": "tool_use"}
+        d = {"type": "server_tool_use" if ex.get("server_tool") else "tool_use"}
         if b.id:
             d["id"] = b.id
         d["name"] = b.name or ""
@@ -418,6 +418,9 @@ def render_content(blocks: list[Block]) -> list[dict[str, Any]]:
             while j < len(blocks) and blocks[j].type == "image" and _in_result(blocks[j], b):
                 j += 1
             out.append(_render_tool_result(b, blocks[i + 1 : j]))
+            # one result that answered several calls (LLaMA-Factory): every call gets a result
+            for aid in (b.extra or {}).get("answers", ()):
+                out.append({"type": "tool_result", "tool_use_id": aid, "content": f"(included in the result for {b.id})"})
             i = j
             continue
         if b.type == "text" and (b.extra or {}).get("anthropic_str"):
@@ -483,6 +486,9 @@ class AnthropicFormat(Format):
     name = "anthropic"
     description = "Anthropic Messages API (request bodies, message lists, dataset records)"
     default_layout = "record_object"
+
+    def records_per_line(self, src: Source) -> bool:
+        return bool(src.peek) and messages_key(src.peek[0].obj) is not None
 
     def sniff(self, sample: list[Any], src: Source) -> int:
         if src.layout == "json":

@@ -48,6 +48,11 @@ class Format:
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
         raise NotImplementedError
 
+    def records_per_line(self, src: Source) -> bool:
+        """True when every line of this JSONL source is one whole transcript (a dataset), so
+        the file can be split across processes."""
+        return False
+
     # -- writing ---------------------------------------------------------------
     def render(self, msg: Message, t: Transcript) -> list[Any]:
         """The raw objects (lines or array items) for a changed or new message."""

@@ -159,7 +159,8 @@ def render_message(msg: Message, tmpl: dict[str, Any] | None = None) -> list[dic
             isinstance(o.get("content"), list) and o["content"] and isinstance(o["content"][0], dict) and "value" in o["content"][0]
         )
         texts = [b for b in rest if b.type in ("text", "image") or (b.type == "thinking" and value_style)]
-        calls = [b for b in rest if b.type == "tool_call"]
+        # provider-side tools (e.g. Codex web_search) have no Chat Completions form
+        calls = [b for b in rest if b.type == "tool_call" and not (b.extra or {}).get("server_tool")]
         thinking = [b for b in rest if b.type == "thinking" and not value_style]
         if value_style:
             parts: list[Any] = []
@@ -239,6 +240,9 @@ class OpenAIFormat(Format):
         if sample and messages_key(sample[0]):
             return _looks_openai(sample[0][messages_key(sample[0])])  # type: ignore[index]
         return 0
+
+    def records_per_line(self, src: Source) -> bool:
+        return bool(src.peek) and messages_key(src.peek[0].obj) is not None
 
     def _transcript(self, msgs: list[Any], src: Source, index: int, lineno: int | None) -> Transcript:
         t = Transcript("openai", path=src.path, index=index, lineno=lineno)

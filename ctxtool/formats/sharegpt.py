@@ -209,6 +209,9 @@ class ShareGPTFormat(Format):
     description = "ShareGPT datasets ({conversations: [{from, value}]} records)"
     default_layout = "records_array"
 
+    def records_per_line(self, src: Source) -> bool:
+        return src.layout == "jsonl"
+
     def sniff(self, sample: list[Any], src: Source) -> int:
         if src.layout == "json":
             doc = sample[0]

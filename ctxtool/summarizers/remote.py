@@ -175,7 +175,12 @@ class RemoteSummarizer:
         self._url = base + path
         self._endpoint = f"{self._host}{self._base_path}{path}"
 
-        key = api_key or os.environ.get("CTXTOOL_API_KEY") or os.environ.get(KEY_ENV[kind]) or ""
+        key = (api_key or os.environ.get("CTXTOOL_API_KEY") or os.environ.get(KEY_ENV[kind]) or "").strip()
+        if key and not all(33 <= ord(c) < 127 for c in key):
+            raise CtxtoolError(
+                f"the {kind} summarizer's API key contains spaces or non-ASCII characters",
+                code=ExitCode.USAGE,
+            )
         if not key and base_url in (None, "", DEFAULT_BASE_URLS[kind]):
             raise CtxtoolError(
                 f"the {kind} summarizer needs an API key: set CTXTOOL_API_KEY or {KEY_ENV[kind]}",
@@ -246,6 +251,7 @@ class RemoteSummarizer:
                             f"{self.kind} summarizer: {self._endpoint}: HTTP {status}: {detail or resp.reason_phrase}",
                             code=ExitCode.REMOTE,
                         )
+            last = self._redact(last)
             if attempt + 1 < attempts:
                 delay = self._delay(attempt, wait_hint)
                 log.info(

@@ -141,6 +141,10 @@ def test_compact_a_corpus_transcript_end_to_end(server: tuple[str, Path], tmp_pa
         _flag(help_text, "--summary-model", "--summarizer-model", "--model"), MODEL_ALIAS,
         "-o", str(out),
     ]  # fmt: skip
+    if "--force" in help_text:  # compact even though the transcript is under the trigger
+        argv.append("--force")
+    if "--keep-recent-tokens" in help_text:  # a small transcript: keep little so there is a cut
+        argv += ["--keep-recent-tokens", "1000"]
     requests_before = log.read_text(errors="replace").count("/v1/chat/completions")
     r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, f"{' '.join(argv)}\nstdout: {r.stdout[-2000:]}\nstderr: {r.stderr[-2000:]}"

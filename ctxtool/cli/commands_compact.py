@@ -1,0 +1,262 @@
+"""compact: summarize the old part of a transcript and rebuild it (seeds 000, 001, 003, 004)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from .common import (
+    FormatOpt,
+    JsonOpt,
+    ModelOpt,
+    OnePath,
+    OnError,
+    OnErrorOpt,
+    OutOpt,
+    TokenizerOpt,
+    ToOpt,
+    WindowOpt,
+    err_line,
+    print_json,
+    resolve_model,
+    stderr_console,
+)
+
+
+class Layout(StrEnum):
+    summary = "summary"
+    retain = "retain"
+    initial = "initial"
+
+
+class SummarizerKind(StrEnum):
+    heuristic = "heuristic"
+    openai = "openai"
+    anthropic = "anthropic"
+    command = "command"
+
+
+class Style(StrEnum):
+    structured = "structured"
+    retain = "retain"
+
+
+def compact(
+    path: OnePath,
+    output: OutOpt = None,
+    fmt: FormatOpt = None,
+    to: ToOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Compact regardless of the trigger.")] = False,
+    layout: Annotated[
+        Layout | None,
+        typer.Option("--layout", help="summary: system + [Previous conversation summary] + kept messages (seeds 000/003); "
+                     "retain: <retain> + <summary> + last N turns (seed 001); initial: first request + summary + last 10 messages (seed 004)."),
+    ] = None,
+    keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", help="Tokens kept verbatim after the cut (default 20,000).", min=0)] = None,
+    retain_last_turns: Annotated[int | None, typer.Option("--retain-last-turns", help="Turns kept with --layout retain (default 1).", min=0)] = None,
+    keep_last_messages: Annotated[int | None, typer.Option("--keep-last-messages", help="Messages kept with --layout initial (default 10).", min=0)] = None,
+    summarizer: Annotated[SummarizerKind | None, typer.Option("--summarizer", help="heuristic (offline, default), openai, anthropic or command.")] = None,
+    summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (seed 001: may differ from the agent's).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
+    summary_window: Annotated[int | None, typer.Option("--summary-context-window", help="The summary model's window (larger inputs are summarized in chunks).", min=1)] = None,
+    style: Annotated[Style | None, typer.Option("--style", help="structured (seed 003 Markdown) or retain (seed 001 <retain>/<summary>); default from the layout.")] = None,
+    summary_directive: Annotated[list[str] | None, typer.Option("--summary-directive", help="Extra instruction for the summary (repeatable).")] = None,
+    retain_directive: Annotated[list[str] | None, typer.Option("--retain-directive", help="What <retain> must keep (repeatable).")] = None,
+    instructions: Annotated[str | None, typer.Option("--instructions", help="Free-form focus for the summary.")] = None,
+    tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Seed 000: archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest].")] = False,
+    tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", help="Visible tool results kept with --tool-digest (default 10).", min=0)] = None,
+    fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
+    events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (cut, sizes, prompt size) without calling a model or writing.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Transcripts summarized in parallel (datasets).", min=1)] = 1,
+    cache_dir: Annotated[str | None, typer.Option("--cache-dir", help="Summary cache (default: $CTXTOOL_CACHE_DIR, else the user cache directory).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache remote summaries.")] = False,
+    tokenizer: TokenizerOpt = None,
+    model: ModelOpt = None,
+    context_window: WindowOpt = None,
+    reserve_tokens: Annotated[int | None, typer.Option("--reserve-tokens", help="Tokens reserved for the response (default 16,384).", min=0)] = None,
+    policy: Annotated[str, typer.Option("--policy", help="Trigger policy: seed000 (default), reserve, ratio, seed004.")] = "seed000",
+    on_error: OnErrorOpt = OnError.fail,
+    as_json: JsonOpt = False,
+    show_summary: Annotated[bool, typer.Option("--show-summary", help="Print the summary of each compacted transcript (stderr when the transcript goes to stdout).")] = False,
+) -> None:
+    """Decide (the trigger; --force compacts regardless), cut, summarize the old part and
+    rebuild the transcript in its own format (or --to). Kept messages are written byte for
+    byte; the output is validated before it is written; the input is never modified.
+    Exit 0 when compacted or nothing to do (the report says which)."""
+    from .. import compact as cp
+    from ..config import Config
+
+    if output is None and not dry_run and as_json:
+        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", code=ExitCode.USAGE)
+    flags: dict[str, Any] = {
+        "compaction.keep_recent_tokens": keep_recent_tokens,
+        "compaction.retain_last_turns": retain_last_turns,
+        "compaction.keep_last_messages": keep_last_messages,
+        "compaction.reserve_tokens": reserve_tokens,
+        "compaction.tool_call_cutoff": tool_call_cutoff,
+        "compaction.layout": layout.value if layout else None,
+        "compaction.context_window": context_window,
+        "summarizer.kind": summarizer.value if summarizer else None,
+        "summarizer.model": summary_model,
+        "summarizer.base_url": base_url,
+        "summarizer.command": command,
+        "summarizer.context_window": summary_window,
+        "model": model,
+        "cache_dir": cache_dir,
+    }
+    cfg = Config(flags)
+    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    window, _src = cfg.context_window()
+    lay = str(cfg["compaction.layout"])
+    if lay not in cp.LAYOUTS:
+        raise CtxtoolError(f"compaction.layout: unknown layout {lay!r}; choose one of: {', '.join(cp.LAYOUTS)}", code=ExitCode.USAGE)
+    opts = cp.CompactOptions(
+        layout=lay,
+        keep_recent_tokens=int(cfg["compaction.keep_recent_tokens"]),
+        keep_recent=int(cfg["compaction.keep_recent"]),
+        retain_last_turns=int(cfg["compaction.retain_last_turns"]),
+        keep_last_messages=int(cfg["compaction.keep_last_messages"]),
+        force=force,
+        tokenizer=tok,
+        context_window=window,
+        reserve_tokens=int(cfg["compaction.reserve_tokens"]),
+        max_tokens=int(cfg["compaction.max_tokens"]),
+        max_messages=int(cfg["compaction.max_messages"]),
+        policy=policy,
+        style=style.value if style else None,
+        summary_directives=tuple(summary_directive or ()),
+        retain_directives=tuple(retain_directive or ()),
+        instructions=instructions,
+        tool_digest=tool_digest,
+        tool_call_cutoff=int(cfg["compaction.tool_call_cutoff"]),
+        fallback=fallback,
+    )
+    summ = None if dry_run else _summarizer(cfg, info, no_cache)
+    progress, stop = _progress()
+    try:
+        report = cp.compact_file(
+            path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
+            events=events, dry_run=dry_run, progress=progress,
+        )
+    finally:
+        stop()
+        close = getattr(summ, "close", None)
+        if callable(close):
+            close()
+    to_stderr = (output is None or output == "-") and not dry_run
+    if show_summary:
+        stream = sys.stderr if to_stderr else sys.stdout
+        for rec, s in zip(report.records, report.summaries, strict=True):
+            if s:
+                stream.write(f"--- summary of {rec.label} ---\n{s.rstrip()}\n")
+    if as_json:
+        print_json(report.to_json())
+    else:
+        _render(report, sys.stderr if to_stderr else sys.stdout)
+    errs = [r for r in report.records if r.status == "error"]
+    if errs:
+        err_line(f"ctxtool: {len(errs)} transcript(s) failed and were left unchanged; first: {errs[0].label}: {errs[0].error}")
+
+
+def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
+    from ..summarizers import get_summarizer
+
+    kind = str(cfg["summarizer.kind"])
+    if kind == "heuristic":
+        return get_summarizer("heuristic")
+    inner = get_summarizer(
+        kind,
+        model=cfg["summarizer.model"] or (info.name if info else None) or None,
+        base_url=cfg["summarizer.base_url"] or None,
+        timeout=float(cfg["summarizer.timeout"]),
+        retries=int(cfg["summarizer.retries"]),
+        context_window=int(cfg["summarizer.context_window"]) or None,
+        command=cfg["summarizer.command"] or None,
+    )
+    if no_cache:
+        return inner
+    from ..paths import cache_dir
+    from ..summarizers.cache import CachedSummarizer
+
+    d = cfg["cache_dir"] or cache_dir()
+    return CachedSummarizer(inner, d)
+
+
+def _progress() -> tuple[Any, Any]:
+    """A progress bar with ETA on stderr, only on a terminal and for more than one transcript."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    state: dict[str, Any] = {}
+
+    def cb(n: int, total: int, rep: Any) -> None:
+        if total <= 1:
+            return
+        if "bar" not in state:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            bar = Progress(TextColumn("compacting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           console=stderr_console(), transient=True)
+            state["task"] = bar.add_task("compact", total=total)
+            bar.start()
+            state["bar"] = bar
+        state["bar"].update(state["task"], completed=n)
+
+    def stop() -> None:
+        if "bar" in state:
+            state["bar"].stop()
+
+    return cb, stop
+
+
+def _render(report: Any, out: Any) -> None:
+    recs = report.records
+    for r in recs[:50] if len(recs) > 1 else recs:
+        where = r.label if len(recs) > 1 else r.label.split("#")[0]
+        if r.status == "compacted":
+            out.write(
+                f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} tokens (ratio {r.ratio:.2f}x), "
+                f"{r.messages_removed:,} messages removed, {r.kept_messages:,} kept"
+                + (f", first kept {r.first_kept_id}" if r.first_kept_id else "")
+                + (" (incremental)" if r.incremental else "")
+                + (" (fallback summary)" if r.fallback_used else "")
+                + "\n"
+            )
+        elif r.status == "planned":
+            cut = r.cut or {}
+            out.write(
+                f"{where}: would compact (trigger: {r.trigger}; context {r.context_tokens:,} tokens"
+                + (f", limit {r.limit:,}" if r.limit else "")
+                + f"): summarize {r.summarized_messages:,} messages ({r.tokens_before - (cut.get('tokens_kept') or 0):,} tokens), "
+                f"keep {r.kept_messages:,}" + (f" from {r.first_kept_id}" if r.first_kept_id else "")
+                + (" (split turn)" if r.split_turn else "")
+                + f"; summary prompt ≈ {r.prompt_tokens:,} tokens\n"
+            )
+        elif r.status == "error":
+            out.write(f"{where}: error: {r.error} (left unchanged)\n")
+        else:
+            out.write(f"{where}: nothing to do ({r.reason})\n")
+    if len(recs) > 50:
+        out.write(f"... and {len(recs) - 50:,} more (use --json for all)\n")
+    if len(recs) > 1 or report.cache_hits or report.cache_misses:
+        ratio = f", ratio {report.ratio:.2f}x" if report.ratio else ""
+        out.write(
+            f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
+            f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"
+            f"{', ' + str(report.count('planned')) + ' planned' if report.dry_run else ''}; "
+            f"{report.tokens_before:,} → {report.tokens_after:,} tokens{ratio}; "
+            f"{report.seconds:.2f}s; cache {report.cache_hits:,} hit(s), {report.cache_misses:,} miss(es)\n"
+        )
+    if report.output and report.output != "-" and not report.dry_run:
+        out.write(f"wrote {report.output} ({report.output_format}, {report.bytes_after or 0:,} bytes; input {report.bytes_before or 0:,} bytes)\n")
+    out.flush()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compact")(compact)

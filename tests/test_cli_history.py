@@ -1,0 +1,370 @@
+"""cut / check / window / repair / config through typer's CliRunner, a real subprocess,
+and every corpus file through every command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxtool.cli import app
+from ctxtool.errors import ExitCode
+
+from conftest import SAMPLES, all_transcript_params
+
+runner = CliRunner()
+
+
+def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), input=input)
+
+
+def call(cid: str, name: str = "bash") -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+CHAT = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "Fix the failing test in utils.py " + "please " * 200},
+    {"role": "assistant", "content": None, "tool_calls": [call("c1", "read"), call("c2", "grep")]},
+    {"role": "tool", "tool_call_id": "c1", "content": "def add(a, b):\n    return a - b\n" * 100},
+    {"role": "tool", "tool_call_id": "c2", "content": "utils.py:2"},
+    {"role": "assistant", "content": "The add function subtracts; fixing it." * 20},
+    {"role": "user", "content": "Now run the tests " * 50},
+    {"role": "assistant", "content": "running", "tool_calls": [call("c3")]},
+    {"role": "tool", "tool_call_id": "c3", "content": "1 passed " * 300},
+    {"role": "assistant", "content": "All green."},
+]
+BROKEN = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": None, "tool_calls": [call("a"), call("b")]},
+    {"role": "tool", "tool_call_id": "a", "content": "ok"},
+    {"role": "tool", "tool_call_id": "ghost", "content": "orphan"},
+    {"role": "assistant", "content": "and now", "tool_calls": [call("c")]},
+]
+
+
+def write_jsonl(p: Path, rows: list[dict]) -> Path:
+    p.write_bytes(b"".join(json.dumps(m).encode() + b"\n" for m in rows))
+    return p
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "chat.jsonl", CHAT)
+
+
+@pytest.fixture
+def broken(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "broken.jsonl", BROKEN)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
+    """No ctxtool.toml from the checkout and no CTXTOOL_* variables leak into these tests."""
+    import os
+
+    for k in list(os.environ):
+        if k.startswith("CTXTOOL_") and k not in ("CTXTOOL_MODELS",):
+            monkeypatch.delenv(k)
+    monkeypatch.chdir(tmp_path)
+
+
+# -- cut ------------------------------------------------------------------------------
+
+
+def test_cut_json(chat: Path) -> None:
+    r = invoke("cut", str(chat), "--keep-recent-tokens", "1000", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["cut_index"] == 6 and d["split_turn"] is False
+    assert d["messages_summarized"] == 6 and d["messages_kept"] == 4
+    assert d["tokens_before"] > d["tokens_after"] == d["tokens_kept"]
+    assert d["first_kept_line"] == 7
+
+
+def test_cut_nothing_to_cut(chat: Path) -> None:
+    d = json.loads(invoke("cut", str(chat), "--json").stdout)
+    assert d["cut_index"] is None and d["first_kept_id"] is None
+
+
+def test_cut_split_turn_and_table(chat: Path) -> None:
+    r = invoke("cut", str(chat), "-k", "50")
+    assert r.exit_code == 0
+    assert "cut_index" in r.stdout and "yes@6" in r.stdout
+
+
+def test_cut_keep_recent_count_and_clamp(chat: Path) -> None:
+    d = json.loads(invoke("cut", str(chat), "--keep-recent", "3", "--json").stdout)
+    assert d["keep_budget"] is None and d["keep_recent"] == 3 and d["messages_kept"] >= 3
+    d = json.loads(invoke("cut", str(chat), "--context-window", "17384", "--json").stdout)
+    assert d["effective_limit"] == 1000 and d["keep_budget"] == 500
+
+
+def test_cut_output_keeps_lines_verbatim(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "kept.jsonl"
+    r = invoke("cut", str(chat), "-k", "1000", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    src = chat.read_bytes().splitlines()
+    assert out.read_bytes().splitlines() == [src[0], *src[6:]]
+    assert invoke("validate", str(out)).exit_code == 0
+
+
+# -- check -------------------------------------------------------------------------------
+
+
+def test_check_exit_status(chat: Path) -> None:
+    r = invoke("check", str(chat), "--context-window", "1000000")
+    assert r.exit_code == 0, r.output
+    assert "no compaction needed" in r.stdout
+    r = invoke("check", str(chat), "--context-window", "17000")
+    assert r.exit_code == ExitCode.THRESHOLD
+    assert "COMPACT" in r.stdout
+
+
+def test_check_json_reports_every_policy(chat: Path) -> None:
+    r = invoke("check", str(chat), "--context-window", "20000", "--policy", "seed004", "--json")
+    d = json.loads(r.stdout)
+    assert set(d["verdicts"]) == {"seed000", "reserve", "ratio", "seed004"}
+    assert d["policy"] == "seed004" and d["context_window"] == 20000 and d["window_source"] == "flag"
+    assert d["used_tokens"] > 0 and d["percent"] == pytest.approx(100 * d["used_tokens"] / 20000, abs=0.01)
+    assert r.exit_code == (ExitCode.THRESHOLD if d["compact"] else 0)
+
+
+def test_check_ratio_is_strict(chat: Path) -> None:
+    r = invoke("check", str(chat), "--policy", "ratio")
+    assert r.exit_code == ExitCode.USAGE
+    assert "context limit" in r.output
+
+
+def test_check_window_from_model_and_config(chat: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    d = json.loads(invoke("check", str(chat), "--model", "gpt-4o", "--json").stdout)
+    assert d["context_window"] == 128000 and d["window_source"] == "registry:gpt-4o"
+    cfg = tmp_path / "ctxtool.toml"
+    cfg.write_text("context_window = 12345\n[compaction]\nreserve_tokens = 345\n")
+    monkeypatch.setenv("CTXTOOL_CONFIG", str(cfg))
+    d = json.loads(invoke("check", str(chat), "--json").stdout)
+    assert d["context_window"] == 12345 and d["verdicts"]["reserve"]["limit"] == 12000
+    # the flag wins over the file
+    d = json.loads(invoke("check", str(chat), "--json", "--context-window", "50000").stdout)
+    assert d["context_window"] == 50000
+
+
+def test_check_dataset_counts(tmp_path: Path) -> None:
+    r = invoke("check", str(SAMPLES / "openai_dataset.jsonl"), "--max-tokens", "100", "--json")
+    d = json.loads(r.stdout)
+    assert len(d["transcripts"]) == 3
+    assert d["compact"] == sum(1 for t in d["transcripts"] if t["compact"]) >= 1
+    assert r.exit_code == ExitCode.THRESHOLD
+
+
+# -- window --------------------------------------------------------------------------------
+
+
+def test_window_writes_and_reports(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w.jsonl"
+    r = invoke("window", str(chat), "-o", str(out), "--max-messages", "4", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["dropped"] == 5 and d["messages_after"] == 4 and d["kept_first_user"]
+    assert d["dropped_tool_calls"] == d["dropped_tool_results"] == 2
+    src = chat.read_bytes().splitlines()
+    assert out.read_bytes().splitlines() == [src[0], src[1], *src[7:]]
+
+
+def test_window_to_stdout_reports_on_stderr(chat: Path) -> None:
+    r = invoke("window", str(chat), "--max-messages", "3", "--no-keep-first-user", "-s", "sliding")
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert [json.loads(x)["role"] for x in lines] == ["system", "assistant", "tool", "assistant"]
+
+
+def test_window_json_needs_output(chat: Path) -> None:
+    assert invoke("window", str(chat), "--json").exit_code == ExitCode.USAGE
+    d = json.loads(invoke("window", str(chat), "--json", "--dry-run", "--max-chars", "100").stdout)
+    assert d["over_limit"] and d["dropped"] > 0
+
+
+def test_window_bookends(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "b.jsonl"
+    r = invoke("window", str(chat), "-o", str(out), "--strategy", "bookends", "--max-messages", "2", "--json")
+    d = json.loads(r.stdout)
+    assert d["strategy"] == "bookends" and d["messages_after"] <= 3
+
+
+# -- repair --------------------------------------------------------------------------------
+
+
+def test_repair_then_validate(broken: Path, tmp_path: Path) -> None:
+    assert invoke("validate", str(broken)).exit_code == ExitCode.INVALID
+    out = tmp_path / "fixed.jsonl"
+    r = invoke("repair", str(broken), "-o", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["counts"] == {
+        "orphan_result_dropped": 1,
+        "trailing_call_stripped": 1,
+        "empty_message_dropped": 1,
+        "aborted_result_added": 1,
+    }
+    assert invoke("validate", str(out)).exit_code == 0
+    rows = [json.loads(x) for x in out.read_bytes().splitlines()]
+    assert rows[3] == {"role": "tool", "tool_call_id": "b", "content": "aborted"}
+    assert rows[-1] == {"role": "assistant", "content": "and now"}
+    src = broken.read_bytes().splitlines()
+    assert out.read_bytes().splitlines()[:3] == src[:3]
+
+
+def test_repair_text_report(broken: Path, tmp_path: Path) -> None:
+    r = invoke("repair", str(broken), "--dry-run")
+    assert r.exit_code == 0
+    assert "aborted_result_added 'b' at line 2" in r.stdout
+    assert "nothing written (dry run)" in r.stdout
+
+
+def test_repair_abort_trailing(broken: Path) -> None:
+    r = invoke("repair", str(broken))
+    assert r.exit_code == 0
+    r2 = invoke("repair", str(broken), "--abort-trailing-calls")
+    assert r2.stdout.count('"aborted"') == 2
+
+
+# -- config --------------------------------------------------------------------------------
+
+
+def test_config_sources(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    cfg = tmp_path / "ctxtool.toml"
+    cfg.write_text("[compaction]\nreserve_tokens = 1000\n")
+    monkeypatch.setenv("CTXTOOL_CONFIG", str(cfg))
+    monkeypatch.setenv("CTXTOOL_WINDOW_MAX_MESSAGES", "42")
+    r = invoke("config", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    s = d["settings"]
+    assert s["compaction.reserve_tokens"] == {**s["compaction.reserve_tokens"], "value": 1000, "source": f"file:{cfg}"}
+    assert s["window.max_messages"]["value"] == 42 and s["window.max_messages"]["source"] == "env:CTXTOOL_WINDOW_MAX_MESSAGES"
+    assert s["compaction.keep_recent_tokens"]["source"] == "default"
+    assert invoke("config", "window.max_messages").stdout.strip() == "42"
+    table = invoke("config", "--changed").stdout
+    assert "compaction.reserve_tokens" in table and "compaction.keep_recent " not in table
+    assert invoke("config", "nope").exit_code == ExitCode.USAGE
+
+
+def test_config_flows_into_window(chat: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CTXTOOL_WINDOW_MAX_MESSAGES", "4")
+    d = json.loads(invoke("window", str(chat), "--dry-run", "--json").stdout)
+    assert d["max_messages"] == 4 and d["dropped"] == 5
+    d = json.loads(invoke("window", str(chat), "--dry-run", "--json", "--max-messages", "100").stdout)
+    assert d["dropped"] == 0
+
+
+def test_bad_config_value(monkeypatch, chat: Path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CTXTOOL_WINDOW_MAX_CHARS", "lots")
+    r = invoke("window", str(chat), "--dry-run")
+    assert r.exit_code == ExitCode.USAGE and "window.max_chars" in r.output
+
+
+# -- a real process ------------------------------------------------------------------------
+
+
+def test_subprocess_pipeline(broken: Path, tmp_path: Path) -> None:
+    """repair | window | check through real processes and pipes."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXTOOL_")}
+    exe = [sys.executable, "-m", "ctxtool"]
+    p1 = subprocess.run([*exe, "repair", str(broken)], capture_output=True, env=env, timeout=60, cwd=tmp_path)
+    assert p1.returncode == 0, p1.stderr
+    assert b"repair made" in p1.stderr
+    p2 = subprocess.run([*exe, "window", "-", "--max-messages", "2"], input=p1.stdout, capture_output=True, env=env, timeout=60, cwd=tmp_path)
+    assert p2.returncode == 0, p2.stderr
+    p3 = subprocess.run([*exe, "check", "-", "--policy", "reserve", "--context-window", "16385", "--json"],
+                        input=p2.stdout, capture_output=True, env=env, timeout=60, cwd=tmp_path)
+    assert p3.returncode == ExitCode.THRESHOLD, p3.stderr
+    assert json.loads(p3.stdout)["verdicts"]["reserve"]["limit"] == 1
+    p4 = subprocess.run([*exe, "check", str(broken), "--policy", "ratio"], capture_output=True, env=env, timeout=60, cwd=tmp_path)
+    assert p4.returncode == ExitCode.USAGE
+    assert p4.stderr.decode().startswith("ctxtool: error:") and b"Traceback" not in p4.stderr
+
+
+# -- every sample and corpus file through every command -------------------------------------
+
+
+def _problems(path: Path) -> Counter:
+    from ctxtool.validate import validate
+
+    return Counter(p.code for p in validate([str(path)]).problems)
+
+
+def _assert_verbatim(out: Path, src_lines: set[bytes]) -> None:
+    """Every output line is an input line; pi's writer re-links ``parentId`` of a linear
+    session when entries are dropped, so that one field may differ there."""
+    relinked = None
+    for ln in out.read_bytes().splitlines():
+        if ln in src_lines:
+            continue
+        if relinked is None:
+            relinked = {json.dumps({k: v for k, v in json.loads(x).items() if k != "parentId"}) for x in src_lines}
+        obj = json.loads(ln)
+        assert "parentId" in obj, ln[:200]
+        assert json.dumps({k: v for k, v in obj.items() if k != "parentId"}) in relinked, ln[:200]
+
+
+def _is_entries_jsonl(path: Path) -> bool:
+    from ctxtool import formats
+
+    t = next(formats.read(path))
+    return t.extra.get("layout") == "entries_jsonl"
+
+
+@pytest.mark.parametrize("path", all_transcript_params())
+def test_every_command_on_every_file(path: Path, tmp_path: Path) -> None:
+    before = _problems(path)
+    src_lines = set(path.read_bytes().splitlines())
+    verbatim = _is_entries_jsonl(path)
+    suffix = path.suffix
+    # check: a verdict for every transcript
+    r = invoke("check", str(path), "--model", "gpt-4o", "--json")
+    assert r.exit_code in (0, ExitCode.THRESHOLD), r.output
+    d = json.loads(r.stdout)
+    ts = d["transcripts"] if "transcripts" in d else [d]
+    assert all(t["used_tokens"] >= 0 and t["context_window"] == 128000 for t in ts)
+    # cut: never on a tool result; output valid and verbatim
+    out = tmp_path / f"cut{suffix}"
+    r = invoke("cut", str(path), "-k", "3000", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    r = invoke("cut", str(path), "-k", "3000", "--json")
+    reps = json.loads(r.stdout)
+    for rep in reps if isinstance(reps, list) else [reps]:
+        if rep["cut_index"] is not None:
+            assert rep["tokens_after"] <= rep["tokens_before"]
+    after = _problems(out)
+    for code in ("orphan_result", "unanswered_call", "duplicate_result"):
+        assert after[code] <= before[code], (code, after)
+    if verbatim:
+        _assert_verbatim(out, src_lines)
+    # window: both strategies
+    for strategy in ("sliding", "bookends"):
+        out = tmp_path / f"window-{strategy}{suffix}"
+        r = invoke("window", str(path), "-o", str(out), "--max-messages", "12", "--max-chars", "40000", "-s", strategy, "--json")
+        assert r.exit_code == 0, r.output
+        after = _problems(out)
+        for code in ("orphan_result", "unanswered_call", "duplicate_result"):
+            assert after[code] <= before[code], (strategy, code, after)
+        if verbatim:
+            _assert_verbatim(out, src_lines)
+    # repair: then validate is clean
+    out = tmp_path / f"repaired{suffix}"
+    r = invoke("repair", str(path), "-o", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    assert not _problems(out), _problems(out)
+    reps = json.loads(r.stdout)
+    changed = sum(x["changed"] for x in (reps if isinstance(reps, list) else [reps]))
+    assert changed == 0 or sum(before.values()) > 0
+    if not before:
+        assert out.read_bytes() == path.read_bytes() or not verbatim

@@ -1,0 +1,264 @@
+"""replay: turns, usage vs estimates, thresholds, compactions, charts (PNG checked as an image)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, all_transcript_params
+
+from ctxtool import formats
+from ctxtool import replay as rp
+from ctxtool.errors import CtxtoolError
+from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
+
+
+def _conv(n_turns: int, chars_per_result: int = 4000, usage: bool = False) -> Transcript:
+    """user, then n assistant calls each followed by a tool result of ``chars_per_result`` chars."""
+    msgs = [Message("system", [Block("text", text="s" * 400)]), Message("user", [Block("text", text="u" * 400)])]
+    ctx = 200
+    for k in range(n_turns):
+        a = Message("assistant", [Block("tool_call", id=f"c{k}", name="read", arguments={"p": k})])
+        if usage:
+            a.usage = Usage(input=10, cache_read=ctx - 10, output=50)
+            a.usage_key = f"u{k}"
+            ctx += 50 + chars_per_result // 4
+        msgs.append(a)
+        msgs.append(Message("tool", [Block("tool_result", id=f"c{k}", text="r" * chars_per_result)]))
+    msgs.append(Message("assistant", [Block("text", text="done")]))
+    return Transcript("ctxtool", entries=list(msgs), path="conv.jsonl")
+
+
+def test_turns_are_api_calls_claude_code() -> None:
+    t = next(formats.read(SAMPLES / "claude_code_session.jsonl"))
+    r = rp.replay(t)
+    api = [m for m in t.messages if m.role == "assistant"]
+    assert len(r.turns) == len({m.usage_key for m in api})
+    first = api[0].usage
+    assert first is not None
+    assert r.turns[0].input_tokens == first.input + first.cache_creation + first.cache_read
+    assert r.turns[0].output_tokens == first.output
+    assert all(tt.source == "usage" for tt in r.turns)
+    assert r.window == 200_000 and r.window_source.startswith("registry:")
+    # running totals and percentages
+    for tt in r.turns:
+        assert tt.context_tokens == tt.input_tokens + tt.output_tokens
+        assert tt.percent == round(100 * tt.context_tokens / 200_000, 2)
+    assert r.turns[-1].turns_left is not None and r.turns[-1].turns_left > 0
+
+
+def test_codex_groups_reasoning_with_its_call() -> None:
+    t = next(formats.read(SAMPLES / "codex_rollout.jsonl"))
+    r = rp.replay(t)
+    assert len(r.turns) == sum(1 for m in t.messages if m.usage is not None)
+    assert r.window == t.extra["context_window"] and r.window_source == "transcript"
+
+
+def test_group_turns_rules() -> None:
+    A = lambda key=None, u=False: Message("assistant", [Block("text", text="a")], usage_key=key,  # noqa: E731
+                                          usage=Usage(1, 1) if u else None)
+    U = Message("user", [Block("text", text="u")])
+    msgs = [U, A("k1", True), A("k1", True), A("k2", True), U, A(), A(None, True), A(None, True)]
+    assert rp.group_turns(msgs) == [[1, 2], [3], [5, 6], [7]]
+
+
+def test_estimates_without_usage() -> None:
+    t = _conv(10, 4000)
+    r = rp.replay(t, context_window=None, window_source="none")
+    assert len(r.turns) == 11 and all(tt.source == "estimate" for tt in r.turns)
+    # the prompt of turn k+1 holds turn k's output and the tool result after it
+    assert r.turns[1].input_tokens == r.turns[0].context_tokens + 1000
+    assert r.turns[-1].context_chars == sum(m.chars() for m in t.messages)
+    assert r.window is None and r.turns[0].percent is None and r.turns[0].turns_left is None
+    # without a window seed 000 falls back to max_tokens 8000
+    assert r.policies["seed000"].threshold.value == 8000
+    assert r.policies["seed000"].first_turn == next(tt.number for tt in r.turns if tt.context_tokens >= 8000)
+
+
+def test_thresholds_fire_in_order_and_hard_limit_stops() -> None:
+    t = _conv(60, 4000)
+    r = rp.replay(t, context_window=50_000, window_source="flag")
+    names = {n: h.first_turn for n, h in r.policies.items()}
+    assert names["seed004"] is not None and names["ratio"] is not None
+    assert names["seed004"] <= names["ratio"] <= names["hard-limit"]
+    assert r.stopped_at == names["hard-limit"]
+    hit = r.turns[r.stopped_at - 1]
+    assert hit.context_tokens >= 0.95 * 50_000 > r.turns[r.stopped_at - 2].context_tokens
+    assert "hard-limit" in hit.fired
+    # reserve is strict (>), seed000 is >=; both at window - 16384
+    assert r.policies["reserve"].threshold.value == r.policies["seed000"].threshold.value == 50_000 - 16384
+    # chars thresholds use agent-visible characters
+    cw = r.policies["chars-warning"]
+    assert r.turns[cw.first_turn - 1].context_chars >= 200_000 > r.turns[cw.first_turn - 2].context_chars
+
+
+def test_usage_based_and_config_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxtool.config import Config
+
+    monkeypatch.setenv("CTXTOOL_COMPACTION_COMPACT_THRESHOLD", "0.5")
+    t = _conv(30, 2000, usage=True)
+    r = rp.replay(t, context_window=20_000, window_source="flag", cfg=Config())
+    assert r.policies["seed004"].threshold.value == 10_000
+    assert all(tt.source == "usage" for tt in r.turns[:-1])
+    assert r.turns[-1].source == "estimate"
+
+
+def test_compaction_entry_resets_context() -> None:
+    t = _conv(12, 8000)
+    keep = t.messages[-5]
+    keep.id = "keep-me"
+    pos = t.entries.index(t.messages[-1])
+    t.entries.insert(pos, Compaction("summary " * 50, first_kept_id="keep-me"))
+    r = rp.replay(t, context_window=100_000, window_source="flag")
+    assert r.compactions == [len(r.turns)]
+    last = r.turns[-1]
+    assert last.compacted_before
+    assert last.input_tokens < r.turns[-2].context_tokens / 2
+
+
+def test_compaction_summary_message_resets_context() -> None:
+    t = _conv(8, 8000)
+    t.entries.insert(
+        len(t.entries) - 1,
+        Message("user", [Block("text", text="summary")], metadata=Metadata(kind="compaction_summary")),
+    )
+    r = rp.replay(t, context_window=100_000, window_source="flag")
+    assert r.turns[-1].compacted_before and r.turns[-1].input_tokens < 100
+
+
+def test_pi_corpus_like_drop_detected() -> None:
+    t = _conv(10, 4000, usage=True)
+    t.messages[-3].usage = Usage(input=100, output=10)  # the prompt shrank: compacted elsewhere
+    r = rp.replay(t, context_window=100_000, window_source="flag")
+    assert r.compactions and r.turns[r.compactions[0] - 1].compacted_before
+
+
+def test_resolve_window_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxtool.config import Config
+    from ctxtool.registry import lookup
+
+    t = Transcript("codex", extra={"context_window": 258400, "model": "gpt-5-codex"})
+    assert rp.resolve_window(t, 1234) == (1234, "flag")
+    info = lookup("gpt-4o")
+    assert info is not None
+    assert rp.resolve_window(t, None, info) == (info.context_window, f"registry:{info.name}")
+    assert rp.resolve_window(t, None, None, Config()) == (258400, "transcript")
+    monkeypatch.setenv("CTXTOOL_CONTEXT_WINDOW", "9999")
+    assert rp.resolve_window(Transcript("openai"), None, None, Config()) == (9999, "env:CTXTOOL_CONTEXT_WINDOW")
+    monkeypatch.delenv("CTXTOOL_CONTEXT_WINDOW")
+    assert rp.resolve_window(Transcript("openai"), None, None, Config()) == (None, "none")
+
+
+def test_report_json_shape() -> None:
+    r = rp.replay(_conv(5), context_window=10_000, window_source="flag")
+    j = r.to_json()
+    assert j["turn_count"] == 6 and len(j["turns"]) == 6
+    assert set(j["policies"]) == {"seed000", "reserve", "ratio", "seed004", "chars-warning", "chars-critical", "hard-limit"}
+    assert {"turn", "input_tokens", "output_tokens", "context_tokens", "percent", "average_turn", "turns_left",
+            "fired"} <= set(j["turns"][0])
+
+
+# -- charts ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def report() -> rp.ReplayReport:
+    return rp.replay(_conv(60, 4000), context_window=50_000, window_source="flag")
+
+
+def test_png_chart_is_an_image(report: rp.ReplayReport, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    out = tmp_path / "chart.png"
+    assert rp.write_plot(report, out) == "png"
+    with Image.open(out) as im:
+        assert im.format == "PNG"
+        w, h = im.size
+        assert w >= 800 and h >= 400
+        px = im.convert("RGB")
+        colors = px.getcolors(maxcolors=1_000_000) or []
+    nonwhite = sum(c for c, rgb in colors if rgb != (255, 255, 255))
+    assert nonwhite > 0.03 * w * h  # a drawn chart, not a blank canvas
+    # the hard limit line (#dc2626) and the context line (#1d4ed8) are there
+    rgbs = {rgb for _, rgb in colors}
+    assert (0xDC, 0x26, 0x26) in rgbs
+    assert (0x1D, 0x4E, 0xD8) in rgbs
+
+
+def test_svg_via_matplotlib(report: rp.ReplayReport, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "chart.svg"
+    assert rp.write_plot(report, out) == "svg"
+    text = out.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert "hard-limit" in text and "seed004" in text
+
+
+def test_html_chart_is_self_contained(report: rp.ReplayReport, tmp_path: Path) -> None:
+    out = tmp_path / "chart.html"
+    assert rp.write_plot(report, out) == "html"
+    text = out.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    for name in report.policies:
+        assert f'class="threshold" data-policy="{name}"' in text
+    assert 'class="context"' in text and 'class="fired" data-policy="hard-limit"' in text
+    # one table row per turn
+    assert text.count("<tr><td>") == len(report.turns)
+
+
+def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
+    import re
+
+    svg = rp.render_svg(report)
+    ys = {m.group(1): float(m.group(2)) for m in re.finditer(r'data-policy="([^"]+)" data-value="\d+" x1="[\d.]+" y1="([\d.]+)"', svg)}
+    # higher thresholds sit higher on the chart (smaller y)
+    assert set(ys) == set(report.policies)
+    by_value = sorted(report.policies, key=lambda n: report.policies[n].threshold.tokens)
+    assert [ys[n] for n in by_value] == sorted((ys[n] for n in by_value), reverse=True)
+    assert ys["hard-limit"] < ys["ratio"] < ys["seed004"]
+
+
+def test_png_without_matplotlib(report: rp.ReplayReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(CtxtoolError, match=r"\.html"):
+        rp.write_plot(report, tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_bad_plot_suffix(report: rp.ReplayReport, tmp_path: Path) -> None:
+    with pytest.raises(CtxtoolError, match="unsupported"):
+        rp.write_plot(report, tmp_path / "x.gif")
+
+
+def test_terminal_chart(report: rp.ReplayReport) -> None:
+    rows = rp.terminal_chart(report, width=100, height=12)
+    assert len(rows) == 14
+    text = "\n".join(r for r, _ in rows)
+    assert "hard-limit" in text and "seed004" in text and "█" in text
+    assert any(pol == "hard-limit" for _, pol in rows)
+    assert all(len(r) <= 100 + 80 for r, _ in rows)
+    # many turns are bucketed into the available columns
+    big = rp.replay(_conv(400, 100), context_window=50_000, window_source="flag")
+    rows = rp.terminal_chart(big, width=80, height=8)
+    assert "turns per column" in rows[-1][0]
+
+
+# -- every sample and corpus file ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", all_transcript_params())
+def test_replay_every_file(path: Path) -> None:
+    reports = rp.replay_file(path)
+    assert reports
+    for r in reports:
+        for a, b in zip(r.turns, r.turns[1:], strict=False):
+            assert b.number == a.number + 1
+            assert b.cumulative_tokens >= a.cumulative_tokens
+        for tt in r.turns:
+            assert tt.input_tokens >= 0 and tt.output_tokens >= 0
+            assert tt.context_tokens == tt.input_tokens + tt.output_tokens
+        assert r.to_json()["turn_count"] == len(r.turns)
+    assert rp.render_svg(reports[0]).startswith("<svg")
