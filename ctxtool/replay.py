@@ -491,17 +491,37 @@ THRESHOLD_COLORS = {
 
 
 def chart_top(r: ReplayReport) -> int:
-    """The y-axis top: the peak or the highest threshold, whichever is larger."""
-    top = max([r.peak_tokens] + [p.threshold.tokens for p in r.policies.values()])
+    """The y-axis top: the peak or the highest token threshold, whichever is larger.
+
+    Character thresholds (seed 002) sit on the token axis at 4 characters per token; one
+    above this top is not drawn but listed (:func:`thresholds_above`)."""
+    tok = [p.threshold.tokens for p in r.policies.values() if p.threshold.metric == "tokens"]
+    top = max([r.peak_tokens] + tok) if tok or r.peak_tokens else max(
+        [p.threshold.tokens for p in r.policies.values()], default=1
+    )
     return max(top, 1)
 
 
 def threshold_groups(r: ReplayReport) -> list[tuple[int, list[PolicyHit]]]:
-    """Thresholds by their place on the token axis (``seed000`` and ``reserve`` share one)."""
+    """Thresholds drawn on the chart, by their place on the token axis (``seed000`` and
+    ``reserve`` share one)."""
+    top = chart_top(r) * 1.05
     groups: dict[int, list[PolicyHit]] = {}
     for hit in r.policies.values():
-        groups.setdefault(hit.threshold.tokens, []).append(hit)
+        if hit.threshold.tokens <= top:
+            groups.setdefault(hit.threshold.tokens, []).append(hit)
     return sorted(groups.items())
+
+
+def thresholds_above(r: ReplayReport) -> list[PolicyHit]:
+    """Thresholds too high for the chart's scale (character thresholds far above the window)."""
+    top = chart_top(r) * 1.05
+    return [h for h in r.policies.values() if h.threshold.tokens > top]
+
+
+def _above_note(r: ReplayReport) -> str:
+    hits = thresholds_above(r)
+    return ("above the chart: " + "; ".join(f"{_k(h.threshold.tokens)} {_group_label([h])}" for h in hits)) if hits else ""
 
 
 def _group_label(hits: list[PolicyHit]) -> str:
@@ -575,6 +595,11 @@ def render_svg(r: ReplayReport, width: int = 900, height: int = 420) -> str:
                     f'<circle class="fired" data-policy="{e(h.threshold.name)}" cx="{x(ft.number):.1f}" '
                     f'cy="{y(ft.context_tokens):.1f}" r="{5 if stop else 3.5}" fill="{col}"/>'
                 )
+    for k, h in enumerate(thresholds_above(r)):
+        parts.append(
+            f'<text class="threshold-above" data-policy="{e(h.threshold.name)}" x="{ml + pw + 6}" '
+            f'y="{mt + ph + 16 + 13 * k}" fill="#666">↑ {_k(h.threshold.tokens)} {e(_group_label([h]))}</text>'
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -666,6 +691,10 @@ def write_plot(r: ReplayReport, path: str | Path) -> str:
                     ax.plot([ft.number], [ft.context_tokens], "o", color=col, markersize=7 if stop else 5)
         for c in r.compactions:
             ax.axvline(c, color="#6b7280", linestyle=":", linewidth=1)
+        note = _above_note(r)
+        if note:
+            ax.text(1.01, 0.0, note.replace("; ", "\n"), transform=ax.transAxes, fontsize=7, color="#666",
+                    va="bottom", ha="left")
         ax.set_ylim(0, chart_top(r) * 1.05)
         from matplotlib.ticker import FuncFormatter
 

@@ -33,7 +33,7 @@ WARNING_CHARS = 200_000
 CRITICAL_CHARS = 400_000
 LEVELS = ("ok", "warning", "critical")
 TOP_OUTPUTS = 10
-BATCH_MESSAGES = 4096
+BATCH_MESSAGES = 1024
 
 
 @dataclass(slots=True)
@@ -421,7 +421,8 @@ def _fold(
 ) -> _Partial:
     heuristic = isinstance(tok, HeuristicTokenizer)
     part = _Partial(Figures(), [], [], [], [] if opts["per_message"] else None)
-    for batch in _batches(ts_iter, BATCH_MESSAGES):
+    # exact tokenizers count a batch of messages at once (on every core); the heuristic needs none
+    for batch in _batches(ts_iter, 1 if heuristic else BATCH_MESSAGES):
         counts = None
         if not heuristic:
             counts = count_messages([m for t in batch for m in t.iter_messages()], tok)

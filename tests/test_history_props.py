@@ -8,6 +8,7 @@ from collections import Counter
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from strategies import canonical_transcript, jsonl_bytes, message_lines, openai_transcript, transcripts
 
 from ctxtool.history import cut_candidates, cut_transcript, is_tool_message
 from ctxtool.pairing import valid_cut
@@ -15,8 +16,6 @@ from ctxtool.repair import repair
 from ctxtool.tokens import count_messages, get_tokenizer
 from ctxtool.validate import check_messages
 from ctxtool.window import window
-
-from strategies import canonical_transcript, jsonl_bytes, message_lines, openai_transcript, transcripts
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -163,7 +163,7 @@ def test_limits_hold(text: str, lim: T.Limits) -> None:
             if not MARKER_RE.match(ln):
                 assert len(ln) <= lim.max_line_length + len(T.LINE_CUT.format(n=10**6))
     for ln in out.split("\n"):
-        if ln.startswith("[... omitted "):
+        if ln.startswith("[... omitted ") and ln not in text:
             assert MARKER_RE.match(ln)
     assert 0 <= cut.kept_lines <= cut.orig_lines
 

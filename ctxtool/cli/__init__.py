@@ -57,6 +57,11 @@ def _register() -> None:
 
 
 _register()
+# Commands are built on first use (see CtxGroup.lazy), not at start-up.
+CtxGroup.lazy = {ci.name: ci for ci in app.registered_commands}
+CtxGroup.lazy.update({gi.name: gi for gi in app.registered_groups})
+app.registered_commands = []
+app.registered_groups = []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,7 +83,7 @@ def archive_cmd(
     to: ToOpt = None,
     as_json: JsonOpt = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be archived; write nothing.")] = False,
-    events: Annotated[str | None, typer.Option("--events", help="Append-free audit trail: write one JSON line per archived result to FILE.")] = None,
+    events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: OnErrorOpt = OnError.fail,
 ) -> None:
     """Archive old tool results (seed 000): while more than --cutoff tool results are visible,

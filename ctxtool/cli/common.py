@@ -29,8 +29,28 @@ class CtxGroup(TyperGroup):
     """Turns :class:`CtxtoolError` into one line on stderr and its exit code (no traceback
     unless ``--debug``); unexpected exceptions become exit 1 with a hint."""
 
+    #: name -> typer CommandInfo / TyperInfo, turned into a command only when used: typer's
+    #: conversion of every command costs ~100 ms, too much for `ctxtool --version` in a pipe
+    lazy: dict[str, Any] = {}
+
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.commands)  # definition order, not alphabetical
+        names = list(self.commands)  # definition order, not alphabetical
+        return names + [n for n in self.lazy if n not in self.commands]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        cmd = self.commands.get(name)
+        if cmd is None and name in self.lazy:
+            import typer.main as tm
+
+            info = self.lazy[name]
+            if isinstance(info, tm.TyperInfo):
+                cmd = tm.get_group_from_info(
+                    info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
+                )
+            else:
+                cmd = tm.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+            self.commands[name] = cmd
+        return cmd
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import Block, Message
-from ..summary_prompt import call_args, clip, command_of, format_retain, strip_file_lists
+from ..summary_prompt import WRITE_TOOLS, call_args, clip, command_of, format_retain, strip_file_lists
 
 VERSION = 1
 GOAL_CLIP = 700
@@ -49,6 +49,13 @@ _NEXT_RE = re.compile(
 )
 _SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
 _NOISE_PREFIXES = ("<system-reminder>", "<command-", "<local-command", "Caveat:", "[Request interrupted")
+#: context an agent injects as user messages (instructions files, environment): not requests
+_CONTEXT_PREFIXES = ("# AGENTS.md", "<environment_context", "<user_instructions", "<INSTRUCTIONS>", "<permissions",
+                     "# CLAUDE.md", "<context>", "<turn_aborted", "<user_shell_command")
+#: programs whose runs only look at things (exploration, not progress)
+_READONLY = {"rg", "grep", "sed", "cat", "ls", "find", "head", "tail", "strings", "wc", "less", "nl", "pwd", "echo",
+             "which", "tree", "file", "stat", "du", "awk", "jq", "bat", "fd", "git-status", "git-diff", "git-log",
+             "git-show", "git-grep", "git-branch"}
 
 
 def create(kind: str = "heuristic", **options: Any) -> HeuristicSummarizer:
@@ -136,6 +143,44 @@ def _call_label(b: Block) -> str:
     return f"{b.name}({_one_line(a, 100)})" if a else f"{b.name}()"
 
 
+def _has_path(b: Block) -> bool:
+    args = call_args(b)
+    return any(isinstance(args.get(k), str) for k in ("file_path", "path", "filePath", "notebook_path", "target_file"))
+
+
+def _readonly(cmd: str) -> bool:
+    """A command made only of programs that look at things (no redirection, no in-place edit)."""
+    import shlex
+
+    try:
+        lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:
+        return False
+    segs: list[list[str]] = [[]]
+    for tk in tokens:
+        if tk in ("&&", "||", ";", "|", "&"):
+            segs.append([])
+        elif tk and set(tk) <= set("<>&|;()"):
+            return False  # a redirection (or a subshell): may write
+        else:
+            segs[-1].append(tk)
+    for words in segs:
+        if not words:
+            continue
+        if "-i" in words or words[0] == "tee":
+            return False
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "cd":
+            continue
+        if prog == "git" and len(words) > 1:
+            prog = f"git-{words[1]}"
+        if prog not in _READONLY:
+            return False
+    return True
+
+
 def _first_line(text: str, limit: int = 200) -> str:
     for ln in text.splitlines():
         if ln.strip():
@@ -206,10 +251,16 @@ def structured_summary(
         txt = _user_text(m)
         if _is_noise(txt):
             continue
-        requests.append(txt)
+        injected = txt.lstrip().startswith(_CONTEXT_PREFIXES)
+        if not injected:
+            requests.append(txt)
+        found = 0
         for s in _sentences(txt):
-            if _CONSTRAINT_RE.search(s) and len(s) <= 400:
+            if _CONSTRAINT_RE.search(s) and len(s) <= 400 and (not injected or re.search(r"\b(ALWAYS|NEVER|MUST)\b", s)):
                 constraints.append(f'"{_one_line(s, CONSTRAINT_CLIP)}"')
+                found += 1
+                if injected and found >= 3:
+                    break
 
     # tool calls, results, failures
     results: dict[str, Block] = {}
@@ -221,18 +272,29 @@ def structured_summary(
     failures: list[tuple[str, str, str]] = []  # (label key, label, error line)
     succeeded: set[str] = set()
     tool_counts: dict[str, int] = {}
+    explored = 0
     for m in msgs:
         for b in m.tool_calls():
             tool_counts[b.name or "?"] = tool_counts.get(b.name or "?", 0) + 1
             label = _call_label(b)
             res = results.get(b.id or "")
-            if res is not None and res.is_error:
+            if res is None:
+                continue  # no result yet: a pending call (next steps), not progress
+            if res.is_error:
                 failures.append((label, label, _error_line(res.text)))
                 continue
             succeeded.add(label)
-            short = (b.name or "").lower()
-            if command_of(b) is not None or short.startswith(("write", "edit", "multiedit", "apply_patch", "create", "str_replace", "notebookedit")):
-                done.append(f"Ran {label}" if command_of(b) is not None else f"{b.name}: {label.split(' ', 1)[-1]}")
+            short = (b.name or "").lower().rsplit("__", 1)[-1]
+            cmd = command_of(b)
+            if short == "apply_patch" or short in WRITE_TOOLS or (
+                short.startswith(("write", "edit", "create")) and _has_path(b)
+            ):
+                done.append(f"{b.name}: {label.split(' ', 1)[-1]}" if " " in label else f"{b.name}")
+            elif cmd is not None and short not in ("write_stdin",):
+                if _readonly(cmd):
+                    explored += 1
+                else:
+                    done.append(f"Ran {label}")
     blocked = [f"{lab} failed: {err}" for key, lab, err in failures if key not in succeeded]
     resolved = [f"{lab} failed earlier ({err}) and later succeeded" for key, lab, err in failures if key in succeeded]
 
@@ -265,7 +327,7 @@ def structured_summary(
         lines.append("- Continue the work described in the earlier summary (under Critical Context)")
     if requests:
         first = clip(requests[0].strip(), GOAL_CLIP)
-        if not goal_items:
+        if not goal_items and not prev_free:
             lines.append(first if "\n" not in first else "\n".join(f"> {ln}" for ln in first.splitlines() if ln.strip()))
         else:
             lines.append(f"- Then: {_one_line(requests[0], REQUEST_CLIP)}")
@@ -341,6 +403,8 @@ def structured_summary(
         if len(statements) > 1:
             ctx.append("Before that: " + _one_line(statements[-2], STATEMENT_CLIP // 2))
     ctx.extend(resolved[-3:])
+    if explored:
+        ctx.append(f"{explored} read-only commands (search, listing, viewing) explored the code; the files read are listed below")
     if tool_counts:
         top = sorted(tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
         ctx.append("Tool calls in the summarized part: " + ", ".join(f"{n} ×{c}" for n, c in top))
