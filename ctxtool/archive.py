@@ -247,7 +247,7 @@ def describe(msgs: Sequence[Message], indices: Sequence[int]) -> list[dict[str, 
                     "call_id": b.id,
                     "args": _args_hint(call),
                     "chars": len(b.text),
-                    "lines": b.text.count("\n") + 1 if b.text else 0,
+                    "lines": len(b.text.splitlines()),
                     "is_error": b.is_error,
                     "first_line": first,
                     "text": b.text,
@@ -263,13 +263,38 @@ def heuristic_summary(items: Sequence[dict[str, Any]]) -> str:
         f"{SUMMARY_PREFIX} {n} older tool result{'s' if n != 1 else ''} "
         f"{'were' if n != 1 else 'was'} archived to save context (full output kept in the transcript):"
     )
-    lines = [head]
+    lines = []
     for it in items:
         call = f"{it['tool']}({it['args']})" if it["args"] else it["tool"]
         status = "error" if it["is_error"] else f"{it['chars']:,} chars, {it['lines']:,} lines"
         first = f": {_short(it['first_line'], 100)}" if it["first_line"] else ""
         lines.append(f"- {call} -> {status}{first}")
-    return clip_head_tail("\n".join(lines), HEURISTIC_MAX_CHARS)
+    text = "\n".join([head, *lines])
+    if len(text) <= HEURISTIC_MAX_CHARS:
+        return text
+    # head+tail by whole items: the oldest and the newest archived results, the middle counted
+    budget = HEURISTIC_MAX_CHARS - len(head) - 1
+    marker_w = len(f"- [... {len(lines):,} more archived results ...]") + 1
+    front: list[str] = []
+    back: list[str] = []
+    used = marker_w
+    lo, hi = 0, len(lines) - 1
+    take_front = True
+    while lo <= hi:
+        cand = lines[lo] if take_front else lines[hi]
+        if used + len(cand) + 1 > budget:
+            break
+        used += len(cand) + 1
+        if take_front:
+            front.append(cand)
+            lo += 1
+        else:
+            back.append(cand)
+            hi -= 1
+        take_front = not take_front
+    omitted = hi - lo + 1
+    mid = [f"- [... {omitted:,} more archived results ...]"] if omitted > 0 else []
+    return clip_head_tail("\n".join([head, *front, *mid, *reversed(back)]), HEURISTIC_MAX_CHARS)
 
 
 def llm_prompt(items: Sequence[dict[str, Any]]) -> str:

@@ -81,9 +81,17 @@ def closed_groups(msgs: Sequence[Message]) -> list[int]:
     pair whole exactly when ``group_start[i] == i``."""
     n = len(msgs)
     reach = list(range(n))  # furthest index each message is bound to
-    for ci, _, ri in pair(msgs).pairs:
+    p = pair(msgs)
+    answered: dict[str, list[int]] = defaultdict(list)  # call id -> indices of answered calls
+    for ci, cb, ri in p.pairs:
         if ri is not None:
             reach[ci] = max(reach[ci], ri)
+            answered[cb.id or ""].append(ci)
+    # a second result for a call stays with the call too (dropping the call alone would orphan it)
+    for i, b in p.duplicate_results:
+        before = [ci for ci in answered.get(b.id or "", ()) if ci < i]
+        if before:
+            reach[before[-1]] = max(reach[before[-1]], i)
     starts = [0] * n
     start = 0
     furthest = -1

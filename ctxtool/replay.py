@@ -728,9 +728,18 @@ def terminal_chart(r: ReplayReport, width: int = 80, height: int = 12) -> list[t
     the right; the y axis shares its scale with the image chart (thresholds included).
     """
     label_w = 8
-    right_w = 30
     height = max(height, 3)
-    cols = max(min(width - label_w - right_w - 2, len(r.turns)), 1)
+    top = chart_top(r) * 1.05
+    rows_th: dict[int, list[list[PolicyHit]]] = {}
+    for value, hits in threshold_groups(r):
+        row = min(height - 1, int(value / top * height))
+        rows_th.setdefault(row, []).append(hits)
+    labels = {
+        row: "; ".join(f"{_k(g[0].threshold.tokens)} {_group_label(g)}" for g in groups)
+        for row, groups in rows_th.items()
+    }
+    right_w = min(max((len(x) for x in labels.values()), default=0), 48) + 2
+    cols = max(min(width - label_w - right_w - 1, len(r.turns)), 1)
     vals = [tt.context_tokens for tt in r.turns]
     buckets: list[int] = []
     if vals:
@@ -739,11 +748,6 @@ def terminal_chart(r: ReplayReport, width: int = 80, height: int = 12) -> list[t
             a = int(c * per)
             b = max(int((c + 1) * per), a + 1)
             buckets.append(max(vals[a:b]))
-    top = chart_top(r) * 1.05
-    rows_th: dict[int, list[list[PolicyHit]]] = {}
-    for value, hits in threshold_groups(r):
-        row = min(height - 1, int(value / top * height))
-        rows_th.setdefault(row, []).append(hits)
     out: list[tuple[str, str | None]] = []
     for row in range(height - 1, -1, -1):
         lo = top * row / height
@@ -760,7 +764,8 @@ def terminal_chart(r: ReplayReport, width: int = 80, height: int = 12) -> list[t
         groups = rows_th.get(row)
         if groups:
             line = "".join("─" if ch == " " else ch for ch in line)
-            line += "  " + "; ".join(f"{_k(g[0].threshold.tokens)} {_group_label(g)}" for g in groups)
+            lab = labels[row]
+            line += "  " + (lab if len(lab) <= right_w - 2 else lab[: right_w - 3] + "…")
         tick = row % 3 == 2 or row == height - 1
         label = (_k(hi).rjust(label_w - 2) + " ┤") if tick else " " * (label_w - 1) + "│"
         out.append((label + line, groups[0][0].threshold.name if groups else None))
@@ -768,4 +773,7 @@ def terminal_chart(r: ReplayReport, width: int = 80, height: int = 12) -> list[t
     last = r.turns[-1].number if r.turns else 0
     scale = f"turn 1 … {last}" + (f" ({len(vals) / len(buckets):.1f} turns per column)" if len(buckets) < len(vals) else "")
     out.append((" " * label_w + scale, None))
+    note = _above_note(r)
+    if note:
+        out.append((" " * label_w + note, None))
     return out

@@ -228,7 +228,7 @@ class _Ctx:
 
     def source(self, t: Transcript, msg: Message, tool: str | None, kind: str) -> dict[str, Any]:
         return {
-            "file": t.path,
+            "file": t.path if t.path == "-" else os.path.abspath(t.path),
             "transcript": t.id if t.id is not None else t.index,
             "message_id": msg.id,
             "line": msg.lineno,

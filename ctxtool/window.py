@@ -48,7 +48,7 @@ class WindowResult:
     dropped: int
     dropped_tool_calls: int  # tool calls dropped (each with its result)
     dropped_tool_results: int
-    kept_first_user: bool  # the first user message was kept outside the window
+    kept_first_user: bool  # the first user message was kept only because of keep_first_user
     over_limit: bool  # the kept messages still exceed a budget
     dropped_indices: list[int]
 
@@ -166,7 +166,13 @@ def plan_window(
     for k in chosen:
         for i in units[k]:
             keep[i] = True
-    kept_first_user = first_user_unit is not None and first_user_unit not in _contiguous_tail(chosen, last)
+    natural = _contiguous_tail(chosen, last)
+    if strategy == "bookends":
+        k = 0
+        while k in chosen:
+            natural.add(k)
+            k += 1
+    kept_first_user = first_user_unit is not None and first_user_unit not in natural
     over = used_n > max_messages or used_c > max_chars
     return keep, kept_first_user, over
 

@@ -234,7 +234,7 @@ def test_heuristic_summary_clipped_to_800() -> None:
     t = _chat(60)
     r = ar.archive(t, cutoff=0)
     assert r.summary is not None and len(r.summary) <= 800
-    assert "chars clipped" in r.summary
+    assert "more archived results" in r.summary and "bash(echo 0)" in r.summary and "bash(echo 59)" in r.summary
 
 
 def test_llm_strategy_clips_input_and_output() -> None:

@@ -138,7 +138,7 @@ def test_command_summarizer_cache_and_on_error(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert [x["status"] for x in rep["per_record"]] == ["compacted", "error", "compacted"]
-    assert rep["cache_hits"] == 2  # the first run's summaries were cached before it failed
+    assert rep["cache_hits"] == 1  # the first run stopped at record 1: record 0 was cached
     assert "left unchanged" in r.stderr
     out = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert "summarized by a command" in out[0]["messages"][1]["content"]

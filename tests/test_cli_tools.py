@@ -171,3 +171,10 @@ def test_usage_errors(env: Path, chat: Path) -> None:
     assert run("truncate", str(chat), "--include", "videos").exit_code == 2
     assert run("refs", "grep", "only-pattern").exit_code == 2
     assert run("truncate", "nope.jsonl", "-o", "x.jsonl").exit_code == 7
+
+
+def test_refs_group_lists_only_its_commands() -> None:
+    r = run("refs", "--help")
+    assert r.exit_code == 0
+    listed = [ln.split()[0] for ln in r.stdout.split("Commands:")[1].splitlines() if ln.startswith("  ")]
+    assert listed == ["show", "grep", "ls", "verify", "gc"]

@@ -4,6 +4,7 @@ kept messages byte-identical to the input, the cut never on a tool result."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 from hypothesis import HealthCheck, event, given, settings
@@ -17,7 +18,12 @@ from ctxtool.tokens import count_messages, get_tokenizer
 from ctxtool.validate import check_messages
 from ctxtool.window import window
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# more examples for a thorough run: CTXTOOL_HYPOTHESIS_EXAMPLES=1000 pytest tests/test_history_props.py
+SETTINGS = settings(
+    max_examples=int(os.environ.get("CTXTOOL_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def problem_counts(msgs) -> Counter:

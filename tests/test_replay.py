@@ -202,8 +202,13 @@ def test_html_chart_is_self_contained(report: rp.ReplayReport, tmp_path: Path) -
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
     assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    above = {h.threshold.name for h in rp.thresholds_above(report)}
+    assert above == {"chars-critical"}  # 100k tokens: far above a 50k window
     for name in report.policies:
-        assert f'class="threshold" data-policy="{name}"' in text
+        if name in above:
+            assert f'class="threshold-above" data-policy="{name}"' in text
+        else:
+            assert f'class="threshold" data-policy="{name}"' in text
     assert 'class="context"' in text and 'class="fired" data-policy="hard-limit"' in text
     # one table row per turn
     assert text.count("<tr><td>") == len(report.turns)
@@ -215,8 +220,8 @@ def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
     svg = rp.render_svg(report)
     ys = {m.group(1): float(m.group(2)) for m in re.finditer(r'data-policy="([^"]+)" data-value="\d+" x1="[\d.]+" y1="([\d.]+)"', svg)}
     # higher thresholds sit higher on the chart (smaller y)
-    assert set(ys) == set(report.policies)
-    by_value = sorted(report.policies, key=lambda n: report.policies[n].threshold.tokens)
+    assert set(ys) == set(report.policies) - {"chars-critical"}
+    by_value = sorted(ys, key=lambda n: report.policies[n].threshold.tokens)
     assert [ys[n] for n in by_value] == sorted((ys[n] for n in by_value), reverse=True)
     assert ys["hard-limit"] < ys["ratio"] < ys["seed004"]
 
@@ -235,15 +240,15 @@ def test_bad_plot_suffix(report: rp.ReplayReport, tmp_path: Path) -> None:
 
 def test_terminal_chart(report: rp.ReplayReport) -> None:
     rows = rp.terminal_chart(report, width=100, height=12)
-    assert len(rows) == 14
+    assert len(rows) == 15 and rows[-1][0].strip().startswith("above the chart: 100k chars-critical")
     text = "\n".join(r for r, _ in rows)
     assert "hard-limit" in text and "seed004" in text and "█" in text
     assert any(pol == "hard-limit" for _, pol in rows)
-    assert all(len(r) <= 100 + 80 for r, _ in rows)
+    assert all(len(r) <= 100 for r, _ in rows[:-1])
     # many turns are bucketed into the available columns
     big = rp.replay(_conv(400, 100), context_window=50_000, window_source="flag")
     rows = rp.terminal_chart(big, width=80, height=8)
-    assert "turns per column" in rows[-1][0]
+    assert any("turns per column" in r for r, _ in rows)
 
 
 # -- every sample and corpus file ---------------------------------------------------------------

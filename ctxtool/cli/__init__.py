@@ -11,8 +11,15 @@ from typer.exceptions import Abort, Exit, TyperException
 from .. import __version__
 from .common import CtxGroup, State
 
+
+class RootGroup(CtxGroup):
+    """The top-level group: its commands are built on first use."""
+
+    lazy: dict[str, object] = {}
+
+
 app = typer.Typer(
-    cls=CtxGroup,
+    cls=RootGroup,
     name="ctxtool",
     help="Offline context management for LLM agent transcripts: inspect, validate, convert, "
     "truncate, spill, trim, cut and compact transcript files.",
@@ -58,8 +65,8 @@ def _register() -> None:
 
 _register()
 # Commands are built on first use (see CtxGroup.lazy), not at start-up.
-CtxGroup.lazy = {ci.name: ci for ci in app.registered_commands}
-CtxGroup.lazy.update({gi.name: gi for gi in app.registered_groups})
+RootGroup.lazy = {ci.name: ci for ci in app.registered_commands}
+RootGroup.lazy.update({gi.name: gi for gi in app.registered_groups})
 app.registered_commands = []
 app.registered_groups = []
 

@@ -195,7 +195,7 @@ def cut(
         )
 
     if output:
-        reports = _transform(paths[0], fmt, on_error, output, to, False, False, op)
+        reports = _transform(paths[0], fmt, on_error, output, to, False, as_json, op)
         if output == "-":
             _render_cut_summary(reports, sys.stderr)
             return
@@ -318,12 +318,10 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
     if len(results) == 1:
         r = results[0]
         c = r.context
-        con.print(
-            f"{_short(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens "
-            f"({'usage ' + format(c.usage_tokens, ',') + ' + trailing ' + format(c.trailing_tokens, ',') if c.source == 'usage' else 'estimate'}, {r.tokenizer})"
-            f" · context window {window}",
-            highlight=False,
-        )
+        how = (f"usage {c.usage_tokens:,} + trailing {c.trailing_tokens:,}" if c.source == "usage" else "estimate")
+        con.print(f"{_short(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens ({how}, {r.tokenizer})",
+                  highlight=False)
+        con.print(f"context window {window}", highlight=False)
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("policy", "seed", "rule", "used", "limit", "used %", "verdict"):
             t.add_column(col, justify="right" if col in ("used", "limit", "used %") else "left")
@@ -479,9 +477,11 @@ def repair(
 
 def stdout_console() -> Any:
     """Rich console for tables: the terminal's width, or wide enough when piped."""
+    import os
+
     from rich.console import Console
 
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
         return Console(soft_wrap=False)
     return Console(soft_wrap=False, width=160)
 

@@ -141,7 +141,7 @@ def archive_cmd(
             tools = ", ".join(sorted({t for a in r.archived for t in a.tools}))
             write(
                 f"{r.transcript}: archived {r.archived_count:,} of {r.visible_before:,} tool results "
-                f"({len(r.archived):,} messages: {tools}); {r.visible_after:,} stay visible; summary "
+                f"({len(r.archived):,} message{'s' if len(r.archived) != 1 else ''}: {tools}); {r.visible_after:,} stay visible; summary "
                 f"{len(r.summary or ''):,} chars ({r.strategy_used}); agent-visible tokens "
                 f"{r.tokens_before:,} -> {r.tokens_after:,}\n"
             )
@@ -234,7 +234,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
     if chart and r.turns:
         for line, pol in rp.terminal_chart(r, width=con.width, height=height):
             col = rp.THRESHOLD_COLORS.get(pol or "", None)
-            con.print(Text(line, style=col or ""), highlight=False, crop=True, overflow="crop")
+            con.print(Text(line, style=col or "", no_wrap=True, overflow="ellipsis"), highlight=False)
     f = r.final
     if f is None:
         con.print(f"{r.transcript}: no assistant turns", highlight=False)

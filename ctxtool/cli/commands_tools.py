@@ -68,13 +68,15 @@ def _pct(saved: int, before: int) -> str:
 
 def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
     n = rep.transcripts
-    head = f"{rep.op}: {n:,} transcript{'s' if n != 1 else ''} ({rep.format or '-'}), {rep.outputs:,} outputs"
+    head = f"{rep.op}: {n:,} transcript{'s' if n != 1 else ''} ({rep.format or '-'})"
+    if rep.op != "restore":
+        head += f", {rep.outputs:,} outputs"
     if rep.op == "truncate":
         head += f": {rep.truncated:,} truncated, {rep.spilled:,} spilled"
     elif rep.op == "trim":
         head += f": {rep.trimmed:,} trimmed (budget {rep.budget:,} tokens per transcript)"
     else:
-        head += f": {rep.restored:,} messages restored"
+        head += f": {rep.restored:,} message{'s' if rep.restored != 1 else ''} restored"
     out = [head]
     if rep.op != "restore":
         out.append(
@@ -218,8 +220,14 @@ def trim(
 
 # -- refs ------------------------------------------------------------------------------------
 
+class RefsGroup(CtxGroup):
+    """The refs sub-group: its own (empty) lazy table, not the root's commands."""
+
+    lazy: dict[str, Any] = {}  # noqa: RUF012
+
+
 refs_app = typer.Typer(
-    cls=CtxGroup,
+    cls=RefsGroup,
     name="refs",
     help="The tool output cache: show, grep, list, verify and garbage-collect refs.",
     no_args_is_help=True,

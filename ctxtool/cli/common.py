@@ -30,8 +30,9 @@ class CtxGroup(TyperGroup):
     unless ``--debug``); unexpected exceptions become exit 1 with a hint."""
 
     #: name -> typer CommandInfo / TyperInfo, turned into a command only when used: typer's
-    #: conversion of every command costs ~100 ms, too much for `ctxtool --version` in a pipe
-    lazy: dict[str, Any] = {}
+    #: conversion of every command costs ~100 ms, too much for `ctxtool --version` in a pipe.
+    #: Empty here; the root group (ctxtool.cli.RootGroup) has its own.
+    lazy: dict[str, Any] = {}  # noqa: RUF012 - read-only on this class
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = list(self.commands)  # definition order, not alphabetical
