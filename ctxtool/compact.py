@@ -295,6 +295,7 @@ def context_view(t: Transcript, tok: Tokenizer) -> View:
         while j > 0 and msgs[j - 1].metadata.kind == KIND_COMPACTION_SUMMARY and msgs[j - 1].role == "user":
             j -= 1
         prev = "\n\n".join(sp.strip_prefix(m.text()) for m in msgs[j : i + 1] if m.role == "user")
+        prev_tokens = sum(count_messages(msgs[j : i + 1], tok))
         start = i + 1
     else:
         prev = _summary_of_compaction(marker)

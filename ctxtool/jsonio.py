@@ -252,6 +252,12 @@ def open_range(path: str, start: int, end: int, first_line: int) -> Source:
     return src
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path | None) -> Iterator[IO[bytes]]:
     """Write to ``path`` atomically (temp file + rename); ``None`` or ``-`` is stdout."""
@@ -264,6 +270,7 @@ def atomic_output(path: str | Path | None) -> Iterator[IO[bytes]]:
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()

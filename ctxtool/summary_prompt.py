@@ -233,16 +233,25 @@ def _files_in_command(cmd: str) -> tuple[list[str], list[str]]:
         args = [w for w in words[1:] if not w.startswith("-") and not re.fullmatch(r"[\d,+p]+", w)]
         if prog in READ_COMMANDS:
             read.extend(a for a in args if _looks_like_path(a))
-        elif prog == "sed" and "-i" not in words:
-            read.extend(a for a in args[1:] if _looks_like_path(a))
         elif prog == "sed":
-            written.extend(a for a in args[1:] if _looks_like_path(a))
+            files = [a for a in args if _looks_like_file(a) and not _SED_SCRIPT.match(a)]
+            (written if "-i" in words or any(w.startswith("-i") for w in words[1:]) else read).extend(files)
+        elif prog in ("rg", "grep") and len(args) >= 2:
+            read.extend(a for a in args[1:] if _looks_like_file(a))
         elif prog in ("touch", "tee"):
             written.extend(a for a in args if _looks_like_path(a))
     for m in re.finditer(r"(?<![>&\d])>>?\s*([^\s;&|<>]+)", cmd):
         if _looks_like_path(m.group(1)) and not m.group(1).startswith("/dev/"):
             written.append(m.group(1))
     return read, written
+
+
+_SED_SCRIPT = re.compile(r"^(?:\d+(?:,\d+)?)?s(.).*\1.*\1[gipI0-9]*$|^/.*/[dp]$")
+
+
+def _looks_like_file(s: str) -> bool:
+    """A path naming a file (with an extension), not a directory or a pattern."""
+    return _looks_like_path(s) and bool(re.search(r"\.[A-Za-z0-9]{1,8}$", s)) and not re.search(r"[\\^$|()\[\]{}]", s)
 
 
 def _looks_like_path(s: str) -> bool:

@@ -169,9 +169,9 @@ def _readonly(cmd: str) -> bool:
     for words in segs:
         if not words:
             continue
-        if "-i" in words or words[0] == "tee":
-            return False
         prog = words[0].rsplit("/", 1)[-1]
+        if prog == "tee" or (prog == "sed" and any(w.startswith("-i") for w in words[1:])):
+            return False
         if prog == "cd":
             continue
         if prog == "git" and len(words) > 1:
