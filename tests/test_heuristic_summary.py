@@ -110,7 +110,7 @@ def test_readonly_commands_are_exploration_not_progress() -> None:
     ]
     secs = parse_sections(structured_summary(msgs))
     assert "make build" in secs["Progress"] and "rg -n" not in secs["Progress"]
-    assert "1 read-only commands" in secs["Critical Context"]
+    assert "Explored with 1 read-only commands" in secs["Progress"]
 
 
 def test_summarizer_protocol_and_retain_style() -> None:

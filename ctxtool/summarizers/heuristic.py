@@ -351,6 +351,8 @@ def structured_summary(
     # Progress
     prev_progress = parse_subsections(prev.get("Progress", ""))
     lines += ["", "## Progress", "### Done"]
+    if explored:
+        done.append(f"Explored with {explored} read-only commands (search, listing, viewing); files read are listed below")
     done_items = _dedupe(_items(prev_progress.get("Done", "")) + done, 10**6)
     if len(done_items) > MAX_DONE:
         skipped = len(done_items) - MAX_DONE
@@ -403,8 +405,6 @@ def structured_summary(
         if len(statements) > 1:
             ctx.append("Before that: " + _one_line(statements[-2], STATEMENT_CLIP // 2))
     ctx.extend(resolved[-3:])
-    if explored:
-        ctx.append(f"{explored} read-only commands (search, listing, viewing) explored the code; the files read are listed below")
     if tool_counts:
         top = sorted(tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
         ctx.append("Tool calls in the summarized part: " + ", ".join(f"{n} ×{c}" for n, c in top))
