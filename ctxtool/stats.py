@@ -15,9 +15,8 @@ from typing import Any
 from . import formats
 from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
-from .model import ROLES, Message, Transcript
+from .model import IMAGE_CHARS, IMAGE_TOKENS, ROLES, Message, Transcript
 from .registry import ModelInfo
-from .model import IMAGE_CHARS, IMAGE_TOKENS
 from .tokens import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLES
 from typer.testing import CliRunner
 
 from ctxtool.cli import app, main
 from ctxtool.errors import ExitCode
-
-from conftest import SAMPLES
 
 runner = CliRunner()
 

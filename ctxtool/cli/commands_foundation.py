@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -19,7 +19,6 @@ from .common import (
     OutOpt,
     Paths,
     TokenizerOpt,
-    ToOpt,
     WindowOpt,
     err_line,
     fmt_int,
@@ -30,7 +29,7 @@ from .common import (
 )
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     warning = "warning"
     critical = "critical"
 

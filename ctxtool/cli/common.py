@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -81,7 +81,7 @@ class CtxGroup(TyperGroup):
             raise Exit(int(ExitCode.ERROR)) from None
 
 
-class OnError(str, Enum):
+class OnError(StrEnum):
     fail = "fail"
     skip = "skip"
 

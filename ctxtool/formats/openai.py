@@ -22,7 +22,16 @@ from .. import jsonio
 from ..errors import CtxtoolError
 from ..jsonio import Source
 from ..model import Block, Line, Message, Metadata, Transcript, Usage
-from .base import META_KEY, ErrorPolicy, Format, assign_positional_ids, is_synthetic, put_meta, read_meta, template
+from .base import (
+    META_KEY,
+    ErrorPolicy,
+    Format,
+    assign_positional_ids,
+    is_synthetic,
+    put_meta,
+    read_meta,
+    template,
+)
 
 MESSAGE_KEYS = ("messages", "traj", "conversations", "conversation", "history", "trajectory", "chat", "dialog")
 ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}

@@ -1,0 +1,56 @@
+"""Tool-output benchmarks: truncate throughput against stats (same run), memory, savings per corpus file."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def run(big: Path, row: Callable[..., None], corpus: Path) -> None:
+    from ctxtool import stats, toolout, tools_ops
+
+    from bench.run import peak_rss_mb
+
+    mb = big.stat().st_size / 1e6
+    with tempfile.TemporaryDirectory() as cache:
+        t = time.perf_counter()
+        stats.stats([str(big)], workers=1)
+        st = time.perf_counter() - t
+        t = time.perf_counter()
+        rep = tools_ops.truncate_file(str(big), str(Path(cache) / "out.jsonl"), limits=toolout.PRESETS["seed004"], cache=cache)
+        tr = time.perf_counter() - t
+    row(
+        "truncate --preset seed004 (1 process)",
+        f"{mb / tr:.0f} MB/s ({tr:.2f} s, {rep.truncated:,} outputs cut)",
+        f"stats 1 process {mb / st:.0f} MB/s ({st:.2f} s)",
+        f"{st / tr:.2f}x of stats",
+        ">= 0.5x",
+    )
+    small = big.with_name(big.name.replace(str(big.stat().st_size // 1_000_000), "x"))
+    from bench.gen import generate
+
+    small = generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10)
+    with tempfile.TemporaryDirectory() as cache:
+        exe = [sys.executable, "-m", "ctxtool", "truncate", "--preset", "seed004", "--cache-dir", cache, "-o", str(Path(cache) / "o.jsonl")]
+        a = peak_rss_mb([*exe, str(small)])
+        b = peak_rss_mb([*exe, str(big)])
+    row("truncate peak memory", f"{b:.0f} MB on {mb:.0f} MB", f"{a:.0f} MB on {small.stat().st_size / 1e6:.0f} MB", f"{b / a:.2f}x for 10x input", "flat (< 1.5x)")
+
+    if not corpus.is_dir():
+        print("  (corpus absent: no per-file savings table)")
+        return
+    print("\n  tool-output savings per corpus file (bytes / tokens of tool outputs, heuristic tokens)")
+    print(f"  {'file':<58} {'preset':<8} {'outputs cut':>11} {'bytes saved':>14} {'tokens saved':>13}")
+    files = sorted(p for d in ("claude_code", "codex", "pi", "openai_chat", "messages_jsonl", "sharegpt") for p in (corpus / d).glob("*") if p.is_file())
+    for p in files:
+        for preset in ("seed000", "seed004"):
+            with tempfile.TemporaryDirectory() as cache:
+                r = tools_ops.truncate_file(str(p), None, limits=toolout.PRESETS[preset], cache=cache)
+            pct = f" ({100 * r.bytes_saved / r.bytes_before:.0f}%)" if r.bytes_before else ""
+            print(
+                f"  {p.parent.name + '/' + p.name:<58.58} {preset:<8} {r.truncated + r.spilled:>11,} "
+                f"{r.bytes_saved:>9,}{pct:>5} {r.tokens_saved:>13,}"
+            )
