@@ -150,7 +150,7 @@ def _render_stats(report, top: int) -> None:  # type: ignore[no-untyped-def]
     for ln in lines:
         con.print(ln, highlight=False)
     if tot.tool_calls_by_name:
-        tt = Table(title="tool calls by name", title_justify="left")
+        tt = Table(title="tool calls", title_justify="left", min_width=24)
         tt.add_column("tool")
         tt.add_column("calls", justify="right")
         for name, c in tot.tool_calls_by_name.most_common(10):
@@ -194,8 +194,8 @@ def _render_stats(report, top: int) -> None:  # type: ignore[no-untyped-def]
     con.print(ct)
     levels = {lv: sum(1 for x in report.transcripts if x.level == lv) for lv in ("ok", "warning", "critical")}
     con.print(
-        f"thresholds (seed 002): warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,} chars"
-        f" → ok {levels['ok']:,} · warning {levels['warning']:,} · critical {levels['critical']:,}",
+        f"seed 002 thresholds: warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,}:"
+        f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
         highlight=False,
     )
 
