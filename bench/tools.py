@@ -10,9 +10,8 @@ from pathlib import Path
 
 
 def run(big: Path, row: Callable[..., None], corpus: Path) -> None:
-    from ctxtool import stats, toolout, tools_ops
-
     from bench.run import peak_rss_mb
+    from ctxtool import stats, toolout, tools_ops
 
     mb = big.stat().st_size / 1e6
     with tempfile.TemporaryDirectory() as cache:

@@ -51,7 +51,7 @@ def config_cmd(
         v = r.value
         shown = repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else str(v)
         t.add_row(k, shown, r.source, BY_KEY[k].help, style=None if r.source == "default" else "bold")
-    from .commands_history import stdout_console
+    from .common import stdout_console
 
     stdout_console().print(t)
 

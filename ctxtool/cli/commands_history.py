@@ -27,6 +27,7 @@ from .common import (
     fmt_int,
     print_json,
     resolve_model,
+    stdout_console,
 )
 
 
@@ -473,17 +474,6 @@ def repair(
     summary = ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "no changes"
     where = "nothing written (dry run)" if dry_run else f"wrote {output}"
     out.write(f"{len(reports):,} transcript(s), {sum(1 for r in reports if r.changed):,} changed: {summary} · {where}\n")
-
-
-def stdout_console() -> Any:
-    """Rich console for tables: the terminal's width, or wide enough when piped."""
-    import os
-
-    from rich.console import Console
-
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console(soft_wrap=False)
-    return Console(soft_wrap=False, width=160)
 
 
 def _short(label: str) -> str:

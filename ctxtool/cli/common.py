@@ -127,9 +127,16 @@ def print_json(obj: Any) -> None:
 
 
 def stdout_console() -> Any:
+    """Rich console for tables on stdout: the terminal's width, or wide enough when piped."""
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    if sys.stdout.isatty():
+        return Console(soft_wrap=False)
+    try:
+        width = int(os.environ.get("COLUMNS") or 0)
+    except ValueError:
+        width = 0
+    return Console(soft_wrap=False, width=max(width, 120))
 
 
 def stderr_console() -> Any:

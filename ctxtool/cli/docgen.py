@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -15,7 +14,7 @@ def _help(cmd: Any, name: str, parent: Any = None) -> str:
 
 
 def generate() -> str:
-    os.environ.setdefault("COLUMNS", "100")
+
     import typer
 
     from . import app
