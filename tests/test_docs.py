@@ -38,3 +38,18 @@ def test_readme_opens_with_the_two_commands() -> None:
     text = (ROOT / "README.md").read_text()
     head = text[: text.find("## ", text.find("make test"))]
     assert "make run" in head and "make test" in head
+
+
+def test_readme_library_example_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The README's Python example is executed as written (from a scratch directory)."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code is not None
+    (tmp_path / "samples").symlink_to(ROOT / "samples")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    src = code.group(1).replace('RefCache("/tmp/refs")', f'RefCache("{tmp_path / "refs"}")')
+    exec(compile(src, "README.md", "exec"), {})
+    assert (tmp_path / "compacted.jsonl").exists()

@@ -249,7 +249,9 @@ def refs_show(
     if as_json:
         print_json(res.to_json())
         return
-    sys.stdout.write(res.render())
+    text = res.render()
+    sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
     last = res.lines[-1][0] if res.lines else offset - 1
     if last < res.total_lines:
         err_line(f"[{res.total_lines - last:,} more lines: --offset {last + 1}]")
