@@ -185,9 +185,12 @@ class RefCache:
         self.manifest_path = self.root / MANIFEST
         self._manifest_fd: int | None = None
         self._known: set[str] = set()
+        self._ensured = False
 
     # -- setup ----------------------------------------------------------------------
     def ensure(self) -> None:
+        if self._ensured:
+            return
         from .paths import ensure_private_dir
 
         try:
@@ -195,6 +198,7 @@ class RefCache:
             ensure_private_dir(self.refs_dir)
         except OSError as e:
             raise CtxtoolError(f"cannot create the cache directory: {e.strerror}", path=str(self.root), code=ExitCode.ERROR) from e
+        self._ensured = True
 
     def close(self) -> None:
         if self._manifest_fd is not None:
