@@ -143,6 +143,21 @@ def _call_label(b: Block) -> str:
     return f"{b.name}({_one_line(a, 100)})" if a else f"{b.name}()"
 
 
+def _family(b: Block) -> str:
+    """What a later success must share with a failure to count as its fix: the same file for
+    file tools, the same program and first arguments (e.g. ``uv run pytest``) for commands."""
+    cmd = command_of(b)
+    if cmd:
+        words = [w for w in re.split(r"\s+", cmd.strip()) if w and not w.startswith("-")]
+        head = []
+        for w in words:
+            if w in ("|", "&&", ";", "||", "2>&1"):
+                break
+            head.append(w)
+        return f"{b.name}:" + " ".join(head[:3])
+    return _call_label(b)
+
+
 def _has_path(b: Block) -> bool:
     args = call_args(b)
     return any(isinstance(args.get(k), str) for k in ("file_path", "path", "filePath", "notebook_path", "target_file"))
@@ -281,9 +296,12 @@ def structured_summary(
             if res is None:
                 continue  # no result yet: a pending call (next steps), not progress
             if res.is_error:
-                failures.append((label, label, _error_line(res.text)))
+                failures.append((_family(b), label, _error_line(res.text)))
                 continue
-            succeeded.add(label)
+            succeeded.add(_family(b))
+            for i, (fam, _, _) in enumerate(failures):
+                if fam == _family(b):  # a later success of the same kind resolves it
+                    failures[i] = (fam + "#resolved", *failures[i][1:])
             short = (b.name or "").lower().rsplit("__", 1)[-1]
             cmd = command_of(b)
             if short == "apply_patch" or short in WRITE_TOOLS or (
@@ -295,8 +313,8 @@ def structured_summary(
                     explored += 1
                 else:
                     done.append(f"Ran {label}")
-    blocked = [f"{lab} failed: {err}" for key, lab, err in failures if key not in succeeded]
-    resolved = [f"{lab} failed earlier ({err}) and later succeeded" for key, lab, err in failures if key in succeeded]
+    blocked = [f"{lab} failed: {err}" for key, lab, err in failures if not key.endswith("#resolved")]
+    resolved = [f"{lab} failed earlier ({err}) and later succeeded" for key, lab, err in failures if key.endswith("#resolved")]
 
     # assistant statements
     statements: list[str] = []
@@ -312,10 +330,9 @@ def structured_summary(
         for s in _sentences(txt):
             if _DECISION_RE.search(s) and len(s) <= 500:
                 decisions.append(_one_line(s, 300))
-    for txt in statements[-3:]:
-        for s in _sentences(txt):
-            if _NEXT_RE.search(s) and len(s) <= 400:
-                next_hints.append(_one_line(s, 240))
+    for s in _sentences(statements[-1] if statements else ""):  # only the latest intentions
+        if _NEXT_RE.search(s) and len(s) <= 400:
+            next_hints.append(_one_line(s, 240))
 
     lines: list[str] = []
     # Goal
@@ -363,7 +380,11 @@ def structured_summary(
     if requests:
         for x in earlier[-3:]:
             lines.append(f"- [ ] {x if x.startswith('(earlier)') else '(earlier) ' + x}")
-        current = _one_line(requests[-1], REQUEST_CLIP)
+        if len(requests) > 1 or earlier:
+            current = _one_line(requests[-1], REQUEST_CLIP)
+        else:  # the only request is the goal: say where the work stands instead of repeating it
+            state = _sentences(statements[-1])[0] if statements and _sentences(statements[-1]) else ""
+            current = "The goal above" + (f"; latest state: {_one_line(state, 240)}" if state else "")
         lines.append(f"- [ ] {current}" + (" (continued in the kept messages)" if split_turn else ""))
     else:
         for x in earlier:
@@ -388,7 +409,7 @@ def structured_summary(
     steps.extend(_dedupe(next_hints, 4, keep="last"))
     if blk:
         steps.append(f"Resolve: {blk[-1]}")
-    if requests:
+    if requests and (len(requests) > 1 or not steps):
         steps.append(f"Continue with the latest request: {_one_line(requests[-1], 200)}")
     if not steps:
         steps = _items(prev.get("Next Steps", "")) or ["Continue from the kept messages that follow this summary"]
