@@ -21,6 +21,7 @@ from .tokens import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
     HeuristicTokenizer,
+    TiktokenTokenizer,
     Tokenizer,
     count_messages,
     estimate_context,
@@ -206,10 +207,12 @@ class StatsReport:
             worst = max(worst, LEVELS.index(t.level))
         return LEVELS[worst]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, transcripts: bool = True) -> dict[str, Any]:
+        """The report as JSON; ``transcripts=False`` leaves out the per-transcript list
+        (the CLI streams it instead of building it in memory)."""
         totals = self.totals.to_json()
         totals["transcripts"] = len(self.transcripts)
-        return {
+        d = {
             "tokenizer": self.tokenizer,
             "model": self.model.to_json() if self.model else None,
             "context_window": self.context_window,
@@ -225,8 +228,10 @@ class StatsReport:
             },
             "skipped": len(self.skipped),
             "skipped_errors": self.skipped[:20],
-            "transcripts": [t.to_json() for t in self.transcripts],
         }
+        if transcripts:
+            d["transcripts"] = [t.to_json() for t in self.transcripts]
+        return d
 
 
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
@@ -403,7 +408,7 @@ def iter_transcripts(
             policy.handle(e)
 
 
-PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -447,7 +452,10 @@ def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]
 
     policy = ErrorPolicy(on_error)
     src = open_range(path, start, end, first_line)
-    part = _fold(formats.get_format(fmt).read(src, policy), get_tokenizer(tok_name), opts)
+    tok = get_tokenizer(tok_name)
+    if isinstance(tok, TiktokenTokenizer):
+        tok.threads = 1  # one process per core already
+    part = _fold(formats.get_format(fmt).read(src, policy), tok, opts)
     part.skipped = [str(e) for e in policy.skipped]
     return part
 
@@ -487,8 +495,7 @@ def stats(
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
     Large dataset files (one record per line) are read by ``workers`` processes (default:
-    one per core) with the heuristic tokenizer; exact tokenizers use every core through
-    tiktoken's threads instead.
+    one per core); otherwise exact tokenizers use every core through tiktoken's threads.
     """
     import os
 
@@ -497,8 +504,6 @@ def stats(
     window = context_window or (model.context_window if model else None)
     opts = {"window": window, "warning_chars": warning_chars, "critical_chars": critical_chars, "per_message": per_message}
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if not isinstance(tok, HeuristicTokenizer):
-        n_workers = 1
     policy = ErrorPolicy(on_error)
     total = _Partial(Figures(), [], [], [], [] if per_message else None)
 
@@ -522,6 +527,8 @@ def stats(
             from concurrent.futures import ProcessPoolExecutor
 
             fname, ranges = plan
+            if isinstance(tok, TiktokenTokenizer):
+                tok.encoding  # load once here; the forked workers share it  # noqa: B018
             jobs = [(p, a, b, line, fname, tok_name, on_error, opts) for a, b, line in ranges]
             ctx = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex:

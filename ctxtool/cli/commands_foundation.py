@@ -23,6 +23,7 @@ from .common import (
     err_line,
     fmt_int,
     print_json,
+    print_json_stream,
     resolve_model,
     stderr_console,
     stdout_console,
@@ -105,7 +106,7 @@ def stats(
     if report.skipped:
         err_line(f"ctxtool: skipped {len(report.skipped)} unreadable record(s); first: {report.skipped[0]}")
     if as_json:
-        print_json(report.to_json())
+        print_json_stream(report.to_json(transcripts=False), "transcripts", (t.to_json() for t in report.transcripts))
     else:
         _render_stats(report, top)
     if fail_on is not None:

@@ -126,6 +126,25 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def print_json_stream(head: dict[str, Any], key: str, items: Any) -> None:
+    """One JSON object: ``head``'s fields, then ``key`` holding ``items`` written one by one
+    (so a long list never sits in memory as a whole)."""
+    from ..jsonio import dumps, dumps_pretty
+
+    out = sys.stdout.buffer
+    body = dumps_pretty(head).rstrip()
+    out.write(body[:-1].rstrip() + (b",\n" if head else b"\n"))
+    out.write(f'  "{key}": [\n'.encode())
+    first = True
+    for item in items:
+        if not first:
+            out.write(b",\n")
+        out.write(b"    " + dumps(item))
+        first = False
+    out.write(b"\n  ]\n}\n")
+    out.flush()
+
+
 def stdout_console() -> Any:
     """Rich console for tables on stdout: the terminal's width, or wide enough when piped."""
     from rich.console import Console
