@@ -41,3 +41,15 @@ class CtxtoolError(Exception):
         if self.path is not None:
             where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
         return f"{where}{self.message}"
+
+
+def _rebuild(cls: type[CtxtoolError], message: str, code: int, path: str | None, line: int | None) -> CtxtoolError:
+    return cls(message, code=ExitCode(code), path=path, line=line)
+
+
+def _reduce(self: CtxtoolError) -> tuple[object, tuple[object, ...]]:
+    # errors raised in worker processes keep their code, file and line when sent back
+    return (_rebuild, (type(self), self.message, int(self.code), self.path, self.line))
+
+
+CtxtoolError.__reduce__ = _reduce  # type: ignore[method-assign,assignment]

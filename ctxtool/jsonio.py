@@ -84,6 +84,7 @@ class Source:
     _rest: Iterator[tuple[int, bytes]] | None = None
     _fh: IO[bytes] | None = None
     size: int | None = None
+    first_index: int = 0  # record number of the first line (a range of a dataset file)
 
     def lines(self) -> Iterator[Line]:
         if self.layout != "jsonl":
@@ -245,7 +246,7 @@ def open_range(path: str, start: int, end: int, first_line: int) -> Source:
     fh = open(path, "rb")  # noqa: SIM115 - closed by Source.lines()
     fh.seek(start)
     it = _numbered(fh, first_line, end)
-    src = Source(path, "jsonl", _rest=it, _fh=fh, size=end - start)
+    src = Source(path, "jsonl", _rest=it, _fh=fh, size=end - start, first_index=first_line - 1)
     first = next(it, None)
     if first is not None:
         src.peek.append(Line(loads(first[1], path=path, line=first[0]), first[1], first[0]))

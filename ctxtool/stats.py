@@ -532,9 +532,7 @@ def stats(
             jobs = [(p, a, b, line, fname, tok_name, on_error, opts) for a, b, line in ranges]
             ctx = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex:
-                for (_, _, first_line), part in zip(ranges, ex.map(_range_worker, jobs), strict=True):
-                    for ts in part.transcripts:
-                        ts.index += first_line - 1  # record numbers continue across ranges
+                for part in ex.map(_range_worker, jobs):
                     merge(part)
             continue
         try:

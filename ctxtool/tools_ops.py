@@ -712,6 +712,13 @@ def _run_file(
         if not os.path.isfile(path):
             raise CtxtoolError("no such file" if not os.path.exists(path) else "not a file", path=path, code=ExitCode.NOT_FOUND)
         rep.file_bytes_before = os.path.getsize(path)
+    if output not in (None, "-") and to is None:
+        plan = _parallel_plan(path, fmt)
+        if plan is not None:
+            try:
+                return _run_parallel(op, path, output, fn, plan, rc, tok, log, rep, on_error)  # type: ignore[arg-type]
+            finally:
+                rc.close()
     ctx = _Ctx(op, rc, tok, log, rep)
     policy = ErrorPolicy(on_error)
 
@@ -732,6 +739,112 @@ def _run_file(
     finally:
         rc.close()
     rep.skipped = [str(e) for e in policy.skipped]
+    if log is not None and log.path is not None:
+        log.flush()
+    return rep
+
+
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+_SUMMED = (
+    "transcripts", "messages", "outputs", "truncated", "spilled", "trimmed", "restored",
+    "bytes_before", "bytes_after", "tokens_before", "tokens_after", "refs_written",
+)
+# what a forked worker needs and cannot receive pickled (the operation is a closure)
+_FORK_STATE: dict[str, Any] = {}
+
+
+def _parallel_plan(path: str, fmt: str | None) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """Split a large dataset file (one transcript per line) across one process per core."""
+    from .jsonio import open_source, split_ranges
+
+    workers = os.cpu_count() or 1
+    if workers < 2 or path == "-" or os.path.getsize(path) < PARALLEL_MIN_BYTES:
+        return None
+    src = open_source(path)
+    try:
+        f = formats.get_format(fmt) if fmt else formats.detect(src)
+        if src.layout != "jsonl" or not f.records_per_line(src):
+            return None
+    finally:
+        src.close()
+    return f.name, split_ranges(path, workers)
+
+
+def _range_job(args: tuple[str, int, int, int, str, str, str, bool]) -> tuple[OpsReport, list[dict[str, Any]], str]:
+    """One worker: run the operation over a byte range and write that part of the output."""
+    from .jsonio import open_range
+
+    path, start, end, first_line, fname, part_path, on_error, with_events = args
+    op, fn, cache_root, tok = _FORK_STATE["op"], _FORK_STATE["fn"], _FORK_STATE["cache"], _FORK_STATE["tok"]
+    rc = RefCache(cache_root)
+    log = EventLog(None) if with_events else None
+    rep = OpsReport(op, path)
+    ctx = _Ctx(op, rc, tok, log, rep)
+    policy = ErrorPolicy(on_error)
+    f = formats.get_format(fname)
+
+    def gen() -> Iterator[Transcript]:
+        for t in f.read(open_range(path, start, end, first_line), policy):
+            rep.format = rep.format or t.format
+            fn(ctx, t)
+            yield t
+
+    try:
+        with open(part_path, "wb") as out:
+            f.write(gen(), out)
+    finally:
+        rc.close()
+    rep.skipped = [str(e) for e in policy.skipped]
+    return rep, (log.events if log is not None else []), part_path
+
+
+def _run_parallel(
+    op: str,
+    path: str,
+    output: str,
+    fn: Callable[[_Ctx, Transcript], None],
+    plan: tuple[str, list[tuple[int, int, int]]],
+    rc: RefCache,
+    tok: Tokenizer,
+    log: EventLog | None,
+    rep: OpsReport,
+    on_error: str,
+) -> OpsReport:
+    """The operation over a dataset file on every core; the parts are joined atomically."""
+    import multiprocessing
+    import shutil
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .jsonio import atomic_output
+
+    fname, ranges = plan
+    rc.ensure()
+    out_dir = os.path.dirname(os.path.abspath(output))
+    os.makedirs(out_dir, exist_ok=True)
+    parts_dir = tempfile.mkdtemp(prefix=".ctxtool-parts-", dir=out_dir)
+    _FORK_STATE.update(op=op, fn=fn, cache=str(rc.root), tok=tok)
+    try:
+        jobs = [
+            (path, a, b, line, fname, os.path.join(parts_dir, f"{k}.part"), on_error, log is not None)
+            for k, (a, b, line) in enumerate(ranges)
+        ]
+        with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as ex:
+            results = list(ex.map(_range_job, jobs))
+        with atomic_output(output) as out:
+            for part_rep, events, part_path in results:
+                with open(part_path, "rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 22)
+                for k in _SUMMED:
+                    setattr(rep, k, getattr(rep, k) + getattr(part_rep, k))
+                rep.format = rep.format or part_rep.format
+                rep.skipped.extend(part_rep.skipped)
+                if log is not None:
+                    log.events.extend(events)
+    finally:
+        _FORK_STATE.clear()
+        shutil.rmtree(parts_dir, ignore_errors=True)
+    rep.file_bytes_after = os.path.getsize(output)
     if log is not None and log.path is not None:
         log.flush()
     return rep

@@ -304,7 +304,7 @@ class OpenAIFormat(Format):
             t.extra["layout"] = "entries_jsonl"
             yield t
             return
-        for i, ln in enumerate(src.lines()):
+        for i, ln in enumerate(src.lines(), src.first_index):
             try:
                 t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
                 t.extra["record_raw"] = ln.raw

@@ -231,7 +231,7 @@ class ShareGPTFormat(Format):
                     e.message = f"record {i}: {e.message}"
                     policy.handle(e)
             return
-        for i, ln in enumerate(src.lines()):
+        for i, ln in enumerate(src.lines(), src.first_index):
             try:
                 t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
                 t.extra["record_raw"] = ln.raw

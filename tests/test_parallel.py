@@ -1,0 +1,59 @@
+"""Large dataset files are split across processes: the results must equal the serial run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxtool import stats, toolout, tools_ops
+
+
+def _dataset(path: Path, n: int = 40) -> Path:
+    lines = []
+    for i in range(n):
+        msgs = [
+            {"role": "system", "content": "agent"},
+            {"role": "user", "content": f"task {i}"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "\n".join(f"line {k} of output {i}" for k in range(300 + i))},
+            {"role": "assistant", "content": f"done {i}"},
+        ]
+        lines.append(json.dumps({"id": f"r{i}", "messages": msgs, "score": i}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    return _dataset(tmp_path / "ds.jsonl")
+
+
+def test_stats_parallel_equals_serial(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stats, "PARALLEL_MIN_BYTES", 1)
+    serial = stats.stats([str(dataset)], workers=1).to_json()
+    parallel = stats.stats([str(dataset)], workers=2).to_json()
+    assert parallel == serial
+    assert [t["id"] for t in parallel["transcripts"]] == [f"r{i}" for i in range(40)]
+    exact = stats.stats([str(dataset)], workers=2, tokenizer="o200k_base").to_json()
+    assert exact == stats.stats([str(dataset)], workers=1, tokenizer="o200k_base").to_json()
+
+
+def test_truncate_parallel_equals_serial_and_restores(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    lim = toolout.Limits(max_lines=50)
+    monkeypatch.setattr(tools_ops, "PARALLEL_MIN_BYTES", 10**12)
+    a = tools_ops.truncate_file(str(dataset), str(tmp_path / "a.jsonl"), limits=lim, cache=tmp_path / "ca", events=tmp_path / "ea.jsonl")
+    monkeypatch.setattr(tools_ops, "PARALLEL_MIN_BYTES", 1)
+    b = tools_ops.truncate_file(str(dataset), str(tmp_path / "b.jsonl"), limits=lim, cache=tmp_path / "cb", events=tmp_path / "eb.jsonl")
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert (tmp_path / "ea.jsonl").read_bytes() == (tmp_path / "eb.jsonl").read_bytes()
+    ja, jb = a.to_json(), b.to_json()
+    ja.pop("output"), jb.pop("output")
+    assert ja == jb and b.truncated == 40
+    assert not list(tmp_path.glob(".ctxtool-parts-*"))  # no part files left behind
+    tools_ops.restore_file(str(tmp_path / "b.jsonl"), str(tmp_path / "back.jsonl"), cache=tmp_path / "cb")
+    assert [json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()] == [
+        json.loads(x) for x in dataset.read_text().splitlines()
+    ]
