@@ -460,24 +460,6 @@ def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]
     return part
 
 
-def _parallel_plan(path: str, fmt: str | None, workers: int) -> tuple[str, list[tuple[int, int, int]]] | None:
-    """Split a large dataset file (one record per line) across processes, if it is one."""
-    import os
-
-    from .jsonio import open_source, split_ranges
-
-    if workers < 2 or path == "-" or os.path.getsize(path) < PARALLEL_MIN_BYTES:
-        return None
-    src = open_source(path)
-    try:
-        f = formats.get_format(fmt) if fmt else formats.detect(src)
-        if src.layout != "jsonl" or not f.records_per_line(src):
-            return None
-    finally:
-        src.close()
-    return f.name, split_ranges(path, workers)
-
-
 def stats(
     paths: Iterable[str],
     *,
@@ -518,7 +500,7 @@ def stats(
     for p in formats.iter_paths(paths):
         plan = None
         try:
-            plan = _parallel_plan(p, fmt, n_workers)
+            plan = formats.split_plan(p, fmt, n_workers, PARALLEL_MIN_BYTES)
         except CtxtoolError as e:
             policy.handle(e)
             continue

@@ -713,7 +713,7 @@ def _run_file(
             raise CtxtoolError("no such file" if not os.path.exists(path) else "not a file", path=path, code=ExitCode.NOT_FOUND)
         rep.file_bytes_before = os.path.getsize(path)
     if output not in (None, "-") and to is None:
-        plan = _parallel_plan(path, fmt)
+        plan = formats.split_plan(path, fmt, os.cpu_count() or 1, PARALLEL_MIN_BYTES)
         if plan is not None:
             try:
                 return _run_parallel(op, path, output, fn, plan, rc, tok, log, rep, on_error)  # type: ignore[arg-type]
@@ -751,23 +751,6 @@ _SUMMED = (
 )
 # what a forked worker needs and cannot receive pickled (the operation is a closure)
 _FORK_STATE: dict[str, Any] = {}
-
-
-def _parallel_plan(path: str, fmt: str | None) -> tuple[str, list[tuple[int, int, int]]] | None:
-    """Split a large dataset file (one transcript per line) across one process per core."""
-    from .jsonio import open_source, split_ranges
-
-    workers = os.cpu_count() or 1
-    if workers < 2 or path == "-" or os.path.getsize(path) < PARALLEL_MIN_BYTES:
-        return None
-    src = open_source(path)
-    try:
-        f = formats.get_format(fmt) if fmt else formats.detect(src)
-        if src.layout != "jsonl" or not f.records_per_line(src):
-            return None
-    finally:
-        src.close()
-    return f.name, split_ranges(path, workers)
 
 
 def _range_job(args: tuple[str, int, int, int, str, str, str, bool]) -> tuple[OpsReport, list[dict[str, Any]], str]:

@@ -38,6 +38,7 @@ __all__ = [
     "iter_paths",
     "read",
     "read_source",
+    "split_plan",
     "write",
     "write_path",
 ]
@@ -171,6 +172,27 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
             continue
     out.entries = entries
     return out
+
+
+def split_plan(
+    path: str, fmt: str | None, workers: int, min_bytes: int
+) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """How to split a large dataset file (one transcript per JSONL line) across ``workers``
+    processes: its format and byte ranges ``(start, end, first line)``; None when it is not one."""
+    import os
+
+    from ..jsonio import split_ranges
+
+    if workers < 2 or path == "-" or os.path.getsize(path) < min_bytes:
+        return None
+    src = open_source(path)
+    try:
+        f = get_format(fmt) if fmt else detect(src)
+        if src.layout != "jsonl" or not f.records_per_line(src):
+            return None
+    finally:
+        src.close()
+    return f.name, split_ranges(path, workers)
 
 
 def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:

@@ -529,14 +529,7 @@ class AnthropicFormat(Format):
                 t.extra["layout"] = "entries_array"
                 yield t
                 return
-            recs = doc if isinstance(doc, list) else [doc]
-            layout = "records_array" if isinstance(doc, list) else "record_object"
-            for i, rec in enumerate(recs):
-                try:
-                    yield self._record(rec, src, i, None, layout)
-                except CtxtoolError as e:
-                    e.message = f"record {i}: {e.message}"
-                    policy.handle(e)
+            yield from self.read_records(src, policy)
             return
         first = src.peek[0].obj if src.peek else None
         if _is_message(first):
@@ -550,13 +543,7 @@ class AnthropicFormat(Format):
             t.extra["layout"] = "entries_jsonl"
             yield t
             return
-        for i, ln in enumerate(src.lines(), src.first_index):
-            try:
-                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
-                t.extra["record_raw"] = ln.raw
-                yield t
-            except CtxtoolError as e:
-                policy.handle(e)
+        yield from self.read_records(src, policy)
 
     def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
         key = messages_key(rec)

@@ -48,6 +48,31 @@ class Format:
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
         raise NotImplementedError
 
+    def read_records(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        """Dataset layouts: one transcript per record of a JSON array, one JSON object, or one
+        record per JSONL line (``_record`` turns a record into a transcript)."""
+        if src.layout == "json":
+            doc = src.doc
+            recs = doc if isinstance(doc, list) else [doc]
+            layout = "records_array" if isinstance(doc, list) else "record_object"
+            for i, rec in enumerate(recs):
+                try:
+                    yield self._record(rec, src, i, None, layout)
+                except CtxtoolError as e:
+                    e.message = f"record {i}: {e.message}"
+                    policy.handle(e)
+            return
+        for i, ln in enumerate(src.lines(), src.first_index):
+            try:
+                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
+                t.extra["record_raw"] = ln.raw
+                yield t
+            except CtxtoolError as e:
+                policy.handle(e)
+
+    def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
+        raise NotImplementedError
+
     def records_per_line(self, src: Source) -> bool:
         """True when every line of this JSONL source is one whole transcript (a dataset), so
         the file can be split across processes."""

@@ -220,24 +220,7 @@ class ShareGPTFormat(Format):
         return 95 if sample and turns_key(sample[0]) else 0
 
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
-        if src.layout == "json":
-            doc = src.doc
-            recs = doc if isinstance(doc, list) else [doc]
-            layout = "records_array" if isinstance(doc, list) else "record_object"
-            for i, rec in enumerate(recs):
-                try:
-                    yield self._record(rec, src, i, None, layout)
-                except CtxtoolError as e:
-                    e.message = f"record {i}: {e.message}"
-                    policy.handle(e)
-            return
-        for i, ln in enumerate(src.lines(), src.first_index):
-            try:
-                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
-                t.extra["record_raw"] = ln.raw
-                yield t
-            except CtxtoolError as e:
-                policy.handle(e)
+        yield from self.read_records(src, policy)
 
     def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
         key = turns_key(rec)
