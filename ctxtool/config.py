@@ -76,6 +76,7 @@ SETTINGS: tuple[Setting, ...] = (
     _S("summarizer.timeout", 120.0, float, "seconds per request"),
     _S("summarizer.retries", 4, int, "retries on 429/5xx/connection errors"),
     _S("summarizer.context_window", 0, int, "summary model window (0: registry or 128k)"),
+    _S("summarizer.max_tokens", 4096, int, "longest summary asked of the model (tokens)"),
     _S("tokenizer", "heuristic", str, "heuristic, o200k_base or cl100k_base"),
     _S("cache_dir", "", str, "ref cache directory (default: the user cache directory)"),
 )

@@ -64,6 +64,8 @@ def compact(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
     summary_window: Annotated[int | None, typer.Option("--summary-context-window", help="The summary model's window (larger inputs are summarized in chunks).", min=1)] = None,
+    summary_max_tokens: Annotated[int | None, typer.Option("--summary-max-tokens", help="Longest summary asked of the model (default 4,096).", min=16)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per summary request (default 120).", min=1)] = None,
     style: Annotated[Style | None, typer.Option("--style", help="structured (seed 003 Markdown) or retain (seed 001 <retain>/<summary>); default from the layout.")] = None,
     summary_directive: Annotated[list[str] | None, typer.Option("--summary-directive", help="Extra instruction for the summary (repeatable).")] = None,
     retain_directive: Annotated[list[str] | None, typer.Option("--retain-directive", help="What <retain> must keep (repeatable).")] = None,
@@ -107,6 +109,8 @@ def compact(
         "summarizer.base_url": base_url,
         "summarizer.command": command,
         "summarizer.context_window": summary_window,
+        "summarizer.max_tokens": summary_max_tokens,
+        "summarizer.timeout": timeout,
         "model": model,
         "cache_dir": cache_dir,
     }
@@ -137,6 +141,7 @@ def compact(
         tool_digest=tool_digest,
         tool_call_cutoff=int(cfg["compaction.tool_call_cutoff"]),
         fallback=fallback,
+        summary_max_tokens=int(cfg["summarizer.max_tokens"]),
     )
     summ = None if dry_run else _summarizer(cfg, info, no_cache)
     progress, stop = _progress()
@@ -178,6 +183,7 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
         timeout=float(cfg["summarizer.timeout"]),
         retries=int(cfg["summarizer.retries"]),
         context_window=int(cfg["summarizer.context_window"]) or None,
+        max_tokens=int(cfg["summarizer.max_tokens"]),
         command=cfg["summarizer.command"] or None,
     )
     if no_cache:
