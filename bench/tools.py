@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -14,17 +15,27 @@ def run(big: Path, row: Callable[..., None], corpus: Path) -> None:
     from ctxtool import stats, toolout, tools_ops
 
     mb = big.stat().st_size / 1e6
-    with tempfile.TemporaryDirectory() as cache:
-        t = time.perf_counter()
-        stats.stats([str(big)], workers=1)
-        st = time.perf_counter() - t
-        t = time.perf_counter()
-        rep = tools_ops.truncate_file(str(big), str(Path(cache) / "out.jsonl"), limits=toolout.PRESETS["seed004"], cache=cache)
-        tr = time.perf_counter() - t
+    # Both as the command runs them (a dataset file: one process per core). Best of three;
+    # the caches are deleted only at the end, and the disk is synced before each timing, so
+    # a run does not pay for the writeback (or discards) of the one before it.
+    with tempfile.TemporaryDirectory(dir=big.parent) as work:
+        st = tr = float("inf")
+        for k in range(3):
+            os.sync()
+            t = time.perf_counter()
+            stats.stats([str(big)])
+            st = min(st, time.perf_counter() - t)
+            d = Path(work) / str(k)
+            os.sync()
+            t = time.perf_counter()
+            rep = tools_ops.truncate_file(str(big), str(d / "out.jsonl"), limits=toolout.PRESETS["seed004"], cache=d / "cache")
+            tr = min(tr, time.perf_counter() - t)
+        refs = sum(1 for _ in (d / "cache" / "refs").iterdir())
+    cores = os.cpu_count() or 1
     row(
-        "truncate --preset seed004 (1 process)",
-        f"{mb / tr:.0f} MB/s ({tr:.2f} s, {rep.truncated:,} outputs cut)",
-        f"stats 1 process {mb / st:.0f} MB/s ({st:.2f} s)",
+        f"truncate --preset seed004 ({cores} processes)",
+        f"{mb / tr:.0f} MB/s ({tr:.2f} s, {rep.truncated:,} outputs cut, {refs:,} refs written)",
+        f"stats {mb / st:.0f} MB/s ({st:.2f} s)",
         f"{st / tr:.2f}x of stats",
         ">= 0.5x",
     )

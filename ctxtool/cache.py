@@ -3,10 +3,13 @@
 Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, else
 the user cache directory)::
 
-    refs/<sha256>       the content, mode 0600 (directories 0700)
+    refs/<sha256>       the content, zlib-compressed (as git stores loose objects), mode 0600
     manifest.jsonl      one JSON line per stored ref: hash, size, lines, kind, source
 
-A ref id is the 64-hex sha256 of its content. Ids (or unique prefixes of at least
+Directories are 0700. A ref id is the 64-hex sha256 of its (uncompressed) content; sizes
+in the manifest and in ``output_ref`` are of the content too. Tool outputs compress
+several times over, so the cache takes a fraction of the space and, on disks where many
+small writes are slow, of the time. Ids (or unique prefixes of at least
 8 hex digits) are validated before any path is built, so a ref can never name a
 file outside the cache; content is checked against its hash when read.
 """
@@ -18,7 +21,9 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +36,7 @@ REF_RE = re.compile(r"^[0-9a-f]{64}$")
 PREFIX_RE = re.compile(r"^[0-9a-f]{8,64}$")
 REF_IN_TEXT_RE = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 MANIFEST = "manifest.jsonl"
-STASH_PREFIX = b'{"ctxtool_stash":'
+STASH_PREFIX = b'{"ctxtool_stash'  # a message's stash, or a transcript's pack of them
 
 
 def default_dir(cache_dir: str | Path | None = None) -> Path:
@@ -169,11 +174,27 @@ class GcResult:
         }
 
 
+COMPRESS_LEVEL = 1  # zlib's fastest: most of the saving, a fraction of the time
+
+
+def _inflate(stored: bytes) -> bytes | None:
+    """A ref file's content; ``None`` when it is not a complete zlib stream (corrupted)."""
+    try:
+        z = zlib.decompressobj()
+        data = z.decompress(stored) + z.flush()
+    except zlib.error:
+        return None
+    return data if z.eof and not z.unused_data else None
+
+
 def _line_count(data: bytes) -> int:
     if not data:
         return 0
     n = data.count(b"\n")
     return n if data.endswith(b"\n") else n + 1
+
+
+MANIFEST_BATCH = 256 * 1024  # bytes of manifest lines buffered before one append
 
 
 class RefCache:
@@ -182,8 +203,11 @@ class RefCache:
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = default_dir(root)
         self.refs_dir = self.root / "refs"
+        self._refs = str(self.refs_dir)
         self.manifest_path = self.root / MANIFEST
         self._manifest_fd: int | None = None
+        self._pending: list[bytes] = []  # manifest lines not yet appended
+        self._pending_bytes = 0
         self._known: set[str] = set()
         self._ensured = False
 
@@ -200,7 +224,22 @@ class RefCache:
             raise CtxtoolError(f"cannot create the cache directory: {e.strerror}", path=str(self.root), code=ExitCode.ERROR) from e
         self._ensured = True
 
+    def flush(self) -> None:
+        """Append the buffered manifest entries (one write per batch of whole lines)."""
+        if not self._pending:
+            return
+        if self._manifest_fd is None:
+            self.ensure()
+            self._manifest_fd = os.open(self.manifest_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._manifest_fd, view) :]
+
     def close(self) -> None:
+        self.flush()
         if self._manifest_fd is not None:
             os.close(self._manifest_fd)
             self._manifest_fd = None
@@ -251,26 +290,36 @@ class RefCache:
     def put(self, data: bytes | str, *, kind: str = "output", source: dict[str, Any] | None = None) -> RefInfo:
         """Store ``data`` (if not there yet) and record where it came from."""
         b = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        ref = hashlib.sha256(b).hexdigest()
-        info = RefInfo(ref, len(b), _line_count(b), kind, [source] if source else [], time.time())
+        return self._put(b, hashlib.sha256(b).hexdigest(), _line_count(b), kind, source)
+
+    def _put(self, b: bytes, ref: str, lines: int, kind: str, source: dict[str, Any] | None) -> RefInfo:
+        info = RefInfo(ref, len(b), lines, kind, [source] if source else [], time.time())
         if ref not in self._known:
             self.ensure()
-            p = self.path_for(ref)
-            if not p.is_file() or p.stat().st_size != len(b):
-                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.refs_dir)
-                try:
-                    os.fchmod(fd, 0o600)
-                    with os.fdopen(fd, "wb") as fh:
-                        fh.write(b)
-                    os.replace(tmp, p)
-                except BaseException:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(tmp)
-                    raise
+            p = os.path.join(self._refs, ref)  # ref is 64 hex digits: always inside refs/
+            if not os.path.exists(p):
+                self._write_new(p, zlib.compress(b, COMPRESS_LEVEL))
                 info.new = True
             self._known.add(ref)
         self._append_manifest(info)
         return info
+
+    def _write_new(self, path: str, data: bytes) -> None:
+        """Write a ref atomically: a private temporary file in refs/, then a rename."""
+        tmp = os.path.join(self._refs, f".tmp-{os.path.basename(path)}-{os.getpid()}-{threading.get_ident()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
     def put_json(self, obj: Any, *, kind: str = "source", source: dict[str, Any] | None = None) -> RefInfo:
         return self.put(jsonio.dumps(obj), kind=kind, source=source)
@@ -286,21 +335,22 @@ class RefCache:
         }
         if info.sources:
             entry["source"] = info.sources[0]
-        if self._manifest_fd is None:
-            self.ensure()
-            self._manifest_fd = os.open(self.manifest_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        os.write(self._manifest_fd, jsonio.dumps(entry) + b"\n")  # one write: atomic append
+        line = jsonio.dumps(entry) + b"\n"
+        self._pending.append(line)
+        self._pending_bytes += len(line)
+        if self._pending_bytes >= MANIFEST_BATCH:
+            self.flush()
 
     def read_bytes(self, ref: str, *, verify: bool = True) -> bytes:
         ref = self.resolve(ref)
         p = self.path_for(ref)
         try:
-            data = p.read_bytes()
+            data = _inflate(p.read_bytes())
         except FileNotFoundError:
             raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
         except OSError as e:
             raise CtxtoolError(f"cannot read ref {ref}: {e.strerror}", path=str(p), code=ExitCode.INPUT) from e
-        if verify and hashlib.sha256(data).hexdigest() != ref:
+        if data is None or (verify and hashlib.sha256(data).hexdigest() != ref):
             raise CtxtoolError(
                 f"ref {ref} is corrupted: its content does not match its sha256 (run ctxtool refs verify)",
                 path=str(p),
@@ -321,6 +371,7 @@ class RefCache:
     # -- the manifest -----------------------------------------------------------------
     def manifest(self) -> dict[str, RefInfo]:
         """Manifest entries merged by ref (duplicates tolerated; sources accumulated)."""
+        self.flush()
         out: dict[str, RefInfo] = {}
         try:
             fh = self.manifest_path.open("rb")
@@ -363,8 +414,8 @@ class RefCache:
             out.append(info)
         for ref in sorted(names - set(man)):
             p = self.path_for(ref)
-            st = p.stat()
-            out.append(RefInfo(ref, st.st_size, -1, "unknown", [], st.st_mtime))
+            data = _inflate(p.read_bytes())
+            out.append(RefInfo(ref, -1 if data is None else len(data), -1, "unknown", [], p.stat().st_mtime))
         return out
 
     def verify(self) -> VerifyResult:
@@ -379,10 +430,16 @@ class RefCache:
         for ref in sorted(names):
             res.checked += 1
             h = hashlib.sha256()
-            with self.path_for(ref).open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023
-                    h.update(chunk)
-            if h.hexdigest() == ref:
+            z = zlib.decompressobj()
+            try:
+                with self.path_for(ref).open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023
+                        h.update(z.decompress(chunk))
+                h.update(z.flush())
+                complete = z.eof
+            except zlib.error:
+                complete = False
+            if complete and h.hexdigest() == ref:
                 res.ok += 1
             else:
                 res.corrupted.append(ref)
@@ -491,7 +548,7 @@ class RefCache:
             p = self.path_for(r)
             if not p.is_file():
                 continue
-            data = p.read_bytes()
+            data = _inflate(p.read_bytes()) or b""
             if data.startswith(STASH_PREFIX):  # a message's source stash: may name older refs
                 for m in REF_IN_TEXT_RE.findall(data.decode("utf-8", "replace")):
                     if m not in seen:

@@ -220,11 +220,13 @@ def _cut_lines(text: str, split: tuple[int, int], total: int) -> tuple[str, int]
     head, tail = split
     if total <= head + tail:
         return text, total
-    lines = split_lines(text)
-    kept_head = "".join(lines[:head])
+    # only the kept lines are split off (an output can have millions of lines)
+    kept_head = "\n".join(text.split("\n", head)[:head]) + "\n" if head else ""
     if not tail:
         return kept_head, head
-    kept_tail = "".join(lines[-tail:])
+    body = text[:-1] if text.endswith("\n") else text
+    last = body.rsplit("\n", tail)[-tail:]
+    kept_tail = text[len(text) - (sum(map(len, last)) + tail - 1 + len(text) - len(body)) :]
     if kept_head and not kept_head.endswith("\n"):
         kept_head += "\n"
     return kept_head + marker(total - head - tail, total) + "\n" + kept_tail, head + tail

@@ -17,6 +17,7 @@ Transcripts are processed one at a time and written as they go: memory stays fla
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -148,12 +149,6 @@ def default_budget(context_window: int | None) -> int | None:
     return int(min(BUDGET_MAX, max(BUDGET_MIN, context_window * BUDGET_SHARE)))
 
 
-def sha256_text(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def _block_text(b: Block) -> str:
     if b.type == "tool_call":
         return b.arguments_text()
@@ -225,10 +220,16 @@ class _Ctx:
         self._t: Transcript | None = None
         self._pos: dict[int, int] = {}
         self._preds: dict[int, str] | None = None
+        self._src_path: str | None = None
+        self.stashes: list[tuple[Message, dict[str, Any]]] = []  # this transcript's, not yet stored
+        self._src_file = ""
 
     def source(self, t: Transcript, msg: Message, tool: str | None, kind: str) -> dict[str, Any]:
+        if self._src_path != t.path:
+            self._src_path = t.path
+            self._src_file = t.path if t.path == "-" else os.path.abspath(t.path)
         return {
-            "file": t.path if t.path == "-" else os.path.abspath(t.path),
+            "file": self._src_file,
             "transcript": t.id if t.id is not None else t.index,
             "message_id": msg.id,
             "line": msg.lineno,
@@ -238,6 +239,13 @@ class _Ctx:
 
     def put(self, data: str | bytes, *, kind: str, source: dict[str, Any]) -> RefInfo:
         info = self.cache.put(data, kind=kind, source=source)
+        if info.new:
+            self.report.refs_written += 1
+        return info
+
+    def put_output(self, data: bytes, digest: str, lines: int, *, source: dict[str, Any]) -> RefInfo:
+        """An output already encoded, hashed and counted (``lines`` as :func:`count_lines`)."""
+        info = self.cache._put(data, digest, lines, "output", source)
         if info.new:
             self.report.refs_written += 1
         return info
@@ -273,6 +281,77 @@ def _existing_entry(msg: Message, index: int) -> dict[str, Any] | None:
     return None
 
 
+STASH_DEDUPE_CHARS = 256
+
+
+def _escaped(text: str) -> str | None:
+    """``text`` as it appears inside a JSON string written by orjson, JavaScript or serde."""
+    try:
+        return jsonio.dumps(text)[1:-1].decode("utf-8")
+    except Exception:  # lone surrogates: keep the line whole
+        return None
+
+
+def _stash_refs(item: dict[str, Any], big: dict[str, str]) -> None:
+    """Take the texts already stored as refs out of a stashed source line, recording where
+    they were (``cut``: raw offsets; ``refs_at``: paths into the object), so the stash does
+    not hold every output twice. :func:`_unstash_refs` puts them back exactly."""
+    if "raw" in item:
+        raw: str = item["raw"]
+        cuts = []
+        for text, ref in big.items():
+            esc = _escaped(text)
+            at = raw.find(esc) if esc else -1
+            if at >= 0:
+                raw = raw[:at] + raw[at + len(esc) :]  # type: ignore[operator]
+                cuts.append({"at": at, "ref": ref})
+        if cuts:
+            item["raw"] = raw
+            item["cut"] = cuts
+        return
+    found: list[list[Any]] = []
+
+    def walk(o: Any, path: list[Any]) -> Any:
+        if isinstance(o, str):
+            ref = big.get(o) if len(o) >= STASH_DEDUPE_CHARS else None
+            if ref is not None:
+                found.append([*path, ref])
+                return None
+            return o
+        if isinstance(o, dict):
+            new = {k: walk(v, [*path, k]) for k, v in o.items()}
+            return new if any(new[k] is not v for k, v in o.items()) else o
+        if isinstance(o, list):
+            new_l = [walk(v, [*path, i]) for i, v in enumerate(o)]
+            return new_l if any(a is not b for a, b in zip(new_l, o, strict=True)) else o
+        return o
+
+    obj = walk(item.get("obj"), [])
+    if found:
+        item["obj"] = obj
+        item["refs_at"] = found
+
+
+def _unstash_refs(item: dict[str, Any], cache: RefCache) -> dict[str, Any]:
+    if "cut" in item:
+        raw = item["raw"]
+        for c in reversed(item["cut"]):
+            esc = _escaped(cache.read_text(c["ref"])) or ""
+            raw = raw[: c["at"]] + esc + raw[c["at"] :]
+        item["raw"] = raw
+    for entry in item.get("refs_at") or []:
+        *path, ref = entry
+        text = cache.read_text(ref)
+        if not path:
+            item["obj"] = text
+            continue
+        o = item["obj"]
+        for k in path[:-1]:
+            o = o[k]
+        o[path[-1]] = text
+    return item
+
+
 def _apply(ctx: _Ctx, t: Transcript, msg: Message, changes: list[_Change]) -> None:
     """Stash the message's source (once), record the refs, change the blocks, mark dirty."""
     md = msg.metadata
@@ -286,6 +365,14 @@ def _apply(ctx: _Ctx, t: Transcript, msg: Message, changes: list[_Change]) -> No
                 d[c.field] = None
                 d["restore_from"] = {"ref": c.entry["id"], "field": c.field, "json": bool(c.entry.get("json"))}
             content.append(d)
+        # the big texts are in their own refs already: the stashed lines point at them
+        big = {
+            txt: c.entry["id"]
+            for c in changes
+            if c.field in ("text", "arguments")
+            and isinstance(txt := getattr(msg.content[c.index], c.field), str)
+            and len(txt) >= STASH_DEDUPE_CHARS
+        }
         lines = []
         preds = ctx.predecessors(t, msg) if len(msg.lines) > 1 else {}
         for ln in msg.lines:
@@ -302,6 +389,8 @@ def _apply(ctx: _Ctx, t: Transcript, msg: Message, changes: list[_Change]) -> No
                 item["raw"] = raw
             else:
                 item["obj"] = ln.obj
+            if big:
+                _stash_refs(item, big)
             lines.append(item)
         stash = {
             "ctxtool_stash": 1,
@@ -314,9 +403,8 @@ def _apply(ctx: _Ctx, t: Transcript, msg: Message, changes: list[_Change]) -> No
             "lines": lines,
             "refs": sorted({c.entry["id"] for c in changes}),
         }
-        src = ctx.source(t, msg, None, "message")
-        info = ctx.put(jsonio.dumps(stash), kind="source", source=src)
-        md.extra["source_ref"] = info.id
+        md.extra["source_ref"] = ""  # set by _flush_stashes, once per transcript
+        ctx.stashes.append((msg, stash))
     entries = [e for e in (md.extra.get("output_refs") or []) if isinstance(e, dict)]
     for c in changes:
         entries = [e for e in entries if e.get("block") != c.index]
@@ -327,6 +415,39 @@ def _apply(ctx: _Ctx, t: Transcript, msg: Message, changes: list[_Change]) -> No
     if entries:
         md.output_ref = {k: entries[0][k] for k in ("id", "byte_size", "line_count") if k in entries[0]}
     msg.touch()
+
+
+def _flush_stashes(ctx: _Ctx, t: Transcript) -> None:
+    """Store the transcript's message stashes: one ref for a single message; for several,
+    one pack ref and ``source_ref`` = ``<ref>#<k>`` (a file per transcript, not per message)."""
+    stashes, ctx.stashes = ctx.stashes, []
+    if not stashes:
+        return
+    if len(stashes) == 1:
+        msg, stash = stashes[0]
+        info = ctx.put(jsonio.dumps(stash), kind="source", source=ctx.source(t, msg, None, "message"))
+        msg.metadata.extra["source_ref"] = info.id
+        return
+    pack = {"ctxtool_stash_pack": 1, "format": t.format, "transcript": t.index, "stashes": [st for _, st in stashes]}
+    src = {**ctx.source(t, stashes[0][0], None, "messages"), "message_id": None, "line": None, "messages": len(stashes)}
+    info = ctx.put(jsonio.dumps(pack), kind="source", source=src)
+    for k, (msg, _) in enumerate(stashes):
+        msg.metadata.extra["source_ref"] = f"{info.id}#{k}"
+
+
+def _read_stash(ctx: _Ctx, src: str, packs: dict[str, Any]) -> Any:
+    """The stash a ``source_ref`` names (``<ref>`` or ``<ref>#<k>`` into a pack)."""
+    ref, sep, k = src.partition("#")
+    ref = ctx.cache.resolve(ref)
+    if not sep:
+        return ctx.cache.read_json(ref)
+    if ref not in packs:
+        packs[ref] = ctx.cache.read_json(ref)
+    pack = packs[ref]
+    if not (isinstance(pack, dict) and pack.get("ctxtool_stash_pack") == 1 and k.isdigit()):
+        return None
+    stashes = pack.get("stashes") or []
+    return stashes[int(k)] if int(k) < len(stashes) else None
 
 
 # -- truncate ---------------------------------------------------------------------------------
@@ -346,6 +467,7 @@ def truncate_transcript(
     report = report or OpsReport("truncate", t.path, format=t.format)
     ctx = _Ctx("truncate", cache, tok or get_tokenizer("heuristic"), events, report)
     _truncate(ctx, t, limits, set(include))
+    cache.flush()
     return report
 
 
@@ -381,7 +503,11 @@ def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> No
             entry_old = _existing_entry(msg, i)
             is_json = b.type == "image" or (b.type == "tool_call" and not isinstance(b.arguments, str))
             reuse = entry_old is not None and ctx.cache.exists(str(entry_old.get("id")))
-            ref_id = str(entry_old["id"]) if reuse and entry_old else sha256_text(text)
+            if reuse and entry_old:
+                ref_id, data = str(entry_old["id"]), b""
+            else:
+                data = text.encode("utf-8", "surrogatepass")
+                ref_id = hashlib.sha256(data).hexdigest()
             if cut is None:  # an image: moved out whole
                 new_text = f"[ctxtool: image moved to the tool output cache; ref={ref_id}]"
                 nb = Block("text", text=new_text)
@@ -408,7 +534,8 @@ def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> No
                 # cut again: the first ref still holds the full original
                 info = RefInfo(ref_id, int(entry_old.get("byte_size", 0)), int(entry_old.get("line_count", 0)))
             else:
-                info = ctx.put(text, kind="output", source=ctx.source(t, msg, tool, b.type))
+                lines = cut.orig_lines if cut is not None else count_lines(text)
+                info = ctx.put_output(data, ref_id, lines, source=ctx.source(t, msg, tool, b.type))
             entry = {**info.ref_json(), "block": i, "kind": b.type}
             if is_json:
                 entry["json"] = True
@@ -418,27 +545,29 @@ def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> No
             after_t = ctx.tok.count(new_text)
             rep.bytes_after += after_b
             rep.tokens_after += after_t
-            ctx.emit(
-                ev,
-                file=t.path,
-                transcript=t.id if t.id is not None else t.index,
-                message_id=msg.id,
-                line=msg.lineno,
-                tool=tool,
-                block=b.type,
-                bytes_before=nbytes,
-                bytes_after=after_b,
-                chars_before=len(text),
-                chars_after=len(new_text),
-                lines_before=count_lines(text),
-                lines_kept=cut.kept_lines if cut is not None else 0,
-                tokens_before=ntok,
-                tokens_after=after_t,
-                reasons=cut.reasons if cut is not None else ["image"],
-                ref=info.id,
-            )
+            if ctx.events is not None:
+                ctx.emit(
+                    ev,
+                    file=t.path,
+                    transcript=t.id if t.id is not None else t.index,
+                    message_id=msg.id,
+                    line=msg.lineno,
+                    tool=tool,
+                    block=b.type,
+                    bytes_before=nbytes,
+                    bytes_after=after_b,
+                    chars_before=len(text),
+                    chars_after=len(new_text),
+                    lines_before=count_lines(text),
+                    lines_kept=cut.kept_lines if cut is not None else 0,
+                    tokens_before=ntok,
+                    tokens_after=after_t,
+                    reasons=cut.reasons if cut is not None else ["image"],
+                    ref=info.id,
+                )
         if changes:
             _apply(ctx, t, msg, changes)
+    _flush_stashes(ctx, t)
 
 
 def _with_text(b: Block, text: str) -> Block:
@@ -471,6 +600,7 @@ def trim_transcript(
     report = report or OpsReport("trim", t.path, format=t.format, budget=budget)
     ctx = _Ctx("trim", cache, tok or get_tokenizer("heuristic"), events, report)
     _trim(ctx, t, budget)
+    cache.flush()
     return report
 
 
@@ -532,6 +662,7 @@ def _trim(ctx: _Ctx, t: Transcript, budget: int) -> None:
         )
     for msg, changes in pending.values():
         _apply(ctx, t, msg, changes)
+    _flush_stashes(ctx, t)
     rep.tokens_after += total
     rep.bytes_after += after_bytes
 
@@ -554,6 +685,7 @@ def _restore(ctx: _Ctx, t: Transcript) -> None:
     rep_before = rep.restored
     seen_refs: set[str] = set()
     drop: set[int] = set()
+    packs: dict[str, Any] = {}  # this transcript's stash packs, read once
     for msg in t.iter_messages():
         rep.messages += 1
         src = msg.metadata.extra.get("source_ref")
@@ -563,7 +695,7 @@ def _restore(ctx: _Ctx, t: Transcript) -> None:
             drop.add(id(msg))
             continue
         seen_refs.add(src)
-        stash = ctx.cache.read_json(ctx.cache.resolve(src))
+        stash = _read_stash(ctx, src, packs)
         if not isinstance(stash, dict) or stash.get("ctxtool_stash") != 1:
             raise CtxtoolError(f"ref {src} is not a message stash", path=t.path, line=msg.lineno)
         content = []
@@ -577,7 +709,7 @@ def _restore(ctx: _Ctx, t: Transcript) -> None:
             content.append(blk)
         msg.content = content
         msg.metadata = Metadata.from_json(stash.get("metadata"))
-        lines = stash.get("lines") or []
+        lines = [_unstash_refs(x, ctx.cache) for x in stash.get("lines") or []]
         if lines and stash.get("format") == t.format:
             msg.lines = [
                 Line(jsonio.loads(x["raw"]), x["raw"].encode("utf-8"), x.get("lineno"))
@@ -912,7 +1044,7 @@ def referenced_refs(paths: Iterable[str], fmt: str | None = None) -> set[str]:
                     if isinstance(e, dict) and isinstance(e.get("id"), str):
                         out.add(e["id"])
                 if isinstance(md.extra.get("source_ref"), str):
-                    out.add(md.extra["source_ref"])
+                    out.add(md.extra["source_ref"].partition("#")[0])
                 for b in msg.content:
                     txt = _block_text(b)
                     if "ref=" in txt or "sha256" in txt:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import zlib
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,19 @@ def test_put_is_content_addressed_and_private(cache: RefCache) -> None:
     assert [s["file"] for s in man[info.id].sources] == ["a.jsonl", "b.jsonl"]  # duplicates tolerated
     assert cache.read_text(info.id) == "line one\nline two\n"
     assert cache.read_text(info.id[:10]) == "line one\nline two\n"  # unique prefix
+
+
+def test_refs_are_stored_compressed_and_checked_whole(cache: RefCache) -> None:
+    log = "".join(f"2026-11-23 10:{i % 60:02d} INFO request {i} served in 12 ms\n" for i in range(5000))
+    info = cache.put(log)
+    cache.close()
+    stored = cache.path_for(info.id).read_bytes()
+    assert zlib.decompress(stored) == log.encode() and len(stored) * 5 < len(log)
+    assert info.byte_size == len(log) and cache.manifest()[info.id].byte_size == len(log)  # content sizes
+    cache.path_for(info.id).write_bytes(stored[: len(stored) // 2])  # a torn write
+    with pytest.raises(CtxtoolError, match="corrupted"):
+        cache.read_text(info.id)
+    assert cache.verify().corrupted == [info.id]
 
 
 @pytest.mark.parametrize(
@@ -69,7 +83,7 @@ def test_verify_missing_unlisted_stray(cache: RefCache) -> None:
     b = cache.put("b\n")
     cache.path_for(a.id).unlink()
     extra = b"unlisted\n"
-    (cache.refs_dir / hashlib.sha256(extra).hexdigest()).write_bytes(extra)
+    (cache.refs_dir / hashlib.sha256(extra).hexdigest()).write_bytes(zlib.compress(extra))
     (cache.refs_dir / "junk.txt").write_text("x")
     v = cache.verify()
     assert v.missing == [a.id] and v.ok == 2 and v.stray == ["junk.txt"]
@@ -115,3 +129,11 @@ def test_gc_keeps_referenced_and_stash_closure(cache: RefCache) -> None:
     assert not cache.exists(doomed.id) and cache.exists(inner.id) and cache.exists(keep.id)
     assert doomed.id not in cache.manifest()
     assert res.kept == 3
+
+
+def test_gc_follows_refs_inside_a_stash_pack(cache: RefCache) -> None:
+    inner = cache.put("older output\n")
+    pack = cache.put_json({"ctxtool_stash_pack": 1, "stashes": [{"ctxtool_stash": 1, "refs": [inner.id]}]})
+    doomed = cache.put("orphan\n")
+    res = cache.gc({pack.id}, dry_run=False)
+    assert [r.id for r in res.deleted] == [doomed.id] and cache.exists(inner.id)

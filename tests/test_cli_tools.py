@@ -120,9 +120,9 @@ def test_refs_commands(env: Path, chat: Path, tmp_path: Path) -> None:
     assert json.loads(r.stdout)["deleted_count"] == 0
     r = run("refs", "gc", str(chat))
     assert r.exit_code == 0 and "would delete" in r.stdout
-    assert len(list((env / "refs").iterdir())) == 4
+    assert len(list((env / "refs").iterdir())) == len(refs) == 3  # 2 outputs + 1 stash pack of 2 messages
     r = run("refs", "gc", str(chat), "--yes", "--json")
-    assert json.loads(r.stdout)["deleted_count"] == 4
+    assert json.loads(r.stdout)["deleted_count"] == 3
     assert list((env / "refs").iterdir()) == []
 
 

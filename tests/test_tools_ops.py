@@ -172,3 +172,21 @@ def test_truncate_to_another_format_and_restore(tmp_path: Path) -> None:
     back = tmp_path / "back.jsonl"
     tools_ops.restore_file(str(canon), str(back), to="openai", cache=tmp_path / "c")
     assert items_of(back) == rows
+
+
+@pytest.mark.parametrize("path", all_transcript_params())
+def test_stashes_point_at_output_refs_instead_of_copying_them(path: Path, tmp_path: Path) -> None:
+    """A message's source stash must not hold its cut outputs a second time (the cache would
+    double); restore still gives the input back (checked above for every file)."""
+    cache = RefCache(tmp_path / "cache")
+    tools_ops.truncate_file(str(path), None, limits=TIGHT, cache=cache)
+    man = cache.manifest()
+    outputs = [cache.read_text(r) for r, i in man.items() if i.kind == "output"]
+    big = [o for o in outputs if len(o) >= 256]
+    stashes = [cache.read_bytes(r) for r, i in man.items() if i.kind == "source"]
+    if big:
+        assert stashes
+    for s in stashes:
+        for o in big:
+            assert json.dumps(o, ensure_ascii=False)[1:-1].encode() not in s
+            assert json.dumps(o)[1:-1].encode() not in s
