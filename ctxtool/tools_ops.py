@@ -273,6 +273,19 @@ class _Ctx:
         if self.events is not None:
             self.events.emit(kind, **fields)
 
+    def emit_block(self, kind: str, t: Transcript, msg: Message, tool: str | None, b: Block, **fields: Any) -> None:
+        """An event about one block of one message (truncate, spill, trim)."""
+        self.emit(
+            kind,
+            file=t.path,
+            transcript=t.id if t.id is not None else t.index,
+            message_id=msg.id,
+            line=msg.lineno,
+            tool=tool,
+            block=b.type,
+            **fields,
+        )
+
 
 def _existing_entry(msg: Message, index: int) -> dict[str, Any] | None:
     for e in msg.metadata.extra.get("output_refs") or []:
@@ -546,14 +559,8 @@ def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> No
             rep.bytes_after += after_b
             rep.tokens_after += after_t
             if ctx.events is not None:
-                ctx.emit(
-                    ev,
-                    file=t.path,
-                    transcript=t.id if t.id is not None else t.index,
-                    message_id=msg.id,
-                    line=msg.lineno,
-                    tool=tool,
-                    block=b.type,
+                ctx.emit_block(
+                    ev, t, msg, tool, b,
                     bytes_before=nbytes,
                     bytes_after=after_b,
                     chars_before=len(text),
@@ -645,14 +652,8 @@ def _trim(ctx: _Ctx, t: Transcript, budget: int) -> None:
         after_bytes += utf8_len(placeholder)
         rep.trimmed += 1
         pending.setdefault(id(msg), (msg, []))[1].append(_Change(i, _with_text(b, placeholder), entry, "text"))
-        ctx.emit(
-            "trim",
-            file=t.path,
-            transcript=t.id if t.id is not None else t.index,
-            message_id=msg.id,
-            line=msg.lineno,
-            tool=tool,
-            block=b.type,
+        ctx.emit_block(
+            "trim", t, msg, tool, b,
             bytes_before=utf8_len(b.text),
             bytes_after=utf8_len(placeholder),
             tokens_before=counts[k],
