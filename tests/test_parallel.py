@@ -40,6 +40,18 @@ def test_stats_parallel_equals_serial(dataset: Path, monkeypatch: pytest.MonkeyP
     assert exact == stats.stats([str(dataset)], workers=1, tokenizer="o200k_base").to_json()
 
 
+def test_blank_lines_do_not_shift_record_indices(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = dataset.read_text().splitlines()
+    dataset.write_text("\n".join(ln + ("\n" if i % 7 == 3 else "") for i, ln in enumerate(lines)) + "\n")
+    monkeypatch.setattr(stats, "PARALLEL_MIN_BYTES", 1)
+    serial = stats.stats([str(dataset)], workers=1).to_json()
+    parallel = stats.stats([str(dataset)], workers=2).to_json()
+    assert parallel == serial
+    by_line = {t["id"]: t["index"] for t in serial["transcripts"]}
+    text = dataset.read_text().split("\n")
+    assert all(f'"id": "{rid}"' in text[i] for rid, i in by_line.items())  # index = 0-based line
+
+
 def test_truncate_parallel_equals_serial_and_restores(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     lim = toolout.Limits(max_lines=50)
