@@ -615,3 +615,32 @@ def test_claude_code_compaction_is_a_boundary_and_summary(tmp_path: Path) -> Non
     s = lines[bounds[0] + 1]
     assert s["isCompactSummary"] is True and s["message"]["content"].startswith("[Previous conversation summary]")
     assert lines[bounds[0]]["compactMetadata"]["trigger"] == "manual"
+
+
+def _cc_files() -> list[Any]:
+    d = CORPUS / "claude_code"
+    files = sorted(d.glob("*.jsonl")) if d.is_dir() else []
+    return [pytest.param(p, id=p.name) for p in files] or [pytest.param(None, marks=pytest.mark.skip("corpus absent"))]
+
+
+@pytest.mark.parametrize("path", _cc_files())
+def test_claude_code_resume_chain_reaches_the_summary(path: Path, tmp_path: Path) -> None:
+    """Claude Code rebuilds a session by walking parentUuid back from the last line: after
+    compaction that walk must go through every kept message, then the summary, then end at
+    the compact_boundary (a root), with the kept lines untouched."""
+    out = tmp_path / "cc.jsonl"
+    rep = cp.compact_file(path, out, options=cp.CompactOptions(force=True, keep_recent_tokens=2000, fallback=True))
+    if rep.records[0].status != "compacted":
+        pytest.skip(f"not compacted: {rep.records[0].status}")
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    by_uuid = {x["uuid"]: x for x in lines if isinstance(x.get("uuid"), str)}
+    last = [x for x in lines if x.get("type") in ("user", "assistant")][-1]
+    chain, node = [], last
+    while node is not None and node["uuid"] not in {c["uuid"] for c in chain}:
+        chain.append(node)
+        node = by_uuid.get(node.get("parentUuid"))
+    assert chain[-1].get("subtype") == "compact_boundary" and chain[-1]["parentUuid"] is None
+    assert chain[-2].get("isCompactSummary") is True
+    src = set(path.read_bytes().splitlines())
+    after = out.read_bytes().splitlines()[lines.index(chain[-2]) + 1 :]
+    assert all(raw in src for raw in after)  # the kept lines are untouched

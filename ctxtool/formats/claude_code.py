@@ -523,7 +523,10 @@ class ClaudeCodeFormat(Format):
         parent, ts, near = self._context(pos, t)
         tid = t.id or t.path
         b_uuid = str(uuid.uuid5(UUID_NS, f"{tid}|compact_boundary|{pos}"))
-        s_uuid = str(uuid.uuid5(UUID_NS, f"{tid}|compact_summary|{pos}"))
+        # Claude Code rebuilds a session by walking parentUuid back from its last line. The
+        # first kept line's parent was summarized away: the summary takes that uuid, so the
+        # chain runs kept lines -> summary -> boundary with every kept line left as it was.
+        s_uuid = self._stand_in(pos, t) or str(uuid.uuid5(UUID_NS, f"{tid}|compact_summary|{pos}"))
         boundary = self._line_head(t, None, near)
         boundary["logicalParentUuid"] = parent
         boundary.update(
@@ -551,6 +554,20 @@ class ClaudeCodeFormat(Format):
         if c.first_kept_id is not None:
             summary[META_KEY] = {"first_kept_id": c.first_kept_id}
         return [boundary, summary]
+
+    def _stand_in(self, pos: int, t: Transcript) -> str | None:
+        """The removed parent of the first kept line after the compaction at ``pos``, if any."""
+        nxt = next((e for e in t.entries[pos + 1 :] if isinstance(e, Message)), None) if pos >= 0 else None
+        if nxt is None or not nxt.lines or not isinstance(nxt.lines[0].obj, dict):
+            return None
+        parent = nxt.lines[0].obj.get("parentUuid")
+        if not isinstance(parent, str) or _valid_uuid(parent) is None:
+            return None
+        for e in t.entries:  # the parent must be gone from the transcript
+            lines = e.lines if isinstance(e, (Message, Compaction)) else [e.line] if isinstance(e, Record) else []
+            if any(isinstance(ln.obj, dict) and ln.obj.get("uuid") == parent for ln in lines):
+                return None
+        return parent
 
     # -- helpers for new lines -----------------------------------------------------
     def _line_head(self, t: Transcript, parent: str | None, near: dict[str, Any] | None) -> dict[str, Any]:
