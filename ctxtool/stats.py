@@ -448,8 +448,9 @@ def _fold(
 
 def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]) -> _Partial:
     path, start, end, first_line, fmt, tok_name, on_error, opts = args
-    from .jsonio import open_range
+    from .jsonio import open_range, relax_gc_in_worker
 
+    relax_gc_in_worker()
     policy = ErrorPolicy(on_error)
     src = open_range(path, start, end, first_line)
     tok = get_tokenizer(tok_name)
@@ -513,7 +514,9 @@ def stats(
                 tok.encoding  # load once here; the forked workers share it  # noqa: B018
             jobs = [(p, a, b, line, fname, tok_name, on_error, opts) for a, b, line in ranges]
             ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex:
+            from .jsonio import gc_paused
+
+            with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex, gc_paused():
                 for part in ex.map(_range_worker, jobs):
                     merge(part)
             continue
