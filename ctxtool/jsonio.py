@@ -241,16 +241,6 @@ def split_ranges(path: str, parts: int) -> list[tuple[int, int, int]]:
     return [(bounds[i], bounds[i + 1], lines[i]) for i in range(len(bounds) - 1)]
 
 
-def relax_gc_in_worker() -> None:
-    """For a forked worker process: freeze what it inherited (never garbage, never scanned
-    again) and let the collector run less often over the many short-lived objects a parse
-    makes. The worker is a separate process, so nothing else is affected."""
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 50)
-
-
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic collector while results of many small objects are unpickled and

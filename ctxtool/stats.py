@@ -448,9 +448,8 @@ def _fold(
 
 def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]) -> _Partial:
     path, start, end, first_line, fmt, tok_name, on_error, opts = args
-    from .jsonio import open_range, relax_gc_in_worker
+    from .jsonio import open_range
 
-    relax_gc_in_worker()
     policy = ErrorPolicy(on_error)
     src = open_range(path, start, end, first_line)
     tok = get_tokenizer(tok_name)

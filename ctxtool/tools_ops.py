@@ -888,9 +888,8 @@ _FORK_STATE: dict[str, Any] = {}
 
 def _range_job(args: tuple[str, int, int, int, str, str, str, bool]) -> tuple[OpsReport, list[dict[str, Any]], str]:
     """One worker: run the operation over a byte range and write that part of the output."""
-    from .jsonio import open_range, relax_gc_in_worker
+    from .jsonio import open_range
 
-    relax_gc_in_worker()
     path, start, end, first_line, fname, part_path, on_error, with_events = args
     op, fn, cache_root, tok = _FORK_STATE["op"], _FORK_STATE["fn"], _FORK_STATE["cache"], _FORK_STATE["tok"]
     rc = RefCache(cache_root)
