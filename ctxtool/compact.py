@@ -788,8 +788,8 @@ def _summarize_and_rebuild(summarizer: Any, t: Transcript, p: Plan, popts: sp.Pr
                            opts: CompactOptions, tok: Tokenizer, rep: RecordReport, style: str,
                            files_read: list[str], files_mod: list[str],
                            out_format: str | None = None) -> tuple[Transcript, list[Message], int, str, str | None]:
-    """The model's summary and the rebuilt transcript. A summary that is empty, or leaves the
-    transcript no smaller, is rejected; with ``fallback`` the heuristic summary is used instead
+    """The model's summary and the rebuilt transcript. A summary that is empty, repeats
+    itself (a model stuck in a loop), or leaves the transcript no smaller, is rejected; with ``fallback`` the heuristic summary is used instead
     (then clipped, if it alone would not make the transcript smaller)."""
     problem: str | None = None
     text: str | None = None
@@ -808,6 +808,8 @@ def _summarize_and_rebuild(summarizer: Any, t: Transcript, p: Plan, popts: sp.Pr
             retain, body = sp.parse_retain(text) if style == "retain" else (None, text)
             if not sp.strip_prefix(body).strip():
                 problem = "the summary model returned an empty summary"
+            elif (why := sp.degenerate(sp.strip_prefix(body))) is not None:
+                problem = why
             else:
                 body = sp.with_file_lists(sp.strip_prefix(body), files_read, files_mod)
                 new_t, visible, removed = rebuild(t, p, body, retain, style, (files_read, files_mod), opts, out_format)

@@ -319,6 +319,26 @@ def test_summary_that_saves_nothing_is_rejected(tmp_path: Path) -> None:
     assert rep.records[0].fallback_used and rep.records[0].tokens_after < rep.records[0].tokens_before
 
 
+def test_summary_stuck_in_a_loop_is_rejected(tmp_path: Path) -> None:
+    """What a 270M model wrote in make test-llm: the same line, numbers aside, over and over."""
+    src = write_chat(tmp_path / "c.json")
+    loop = Counting(reply="<<SYS>>\n" + "".join(f"[Tool call: {2 * i}]: [tool call: {2 * i + 1}]\n" for i in range(30)))
+    with pytest.raises(CtxtoolError, match="repeats one line"):
+        cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=loop)
+    assert not (tmp_path / "o.json").exists()
+    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=loop)
+    assert rep.records[0].fallback_used and "## Goal" in json.loads((tmp_path / "o.json").read_text())[1]["content"]
+
+
+def test_structured_summaries_are_not_taken_for_loops() -> None:
+    ok = "\n".join(["## Goal", "Fix the parser", "## Progress", *(f"- [x] step {i}: edit src/mod_{i}.py" for i in range(20))])
+    assert sp.degenerate(ok) is None  # a list under the requested headings
+    assert sp.degenerate("\n".join(f"- [x] step {i}: edit src/mod_{i}.py" for i in range(20))) is not None
+    assert sp.degenerate("\n".join(["Summary:", *(["the user asked"] * 15)])) is not None
+    assert sp.degenerate("short\nshort\nshort") is None  # too few lines to judge
+    assert sp.degenerate("\n".join(f"{w} {i}" for i, w in enumerate("alpha beta gamma delta".split() * 5))) is None
+
+
 def test_remote_failure_with_fallback_uses_heuristic(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=Counting(fail_on="conversation"))
