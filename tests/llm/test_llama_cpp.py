@@ -59,6 +59,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         "--n_ctx", str(N_CTX),
         "--n_gpu_layers", "0",
         "--logits_all", "false",  # else it allocates n_ctx x vocab floats (32 GiB for Gemma 3)
+        "--chat_format", "gemma",  # the GGUF has no chat template: llama-2's would garble the prompt
         "--n_threads", str(max(1, os.cpu_count() or 1)),
     ]  # fmt: skip
     with log.open("wb") as out:
