@@ -411,6 +411,54 @@ def iter_transcripts(
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 
 
+_FIGURE_FIELDS = (
+    "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks", "thinking_tokens",
+    "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens", "framing_tokens",
+)
+
+
+def _pack_output(o: ToolOutput) -> tuple[Any, ...]:
+    return (o.transcript, o.message_id, o.line, o.tool, o.tokens, o.chars, o.lines)
+
+
+def _pack_figures(f: Figures) -> tuple[Any, ...]:
+    u = f.usage
+    return (
+        tuple(getattr(f, k) for k in _FIGURE_FIELDS),
+        [(r, s.messages, s.tokens, s.chars) for r, s in f.by_role.items()],
+        dict(f.tool_calls_by_name),
+        (u.input, u.output, u.cache_creation, u.cache_read, u.api_messages),
+    )
+
+
+def _unpack_figures(p: tuple[Any, ...]) -> Figures:
+    fig, roles, calls, usage = p
+    return Figures(
+        *fig, by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=UsageTotals(*usage)
+    )
+
+
+def _pack_transcript(x: TranscriptStats) -> tuple[Any, ...]:
+    return (
+        x.path, x.index, x.id, x.format, _pack_figures(x.figures), x.context_tokens, x.context_source, x.context_window,
+        x.level, [_pack_output(o) for o in x.largest],
+    )
+
+
+def _unpack_transcript(p: tuple[Any, ...]) -> TranscriptStats:
+    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest = p
+    return TranscriptStats(
+        path, index, id_, fmt, _unpack_figures(fig), ctx_tokens, ctx_source, window, level, [ToolOutput(*o) for o in largest]
+    )
+
+
+def _partial_from(totals: tuple[Any, ...], transcripts: list[tuple[Any, ...]], largest: list[tuple[Any, ...]],
+                  skipped: list[str], rows: list[dict[str, Any]] | None) -> _Partial:
+    return _Partial(
+        _unpack_figures(totals), [_unpack_transcript(t) for t in transcripts], [ToolOutput(*o) for o in largest], skipped, rows
+    )
+
+
 @dataclass(slots=True)
 class _Partial:
     totals: Figures
@@ -418,6 +466,20 @@ class _Partial:
     largest: list[ToolOutput]
     skipped: list[str]
     rows: list[dict[str, Any]] | None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a worker's result crosses to the parent as plain tuples: several times cheaper to
+        # pickle and unpickle than thousands of small dataclass instances
+        return (
+            _partial_from,
+            (
+                _pack_figures(self.totals),
+                [_pack_transcript(t) for t in self.transcripts],
+                [_pack_output(o) for o in self.largest],
+                self.skipped,
+                self.rows,
+            ),
+        )
 
 
 def _fold(
