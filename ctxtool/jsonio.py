@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -86,14 +87,24 @@ class Source:
     size: int | None = None
     first_index: int = 0  # record number of the first line (a range of a dataset file)
 
-    def lines(self) -> Iterator[Line]:
+    def lines(self, policy: Any = None) -> Iterator[Line]:
+        """The parsed lines. A line that is not JSON raises, or, given an error ``policy``
+        (``formats.base.ErrorPolicy``), goes to it: with ``--on-error skip`` the reader
+        carries on with the next line."""
         if self.layout != "jsonl":
             raise TypeError("lines() on a JSON document")
         yield from self.peek
         self.peek = []
         if self._rest is not None:
             for n, raw in self._rest:
-                yield Line(loads(raw, path=self.path, line=n), raw, n)
+                try:
+                    obj = loads(raw, path=self.path, line=n)
+                except CtxtoolError as e:
+                    if policy is None:
+                        raise
+                    policy.handle(e)
+                    continue
+                yield Line(obj, raw, n)
         self.close()
 
     def close(self) -> None:
@@ -198,7 +209,13 @@ def open_source(path: str | Path) -> Source:
             nxt = next(it, None)
             if nxt is None:
                 break
-            src.peek.append(Line(loads(nxt[1], path=name, line=nxt[0]), nxt[1], nxt[0]))
+            try:
+                obj = orjson.loads(nxt[1])
+            except orjson.JSONDecodeError:
+                # a broken line: lines() reports it (or skips it, under --on-error skip)
+                src._rest = itertools.chain([nxt], it)
+                break
+            src.peek.append(Line(obj, nxt[1], nxt[0]))
         return src
     # A whole JSON document (array or pretty-printed object).
     rest = b"\n".join(r for _, r in it)
@@ -261,11 +278,7 @@ def open_range(path: str, start: int, end: int, first_line: int) -> Source:
     fh = open(path, "rb")  # noqa: SIM115 - closed by Source.lines()
     fh.seek(start)
     it = _numbered(fh, first_line, end)
-    src = Source(path, "jsonl", _rest=it, _fh=fh, size=end - start, first_index=first_line - 1)
-    first = next(it, None)
-    if first is not None:
-        src.peek.append(Line(loads(first[1], path=path, line=first[0]), first[1], first[0]))
-    return src
+    return Source(path, "jsonl", _rest=it, _fh=fh, size=end - start, first_index=first_line - 1)
 
 
 def _umask() -> int:

@@ -179,6 +179,25 @@ def test_on_error_skip_counts_records(tmp_path: Path) -> None:
     assert "skipped 1" in r.stderr
 
 
+@pytest.mark.parametrize("sample", ["claude_code_session.jsonl", "codex_rollout.jsonl", "pi_session.jsonl", "openai_dataset.jsonl"])
+def test_on_error_skip_reads_past_a_broken_line(sample: str, tmp_path: Path) -> None:
+    """A line that is not JSON at all (a torn write, say) is one skipped error; the lines
+    after it are still read, in every JSONL format."""
+    src = Path(__file__).resolve().parent.parent / "samples" / sample
+    lines = src.read_bytes().splitlines(keepends=True)
+    at = len(lines) // 2
+    broken = tmp_path / sample
+    broken.write_bytes(b"".join(lines[:at]) + b'{"type": "assist\n' + b"".join(lines[at:]))
+    whole = json.loads(invoke("stats", str(src), "--json").stdout)
+    r = invoke("stats", str(broken), "--on-error", "skip", "--json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["skipped"] == 1 and f":{at + 1}:" in d["skipped_errors"][0]
+    assert d["totals"]["messages"] == whole["totals"]["messages"]
+    failed = invoke("stats", str(broken))
+    assert failed.exit_code == ExitCode.INPUT and f":{at + 1}:" in failed.stderr
+
+
 def test_debug_shows_traceback(tmp_path: Path) -> None:
     p = tmp_path / "missing.jsonl"
     proc = subprocess.run([sys.executable, "-m", "ctxtool", "--debug", "stats", str(p)], capture_output=True, text=True)

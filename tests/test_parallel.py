@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxtool import stats, toolout, tools_ops
+from ctxtool.errors import CtxtoolError
 
 
 def _dataset(path: Path, n: int = 40) -> Path:
@@ -69,3 +70,30 @@ def test_truncate_parallel_equals_serial_and_restores(dataset: Path, tmp_path: P
     assert [json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()] == [
         json.loads(x) for x in dataset.read_text().splitlines()
     ]
+
+
+def test_workers_number_lines_like_the_serial_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record indices, names of records without an id, line numbers of outputs and rows, and
+    error lines come out of the workers as in a serial run (blank lines and a broken record
+    in the second half included; under --on-error skip the records after it are read)."""
+    src = _dataset(tmp_path / "ds.jsonl")
+    lines = src.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    for r in recs:
+        del r["id"]  # named by index
+    body = [json.dumps(r) for r in recs]
+    body.insert(3, "")
+    body.insert(30, "{not json")
+    src.write_text("\n".join(body) + "\n\n")
+    monkeypatch.setattr(stats, "PARALLEL_MIN_BYTES", 1)
+    serial = stats.stats([str(src)], workers=1, on_error="skip", per_message=True)
+    parallel = stats.stats([str(src)], workers=2, on_error="skip", per_message=True)
+    assert parallel.to_json() == serial.to_json()
+    assert parallel.rows == serial.rows
+    assert parallel.skipped == serial.skipped and ":31:" in parallel.skipped[0]
+    assert [t.index for t in parallel.transcripts][-1] == len(body) - 1
+    with pytest.raises(CtxtoolError) as serial_err:
+        stats.stats([str(src)], workers=1)
+    with pytest.raises(CtxtoolError) as parallel_err:
+        stats.stats([str(src)], workers=2)
+    assert str(parallel_err.value) == str(serial_err.value) and parallel_err.value.line == 31

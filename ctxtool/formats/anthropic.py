@@ -534,7 +534,7 @@ class AnthropicFormat(Format):
         first = src.peek[0].obj if src.peek else None
         if _is_message(first):
             t = Transcript(self.name, path=src.path, index=0, lineno=1)
-            for ln in src.lines():
+            for ln in src.lines(policy):
                 if not _is_message(ln.obj):
                     policy.handle(CtxtoolError("not an Anthropic message", path=src.path, line=ln.lineno))
                     continue

@@ -62,7 +62,7 @@ class Format:
                     e.message = f"record {i}: {e.message}"
                     policy.handle(e)
             return
-        for k, ln in enumerate(src.lines(), src.first_index):
+        for k, ln in enumerate(src.lines(policy), src.first_index):
             # a record's index is its line's (0-based): the same when a range of the file is
             # read by a worker process, whatever blank lines come before it
             i = ln.lineno - 1 if ln.lineno else k

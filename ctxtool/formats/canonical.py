@@ -67,7 +67,7 @@ class CanonicalFormat(Format):
             raise CtxtoolError("ctxtool canonical transcripts are JSON Lines", path=src.path)
         cur: Transcript | None = None
         n = 0
-        for ln in src.lines():
+        for ln in src.lines(policy):
             o = ln.obj
             typ = o.get("type") if isinstance(o, dict) else None
             try:

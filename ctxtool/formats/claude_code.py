@@ -358,7 +358,7 @@ class ClaudeCodeFormat(Format):
         open_msg: Message | None = None  # the assistant message later lines may continue
         usages: dict[str, Usage] = {}  # message.id -> the Usage shared by its messages
         fallback_session: dict[str, Any] | None = None
-        for ln in src.lines():
+        for ln in src.lines(policy):
             o = ln.obj
             if t.lineno is None:
                 t.lineno = ln.lineno

@@ -311,7 +311,7 @@ class CodexFormat(Format):
         last_assistant: Message | None = None
         last_total: Any = None
         legacy = False
-        for ln in src.lines():
+        for ln in src.lines(policy):
             o = ln.obj
             try:
                 if not isinstance(o, dict):

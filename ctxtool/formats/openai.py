@@ -284,7 +284,7 @@ class OpenAIFormat(Format):
         first = src.peek[0].obj if src.peek else None
         if _is_message(first):
             t = Transcript("openai", path=src.path, index=0, lineno=1)
-            for ln in src.lines():
+            for ln in src.lines(policy):
                 if not _is_message(ln.obj):
                     policy.handle(CtxtoolError("not an OpenAI chat message", path=src.path, line=ln.lineno))
                     continue

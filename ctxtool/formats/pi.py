@@ -283,7 +283,7 @@ class PiFormat(Format):
         linear = True
         prev_id: str | None = None
         has_ids = False
-        for ln in src.lines():
+        for ln in src.lines(policy):
             o = ln.obj
             entry: Entry | None = None
             try:
