@@ -297,7 +297,11 @@ class RefCache:
         if ref not in self._known:
             self.ensure()
             p = os.path.join(self._refs, ref)  # ref is 64 hex digits: always inside refs/
-            if not os.path.exists(p):
+            try:
+                present = os.stat(p).st_size > 0  # a zlib stream is never empty
+            except FileNotFoundError:
+                present = False
+            if not present:  # (a damaged file is for `refs verify` to find)
                 self._write_new(p, zlib.compress(b, COMPRESS_LEVEL))
                 info.new = True
             self._known.add(ref)
