@@ -363,9 +363,9 @@ def transcript_stats(
         names = _tool_names(msgs)
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
-            bt = all_counts[i] if len(m.content) == 1 else (math.ceil(n_out / 4) if heuristic else tok.count(b.text))
+            out_tokens = all_counts[i] if len(m.content) == 1 else (math.ceil(n_out / 4) if heuristic else tok.count(b.text))
             largest.append(
-                ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), bt, n_out, b.text.count("\n") + 1)
+                ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
             )
     return TranscriptStats(
         path=t.path,
