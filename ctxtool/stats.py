@@ -409,6 +409,9 @@ def iter_transcripts(
 
 
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+# With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
+# so one that finishes early takes the next. The heuristic's cost follows the bytes: one each.
+RANGES_PER_WORKER = 4
 
 
 _FIGURE_FIELDS = (
@@ -562,7 +565,8 @@ def stats(
     for p in formats.iter_paths(paths):
         plan = None
         try:
-            plan = formats.split_plan(p, fmt, n_workers, PARALLEL_MIN_BYTES)
+            per_worker = 1 if isinstance(tok, HeuristicTokenizer) else RANGES_PER_WORKER
+            plan = formats.split_plan(p, fmt, n_workers * per_worker if n_workers > 1 else 1, PARALLEL_MIN_BYTES)
         except CtxtoolError as e:
             policy.handle(e)
             continue
@@ -577,7 +581,7 @@ def stats(
             ctx = multiprocessing.get_context("fork")
             from .jsonio import gc_paused
 
-            with ProcessPoolExecutor(len(jobs), mp_context=ctx) as ex, gc_paused():
+            with ProcessPoolExecutor(min(n_workers, len(jobs)), mp_context=ctx) as ex, gc_paused():
                 for part in ex.map(_range_worker, jobs):
                     merge(part)
             continue
