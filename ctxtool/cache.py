@@ -256,6 +256,7 @@ class RefCache:
         r = ref.strip().lower()
         if r.startswith("ref="):
             r = r[4:]
+        r = r.split("#", 1)[0]  # a source_ref names one stash of a pack: <ref>#<k>
         if REF_RE.match(r):
             return r
         if not PREFIX_RE.match(r):

@@ -137,3 +137,11 @@ def test_gc_follows_refs_inside_a_stash_pack(cache: RefCache) -> None:
     doomed = cache.put("orphan\n")
     res = cache.gc({pack.id}, dry_run=False)
     assert [r.id for r in res.deleted] == [doomed.id] and cache.exists(inner.id)
+
+
+def test_a_source_ref_into_a_pack_resolves_to_the_pack(cache: RefCache) -> None:
+    info = cache.put_json({"ctxtool_stash_pack": 1, "stashes": [{}, {}]})
+    assert cache.resolve(f"{info.id}#1") == info.id
+    assert cache.resolve(f"ref={info.id[:12]}#0") == info.id
+    with pytest.raises(CtxtoolError, match="invalid ref"):
+        cache.resolve("../x#1")
