@@ -47,7 +47,8 @@ bench: $(DEVSTAMP)
 	$(BIN)/python -m bench.run
 
 lint: $(DEVSTAMP)
-	$(BIN)/ruff check ctxtool tests
+	$(BIN)/ruff check ctxtool tests bench
+	$(BIN)/mypy
 
 docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md

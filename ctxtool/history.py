@@ -139,14 +139,14 @@ def find_cut(
 
 def _finish(msgs: Sequence[Message], ok: list[bool], i: int, result: Any) -> CutPoint:
     if msgs[i].role == "user":
-        return result(i)  # type: ignore[no-any-return]
+        return result(i)
     # an assistant message: the turn (which starts at the previous user message) is split
     turn_start = None
     for j in range(i - 1, -1, -1):
         if msgs[j].role == "user" and not is_tool_message(msgs[j]):
             turn_start = j
             break
-    return result(i, True, turn_start)  # type: ignore[no-any-return]
+    return result(i, True, turn_start)
 
 
 # -- over transcripts -------------------------------------------------------------

@@ -62,15 +62,15 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
             if isinstance(info, dict):
                 entries[name] = {**entries.get(name, {}), **info}
     out = {}
-    for name, e in entries.items():
+    for name, spec in entries.items():
         out[name] = ModelInfo(
             name=name,
-            provider=str(e.get("provider", "")),
-            context_window=int(e.get("context_window", 0)),
-            max_output=int(e.get("max_output", 0)),
-            input_price=float(e.get("input_price", 0.0)),
-            output_price=float(e.get("output_price", 0.0)),
-            encoding=str(e.get("encoding", "o200k_base")),
+            provider=str(spec.get("provider", "")),
+            context_window=int(spec.get("context_window", 0)),
+            max_output=int(spec.get("max_output", 0)),
+            input_price=float(spec.get("input_price", 0.0)),
+            output_price=float(spec.get("output_price", 0.0)),
+            encoding=str(spec.get("encoding", "o200k_base")),
         )
     return out
 

@@ -147,7 +147,7 @@ def resolve_window(
     then the registry entry of the model the transcript names."""
     if context_window:
         return int(context_window), "flag"
-    if model is not None and getattr(model, "context_window", 0):
+    if model is not None and model.context_window:
         return int(model.context_window), f"registry:{model.name}"
     cw = t.extra.get("context_window")
     if isinstance(cw, int) and cw > 0:
@@ -418,16 +418,16 @@ def replay(
         if not isinstance(e, Message):
             continue
         i = pos[id(e)]
-        k = turn_of.get(i)
-        if cur_turn is not None and k != cur_group:
+        grp = turn_of.get(i)
+        if cur_turn is not None and grp != cur_group:
             finish()
             cur_turn = None
-        if k is not None and cur_turn is None:
-            cur_group = k
+        if grp is not None and cur_turn is None:
+            cur_group = grp
             turn_input = ctx_tokens
             turn_est_out = 0
             cur_turn = Turn(
-                number=k + 1, message_index=i, message_id=e.id, line=e.lineno, model=e.model,
+                number=grp + 1, message_index=i, message_id=e.id, line=e.lineno, model=e.model,
                 input_tokens=0, output_tokens=0, context_tokens=0, context_chars=0, growth=0,
                 cumulative_tokens=0, percent=None, average_turn=0, turns_left=None, source="estimate",
             )

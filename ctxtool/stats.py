@@ -436,9 +436,10 @@ def _pack_figures(f: Figures) -> tuple[Any, ...]:
 
 def _unpack_figures(p: tuple[Any, ...]) -> Figures:
     fig, roles, calls, usage = p
-    return Figures(
-        *fig, by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=UsageTotals(*usage)
-    )
+    f = Figures(by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=UsageTotals(*usage))
+    for k, v in zip(_FIGURE_FIELDS, fig, strict=True):
+        setattr(f, k, v)
+    return f
 
 
 def _pack_transcript(x: TranscriptStats) -> tuple[Any, ...]:

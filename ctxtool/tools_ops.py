@@ -315,8 +315,8 @@ def _stash_refs(item: dict[str, Any], big: dict[str, str]) -> None:
         for text, ref in big.items():
             esc = _escaped(text)
             at = raw.find(esc) if esc else -1
-            if at >= 0:
-                raw = raw[:at] + raw[at + len(esc) :]  # type: ignore[operator]
+            if esc and at >= 0:
+                raw = raw[:at] + raw[at + len(esc) :]
                 cuts.append({"at": at, "ref": ref})
         if cuts:
             item["raw"] = raw
@@ -849,7 +849,7 @@ def _run_file(
         plan = formats.split_plan(path, fmt, os.cpu_count() or 1, PARALLEL_MIN_BYTES)
         if plan is not None:
             try:
-                return _run_parallel(op, path, output, fn, plan, rc, tok, log, rep, on_error)  # type: ignore[arg-type]
+                return _run_parallel(op, path, output, fn, plan, rc, tok, log, rep, on_error)
             finally:
                 rc.close()
     ctx = _Ctx(op, rc, tok, log, rep)

@@ -175,6 +175,6 @@ def validate(paths: Iterable[str], fmt: str | None = None, on_error: str = "fail
             if on_error != "skip" and e.line is None and "no such file" in e.message:
                 raise
             report.problems.append(Problem(UNREADABLE, e.message, e.path or p, e.line))
-        for e in policy.skipped:
-            report.problems.append(Problem(UNREADABLE, e.message, e.path or p, e.line))
+        for err in policy.skipped:
+            report.problems.append(Problem(UNREADABLE, err.message, err.path or p, err.line))
     return report

@@ -65,8 +65,8 @@ def _register() -> None:
 
 _register()
 # Commands are built on first use (see CtxGroup.lazy), not at start-up.
-RootGroup.lazy = {ci.name: ci for ci in app.registered_commands}
-RootGroup.lazy.update({gi.name: gi for gi in app.registered_groups})
+RootGroup.lazy = {ci.name or "": ci for ci in app.registered_commands}
+RootGroup.lazy.update({gi.name or "": gi for gi in app.registered_groups})
 app.registered_commands = []
 app.registered_groups = []
 

@@ -77,7 +77,7 @@ def stats(
         task = prog.add_task("reading", total=None)
         counter = [0]
 
-        def progress_cb(t):  # type: ignore[no-untyped-def]
+        def progress_cb(t):
             counter[0] += 1
             if counter[0] % 50 == 0:
                 prog.update(task, description=f"{counter[0]:,} transcripts  {t.path}")
@@ -115,7 +115,7 @@ def stats(
             raise typer.Exit(int(ExitCode.THRESHOLD))
 
 
-def _render_stats(report, top: int) -> None:  # type: ignore[no-untyped-def]
+def _render_stats(report, top: int) -> None:
     from rich.table import Table
 
     con = stdout_console()
@@ -254,7 +254,7 @@ def convert(
     ts = formats.read(path, fmt, policy)
     count = 0
 
-    def counted():  # type: ignore[no-untyped-def]
+    def counted():
         nonlocal count
         for t in ts:
             count += 1

@@ -321,9 +321,9 @@ def instructions_cmd(
         sys.stdout.write(res.merged)
         sys.stdout.flush()
         return
-    out = sys.stdout
-    out.write(f"directory     {res.directory}\n")
-    out.write(f"project root  {res.project_root or '(none found)'}\n")
+    w = sys.stdout
+    w.write(f"directory     {res.directory}\n")
+    w.write(f"project root  {res.project_root or '(none found)'}\n")
     for s in res.sources:
         if not s.path:
             state = "no project root"
@@ -335,9 +335,9 @@ def instructions_cmd(
             state = f"{s.bytes:,} bytes, {s.included_bytes:,} included"
         else:
             state = f"{s.bytes:,} bytes"
-        out.write(f"  {s.level:<8} {s.path or '-'}  ({state})\n")
+        w.write(f"  {s.level:<8} {s.path or '-'}  ({state})\n")
     cut = f", cut from {res.total_bytes:,}" if res.truncated else ""
-    out.write(
+    w.write(
         f"merged: {res.num_sources} source(s), {res.bytes:,} bytes (cap {res.max_bytes:,}{cut}), "
         f"{res.tokens:,} tokens ({res.tokenizer}){' [TRUNCATED]' if res.truncated else ''}\n"
     )

@@ -6,11 +6,11 @@ import sys
 from typing import Any
 
 
-def _help(cmd: Any, name: str, parent: Any = None) -> str:
+def _help(cmd: Any, name: str, parent: Any = None) -> tuple[str, Any]:
     import typer._click as click  # typer's own click, whichever version ships
 
     ctx = click.Context(cmd, info_name=name, parent=parent, terminal_width=100, max_content_width=100)
-    return str(cmd.get_help(ctx)), ctx  # type: ignore[return-value]
+    return str(cmd.get_help(ctx)), ctx
 
 
 def generate() -> str:

@@ -52,7 +52,7 @@ def get_format(name: str) -> Format:
         raise CtxtoolError(
             f"unknown format {name!r}; choose one of: {', '.join(FORMAT_NAMES)}", code=ExitCode.USAGE
         )
-    return importlib.import_module(_MODULES[key]).FORMAT  # type: ignore[no-any-return]
+    return importlib.import_module(_MODULES[key]).FORMAT
 
 
 def detect(src: Source) -> Format:
@@ -104,7 +104,7 @@ def read_all(path: str | Path, format: str | Format | None = None) -> list[Trans
     return list(read(path, format))
 
 
-def write(transcripts: Iterable[Transcript], out, format: str | Format | None = None) -> None:  # type: ignore[no-untyped-def]
+def write(transcripts: Iterable[Transcript], out, format: str | Format | None = None) -> None:
     """Write transcripts to a binary stream in ``format`` (default: each one's own)."""
     ts = iter(transcripts)
     first = next(ts, None)
@@ -137,7 +137,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     as it came (source lines reused); otherwise every message is rendered anew
     and bookkeeping lines, which ``f`` has no place for, are left out.
     """
-    from ..model import Compaction, Message, Record
+    from ..model import Compaction, Entry, Message, Record
 
     same_origin = t.extra.get("source_format") == f.name
     out = Transcript(
@@ -160,7 +160,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
         out.extra["source_layout"] = t.extra.get("layout")
         out.entries = list(t.entries)
         return out
-    entries = []
+    entries: list[Entry] = []
     for e in t.entries:
         if isinstance(e, Message):
             e.dirty = True

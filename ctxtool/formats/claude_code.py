@@ -450,7 +450,8 @@ class ClaudeCodeFormat(Format):
     def _render_existing(self, msg: Message) -> dict[str, Any]:
         """The message's first line with its message replaced (one line even if it spanned several)."""
         obj = template(msg)
-        first = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        m0 = obj.get("message")
+        first: dict[str, Any] = m0 if isinstance(m0, dict) else {}
         mobj = dict(first)
         typ = "assistant" if msg.role == "assistant" else "user"
         obj["type"] = typ
@@ -464,9 +465,8 @@ class ClaudeCodeFormat(Format):
             if isinstance(last, dict) and "stop_reason" in last:
                 mobj["stop_reason"] = last["stop_reason"]
             if msg.usage is not None:
-                mobj["usage"] = _usage_json(
-                    msg.usage, mobj.get("usage") if isinstance(mobj.get("usage"), dict) else None
-                )
+                u0 = mobj.get("usage")
+                mobj["usage"] = _usage_json(msg.usage, u0 if isinstance(u0, dict) else None)
         obj["message"] = mobj
         if "toolUseResult" in obj and content != first.get("content"):
             del obj["toolUseResult"]  # the structured copy of an output that changed

@@ -145,7 +145,8 @@ def _data_url(data: Any) -> str | None:
         return data["image_url"]
     if isinstance(data.get("image_url"), dict):
         return data["image_url"].get("url")
-    src = data.get("source") if isinstance(data.get("source"), dict) else data
+    s = data.get("source")
+    src: dict[str, Any] = s if isinstance(s, dict) else data
     if isinstance(src.get("data"), str):
         mime = src.get("media_type") or src.get("mimeType") or src.get("mime_type") or "image/png"
         return f"data:{mime};base64,{src['data']}"
@@ -435,7 +436,8 @@ class CodexFormat(Format):
 
     def _render(self, msg: Message, t: Transcript, st: _WriteState) -> list[Any]:
         tmpl = template(msg)
-        ts = tmpl.get("timestamp") if isinstance(tmpl.get("timestamp"), str) else st.ts
+        t0 = tmpl.get("timestamp")
+        ts: str = t0 if isinstance(t0, str) else st.ts
         legacy = t.extra.get("codex_layout") == "legacy"
         if tmpl.get("type") == "session_meta" and isinstance(tmpl.get("payload"), dict):
             if msg.role == "system" and all(b.type == "text" for b in msg.content):
@@ -496,7 +498,8 @@ class CodexFormat(Format):
 
     def _render_compaction(self, c: Compaction, t: Transcript, st: _WriteState) -> list[Any]:
         tmpl = dict(c.lines[0].obj) if c.lines and isinstance(c.lines[0].obj, dict) else {}
-        ts = tmpl.get("timestamp") if isinstance(tmpl.get("timestamp"), str) else st.ts
+        t0 = tmpl.get("timestamp")
+        ts: str = t0 if isinstance(t0, str) else st.ts
         history = c.details.get("replacement_history")
         if not isinstance(history, list):
             history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": c.summary}]}]
@@ -571,7 +574,8 @@ class CodexFormat(Format):
         return EPOCH
 
     def _session_meta(self, t: Transcript, sys_msg: Message | None, ts: str) -> dict[str, Any]:
-        sess = t.extra.get("session") if isinstance(t.extra.get("session"), dict) else {}
+        s0 = t.extra.get("session")
+        sess: dict[str, Any] = s0 if isinstance(s0, dict) else {}
         sid = t.id or _det_uuid("codex-session", t.path, t.index)
         payload: dict[str, Any] = {
             "id": sid,

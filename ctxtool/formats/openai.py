@@ -242,12 +242,12 @@ class OpenAIFormat(Format):
                     return _looks_openai(doc[0][k])
                 return 0
             if isinstance(doc, dict) and messages_key(doc):
-                return _looks_openai(doc[messages_key(doc)])  # type: ignore[index]
+                return _looks_openai(doc[messages_key(doc)])
             return 0
         if sample and _is_message(sample[0]):
             return _looks_openai(sample)
         if sample and messages_key(sample[0]):
-            return _looks_openai(sample[0][messages_key(sample[0])])  # type: ignore[index]
+            return _looks_openai(sample[0][messages_key(sample[0])])
         return 0
 
     def records_per_line(self, src: Source) -> bool:

@@ -100,7 +100,8 @@ def _image_part(data: Any) -> dict[str, Any] | None:
     if isinstance(data, str):
         url = data
     elif isinstance(data, dict):
-        src = data.get("source") if isinstance(data.get("source"), dict) else data
+        s = data.get("source")
+        src: dict[str, Any] = s if isinstance(s, dict) else data
         if isinstance(src.get("data"), str):
             mime = src.get("media_type") or src.get("mimeType") or src.get("mime_type") or "image/png"
             return {"type": "image", "data": src["data"], "mimeType": mime}
@@ -416,7 +417,7 @@ class PiFormat(Format):
         if not isinstance(o.get("timestamp"), str):
             o["timestamp"] = st.ts
         # keep the usual key order: type, id, parentId, timestamp, ...
-        head = {k: o.pop(k) for k in ("type", "id", "parentId", "timestamp") if k in o}
+        head: dict[str, Any] = {k: o.pop(k) for k in ("type", "id", "parentId", "timestamp") if k in o}
         return {**head, **o}
 
     def _ms(self, tm: dict[str, Any], st: _WriteState, ts: str) -> int:
@@ -427,8 +428,8 @@ class PiFormat(Format):
 
     def _render(self, msg: Message, t: Transcript, st: _WriteState) -> list[Any]:
         tmpl = template(msg)
-        tm = tmpl.get("message") if isinstance(tmpl.get("message"), dict) else {}
-        tm = dict(tm)
+        m0 = tmpl.get("message")
+        tm: dict[str, Any] = dict(m0) if isinstance(m0, dict) else {}
         out: list[dict[str, Any]] = []
         salt = msg.role + msg.text()[:64]
         pi_entry = msg.extra.get("pi_entry") or (tmpl.get("type") if tmpl.get("type") in ("custom_message", "branch_summary") else None)
@@ -480,7 +481,8 @@ class PiFormat(Format):
         ms = self._ms(base, st, ts)
         role = msg.role
         if role == "assistant":
-            orig = base.get("content") if base.get("role") == "assistant" and isinstance(base.get("content"), list) else []
+            c0 = base.get("content")
+            orig: list[Any] = c0 if base.get("role") == "assistant" and isinstance(c0, list) else []
             content: list[Any] = []
             for i, b in enumerate(blocks):
                 if i < len(orig) and _same_block(_assistant_block(orig[i]), b):
@@ -613,7 +615,8 @@ class PiFormat(Format):
                 break
         sid = t.id or str(uuid.UUID(hex=_det_hex("pi-session", t.path, t.index)[:32]))
         h: dict[str, Any] = {"type": "session", "version": 3, "id": sid, "timestamp": ts}
-        h["cwd"] = sess.get("cwd") if isinstance(sess.get("cwd"), str) else ""
+        cwd = sess.get("cwd") if isinstance(sess, dict) else None
+        h["cwd"] = cwd if isinstance(cwd, str) else ""
         return h
 
 

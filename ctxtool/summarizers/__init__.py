@@ -68,4 +68,4 @@ def get_summarizer(kind: str, **options: Any) -> Summarizer:
     if kind not in _MODULES:
         raise CtxtoolError(f"unknown summarizer {kind!r}; choose one of: {', '.join(SUMMARIZERS)}", code=ExitCode.USAGE)
     mod = importlib.import_module(_MODULES[kind])
-    return mod.create(kind, **options)  # type: ignore[no-any-return]
+    return mod.create(kind, **options)
