@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests on a fixed set of examples (HYPOTHESIS_PROFILE=ci, set by
+# .ci/run), so a run is reproducible; elsewhere hypothesis explores new examples each run.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
