@@ -53,3 +53,15 @@ def test_readme_library_example_runs(tmp_path, monkeypatch) -> None:  # type: ig
     src = code.group(1).replace('RefCache("/tmp/refs")', f'RefCache("{tmp_path / "refs"}")')
     exec(compile(src, "README.md", "exec"), {})
     assert (tmp_path / "compacted.jsonl").exists()
+
+
+def test_command_table_matches_the_modules() -> None:
+    """ctxtool.cli.COMMANDS (what lets a command load only its own module) must name every
+    command each module defines, and nothing else."""
+    import ctxtool.cli as cli
+
+    defined: dict[str, str] = {}
+    for module in dict.fromkeys(cli.COMMANDS.values()):
+        for name in cli.load_commands(module):
+            defined[name] = module
+    assert defined == cli.COMMANDS

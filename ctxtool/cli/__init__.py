@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.exceptions import Abort, Exit, TyperException
@@ -11,11 +12,44 @@ from typer.exceptions import Abort, Exit, TyperException
 from .. import __version__
 from .common import CtxGroup, State
 
+# Every command, in the order of `ctxtool --help`, with the module that defines it. A module
+# is imported only when one of its commands is used (or help lists them all): `ctxtool
+# --version` and a single command in a pipe load what they need. A test checks the table
+# against what the modules register.
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("stats", "validate", "convert", "formats", "models"), "commands_foundation"),
+    **dict.fromkeys(("truncate", "restore", "trim"), "commands_tools"),
+    **dict.fromkeys(("cut", "check", "window", "repair"), "commands_history"),
+    **dict.fromkeys(("archive", "replay", "instructions"), "commands_replay"),
+    "compact": "commands_compact",
+    "config": "commands_config",
+    "refs": "commands_tools",
+}
+
 
 class RootGroup(CtxGroup):
-    """The top-level group: its commands are built on first use."""
+    """The top-level group: its commands are defined and built on first use."""
 
     lazy: dict[str, object] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands) + [n for n in COMMANDS if n not in self.commands]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name not in self.commands and name not in self.lazy and name in COMMANDS:
+            load_commands(COMMANDS[name])
+        return super().get_command(ctx, name)
+
+
+def load_commands(module: str) -> list[str]:
+    """Import one module of commands; returns the names it defines (kept for first use)."""
+    mod = importlib.import_module(f"ctxtool.cli.{module}")
+    holder = typer.Typer()
+    mod.register(holder)
+    infos: list[Any] = [*holder.registered_commands, *holder.registered_groups]
+    for info in infos:
+        RootGroup.lazy[info.name or ""] = info
+    return [info.name or "" for info in infos]
 
 
 app = typer.Typer(
@@ -46,29 +80,6 @@ def _root(
 ) -> None:
     if debug:
         State.debug = True
-
-
-def _register() -> None:
-    from . import commands_foundation
-
-    commands_foundation.register(app)
-    # one module per group of commands; each exposes register(app)
-    for name in ("commands_tools", "commands_history", "commands_replay", "commands_compact", "commands_config"):
-        try:
-            mod = __import__(f"ctxtool.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as e:
-            if e.name != f"ctxtool.cli.{name}":
-                raise
-            continue
-        mod.register(app)
-
-
-_register()
-# Commands are built on first use (see CtxGroup.lazy), not at start-up.
-RootGroup.lazy = {ci.name or "": ci for ci in app.registered_commands}
-RootGroup.lazy.update({gi.name or "": gi for gi in app.registered_groups})
-app.registered_commands = []
-app.registered_groups = []
 
 
 def main(argv: list[str] | None = None) -> int:
