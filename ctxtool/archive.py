@@ -496,14 +496,19 @@ def archive_file(
     to: str | None = None,
     on_error: str = "fail",
     events: EventLog | None = None,
+    dry_run: bool = False,
 ) -> ArchiveReport:
-    """Read every transcript of ``path``, archive each, write them to ``output`` (atomically)."""
+    """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
+    ``dry_run``: nothing is written, the report says what would be archived)."""
     from . import formats
     from .formats.base import ErrorPolicy
+    from .paths import refuse_overwrite
 
     _check_strategy(strategy)
+    if not dry_run:
+        refuse_overwrite(path, output)
     policy = ErrorPolicy(on_error)
-    report = ArchiveReport(str(path), None if output is None else str(output))
+    report = ArchiveReport(str(path), None if output is None or dry_run else str(output))
 
     def processed() -> Any:
         for t in formats.read(path, fmt, policy):
@@ -512,6 +517,10 @@ def archive_file(
             )
             yield t
 
-    formats.write_path(processed(), output, to)
+    if dry_run:
+        for _ in processed():
+            pass
+    else:
+        formats.write_path(processed(), output, to)
     report.skipped = [str(e) for e in policy.skipped]
     return report

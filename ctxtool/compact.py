@@ -24,7 +24,6 @@ are written byte for byte. The output is re-read and validated before it replace
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ from .model import (
     Transcript,
 )
 from .pairing import closed_groups
+from .paths import refuse_overwrite
 from .summarizers import ContextOverflowError
 from .tokens import Tokenizer, count_messages, get_tokenizer
 
@@ -844,15 +844,6 @@ def _cache_counts(summarizer: Any) -> tuple[int, int]:
     return 0, 0
 
 
-def _same_file(a: str, b: str | None) -> bool:
-    if b is None or b == "-" or a == "-":
-        return False
-    try:
-        return Path(a).resolve() == Path(b).resolve() or (Path(b).exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
-
-
 def compact_file(
     path: str | Path,
     output: str | Path | None = None,
@@ -877,8 +868,7 @@ def compact_file(
     opts = options or CompactOptions()
     src = str(path)
     out = None if output is None else str(output)
-    if _same_file(src, out):
-        raise CtxtoolError("the output would overwrite the input; write to another file", code=ExitCode.USAGE, path=out)
+    refuse_overwrite(src, out)
     if summarizer is None:
         from .summarizers.heuristic import HeuristicSummarizer
 
@@ -966,44 +956,19 @@ def write_validated(new_ts: list[Transcript], old_ts: list[Transcript], output: 
     """Render to a temporary file, re-read and validate it (schema for canonical files,
     structure for all: no new orphans or unanswered calls), then move it into place."""
     from . import formats
+    from .jsonio import atomic_output
 
-    to_stdout = output is None or output == "-"
-    d = tempfile.gettempdir() if to_stdout else str(Path(output).resolve().parent)  # type: ignore[arg-type]
-    Path(d).mkdir(parents=True, exist_ok=True)
-    name = "stdout" if to_stdout else Path(output).name  # type: ignore[arg-type]
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            formats.write(new_ts, fh, target)
-            fh.flush()
-            os.fsync(fh.fileno())
+    size = 0
+
+    def check(tmp: str) -> None:
+        nonlocal size
         if validate_output:
             _validate_written(tmp, target, new_ts, old_ts)
         size = os.path.getsize(tmp)
-        if to_stdout:
-            import shutil
-            import sys
 
-            with open(tmp, "rb") as fh:
-                shutil.copyfileobj(fh, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-            os.unlink(tmp)
-        else:
-            os.chmod(tmp, 0o644 & ~_umask())
-            os.replace(tmp, output)  # type: ignore[arg-type]
-        return size
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    m = os.umask(0)
-    os.umask(m)
-    return m
+    with atomic_output(output, check) as fh:
+        formats.write(new_ts, fh, target)
+    return size
 
 
 def _validate_written(tmp: str, target: Any, new_ts: list[Transcript], old_ts: list[Transcript]) -> None:

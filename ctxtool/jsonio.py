@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -288,23 +288,38 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | Path | None) -> Iterator[IO[bytes]]:
-    """Write to ``path`` atomically (temp file + rename); ``None`` or ``-`` is stdout."""
-    if path is None or str(path) == "-":
+def atomic_output(path: str | Path | None, check: Callable[[str], None] | None = None) -> Iterator[IO[bytes]]:
+    """Write to ``path`` atomically (temp file + rename); ``None`` or ``-`` is stdout.
+
+    ``check`` gets the finished temporary file before it is committed: if it raises, nothing
+    is written (for stdout too: the output is then buffered in a temporary file first)."""
+    to_stdout = path is None or str(path) == "-"
+    if to_stdout and check is None:
         out = sys.stdout.buffer
         yield out
         out.flush()
         return
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    p = Path(tempfile.gettempdir() if to_stdout else path)  # type: ignore[arg-type]
+    d = p if to_stdout else p.parent
+    d.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{'stdout' if to_stdout else p.name}.", suffix=".tmp", dir=d)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        if check is not None:
+            check(tmp)
+        if to_stdout:
+            import shutil
+
+            with open(tmp, "rb") as fh:
+                shutil.copyfileobj(fh, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -4,7 +4,7 @@ or drops messages (so none of them can leave an orphan)."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .model import Block, Message
@@ -109,3 +109,13 @@ def valid_cut(msgs: Sequence[Message], i: int, starts: Sequence[int] | None = No
         return True
     s = starts if starts is not None else closed_groups(msgs)
     return s[i] == i
+
+
+def tool_names(msgs: Iterable[Message]) -> dict[str, str]:
+    """Call id -> tool name, for every tool call that has both."""
+    names: dict[str, str] = {}
+    for m in msgs:
+        for b in m.content:
+            if b.type == "tool_call" and b.id and b.name:
+                names[b.id] = b.name
+    return names

@@ -16,6 +16,7 @@ from . import formats
 from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
 from .model import IMAGE_CHARS, IMAGE_TOKENS, ROLES, Message, Transcript
+from .pairing import tool_names
 from .registry import ModelInfo
 from .tokens import (
     FRAMING_PER_MESSAGE,
@@ -243,15 +244,6 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
     return "ok"
 
 
-def _tool_names(msgs: list[Message]) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for m in msgs:
-        for b in m.content:
-            if b.type == "tool_call" and b.id and b.name:
-                names[b.id] = b.name
-    return names
-
-
 def _model_window(msgs: list[Message]) -> int | None:
     """The context window of the model that produced the transcript, from the registry."""
     from .registry import lookup
@@ -360,7 +352,7 @@ def transcript_stats(
     window = context_window or t.extra.get("context_window") or _model_window(msgs)
     largest: list[ToolOutput] = []
     if outputs:
-        names = _tool_names(msgs)
+        names = tool_names(msgs)
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
             out_tokens = all_counts[i] if len(m.content) == 1 else (math.ceil(n_out / 4) if heuristic else tok.count(b.text))

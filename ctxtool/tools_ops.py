@@ -30,6 +30,8 @@ from .errors import CtxtoolError, ExitCode
 from .events import EventLog
 from .formats.base import ErrorPolicy
 from .model import IMAGE_TOKENS, Block, Compaction, Cont, Line, Message, Metadata, Record, Transcript
+from .pairing import tool_names
+from .paths import refuse_overwrite
 from .tokens import Tokenizer, get_tokenizer
 from .toolout import (
     Limits,
@@ -155,15 +157,6 @@ def _block_text(b: Block) -> str:
     if b.type == "image":
         return jsonio.dumps_text(b.data)
     return b.text
-
-
-def _tool_names(t: Transcript) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for m in t.iter_messages():
-        for b in m.content:
-            if b.type == "tool_call" and b.id and b.name:
-                names[b.id] = b.name
-    return names
 
 
 def _tool_of(b: Block, names: dict[str, str]) -> str | None:
@@ -486,7 +479,7 @@ def truncate_transcript(
 
 def _truncate(ctx: _Ctx, t: Transcript, limits: Limits, include: set[str]) -> None:
     rep = ctx.report
-    names = _tool_names(t) if "tool_result" in include else {}
+    names = tool_names(t.iter_messages()) if "tool_result" in include else {}
     rep.transcripts += 1
     for msg in t.iter_messages():
         rep.messages += 1
@@ -629,7 +622,7 @@ def _trim(ctx: _Ctx, t: Transcript, budget: int) -> None:
     rep.tokens_before += total
     rep.bytes_before += sum(utf8_len(x) for x in texts)
     after_bytes = 0
-    names = _tool_names(t) if outs else {}
+    names = tool_names(t.iter_messages()) if outs else {}
     pending: dict[int, tuple[Message, list[_Change]]] = {}
     ptok_est = ctx.tok.count(trim_placeholder("0" * 64))  # trimming smaller outputs would not save
     for k, (msg, i, b) in enumerate(outs):
@@ -812,15 +805,6 @@ def _fix_entries(t: Transcript, drop: set[int], restored: dict[int, list[str]]) 
 # -- files ---------------------------------------------------------------------------------------
 
 
-def _same_file(a: str, b: str | None) -> bool:
-    if not b or b == "-" or a == "-":
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def _run_file(
     op: str,
     path: str,
@@ -835,8 +819,7 @@ def _run_file(
     on_error: str,
     budget: int | None = None,
 ) -> OpsReport:
-    if _same_file(path, output):
-        raise CtxtoolError("the output would overwrite the input; inputs are never modified", path=path, code=ExitCode.USAGE)
+    refuse_overwrite(path, output)
     rc = _cache(cache)
     log = events if isinstance(events, EventLog) or events is None else EventLog(events)
     tok = tokenizer if tokenizer is not None and not isinstance(tokenizer, str) else get_tokenizer(tokenizer or "heuristic")

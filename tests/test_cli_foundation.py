@@ -245,3 +245,26 @@ def test_inputs_never_modified(chat_jsonl: Path, tmp_path: Path) -> None:
 
 def test_make_run_sample_exists() -> None:
     assert (SAMPLES / "claude_code_session.jsonl").exists() or pytest.skip("sample being written")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "{p}", "--to", "ctxtool", "-o", "{p}"],
+        ["window", "{p}", "--max-messages", "3", "-o", "{p}"],
+        ["repair", "{p}", "-o", "{p}"],
+        ["archive", "{p}", "--cutoff", "0", "-o", "{p}"],
+        ["truncate", "{p}", "--max-lines", "1", "-o", "{p}"],
+        ["trim", "{p}", "--budget", "1", "-o", "{p}"],
+        ["compact", "{p}", "--force", "-o", "{p}"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_no_command_writes_over_its_input(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    p = tmp_path / "ds.jsonl"
+    p.write_bytes((SAMPLES / "openai_dataset.jsonl").read_bytes())
+    before = p.read_bytes()
+    r = invoke(*[a.format(p=p) for a in args])
+    assert r.exit_code == ExitCode.USAGE and "overwrite the input" in r.stderr
+    assert p.read_bytes() == before

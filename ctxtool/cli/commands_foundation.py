@@ -25,6 +25,7 @@ from .common import (
     print_json,
     print_json_stream,
     resolve_model,
+    short_label,
     stderr_console,
     stdout_console,
 )
@@ -165,7 +166,7 @@ def _render_stats(report, top: int) -> None:
         lt.add_column("lines", justify="right")
         lt.add_column("where")
         for o in report.largest[:top]:
-            where = _short(o.transcript) + (f":{o.line}" if o.line else "")
+            where = short_label(o.transcript) + (f":{o.line}" if o.line else "")
             lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
         con.print(lt)
     ct = Table(title="context", title_justify="left")
@@ -182,7 +183,7 @@ def _render_stats(report, top: int) -> None:
     for ts in shown:
         pct = ts.context_percent
         ct.add_row(
-            _short(ts.path) if ts.index == 0 and len(report.transcripts) == 1 else f"{_short(ts.path)}#{ts.id or ts.index}",
+            short_label(ts.path) if ts.index == 0 and len(report.transcripts) == 1 else f"{short_label(ts.path)}#{ts.id or ts.index}",
             fmt_int(ts.figures.messages),
             fmt_int(ts.context_tokens),
             ts.context_source,
@@ -199,13 +200,6 @@ def _render_stats(report, top: int) -> None:
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
         highlight=False,
     )
-
-
-def _short(label: str) -> str:
-    import os
-
-    path, sep, rest = label.partition("#")
-    return os.path.basename(path) + sep + rest
 
 
 def validate(
@@ -248,8 +242,10 @@ def convert(
     reproduces it; converting to ctxtool and back does too."""
     from .. import formats
     from ..formats.base import ErrorPolicy
+    from ..paths import refuse_overwrite
 
     target = formats.get_format(to)
+    refuse_overwrite(path, output)
     policy = ErrorPolicy(on_error.value)
     ts = formats.read(path, fmt, policy)
     count = 0

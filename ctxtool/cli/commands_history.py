@@ -27,6 +27,7 @@ from .common import (
     fmt_int,
     print_json,
     resolve_model,
+    short_label,
     stdout_console,
 )
 
@@ -100,10 +101,13 @@ def _transform(
     """Stream the transcripts of ``path`` through ``op`` (which changes them in place and
     returns a report), writing them to ``output`` unless ``dry_run``; returns the reports."""
     from .. import formats
+    from ..paths import refuse_overwrite
 
     if as_json and not dry_run and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
                            code=ExitCode.USAGE)
+    if not dry_run:
+        refuse_overwrite(path, output)
     ts, policy = _read([path], fmt, on_error)
     reports: list[Any] = []
 
@@ -228,7 +232,7 @@ def _render_cut(reports: list[Any]) -> None:
     for r in reports:
         c = r.cut
         t.add_row(
-            _short(r.transcript),
+            short_label(r.transcript),
             fmt_int(r.messages),
             "-" if c.cut_index is None else str(c.cut_index),
             _clip(c.first_kept_id, 14),
@@ -320,7 +324,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
         r = results[0]
         c = r.context
         how = (f"usage {c.usage_tokens:,} + trailing {c.trailing_tokens:,}" if c.source == "usage" else "estimate")
-        con.print(f"{_short(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens ({how}, {r.tokenizer})",
+        con.print(f"{short_label(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens ({how}, {r.tokenizer})",
                   highlight=False)
         con.print(f"context window {window}", highlight=False)
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -352,7 +356,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
     for r in results:
         v = r.verdict
         t.add_row(
-            _short(r.transcript),
+            short_label(r.transcript),
             fmt_int(r.messages),
             fmt_int(r.context.tokens),
             fmt_int(v.limit),
@@ -425,7 +429,7 @@ def window(
         t.add_column(col, justify="left" if col in ("transcript", "note") else "right")
     for r in reports:
         note = ", ".join(x for x in ("first user kept" if r.kept_first_user else "", "over limit" if r.over_limit else "") if x)
-        t.add_row(_short(r.transcript), fmt_int(r.messages_before), fmt_int(r.messages_after), fmt_int(r.dropped),
+        t.add_row(short_label(r.transcript), fmt_int(r.messages_before), fmt_int(r.messages_after), fmt_int(r.dropped),
                   fmt_int(r.dropped_tool_calls), fmt_int(r.chars_before), fmt_int(r.chars_after), note)
     con.print(t)
     where = "nothing written (dry run)" if dry_run else f"wrote {output}"
@@ -464,7 +468,7 @@ def repair(
     out = sys.stdout
     multi = len(reports) > 1
     for r, c in changes[:limit]:
-        out.write((f"{_short(r.transcript)}: " if multi else "") + str(c) + "\n")
+        out.write((f"{short_label(r.transcript)}: " if multi else "") + str(c) + "\n")
     if len(changes) > limit:
         out.write(f"... and {len(changes) - limit:,} more (use --json for all)\n")
     counts: dict[str, int] = {}
@@ -474,13 +478,6 @@ def repair(
     summary = ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "no changes"
     where = "nothing written (dry run)" if dry_run else f"wrote {output}"
     out.write(f"{len(reports):,} transcript(s), {sum(1 for r in reports if r.changed):,} changed: {summary} · {where}\n")
-
-
-def _short(label: str) -> str:
-    import os
-
-    path, sep, rest = label.partition("#")
-    return os.path.basename(path) + sep + rest
 
 
 def _clip(s: str | None, n: int = 24) -> str:

@@ -91,10 +91,8 @@ def archive_cmd(
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
     from .. import archive as ar
-    from .. import formats
     from ..config import Config
     from ..events import EventLog
-    from ..formats.base import ErrorPolicy
 
     cfg = Config({
         "compaction.tool_call_cutoff": cutoff,
@@ -110,23 +108,13 @@ def archive_cmd(
                            code=ExitCode.USAGE)
     summarize = _archive_summarizer(cfg) if strat == "llm" else None
     log = EventLog(events)
-    policy = ErrorPolicy(on_error.value)
-    report = ar.ArchiveReport(path, None if dry_run else output)
-
-    def processed() -> Any:
-        for t in formats.read(path, fmt, policy):
-            report.results.append(ar.archive(t, cutoff=n, strategy=strat, summarize=summarize, events=log))
-            yield t
-
-    if dry_run:
-        for _ in processed():
-            pass
-    else:
-        formats.write_path(processed(), output, formats.get_format(to) if to else None)
-    report.skipped = [str(e) for e in policy.skipped]
+    report = ar.archive_file(
+        path, output, cutoff=n, strategy=strat, summarize=summarize, fmt=fmt, to=to, on_error=on_error.value,
+        events=log, dry_run=dry_run,
+    )
     log.flush()
-    if policy.skipped:
-        err_line(f"ctxtool: skipped {len(policy.skipped)} unreadable record(s); first: {policy.skipped[0]}")
+    if report.skipped:
+        err_line(f"ctxtool: skipped {len(report.skipped)} unreadable record(s); first: {report.skipped[0]}")
     for r in report.results:
         if r.fallback and summarize is not None:
             err_line(f"ctxtool: {r.transcript}: llm summary failed, used the heuristic one ({r.fallback})")

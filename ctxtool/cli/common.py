@@ -166,3 +166,11 @@ def stderr_console() -> Any:
 
 def fmt_int(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
+
+
+def short_label(label: str) -> str:
+    """A transcript label (``path#id``) with the path cut to its file name, for tables."""
+    import os
+
+    path, sep, rest = label.partition("#")
+    return os.path.basename(path) + sep + rest
