@@ -301,14 +301,20 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
         return
     p = Path(tempfile.gettempdir() if to_stdout else path)  # type: ignore[arg-type]
     d = p if to_stdout else p.parent
-    d.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{'stdout' if to_stdout else p.name}.", suffix=".tmp", dir=d)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{'stdout' if to_stdout else p.name}.", suffix=".tmp", dir=d)
+    except OSError as e:
+        raise output_error(e, path) from e
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "wb") as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as e:  # e.g. the disk is full
+                raise output_error(e, path) from e
         if check is not None:
             check(tmp)
         if to_stdout:
@@ -319,8 +325,16 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
             sys.stdout.buffer.flush()
             os.unlink(tmp)
         else:
-            os.replace(tmp, p)
+            try:
+                os.replace(tmp, p)
+            except OSError as e:
+                raise output_error(e, path) from e
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
+    """An output that cannot be written, as one line naming it (not an internal error)."""
+    return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=str(path), code=ExitCode.ERROR)

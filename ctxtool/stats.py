@@ -600,27 +600,18 @@ def stats(
 def write_rows(rows: list[dict[str, Any]], path: str) -> None:
     """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
     import os
-    import tempfile
 
     import polars as pl
 
-    from .errors import CtxtoolError, ExitCode
+    from .errors import ExitCode
+    from .jsonio import atomic_output
 
-    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".csv", ".parquet"):
         raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, suffix=suffix)
-    os.close(fd)
-    try:
+    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    with atomic_output(path) as fh:
         if suffix == ".csv":
-            df.write_csv(tmp)
+            df.write_csv(fh)
         else:
-            df.write_parquet(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+            df.write_parquet(fh)

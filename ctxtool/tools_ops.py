@@ -920,8 +920,11 @@ def _run_parallel(
     fname, ranges = plan
     rc.ensure()
     out_dir = os.path.dirname(os.path.abspath(output))
-    os.makedirs(out_dir, exist_ok=True)
-    parts_dir = tempfile.mkdtemp(prefix=".ctxtool-parts-", dir=out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        parts_dir = tempfile.mkdtemp(prefix=".ctxtool-parts-", dir=out_dir)
+    except OSError as e:
+        raise jsonio.output_error(e, output) from e
     _FORK_STATE.update(op=op, fn=fn, cache=str(rc.root), tok=tok)
     try:
         jobs = [

@@ -268,3 +268,26 @@ def test_no_command_writes_over_its_input(args: list[str], tmp_path: Path, monke
     r = invoke(*[a.format(p=p) for a in args])
     assert r.exit_code == ExitCode.USAGE and "overwrite the input" in r.stderr
     assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "{p}", "--to", "ctxtool", "-o", "{o}.jsonl"],
+        ["window", "{p}", "--max-messages", "3", "-o", "{o}.jsonl"],
+        ["stats", "{p}", "--per-message", "-o", "{o}.csv"],
+        ["replay", "{p}", "--context-window", "1000", "--plot", "{o}.png"],
+        ["truncate", "{p}", "--max-lines", "1", "-o", "{o}.jsonl"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_unwritable_output_is_a_one_line_error(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be")
+    p = SAMPLES / "openai_dataset.jsonl"
+    r = invoke(*[a.format(p=p, o=blocker / "out") for a in args])
+    assert r.exit_code == ExitCode.ERROR, r.output
+    assert "cannot write the output" in r.stderr and "internal error" not in r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("ctxtool: error:")]
+    assert len(errors) == 1 and str(blocker) in errors[0] and "Traceback" not in r.stderr
