@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -569,7 +569,3 @@ class RefCache:
             self.delete(r.id for r in doomed)
             self.rewrite_manifest(keep)
         return GcResult(len(keep), len(present) - len(doomed), doomed, freed, dry_run)
-
-
-def refs_in_text(text: str) -> Iterator[str]:
-    yield from REF_IN_TEXT_RE.findall(text)

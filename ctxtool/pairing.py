@@ -28,15 +28,6 @@ class Pairing:
     # a call id reused while an earlier call with that id is still unanswered
     duplicate_calls: list[tuple[int, Block]] = field(default_factory=list)
 
-    def partners(self) -> dict[int, set[int]]:
-        """Message index -> indices of messages that must be kept or dropped with it."""
-        out: dict[int, set[int]] = defaultdict(set)
-        for ci, _, ri in self.pairs:
-            if ri is not None and ri != ci:
-                out[ci].add(ri)
-                out[ri].add(ci)
-        return out
-
     def unanswered(self) -> list[tuple[int, Block]]:
         return [(ci, b) for ci, b, ri in self.pairs if ri is None]
 

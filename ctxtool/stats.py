@@ -386,20 +386,6 @@ def _batches(ts: Iterable[Transcript], limit: int) -> Iterator[list[Transcript]]
         yield batch
 
 
-def iter_transcripts(
-    paths: Iterable[str], fmt: str | None = None, policy: ErrorPolicy | None = None
-) -> Iterator[Transcript]:
-    """Every transcript of every path (directories expanded), streamed."""
-    from .errors import CtxtoolError
-
-    policy = policy or ErrorPolicy()
-    for p in formats.iter_paths(paths):
-        try:
-            yield from formats.read(p, fmt, policy)
-        except CtxtoolError as e:
-            policy.handle(e)
-
-
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 # With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
 # so one that finishes early takes the next. The heuristic's cost follows the bytes: one each.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import CtxtoolError, ExitCode
-from .model import IMAGE_TOKENS, Message, Transcript
+from .model import IMAGE_TOKENS, Message
 
 TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
 
@@ -217,10 +217,6 @@ def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
     return [sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans]
 
 
-def count_message(m: Message, tok: Tokenizer) -> int:
-    return count_messages([m], tok)[0]
-
-
 @dataclass(frozen=True, slots=True)
 class ContextEstimate:
     """Seeds 000/003: last provider usage plus an estimate of what came after it."""
@@ -264,5 +260,3 @@ def estimate_context(
     return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, "usage")
 
 
-def transcript_context(t: Transcript, tok: Tokenizer | None = None) -> ContextEstimate:
-    return estimate_context(t.messages, tok)
