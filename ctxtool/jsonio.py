@@ -258,21 +258,6 @@ def split_ranges(path: str, parts: int) -> list[tuple[int, int, int]]:
     return [(bounds[i], bounds[i + 1], lines[i]) for i in range(len(bounds) - 1)]
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while results of many small objects are unpickled and
-    merged (it would rescan them again and again); it resumes as it was afterwards."""
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def open_range(path: str, start: int, end: int, first_line: int) -> Source:
     """A JSONL source over one byte range of a file (for parallel readers)."""
     fh = open(path, "rb")  # noqa: SIM115 - closed by Source.lines()

@@ -5,6 +5,7 @@ seed 002 warning/critical thresholds.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 from collections import Counter
@@ -490,6 +491,21 @@ def _fold(
     return part
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while results of many small objects are unpickled and
+    merged (it would rescan them again and again); it resumes as it was afterwards."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _range_worker(args: tuple[str, int, int, int, str, str, str, dict[str, Any]]) -> _Partial:
     path, start, end, first_line, fmt, tok_name, on_error, opts = args
     from .jsonio import open_range
@@ -558,8 +574,6 @@ def stats(
                 tok.encoding  # load once here; the forked workers share it  # noqa: B018
             jobs = [(p, a, b, line, fname, tok_name, on_error, opts) for a, b, line in ranges]
             ctx = multiprocessing.get_context("fork")
-            from .jsonio import gc_paused
-
             with ProcessPoolExecutor(min(n_workers, len(jobs)), mp_context=ctx) as ex, gc_paused():
                 for part in ex.map(_range_worker, jobs):
                     merge(part)
