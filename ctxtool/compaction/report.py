@@ -34,6 +34,7 @@ class RecordReport:
     chunks: int = 0
     incremental: bool = False
     fallback_used: bool = False
+    retention: float | None = None  # what the compacted transcript kept (ctxtool.score), when compacted
     first_kept_id: str | None = None
     split_turn: bool = False
     cut: dict[str, Any] | None = None
