@@ -3,7 +3,6 @@ probes are known; the CLI (CliRunner and a subprocess); --judge over loopback HT
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
