@@ -85,8 +85,7 @@ class _Files(ProbeKind):
     modified = False
 
     def extract(self, part: Part) -> list[Probe]:
-        read, mod = sp.extract_files(m for _, m in part.lost)
-        where = _first_call_message(part)
+        read, mod, where = part.files()
         return [self.probe(p, message=where.get(p)) for p in (mod if self.modified else read)]
 
     def check(self, probe: Probe, after: Haystack) -> bool:
@@ -95,16 +94,6 @@ class _Files(ProbeKind):
             return True
         parts = [x for x in p.replace("\\", "/").split("/") if x]
         return len(parts) >= 3 and after.has_value("/".join(parts[-2:]))
-
-
-def _first_call_message(part: Part) -> dict[str, int]:
-    where: dict[str, int] = {}
-    for i, m in part.lost:
-        if m.role == "assistant":
-            r, w = sp.extract_files([m])
-            for p in (*r, *w):
-                where.setdefault(p, i)
-    return where
 
 
 @register_probe
@@ -251,7 +240,8 @@ class Identifier(ProbeKind):
     help = "identifiers and values the user gave, or the assistant wrote and relied on (used in two messages or more)"
 
     def extract(self, part: Part) -> list[Probe]:
-        files = set(sp.extract_files(m for _, m in part.lost)[0]) | set(sp.extract_files(m for _, m in part.lost)[1])
+        read, mod, _ = part.files()
+        files = {*read, *mod}
         out: dict[str, Probe] = {}
         for i, txt in part.user_words():
             for v in values(txt):

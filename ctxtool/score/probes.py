@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..model import Block, Message, is_injected
+from ..summary_prompt import extract_files
 from .text import Haystack
 
 
@@ -33,6 +34,21 @@ class Part:
     lost: list[tuple[int, Message]]  # (index in BEFORE's context, message)
     before: list[Message]  # BEFORE's whole context (a failure's fix may be in the kept part)
     calls: dict[str, Block] = field(default_factory=dict)  # tool call id -> call, all of BEFORE
+    _files: tuple[list[str], list[str], dict[str, int]] | None = None
+
+    def files(self) -> tuple[list[str], list[str], dict[str, int]]:
+        """Files read (not modified) and modified by the lost part's tool calls
+        (:func:`ctxtool.summary_prompt.extract_files`), and the message that first names each."""
+        if self._files is None:
+            where: dict[str, int] = {}
+            for i, m in self.lost:
+                if m.role == "assistant" and m.tool_calls():
+                    r, w = extract_files([m])
+                    for p in (*r, *w):
+                        where.setdefault(p, i)
+            read, mod = extract_files(m for _, m in self.lost)
+            self._files = (read, mod, where)
+        return self._files
 
     @classmethod
     def of(cls, lost: list[tuple[int, Message]], before: list[Message]) -> Part:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 _WORD = re.compile(r"\w+")
 SHINGLE = 3  # words per key phrase
@@ -25,20 +24,33 @@ def shingles(ws: list[str], n: int = SHINGLE) -> set[str]:
     return {" ".join(ws[i : i + n]) for i in range(len(ws) - n + 1)}
 
 
-@dataclass(slots=True)
 class Haystack:
-    """AFTER, prepared once for many probes."""
+    """AFTER, prepared once for many probes (its key phrases only when a probe needs them)."""
 
-    text: str
-    lower: str = ""
-    joined: str = ""  # " w1 w2 ... " for contiguous word matches
-    phrases: set[str] = field(default_factory=set)
+    __slots__ = ("_joined", "_phrases", "lower", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lower = text.lower()
+        self._joined: str | None = None
+        self._phrases: set[str] | None = None
+
+    @property
+    def joined(self) -> str:
+        """" w1 w2 ... ": the words, for contiguous matches."""
+        if self._joined is None:
+            self._joined = " " + " ".join(_WORD.findall(self.lower)) + " "
+        return self._joined
 
     @classmethod
     def of(cls, parts: Iterable[str]) -> Haystack:
-        text = "\n".join(parts)
-        ws = words(text)
-        return cls(text, text.lower(), " " + " ".join(ws) + " ", shingles(ws))
+        return cls("\n".join(parts))
+
+    @property
+    def phrases(self) -> set[str]:
+        if self._phrases is None:
+            self._phrases = shingles(self.joined.split())
+        return self._phrases
 
     def has_value(self, value: str) -> bool:
         """A value (path, id, URL, version ...) appears, case aside."""
