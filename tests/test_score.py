@@ -180,6 +180,8 @@ def test_cli_subprocess_and_errors(tmp_path: Path) -> None:
     assert p.returncode == 2 and "one to one" in p.stderr and "Traceback" not in p.stderr
     r = runner.invoke(app, ["score", str(b), str(a), "--judge", "heuristic"])
     assert r.exit_code == 2 and "unknown backend" in r.stderr
+    r = runner.invoke(app, ["score", str(b), str(a), "--judge", "openai"], env={"CTXTOOL_SUMMARIZER_MODEL": ""})
+    assert r.exit_code == 2 and "--judge-model" in r.stderr
 
 
 def _answers(req: RecordedRequest) -> str:

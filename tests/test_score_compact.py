@@ -44,7 +44,7 @@ def test_compact_reports_the_retention_score_measures(tmp_path: Path) -> None:
                               str(tmp_path / "o2.json"), "--json"])
     assert res.exit_code == 0, res.output
     d = check_json("compact", "compact", res.stdout)
-    assert d["transcripts"][0]["retention"] == r.retention
+    assert d["transcripts"][0]["retention"] == r.retention == d["totals"]["retention"]
     text = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "400", "-o",
                                str(tmp_path / "o3.json")])
     assert f"retention {r.retention:.0%}" in text.stdout

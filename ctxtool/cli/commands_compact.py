@@ -248,6 +248,7 @@ def _render(report: CompactReport, out: IO[str]) -> None:
         out.write(f"... and {len(recs) - 50:,} more (use --json for all)\n")
     if len(recs) > 1 or report.cache_hits or report.cache_misses:
         ratio = f", ratio {report.ratio:.2f}x" if report.ratio else ""
+        ratio += f", mean retention {report.retention:.0%}" if report.retention is not None else ""
         out.write(
             f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
             f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"

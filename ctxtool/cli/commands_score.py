@@ -54,6 +54,9 @@ def score_cmd(
 
         cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
                       "summarizer.command": command, "summarizer.timeout": timeout})
+        if judge != "command" and not cfg["summarizer.model"]:
+            raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
+                               code=ExitCode.USAGE)
         jm = _summarizer(cfg, None, True)
     try:
         reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, judge=jm)
