@@ -60,6 +60,11 @@ _CORRECTION = re.compile(
     r"undo\b|revert\b)", re.I)
 
 
+def _prose(s: str) -> bool:
+    """A sentence of words, not a line of pasted code, JSON or log."""
+    return "\\n" not in s and '{"' not in s and sum(c.isalpha() or c.isspace() for c in s) >= 0.75 * len(s)
+
+
 @register_probe
 class Constraint(ProbeKind):
     name = "constraint"
@@ -71,7 +76,7 @@ class Constraint(ProbeKind):
         seen: set[str] = set()
         for i, txt in part.user_words():
             for s in _sentences(txt):
-                if len(s) > 400 or len(words(s)) < 3 or not (_CONSTRAINT.search(s) or _CORRECTION.search(s)):
+                if len(s) > 400 or len(words(s)) < 3 or not _prose(s) or not (_CONSTRAINT.search(s) or _CORRECTION.search(s)):
                     continue
                 key = " ".join(words(s))
                 if key not in seen:
