@@ -4,7 +4,7 @@ For each session, at the default keep budget and at ``--keep-recent-tokens 2000`
 before → after, compression, and retention (``ctxtool score``: overall and per probe kind)
 of the heuristic summary and of the no-summary baseline (the same kept messages, the summary
 dropped). Where a session holds the product's own compaction (Claude Code compact_boundary,
-pi compaction, Codex compacted: ``ctxtool.compactions``), that summary is scored on the
+pi compaction, Codex compacted: ``ctxtool.score.recorded``), that summary is scored on the
 probes of the part it replaced, beside ctxtool's heuristic on the same part.
 """
 
@@ -75,38 +75,10 @@ def _compacted(t: Any, keep: int | None) -> Any:
     return out if out.report.status == "compacted" else out.report.reason
 
 
-def product_compactions(t: Any) -> list[tuple[int, Any, Any]]:
-    """(number, BEFORE, AFTER) for each compaction the session recorded: BEFORE is the
-    transcript up to the compaction, AFTER up to and with its summary."""
-    from ctxtool.compactions import transcript_compactions
-    from ctxtool.context import is_summary
-    from ctxtool.model import Message, Transcript, source_lines
-
-    at_line = {}
-    for i, e in enumerate(t.entries):
-        lines = source_lines(e)
-        if lines and lines[0].lineno is not None:
-            at_line.setdefault(lines[0].lineno, i)
-    out = []
-    for c in transcript_compactions(t).compactions:
-        at = at_line.get(c.line) if c.line is not None else None
-        if at is None:
-            continue
-        j = at + 1
-        while j < len(t.entries) and (not isinstance(t.entries[j], Message) or is_summary(t.entries[j])):
-            j += 1
-
-        def cut(n: int) -> Transcript:
-            return Transcript(t.format, list(t.entries[:n]), t.path, t.index, t.id, t.record, t.messages_key, t.lineno,
-                              t.extra)
-
-        out.append((c.number, cut(at), cut(j)))
-    return out
-
-
 def table(corpus: Path = CORPUS, log: Callable[[str], None] = print) -> tuple[list[list[str]], dict[str, list[Any]]]:
     from ctxtool import formats
     from ctxtool.score import score
+    from ctxtool.score.recorded import score_recorded
 
     rows: list[list[str]] = []
     found: dict[str, list[Any]] = {"heuristic": [], "baseline": [], "product": [], "heuristic_at_product": []}
@@ -126,15 +98,15 @@ def table(corpus: Path = CORPUS, log: Callable[[str], None] = print) -> tuple[li
             found["baseline"].append((keep, b))
             rows.append(_line(name, ks, "heuristic", h))
             rows.append(_line(name, ks, "no summary", b))
-        for n, before, after in product_compactions(t):
-            p = score(before, after)
+        for rec, p in score_recorded(t):
             if not p.results:
                 continue
+            n = rec.number
             found["product"].append((n, p))
             rows.append(_line(f"{name} @{n}", "product", f"{t.format} summary", p))
-            got = _compacted(before, 2000)
+            got = _compacted(rec.before, 2000)
             if not isinstance(got, str):
-                h = score(before, got.transcript)
+                h = score(rec.before, got.transcript)
                 found["heuristic_at_product"].append((n, h))
                 rows.append(_line(f"{name} @{n}", "2,000", "heuristic", h))
     return rows, found

@@ -219,3 +219,19 @@ def test_cli_judge(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     d = check_json("score", "score", r.stdout)
     assert d["judge"] == "openai" and d["transcripts"][0]["judge"]["score"] == pytest.approx(0.4)
+
+
+def test_the_sessions_own_compactions_are_scored_on_what_they_replaced() -> None:
+    """pi's two recorded compactions: BEFORE ends at each compaction entry, AFTER holds its
+    summary (and the messages pi kept); the probes come from what the summary replaced."""
+    from conftest import corpus_file
+
+    from ctxtool.score import score_recorded
+
+    t = next(iter(formats.read(corpus_file("pi", "pi_before-compaction.jsonl"))))
+    got = list(score_recorded(t))
+    assert [(r.number, r.kind) for r, _ in got] == [(1, "compaction"), (2, "compaction")]
+    for r, rep in got:
+        assert len(r.before.entries) < len(r.after.entries) <= len(t.entries)
+        assert rep.results and rep.tokens_before > 5 * rep.tokens_after and 0 < rep.retention < 1
+        assert {p.kind for p in rep.lost} >= {"request", "identifier"}

@@ -18,6 +18,7 @@ and offline; ``judge`` optionally asks a model questions drawn from the probes.
 * ``core``     :func:`score`, :class:`ScoreReport`.
 * ``judge``    ``--judge``: a model answers from AFTER, graded against BEFORE.
 * ``quality``  the rejection rules every summary passes before it is used.
+* ``recorded`` the compactions a session recorded, scored on the part each replaced.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 from .core import KindScore, ProbeResult, ScoreReport, score, score_files, score_messages
 from .probes import Part, Probe, ProbeKind, get_probe_kind, probe_kinds, register_probe, unregister_probe
 from .quality import reject
+from .recorded import Recorded, recorded, score_recorded
 
 __all__ = [
     "KindScore",
@@ -32,13 +34,16 @@ __all__ = [
     "Probe",
     "ProbeKind",
     "ProbeResult",
+    "Recorded",
     "ScoreReport",
     "get_probe_kind",
     "probe_kinds",
     "register_probe",
+    "recorded",
     "reject",
     "score",
     "score_files",
     "score_messages",
+    "score_recorded",
     "unregister_probe",
 ]
