@@ -116,6 +116,7 @@ CYCLE = "The user wants the test fixed.\nI will fix the test now.\n" * 6
     (sp.STRUCTURED_FORMAT, "echoes the prompt's section template"),
     ("## Goal\nFix the test\n" + sp.STRUCTURED_FORMAT.split("\n", 2)[2], "echoes the prompt's section template"),
     (_echo, "echoes its input"),
+    (lambda req: req.prompt, "echoes the prompt"),
     (CYCLE, "repeats a cycle of 2 lines"),
     ("## Goal\n" + "- fix the parser\n" * 8, "repeats one line"),
 ])

@@ -1,7 +1,7 @@
 """The one rule set that rejects a summary, applied to every summarizer's output before it
 replaces anything (``ctxtool.compaction.core``).
 
-A summary is rejected when it is empty, when it only echoes the prompt's section template
+A summary is rejected when it is empty, when it echoes the prompt or only its section template
 (``ctxtool.summary_prompt``), when it only echoes its input (the conversation copied back),
 or when it repeats itself: a short cycle of lines (a small model stuck in a loop), or one
 line shape over and over with none of the requested sections.
@@ -41,20 +41,39 @@ def reject(summary: str, source: Source = "") -> str | None:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return "the summarizer returned an empty summary"
-    return cycle(lines) or degenerate(text) or template_echo(lines) or input_echo(lines, source)
+    return cycle(lines) or degenerate(text) or prompt_echo(lines) or template_echo(lines) or input_echo(lines, source)
 
 
 @cache
 def _template_lines() -> frozenset[str]:
     texts = (sp.STRUCTURED_FORMAT, sp.STRUCTURED_PROMPT, sp.UPDATE_PROMPT, sp.SYSTEM_PROMPT, sp.SPLIT_TURN_NOTE,
              sp.RETAIN_SUMMARY_PROMPT, sp.RETAIN_PROMPT)
-    out: set[str] = set()
-    for t in texts:
-        for ln in t.splitlines():
-            out.update(" ".join(words(s)) for s in re.split(r"(?<=[.:])\s+", ln) if words(s))
-            if words(ln):
-                out.add(" ".join(words(ln)))
-    return frozenset(out)
+    lines = {" ".join(ws) for t in texts for ln in t.splitlines() if (ws := words(ln))}
+    return frozenset(lines | {k for t in texts for k in _sentence_keys(t)})
+
+
+@cache
+def _instruction_lines() -> frozenset[str]:
+    """The prompts' instruction sentences (not the section template the summary should fill)."""
+    texts = (sp.STRUCTURED_PROMPT.replace(sp.STRUCTURED_FORMAT, ""), sp.UPDATE_PROMPT.replace(sp.STRUCTURED_FORMAT, ""),
+             sp.SYSTEM_PROMPT, sp.SPLIT_TURN_NOTE, sp.RETAIN_SUMMARY_PROMPT, sp.RETAIN_PROMPT)
+    return frozenset(k for t in texts for k in _sentence_keys(t) if len(k.split()) >= 4)
+
+
+def _sentence_keys(text: str) -> list[str]:
+    """The words of each sentence (or line part ending in a colon) of ``text``."""
+    return [" ".join(ws) for ln in text.splitlines() for s in re.split(r"(?<=[.:])\s+", ln) if (ws := words(s))]
+
+
+def prompt_echo(lines: list[str]) -> str | None:
+    """The summary repeats the request itself: its <conversation> tags or two of its instructions."""
+    if any(ln in ("<conversation>", "</conversation>") for ln in lines):
+        return "the summary echoes the prompt (it holds the <conversation> it was given)"
+    inst = _instruction_lines()
+    found = sum(1 for k in _sentence_keys("\n".join(lines)) if k in inst)
+    if found >= 2:
+        return f"the summary echoes the prompt ({found} of its instructions repeated)"
+    return None
 
 
 def template_echo(lines: list[str]) -> str | None:
