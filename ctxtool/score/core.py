@@ -106,15 +106,10 @@ class ScoreReport:
         }
 
 
-def _key(m: Message) -> str:
-    """A message's content, whitespace aside: what 'AFTER holds it verbatim' compares."""
-    parts = [m.role]
-    for b in m.content:
-        if b.type == "tool_call":
-            parts.append(f"call {b.name} {b.arguments_text()}")
-        elif b.text:
-            parts.append(b.text)
-    return " ".join("\x00".join(parts).split())
+def _key(m: Message) -> tuple[str, ...]:
+    """A message's content: what 'AFTER holds it verbatim' compares."""
+    return (m.role, *(f"call {b.name} {b.arguments_text()}" if b.type == "tool_call" else b.text
+                      for b in m.content if b.type == "tool_call" or b.text))
 
 
 def _texts(m: Message) -> Iterator[str]:
