@@ -395,6 +395,7 @@ def stats(
     progress: Callable[[Transcript], None] | None = None,
     workers: int | None = None,
     settings: Any = None,
+    fast: bool = True,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -404,7 +405,9 @@ def stats(
     The window of each transcript and its context tokens come from :func:`ctxtool.context.resolve`
     (``context_window``/``model`` as the flags, then ``settings``, a ``Config``: default the
     environment's); the seed 002 thresholds default to ``context.warning_chars`` /
-    ``context.critical_chars``.
+    ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
+    values where that gives the same figures (:mod:`ctxtool.stats_fast`); False reads every
+    transcript into the full model.
     """
     from .config import Config
     from .runner import run_file
@@ -416,7 +419,7 @@ def stats(
     window = cs.resolve(None).window if (context_window or model) else None
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None)
     for p in formats.iter_paths(paths):
