@@ -130,16 +130,31 @@ class Figures:
     usage: UsageTotals = field(default_factory=UsageTotals)
 
     def add(self, o: Figures) -> None:
-        for k in (
-            "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks",
-            "thinking_tokens", "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens",
-            "framing_tokens",
-        ):
-            setattr(self, k, getattr(self, k) + getattr(o, k))
+        # field by field (no getattr loop): called once per transcript
+        self.messages += o.messages
+        self.tokens += o.tokens
+        self.chars += o.chars
+        self.tool_calls += o.tool_calls
+        self.tool_results += o.tool_results
+        self.tool_errors += o.tool_errors
+        self.thinking_blocks += o.thinking_blocks
+        self.thinking_tokens += o.thinking_tokens
+        self.thinking_chars += o.thinking_chars
+        self.images += o.images
+        self.system_prompt_chars += o.system_prompt_chars
+        self.system_prompt_tokens += o.system_prompt_tokens
+        self.framing_tokens += o.framing_tokens
+        by_role = self.by_role
         for r, s in o.by_role.items():
-            self.by_role.setdefault(r, RoleStats()).add(s)
-        self.tool_calls_by_name.update(o.tool_calls_by_name)
-        self.usage.add(o.usage)
+            if s.messages:
+                mine = by_role.get(r)
+                if mine is None:
+                    mine = by_role[r] = RoleStats()
+                mine.add(s)
+        if o.tool_calls_by_name:
+            self.tool_calls_by_name.update(o.tool_calls_by_name)
+        if o.usage.api_messages:
+            self.usage.add(o.usage)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -54,10 +54,6 @@ _OPENAI_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name
 _OPENAI_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
-def _str_or_none(v: Any) -> bool:
-    return v is None or isinstance(v, str)
-
-
 def tally_openai(items: list[Any], exact: bool) -> Tally | None:
     """The tally of an OpenAI chat message list, or None when it needs the full model."""
     rows: list[str] = []
@@ -78,14 +74,14 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
         if role is None or not (c is None or type(c) is str) or ("content" not in o and "tool_calls" not in o):
             return None
         mid = o.get("id")
-        if not _str_or_none(mid):
+        if mid is not None and type(mid) is not str:
             return None
         mt: list[str] | None = [] if texts is not None else None
         if role == "tool":
             cid = o.get("tool_call_id")
             name = o.get("name")
             calls = o.get("tool_calls")
-            if type(cid) is not str or not cid or not _str_or_none(name) or not (calls is None or type(calls) is list):
+            if type(cid) is not str or not cid or not (name is None or type(name) is str) or not (calls is None or type(calls) is list):
                 return None  # a result without its call's id is paired by position: the full model
             text = c or ""
             n = len(text)
@@ -118,7 +114,8 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
                     if type(fn) is not dict:
                         return None
                     cid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
-                    if type(cid) is not str or not cid or not _str_or_none(name) or not _str_or_none(args):
+                    if (type(cid) is not str or not cid or not (name is None or type(name) is str)
+                            or not (args is None or type(args) is str)):
                         return None  # a call without an id is paired by position: the full model
                     n += len(name or "") + len(args or "")
                     n_calls += 1
