@@ -148,7 +148,7 @@ def load_encoding(name: str) -> Any:
             return _encodings[name]
         d = install_bpe_files([name])
         import tiktoken
-        from tiktoken_ext import openai_public
+        from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
         ranks = _mergeable_ranks(name, d)
         original = openai_public.load_tiktoken_bpe
@@ -171,7 +171,7 @@ def _mergeable_ranks(name: str, d: Path) -> dict[bytes, int]:
     try:
         ranks = marshal.loads(copy.read_bytes())
         if isinstance(ranks, dict) and len(ranks) > 1000:
-            return ranks  # type: ignore[no-any-return]
+            return ranks
     except (OSError, ValueError, EOFError, TypeError):
         pass
     from tiktoken.load import load_tiktoken_bpe
