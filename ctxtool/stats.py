@@ -270,6 +270,23 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
     return get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
 
 
+def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
+    """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
+    status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
+    from .policies import PolicySettings, get
+
+    lim = get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
+
+    def level(chars: int) -> str:
+        status = lim.status
+        for th in lim.thresholds:
+            if th.reached(chars):
+                status = th.status
+        return status
+
+    return level
+
+
 def transcript_stats(
     t: Transcript,
     counts: list[int] | None,

@@ -209,7 +209,7 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    from .stats import TOP_OUTPUTS, Figures, RoleStats, ToolOutput, TranscriptStats, threshold_level
+    from .stats import TOP_OUTPUTS, Figures, RoleStats, ToolOutput, TranscriptStats
     from .tokens import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
 
     f = Figures()
@@ -253,7 +253,7 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         context_tokens=tokens,  # no usage, no boundary, every message visible: the estimate is the sum
         context_source="estimate",
         context_window=window.window,
-        level=threshold_level(total_chars, opts["warning_chars"], opts["critical_chars"]),
+        level=opts["level"](total_chars),
         largest=largest,
         label=t.label,
     )

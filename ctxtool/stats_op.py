@@ -24,6 +24,7 @@ from .stats import (
     ToolOutput,
     TranscriptStats,
     UsageTotals,
+    threshold_levels,
     transcript_stats,
 )
 from .stats_fast import TALLY_KEY, Tally
@@ -104,7 +105,7 @@ class StatsPart:
     def merge(self, other: StatsPart) -> None:
         self.totals.add(other.totals)
         self.transcripts.extend(other.transcripts)
-        self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=lambda o: (o.tokens, o.chars))
+        self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
         self.skipped.extend(other.skipped)
         if self.rows is not None and other.rows:
             self.rows.extend(other.rows)
@@ -175,7 +176,14 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         part.totals.add(ts.figures)
         part.transcripts.append(ts)
         if ts.largest:
-            part.largest = heapq.nlargest(TOP_OUTPUTS, part.largest + ts.largest, key=lambda o: (o.tokens, o.chars))
+            top = part.largest
+            # nlargest keeps the earlier of equal keys: outputs no larger than the smallest kept change nothing
+            if len(top) < TOP_OUTPUTS or max(_size(o) for o in ts.largest) > _size(top[-1]):
+                part.largest = heapq.nlargest(TOP_OUTPUTS, top + ts.largest, key=_size)
+
+
+def _size(o: ToolOutput) -> tuple[int, int]:
+    return (o.tokens, o.chars)
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,8 @@ class _StatsTask(Task[StatsPart]):
         if ctx.worker and isinstance(self.tok, TiktokenTokenizer):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
-                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context)}
+                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context),
+                     "level": threshold_levels(op.warning_chars, op.critical_chars)}
         self.fast = op.fast and not op.per_message  # per-message rows need the model
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None)

@@ -128,3 +128,9 @@ def test_the_tally_takes_plain_records_and_leaves_the_rest() -> None:
         assert tally_openai([{**plain[0], **odd}], exact=False) is None
     assert tally_openai([{"role": "tool", "content": "no call id"}], exact=False) is None
     assert TALLY_KEY == "stats_tally"
+
+
+def test_threshold_levels_agree_with_the_policy() -> None:
+    level = stats.threshold_levels(100, 200)
+    for chars in (0, 99, 100, 101, 199, 200, 10**9):
+        assert level(chars) == stats.threshold_level(chars, 100, 200)
