@@ -46,7 +46,7 @@ test-llm: $(LLM_GGUF)
 ## make bench: the figures of issue 16 beside their baselines and targets, in one run. The
 ## peers (LangChain, litellm) live in a bench-only environment from bench/requirements-peers.lock,
 ## never in the test environment; CTXTOOL_BENCH_2GB=1 adds the 2 GB scaling row,
-## CTXTOOL_BENCH_REPEAT=N the runs per row (default 5).
+## CTXTOOL_BENCH_REPEAT=N the runs per row (default 3).
 BENCHVENV := .venv-bench
 BENCHSTAMP := $(BENCHVENV)/.installed
 

@@ -2,7 +2,7 @@
 
 ctxtool is timed as a whole process (``python -m ctxtool ...``: start-up, imports, process
 pool, output), the baselines and peers by their loop alone (imports and warm-up outside it).
-Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 5), interleaved; a row shows the
+Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3), interleaved; a row shows the
 median ratio and its spread (lowest-highest) over the runs.
 
 The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
 CORPUS = ROOT.parent / "shared" / "corpus"
 BIG = int(os.environ.get("CTXTOOL_BENCH_BYTES", 200_000_000))
-REPEAT = int(os.environ.get("CTXTOOL_BENCH_REPEAT", 5))
+REPEAT = int(os.environ.get("CTXTOOL_BENCH_REPEAT", 3))
 PEERS_PY = os.environ.get("CTXTOOL_BENCH_PEERS", str(ROOT / ".venv-bench" / "bin" / "python"))
 ROWS: list[tuple[str, str, str, str, str]] = []
 CTXTOOL = [sys.executable, "-m", "ctxtool"]
