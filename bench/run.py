@@ -2,7 +2,7 @@
 
 ctxtool is timed as a whole process (``python -m ctxtool ...``: start-up, imports, process
 pool, output), the baselines and peers by their loop alone (imports and warm-up outside it).
-Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3), interleaved; a row shows the
+Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3); a row shows the
 median ratio and its spread (lowest-highest) over the runs.
 
 The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
