@@ -23,6 +23,7 @@ from typing import Any
 
 from . import formats
 from .context import SUMMARY_PREFIX, ContextSettings
+from .errors import CtxtoolError
 from .formats.base import STRUCTURE_ERRORS, ErrorPolicy, Format
 from .formats.dataset import record_id
 from .jsonio import Source
@@ -171,7 +172,10 @@ def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool
         return None
     f = formats.get_format(fmt) if isinstance(fmt, str) else fmt
     if src.peek:  # a whole file (a byte range of one is a dataset already: the runner split it)
-        detected = formats.detect(src)
+        try:
+            detected = formats.detect(src)
+        except CtxtoolError:
+            return None  # the full reader says why (or reads the format named)
         if (f is not None and detected is not f) or not detected.records_per_line(src):
             return None  # a format named against the detection: the full reader says why it fails
         f = detected

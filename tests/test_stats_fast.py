@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtool import stats
+from ctxtool.errors import CtxtoolError
 from ctxtool.stats_fast import TALLY_KEY, tally_openai
 
 
@@ -134,3 +135,17 @@ def test_threshold_levels_agree_with_the_policy() -> None:
     level = stats.threshold_levels(100, 200)
     for chars in (0, 99, 100, 101, 199, 200, 10**9):
         assert level(chars) == stats.threshold_level(chars, 100, 200)
+
+
+def test_a_named_format_reads_what_detection_cannot(tmp_path: Path) -> None:
+    # detection needs a message list; --format openai reads bare message lines all the same
+    p = tmp_path / "odd.jsonl"
+    p.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n')
+    fast, full = both([str(p)], fmt="openai", workers=1)
+    assert fast == full and fast["totals"]["messages"] == 2
+    q = tmp_path / "none.jsonl"
+    q.write_text('{"x": 1}\n')
+    for fast_path in (True, False):
+        with pytest.raises(CtxtoolError) as e:
+            stats.stats([str(q)], fast=fast_path, workers=1)
+        assert "detect" in str(e.value)
