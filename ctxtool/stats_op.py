@@ -178,7 +178,7 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         if ts.largest:
             top = part.largest
             # nlargest keeps the earlier of equal keys: outputs no larger than the smallest kept change nothing
-            if len(top) < TOP_OUTPUTS or max(_size(o) for o in ts.largest) > _size(top[-1]):
+            if len(top) < TOP_OUTPUTS or _size(max(ts.largest, key=_size)) > _size(top[-1]):
                 part.largest = heapq.nlargest(TOP_OUTPUTS, top + ts.largest, key=_size)
 
 
