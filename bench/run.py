@@ -51,16 +51,23 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> float:
     return best
 
 
-def run_process(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB, the process and its workers) of one whole process."""
+def run_process(args: Sequence[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one whole process."""
     t = time.perf_counter()
-    p = subprocess.Popen(list(args), stdout=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode:
-        raise SystemExit(f"bench: {' '.join(args)} exited {p.returncode}")
-    return wall, usage.ru_maxrss / 1024
+    subprocess.run(list(args), stdout=subprocess.DEVNULL, env=env, check=True)
+    return time.perf_counter() - t
+
+
+def peak_rss_mb(args: Sequence[str]) -> float:
+    """Peak RSS (MB) of a process and its workers, measured from a small parent (a child
+    forked from this one would count this process's pages until its exec)."""
+    code = (
+        "import resource, subprocess, sys;"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip()) / 1024
 
 
 def spread(ratios: list[float]) -> str:
@@ -93,7 +100,7 @@ def peer_times(name: str, path: Path, repeat: int = REPEAT) -> list[float] | Non
 
 def ours_times(args: Sequence[str], repeat: int = REPEAT) -> list[float]:
     run_process([*CTXTOOL, *args])  # warm the page cache
-    return [run_process([*CTXTOOL, *args])[0] for _ in range(repeat)]
+    return [run_process([*CTXTOOL, *args]) for _ in range(repeat)]
 
 
 def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float,
@@ -190,9 +197,8 @@ def bench_scaling(files: list[Path]) -> None:
     for p in files:
         mb = p.stat().st_size / 1e6
         run_process([*CTXTOOL, "stats", str(p)])
-        runs = [run_process([*CTXTOOL, "stats", str(p)]) for _ in range(max(1, REPEAT // 2))]
-        wall = statistics.median(r[0] for r in runs)
-        rss = max(r[1] for r in runs)
+        wall = statistics.median(run_process([*CTXTOOL, "stats", str(p)]) for _ in range(REPEAT))
+        rss = peak_rss_mb([*CTXTOOL, "stats", str(p)])
         if first is None:
             first = (mb, wall, rss)
         row(f"stats scaling, {mb:,.0f} MB", f"{wall:.2f} s ({mb / wall:.0f} MB/s), peak RSS {rss:.0f} MB",
@@ -208,10 +214,6 @@ def wall(args: list[str], n: int = 15) -> float:
         subprocess.run(args, stdout=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
-
-
-def peak_rss_mb(args: list[str]) -> float:
-    return run_process(args)[1]
 
 
 def bench_startup() -> None:

@@ -31,11 +31,11 @@ def run(big: Path, row: Callable[..., None], corpus: Path) -> None:
             tr: list[float] = []
             for k in range(REPEAT):
                 os.sync()
-                st.append(run_process([*CTXTOOL, "stats", str(big)])[0])
+                st.append(run_process([*CTXTOOL, "stats", str(big)]))
                 d = Path(work) / str(k)
                 os.sync()
                 tr.append(run_process([*CTXTOOL, "truncate", "--preset", "seed004", "--cache-dir", str(d / "cache"),
-                                       "-o", str(d / "out.jsonl"), str(big)])[0])
+                                       "-o", str(d / "out.jsonl"), str(big)]))
             objs = sum(len(files) for _, _, files in os.walk(d / "cache"))
         ratios = [s / t for s, t in zip(sorted(st), sorted(tr), strict=False)]
         t_med, s_med = statistics.median(tr), statistics.median(st)
