@@ -34,6 +34,7 @@ _REGISTRY: dict[str, str | Format] = {
     "inspect-eval": "ctxtool.formats.inspect_eval",
     "atif": "ctxtool.formats.atif",
     "gemini": "ctxtool.formats.gemini",
+    "gemini-jsonl": "ctxtool.formats.gemini_jsonl",
     "swe-agent": "ctxtool.formats.swe_agent",
     "mini-swe-agent": "ctxtool.formats.mini_swe_agent",
     "openhands": "ctxtool.formats.openhands",

@@ -13,7 +13,8 @@ One JSON document: ``sessionId``, ``projectHash``, ``startTime``, ``lastUpdated`
 
 A call and its result live in the same record: the assistant message's source is the
 record without the results, the tool message's the results, so each changes alone.
-The newer JSONL session files are not read yet.
+The newer JSONL session files (later lines update earlier records by id) are
+:mod:`ctxtool.formats.gemini_jsonl`, which shares this module's record codec.
 """
 
 from __future__ import annotations
@@ -111,7 +112,10 @@ def decode_record(o: dict[str, Any], line_no: int | None) -> list[Message | Reco
     extra: dict[str, Any] = {}
     if answered:
         head_obj = {k: v for k, v in o.items()}
-        head_obj["toolCalls"] = [{k: v for k, v in tc.items() if k != "result"} for tc in calls]
+        # the results (and the tool message's metadata, kept on the first answered call)
+        # are the tool message's: the assistant's source is the record without them
+        head_obj["toolCalls"] = [{k: v for k, v in tc.items() if k != "result" and (k != META_KEY or tc is not answered[0])}
+                                 for tc in calls]
         extra[RESULT_AT] = [list(tc).index("result") if "result" in tc else None for tc in calls]
     model = o.get("model")
     out: list[Message | Record] = [Message(role, blocks, id=o.get("id") if isinstance(o.get("id"), str) else None,
@@ -163,8 +167,10 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
     if not results:
         return rec
     srcs: list[Any] = []
-    if len(tools) == 1 and not tools[0].dirty and tools[0].lines and isinstance(tools[0].lines[0].obj, dict):
+    if len(tools) == 1 and tools[0].lines and isinstance(tools[0].lines[0].obj, dict):
         srcs = list(tools[0].lines[0].obj.get("results") or [])
+        if tools[0].dirty and len(srcs) != len(results):
+            srcs = []  # results added or removed: the source ones no longer line up
     by_id = {b.id: (i, b) for i, b in enumerate(results)}
     at = head.extra.get(RESULT_AT) if head is not None else None
     calls_out = []
