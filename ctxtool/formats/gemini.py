@@ -147,8 +147,8 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
                 (b.extra or {}).get("thought") if decode_thought((b.extra or {}).get("thought")) == b.text
                 else {"subject": "", "description": b.text} for b in thoughts
             ]
-        else:
-            rec.pop("thoughts", None)
+        elif rec.get("thoughts"):
+            rec.pop("thoughts")  # an empty list stays as it was
         text = "\n".join(b.text for b in head.content if b.type == "text")
         before = rec.get("content")
         rec["content"] = before if parts_text(before) == text and "content" in rec else (
@@ -158,8 +158,8 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
             old = {tc.get("id"): tc for tc in rec.get("toolCalls") or [] if isinstance(tc, dict)}
             rec["toolCalls"] = [{**old.get(b.id, {"status": "success"}), "id": b.id, "name": b.name,
                                  "args": b.arguments if b.arguments is not None else {}} for b in calls]
-        else:
-            rec.pop("toolCalls", None)
+        elif rec.get("toolCalls"):
+            rec.pop("toolCalls")
         put_meta(rec, head)
     else:
         rec = {"type": "gemini", "content": "", "toolCalls": []}
