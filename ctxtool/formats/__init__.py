@@ -253,7 +253,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     )
     style = source_style(t, document=True)
     out.extra.pop("source_style", None)
-    if not style.compact and (same_origin or f.name == "ctxtool"):
+    if (not style.compact or style.document) and (same_origin or f.name == "ctxtool"):
         out.extra["source_style"] = style.to_json()  # the raw bytes stay behind: keep how they were written
     if same_origin:
         out.extra["layout"] = t.extra.get("source_layout", f.default_layout)

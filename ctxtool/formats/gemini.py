@@ -35,6 +35,7 @@ from .base import (
     malformed,
     put_meta,
     read_meta,
+    write_document,
 )
 
 ROLE = {"user": "user", "gemini": "assistant"}
@@ -240,8 +241,7 @@ class GeminiFormat(Format):
         doc: dict[str, Any] = dict(first.record) if first.record is not None and first.format == "gemini" else {
             "sessionId": first.id or "session", "messages": None}
         doc["messages"] = [r for t in ts for r in self.records(t)]
-        out.write(jsonio.dumps(doc, document_style(first)))
-        out.write(b"\n")
+        write_document(out, doc, document_style(first))
 
     def records(self, t: Transcript) -> list[Any]:
         groups: list[tuple[Message | None, list[Message]] | Record] = []
