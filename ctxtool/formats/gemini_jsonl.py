@@ -72,7 +72,8 @@ def members(o: Any) -> list[Any] | None:
     if isinstance(s, dict):
         return s["messages"] if isinstance(s.get("messages"), list) else None
     if is_metadata(o) and isinstance(o.get("messages"), list):
-        return o["messages"]  # type: ignore[no-any-return]
+        msgs: list[Any] = o["messages"]
+        return msgs
     return None
 
 
@@ -145,11 +146,11 @@ class GeminiJsonlFormat(Format):
             t.id = first["sessionId"]
         starts: dict[tuple[int, int | None], str] = {}
         later: dict[int, tuple[str, int]] = {}
-        for rid, versions in state.items():
-            starts[versions[0]] = rid
+        for sid, versions in state.items():
+            starts[versions[0]] = sid
             for part, (li, k) in enumerate(versions[1:], 2):
                 if k is None:
-                    later[li] = (rid, part)
+                    later[li] = (sid, part)
         carriers: dict[str, Message | None] = {}
 
         def group(rid: str) -> list[Entry]:
@@ -186,8 +187,8 @@ class GeminiJsonlFormat(Format):
                 t.entries.extend(group(rid))
                 continue
             if li in later:
-                rid, part = later[li]
-                carrier = carriers.get(rid)
+                lid, part = later[li]
+                carrier = carriers.get(lid)
                 t.entries.append(Cont(carrier, part) if carrier is not None else Record(ln, kind="gemini:record"))
                 continue
             o = objs[li]
@@ -282,10 +283,10 @@ class _Writer:
                     continue  # its versions are written by their own lines / its checkpoint
                 yield jsonio.dumps(g.record, self.style)
             elif isinstance(e, Cont):
-                g = self.of.get(id(e.message))
-                if g is None or not g.unchanged or e.part >= len(e.message.lines):
+                cg = self.of.get(id(e.message))
+                if cg is None or not cg.unchanged or e.part >= len(e.message.lines):
                     continue
-                if e.part > 1 or g.first() == LINE:
+                if e.part > 1 or cg.first() == LINE:
                     ln = e.message.lines[e.part]
                     yield ln.raw if ln.raw is not None else jsonio.dumps(exact_obj(ln), self.style)
 
