@@ -209,3 +209,19 @@ def test_sample_converts_to_the_json_session_format(tmp_path: Path) -> None:
     doc = json.loads(out.read_bytes())
     assert doc["sessionId"] and [m["type"] for m in doc["messages"]] == ["user", "gemini", "gemini", "user", "gemini", "gemini"]
     assert _model(list(formats.read(out))) == _model(list(formats.read(SAMPLE)))
+
+
+def test_other_formats_become_sessions_gemini_can_load(tmp_path: Path) -> None:
+    src = SAMPLES / "openai_chat.json"
+    out = tmp_path / "s.jsonl"
+    formats.write_path(list(formats.read(src)), out, "gemini-jsonl")
+    lines = [json.loads(x) for x in out.read_bytes().splitlines()]
+    assert isinstance(lines[0]["sessionId"], str) and isinstance(lines[0]["projectHash"], str)
+    state = gemini_load(out.read_bytes())
+    t = next(formats.read(out))
+    assert t.format == "gemini-jsonl" and len(state) == len([m for m in t.messages if m.role != "tool"])
+    assert all(isinstance(r["id"], str) for r in state)
+    assert not check_messages(t.messages)
+    again = tmp_path / "again.jsonl"
+    formats.write_path(list(formats.read(out)), again)
+    assert again.read_bytes() == out.read_bytes()

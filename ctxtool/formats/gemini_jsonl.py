@@ -25,12 +25,13 @@ the whole record again) without the stale copies: the new record, compact as
 Gemini's), and its superseded versions are left out (a truncated output does not survive
 in an older copy). A record that first appeared in a checkpoint is changed inside that
 checkpoint line. A removed record leaves with all its versions (and leaves the
-checkpoints that hold it). New records get a deterministic uuid. ``restore`` gives the
-versions back where they were.
+checkpoints that hold it). New records get a deterministic uuid, and a transcript from
+another format a metadata line first. ``restore`` gives the versions back where they were.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -272,6 +273,8 @@ class _Writer:
             if isinstance(e, Record) and (_is_rewind(e.line.obj) or _is_checkpoint(e.line.obj)):
                 later_rewinds.append(i)
         holders = self._holders()
+        if not any(isinstance(e, Record) and is_metadata(e.line.obj) for e in self.t.entries):
+            yield jsonio.dumps(self._metadata(), self.style)  # a transcript from another format
         for i, e in enumerate(self.t.entries):
             if isinstance(e, Record):
                 yield self._record(e, i, holders.get(i, {}), any(j > i for j in later_rewinds))
@@ -289,6 +292,12 @@ class _Writer:
                 if e.part > 1 or cg.first() == LINE:
                     ln = e.message.lines[e.part]
                     yield ln.raw if ln.raw is not None else jsonio.dumps(exact_obj(ln), self.style)
+
+    def _metadata(self) -> dict[str, Any]:
+        """The metadata line Gemini's loader needs (a session id and a project hash, which
+        ctxtool cannot know: the hash of the session id stands in for it)."""
+        sid = self.t.id or str(uuid.uuid5(UUID_NS, self.t.path))
+        return {"sessionId": sid, "projectHash": hashlib.sha256(sid.encode()).hexdigest()}
 
     def _holders(self) -> dict[int, dict[str, _Group]]:
         """For each checkpoint (entry index): the records whose first version it holds."""
