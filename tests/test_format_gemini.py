@@ -225,3 +225,21 @@ def test_other_formats_become_sessions_gemini_can_load(tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     formats.write_path(list(formats.read(out)), again)
     assert again.read_bytes() == out.read_bytes()
+
+
+def test_numbers_keep_their_text_in_unchanged_and_changed_records(tmp_path: Path) -> None:
+    lines = [b'{"sessionId":"s","projectHash":"p"}',
+             b'{"id":"u1","timestamp":"t","type":"user","content":"hi","score":1.50}',
+             b'{"id":"g1","timestamp":"t","type":"gemini","content":"a","tokens":{"input":10,"output":2,"cached":0,"total":12},"t":1e-7}',
+             b'{"id":"g1","timestamp":"t","type":"gemini","content":"ab","tokens":{"input":10,"output":2,"cached":0,"total":12},"t":1e-7}']
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    t = next(formats.read(src))
+    out = io.BytesIO()
+    formats.write([t], out)
+    assert out.getvalue() == src.read_bytes()
+    t.messages[1].content[0].text = "changed"
+    t.messages[1].touch()
+    out = io.BytesIO()
+    formats.write([t], out)
+    assert b'"score":1.50' in out.getvalue() and b'"t":1e-7' in out.getvalue() and b'"changed"' in out.getvalue()

@@ -41,7 +41,7 @@ from .. import jsonio, jsontext
 from ..errors import CtxtoolError
 from ..jsonio import Source
 from ..model import Cont, Entry, Line, Message, Record, Transcript
-from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, exact_obj, malformed
+from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, exact_obj, malformed, placed
 from .gemini import ROLE, build_record, decode_record
 
 #: message hint on the message carrying a record's versions: where its first version is
@@ -159,10 +159,11 @@ class GeminiJsonlFormat(Format):
             vlines = [lines[li] if k is None else Line((members(objs[li]) or [])[k], None, lines[li].lineno, True)
                       for li, k in versions]
             latest = vlines[-1]
+            exact_obj(latest)  # every number as written: an unchanged record compares equal
             try:
                 got = decode_record(latest.obj, latest.lineno)
             except CtxtoolError as e:
-                policy.handle(_placed(e, src.path, latest.lineno))
+                policy.handle(placed(e, src.path, latest.lineno))
                 got = []
             except STRUCTURE_ERRORS as e:
                 policy.handle(malformed(e, src.path, latest.lineno))
@@ -209,12 +210,6 @@ class GeminiJsonlFormat(Format):
             for raw in _Writer(t).lines():
                 out.write(raw)
                 out.write(b"\n")
-
-
-def _placed(e: CtxtoolError, path: str, line: int | None) -> CtxtoolError:
-    e.path = e.path or path
-    e.line = e.line or line
-    return e
 
 
 @dataclass
