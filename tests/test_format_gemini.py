@@ -207,7 +207,10 @@ def test_sample_converts_to_the_json_session_format(tmp_path: Path) -> None:
     out = tmp_path / "session.json"
     formats.write_path(list(formats.read(SAMPLE)), out, "gemini")
     doc = json.loads(out.read_bytes())
-    assert doc["sessionId"] and [m["type"] for m in doc["messages"]] == ["user", "gemini", "gemini", "user", "gemini", "gemini"]
+    assert [m["type"] for m in doc["messages"]] == ["user", "gemini", "gemini", "user", "gemini", "gemini"]
+    # the session's fields as Gemini's loader has them: the metadata line, then every $set
+    assert list(doc) == ["sessionId", "projectHash", "startTime", "lastUpdated", "messages", "summary", "kind"]
+    assert doc["lastUpdated"] == "2026-05-12T08:32:03.001Z" and doc["summary"].startswith("Fix the nightly")
     assert _model(list(formats.read(out))) == _model(list(formats.read(SAMPLE)))
 
 

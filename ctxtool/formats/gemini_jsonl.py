@@ -110,6 +110,23 @@ def replay(objs: list[Any]) -> dict[str, list[tuple[int, int | None]]]:
     return state
 
 
+SESSION_FIELDS = ("sessionId", "projectHash", "startTime", "lastUpdated", "messages", "summary", "memoryScratchpad",
+                  "directories", "kind")
+
+
+def session_fields(objs: list[Any]) -> dict[str, Any]:
+    """The session's fields as Gemini's loader ends up with them (the metadata line, then
+    every ``$set``), in the JSON session file's order; ``messages`` a placeholder."""
+    meta: dict[str, Any] = {}
+    for o in objs:
+        if isinstance(o, dict) and not _is_rewind(o) and not _is_record(o):
+            if isinstance(o.get("$set"), dict):
+                meta.update(o["$set"])
+            elif is_metadata(o):
+                meta.update(o)
+    return {k: (None if k == "messages" else meta[k]) for k in SESSION_FIELDS if k in meta or k == "messages"}
+
+
 def _kind(o: Any) -> str:
     if _is_rewind(o):
         return "gemini:rewind"
@@ -142,9 +159,10 @@ class GeminiJsonlFormat(Format):
         state = replay(objs)
         t = Transcript(self.name, path=src.path, index=0, lineno=lines[0].lineno if lines else None)
         t.extra["layout"] = self.default_layout
-        first = next((o for o in objs if is_metadata(o)), None)
-        if first is not None:
-            t.id = first["sessionId"]
+        t.record = session_fields(objs)  # what converting to the JSON session format keeps
+        t.messages_key = "messages"
+        if isinstance(t.record.get("sessionId"), str):
+            t.id = t.record["sessionId"]
         starts: dict[tuple[int, int | None], str] = {}
         later: dict[int, tuple[str, int]] = {}
         for sid, versions in state.items():
