@@ -74,7 +74,7 @@ def process(
     if obj is not None:
         src.peek.append(Line(obj, record, line))
     f = formats.get_format(fmt) if fmt else formats.detect(src) if src.peek else None
-    if f is not None and not f.records_per_line(src):
+    if f is not None and src.peek and not f.records_per_line(src):
         raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.runner.run_file",
                            path=path, line=line)
     log = EventLog(None) if events else None

@@ -486,6 +486,11 @@ def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
     assert [o.report.status for o in merged.outcomes] == [r.status for r in rep.records] == ["compacted"] * 3
     assert [e["event"] for e in res[1].events] == ["compaction_start", "compaction_end", "compaction"]
     assert merged.bytes_written == sum(len(r.data) + 1 for r in res)
+    failing = CompactOp(opts(), Counting(fail_on="src/app_r1.py"))  # under skip: written as read, reported
+    res = [records.process(failing, rec, path=str(src), line=n, fmt="openai", on_error="skip") for n, rec in
+           enumerate([lines[1], b'{"messages": [', lines[2]], 1)]
+    assert [(r.changed, bool(r.skipped)) for r in res] == [(False, False), (True, True), (True, False)]  # dropped
+    assert res[0].data == lines[1] and res[0].report.outcomes[0].report.status == "error" and res[1].data == b""
 
 
 # -- fault injection: the input untouched, no partial output --------------------------------------------------

@@ -103,6 +103,8 @@ class CompactTask(Task[CompactPart]):
     def begin(self, ahead: Sequence[Transcript]) -> None:
         from .. import formats
 
+        if not ahead and self.ctx.worker:  # one record or range of a larger input: may be empty
+            return
         if not ahead:
             skipped = self.ctx.policy.skipped
             raise CtxtoolError("no transcripts in the input" + (f" ({len(skipped)} unreadable record(s) skipped)"
