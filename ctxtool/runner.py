@@ -38,7 +38,7 @@ engines on other machines, add up to the report of a serial run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from . import formats, jsonio
 from .errors import CtxtoolError, ExitCode
 from .events import EventLog
-from .formats.base import ErrorPolicy
+from .formats.base import ErrorPolicy, Format
 from .model import Transcript
 
 #: a dataset file at least this large is split across processes unless ``jobs`` is given
@@ -99,6 +99,12 @@ class RunContext:
 class Task(Generic[R]):
     """An operation bound to one input: ``apply`` to each transcript, then ``finish``
     (the order of the calls: :mod:`ctxtool.serial`)."""
+
+    def read(self, src: jsonio.Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        """The transcripts of ``src`` in format ``fmt`` (None: detected). An operation that
+        needs less than the whole model may read the records itself (``stats`` tallies
+        dataset records from their parsed values, :mod:`ctxtool.stats_fast`)."""
+        return formats.read_source(src, fmt, policy)
 
     def begin(self, ahead: Sequence[Transcript]) -> None:
         """Called once before the first ``apply`` with the transcripts read ahead: all of

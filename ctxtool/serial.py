@@ -190,7 +190,7 @@ def run_serial(
     stream = TaskStream(task, policy, threads, progress, read_first=op.read_first, keep_failed=op.keep_failed,
                         pairs=pairs)
     try:
-        applied = stream(formats.read_source(jsonio.open_source(path, name=name), fmt, policy))
+        applied = stream(task.read(jsonio.open_source(path, name=name), fmt, policy))
         if output is None:
             for _ in applied:
                 pass
