@@ -395,6 +395,7 @@ def stats(
     progress: Callable[[Transcript], None] | None = None,
     workers: int | None = None,
     settings: Any = None,
+    engine: Any = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -404,7 +405,8 @@ def stats(
     The window of each transcript and its context tokens come from :func:`ctxtool.context.resolve`
     (``context_window``/``model`` as the flags, then ``settings``, a ``Config``: default the
     environment's); the seed 002 thresholds default to ``context.warning_chars`` /
-    ``context.critical_chars``.
+    ``context.critical_chars``. ``engine``: each file run as shards
+    (:class:`ctxtool.engines.Sharding`).
     """
     from .config import Config
     from .runner import run_file
@@ -421,7 +423,7 @@ def stats(
     total = StatsPart(Figures(), [], [], [], [] if per_message else None)
     for p in formats.iter_paths(paths):
         try:
-            run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress)
+            run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
         except CtxtoolError as e:
             policy.handle(e)
             continue

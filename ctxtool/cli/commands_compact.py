@@ -64,6 +64,7 @@ def compact(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Transcripts summarized in parallel (datasets).", min=1)] = 1,
     cache_dir: Annotated[str | None, typer.Option("--cache-dir", help="Summary cache (default: $CTXTOOL_CACHE_DIR, else the user cache directory).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache remote summaries.")] = False,
+    max_in_flight: common.MaxInFlightOpt = None,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -121,7 +122,7 @@ def compact(
         tool_digest=tool_digest,
         fallback=fallback,
     )
-    summ = None if dry_run else _summarizer(cfg, info, no_cache)
+    summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
     try:
         report = cp.compact_file(
@@ -163,7 +164,7 @@ def _emit_json(report: Any, jsonl: bool) -> None:
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
 
 
-def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
+def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None) -> Any:
     from ..summarizers import get_summarizer
 
     kind = str(cfg["summarizer.kind"])
@@ -179,6 +180,11 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
         max_tokens=int(cfg["summarizer.max_tokens"]),
         command=cfg["summarizer.command"] or None,
     )
+    if max_in_flight:  # inside the cache: a hit never waits for a slot
+        from ..engines import ThreadLimiter
+        from ..engines.limit import LimitedSummarizer
+
+        inner = LimitedSummarizer(inner, ThreadLimiter(max_in_flight))
     if no_cache:
         return inner
     from ..paths import cache_dir

@@ -48,6 +48,8 @@ def stats(
     top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
     jobs: common.JobsOpt = None,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of tokens (of the transcripts, or of plain text).")] = False,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and seed 002 thresholds.
@@ -61,12 +63,9 @@ def stats(
     files = list(iter_paths(paths))
     if len(files) == 1 and _plain_text(files[0], tok, count, as_json or as_jsonl):
         return
-    size = 0
-    for f in files:
-        if f != "-":
-            import os
+    from ..jsonio import input_size
 
-            size += os.path.getsize(f)
+    size = sum(input_size(f) or 0 for f in files)
     progress_cb = None
     prog = None
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
@@ -83,19 +82,21 @@ def stats(
 
         prog.start()
     try:
-        report = st.stats(
-            files,
-            tokenizer=tok,
-            model=info,
-            context_window=context_window,
-            fmt=fmt,
-            on_error=on_error.value,
-            warning_chars=warning_chars,
-            critical_chars=critical_chars,
-            per_message=per_message,
-            progress=progress_cb,
-            workers=jobs,
-        )
+        with common.sharding(engine, files, None, address, False, jobs) as sh:
+            report = st.stats(
+                files,
+                tokenizer=tok,
+                model=info,
+                context_window=context_window,
+                fmt=fmt,
+                on_error=on_error.value,
+                warning_chars=warning_chars,
+                critical_chars=critical_chars,
+                per_message=per_message,
+                progress=progress_cb,
+                workers=jobs,
+                engine=sh,
+            )
     finally:
         if prog is not None:
             prog.stop()

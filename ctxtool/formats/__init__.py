@@ -306,11 +306,17 @@ def split_plan(
 
 
 def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
-    """Expand directories (recursively) into transcript files; ``-`` passes through."""
+    """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
+    and ``-`` pass through."""
+    from .. import urls
+
     for p in paths:
         s = str(p)
         if s == "-":
             yield s
+            continue
+        if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
+            yield from urls.expand(s)
             continue
         path = Path(s)
         if path.is_dir():
