@@ -4,7 +4,7 @@
 cluster is started for the run and stopped after it. Each task asks for a fraction of a
 CPU (:data:`CPUS_PER_TASK`): asking for whole CPUs on a small cluster starves Ray Data's
 own scheduling (a 1-CPU-per-task pool hung on a 2-CPU cluster). Jobs and results travel
-pickled; an error a job raises (bad input, an output that cannot be written) comes back
+pickled (cloudpickle: an operation defined in a notebook travels too); an error a job raises (bad input, an output that cannot be written) comes back
 as that error, the first one in job order, not as a Ray exception.
 
 The limiter is an async actor holding a semaphore: every worker of the cluster asks it
@@ -70,7 +70,8 @@ class RayEngine(Engine):
         if not jobs:
             return []
         ray = self._ray()
-        rows = [{"i": k, "job": pickle.dumps((fn, j))} for k, j in enumerate(jobs)]
+        dumps = ray.cloudpickle.dumps  # an operation defined in __main__ (a notebook) travels by value
+        rows = [{"i": k, "job": dumps((fn, j))} for k, j in enumerate(jobs)]
         ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_run_row, num_cpus=CPUS_PER_TASK)
         done = sorted(ds.take_all(), key=lambda r: r["i"])
         out: list[T] = []
