@@ -38,11 +38,12 @@ import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
 from ..paths import owner_pid
+from .content import COMPRESS_LEVEL, Corrupt, as_int, line_count, read_ref
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
 from .privdir import cache_error, not_regular
@@ -78,56 +79,6 @@ def default_dir(cache_dir: str | Path | None = None) -> Path | str:
     from ..paths import cache_dir as user_cache
 
     return user_cache()
-
-
-COMPRESS_LEVEL = 1  # zlib's fastest: most of the saving, a fraction of the time
-CHUNK = 1 << 20
-
-
-class _Corrupt(Exception):
-    """A ref file that is not the compressed content its name promises."""
-
-
-def _read_ref(fh: IO[bytes], ref: str, *, keep: bool) -> bytes:
-    """The content of the ref file open as ``fh``, checked; raises :class:`_Corrupt`.
-
-    The one check that ``show``, every read and ``verify`` share: a complete zlib stream,
-    nothing after it, content whose sha256 is ``ref``. ``keep=False`` only checks.
-    """
-    h = hashlib.sha256()
-    z = zlib.decompressobj()
-    out: list[bytes] = []
-    try:
-        while chunk := fh.read(CHUNK):
-            if z.eof:
-                raise _Corrupt("bytes after the end of its compressed stream")
-            part = z.decompress(chunk)
-            h.update(part)
-            if keep:
-                out.append(part)
-        part = z.flush()
-    except zlib.error as e:
-        raise _Corrupt("not a valid compressed stream") from e
-    h.update(part)
-    out.append(part)
-    if not z.eof:
-        raise _Corrupt("its compressed stream is cut short")
-    if z.unused_data:
-        raise _Corrupt("bytes after the end of its compressed stream")
-    if h.hexdigest() != ref:
-        raise _Corrupt("its content does not match its sha256")
-    return b"".join(out)
-
-
-def _line_count(data: bytes) -> int:
-    if not data:
-        return 0
-    n = data.count(b"\n")
-    return n if data.endswith(b"\n") else n + 1
-
-
-def _int(v: object, default: int = -1) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
 MANIFEST_BATCH = 4 << 20  # bytes of manifest lines buffered before a shard is written
@@ -276,7 +227,7 @@ class RefCache(Reading):
     def put(self, data: bytes | str, *, kind: str = "output", source: dict[str, Any] | None = None) -> RefInfo:
         """Store ``data`` (if not there yet) and record where it came from."""
         b = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        return self._put(b, hashlib.sha256(b).hexdigest(), _line_count(b), kind, source)
+        return self._put(b, hashlib.sha256(b).hexdigest(), line_count(b), kind, source)
 
     def _put(self, b: bytes, ref: str, lines: int, kind: str, source: dict[str, Any] | None) -> RefInfo:
         info = RefInfo(ref, len(b), lines, kind, [source] if source else [], time.time())
@@ -322,7 +273,7 @@ class RefCache(Reading):
             self.flush()
 
     def _load(self, ref: str, *, keep: bool = True) -> bytes:
-        """The checked content of the full id ``ref`` (see :func:`_read_ref`)."""
+        """The checked content of the full id ``ref`` (see :func:`read_ref`)."""
         refs = self._refs()
         p = sub(self.refs_dir, ref)
         try:
@@ -332,8 +283,8 @@ class RefCache(Reading):
         except FileNotFoundError:
             raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
         try:
-            return _read_ref(fh, ref, keep=keep)
-        except _Corrupt as e:
+            return read_ref(fh, ref, keep=keep)
+        except Corrupt as e:
             raise CtxtoolError(f"ref {ref} is corrupted: {e} (run ctxtool refs verify)", path=str(p)) from None
         except OSError as e:
             raise cache_error(e, p, "cannot read: ") from e
@@ -399,8 +350,8 @@ class RefCache(Reading):
                 created = e.get("created")
                 info = out[ref] = RefInfo(
                     ref,
-                    _int(e.get("byte_size"), 0),
-                    _int(e.get("line_count"), 0),
+                    as_int(e.get("byte_size"), 0),
+                    as_int(e.get("line_count"), 0),
                     str(e.get("kind", "output")),
                     [],
                     float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None,
@@ -432,12 +383,12 @@ class RefCache(Reading):
             except CtxtoolError:
                 data = None
             size, mtime = sizes[ref]
-            n_bytes, n_lines = (-1, -1) if data is None else (len(data), _line_count(data))
+            n_bytes, n_lines = (-1, -1) if data is None else (len(data), line_count(data))
             out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
         return out
 
     def verify(self) -> VerifyResult:
-        """Check every ref file with the same check every read makes (:func:`_read_ref`)."""
+        """Check every ref file with the same check every read makes (:func:`read_ref`)."""
         res = VerifyResult()
         man = self.manifest()
         refs = self._refs()
