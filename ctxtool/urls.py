@@ -111,24 +111,21 @@ def read_bytes(url: str) -> bytes:
 
 def put_bytes(url: str, data: bytes) -> None:
     """Write ``data`` as the whole object ``url`` (one request: atomic on object storage)."""
-    fs, p = filesystem(url)
-    try:
-        parent = posixpath.dirname(p)
-        if parent and not fs.exists(parent):
-            fs.makedirs(parent, exist_ok=True)
-        fs.pipe_file(p, data)
-    except Exception as e:
-        raise url_error(e, url, "cannot write the output") from e
+    _write(url, lambda fs, p: fs.pipe_file(p, data))
 
 
 def put_file(local_path: str, url: str) -> None:
     """Upload the finished local file ``local_path`` as ``url`` (whole: atomic there)."""
+    _write(url, lambda fs, p: fs.put_file(local_path, p))
+
+
+def _write(url: str, write: Any) -> None:
     fs, p = filesystem(url)
     try:
         parent = posixpath.dirname(p)
         if parent and not fs.exists(parent):
-            fs.makedirs(parent, exist_ok=True)
-        fs.put_file(local_path, p)
+            fs.makedirs(parent, exist_ok=True)  # a local or memory filesystem; a no-op on S3
+        write(fs, p)
     except Exception as e:
         raise url_error(e, url, "cannot write the output") from e
 

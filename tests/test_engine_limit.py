@@ -92,3 +92,22 @@ def test_local_engine_shard_directory_and_glob(tmp_path: Path) -> None:
         assert len(one.transcripts) == 2 + i
     assert len(run.transcripts) == 2 + 3 + 4
     assert WindowOp(max_messages=4) == WindowOp(max_messages=4)  # settings compare by value: a re-run matches
+
+
+def test_import_ctxtool_imports_neither_ray_nor_fsspec() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, ctxtool, ctxtool.engines, ctxtool.urls, ctxtool.cli.common; "
+            "bad = [m for m in ('ray', 'fsspec', 's3fs') if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_joined_run_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_dataset(tmp_path / "d.jsonl", n=3, turns=2)
+    assert main(["window", str(src), "--max-messages", "4", "--engine", "local", "--join"]) == 0
+    joined = capsys.readouterr().out
+    assert main(["window", str(src), "--max-messages", "4"]) == 0
+    assert capsys.readouterr().out == joined
+    assert main(["window", str(src), "--max-messages", "4", "--engine", "local", "-o", str(tmp_path / "o.jsonl"),
+                 "--address", "x:1"]) != 0

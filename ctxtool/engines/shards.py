@@ -273,7 +273,12 @@ class Sharding:
             from ..paths import refuse_overwrite
 
             refuse_overwrite([s.input for s in shards if not urls.is_url(s.input)], output)
-        outdir = None if output is None else (output.rstrip("/") + ".parts" if self.join else output.rstrip("/"))
+        if output is None:
+            outdir = None
+        elif self.join:  # the parts beside the output (resumable), or in /tmp for stdout
+            outdir = tempfile.mkdtemp(prefix="ctxtool-parts-") if output == "-" else output.rstrip("/") + ".parts"
+        else:
+            outdir = output.rstrip("/")
         if outdir is not None:
             _mkdir(outdir)
         h = settings_hash(op, fmt, to, on_error)
