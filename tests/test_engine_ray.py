@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fake_llm import FakeLLM
 from test_compact import write_dataset
-from test_fsspec import TIGHT, manifest_entries
+from test_fsspec import TIGHT, manifest_entries, s3_server  # noqa: F401  (a fixture)
 
 from ctxtool import stats, tools_ops
 from ctxtool.cache import RefCache
@@ -29,8 +29,9 @@ pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.filterwarnings("ignore
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[None]:
-    """A local Ray cluster for the session (the engine joins it instead of starting one)."""
+def cluster(s3_server: str) -> Iterator[None]:  # noqa: F811
+    """A local Ray cluster for the session (the engine joins it instead of starting one);
+    started after the S3 server, so that its workers see the server's address."""
     if not ray.is_initialized():  # the workers import this module's job functions too
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING",
                  runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
@@ -112,6 +113,37 @@ def test_cli_engine_ray_join(cluster: None, data: Path, tmp_path: Path, capsys: 
     r = capsys.readouterr().out
     assert main(["stats", str(data), "--json"]) == 0
     assert capsys.readouterr().out == r
+
+
+def test_s3_glob_to_s3_shards_with_an_s3_cache(cluster: None, s3_server: str, data: Path, tmp_path: Path) -> None:  # noqa: F811
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    lines = data.read_bytes().splitlines(keepends=True)
+    for k in range(2):
+        (tmp_path / f"in{k}.jsonl").write_bytes(b"".join(lines[k * 12:(k + 1) * 12]))
+        s3.put_object(Bucket="ctx", Key=f"ray/in/d{k}.jsonl", Body=(tmp_path / f"in{k}.jsonl").read_bytes())
+    with get_engine("ray") as eng:
+        rep = tools_ops.truncate_file("s3://ctx/ray/in/*.jsonl", "s3://ctx/ray/out", limits=TIGHT,
+                                      cache="s3://ctx/ray/cache", engine=Sharding(eng))
+    with get_engine("local") as eng:
+        ref = tools_ops.truncate_file(str(tmp_path / "in*.jsonl"), str(tmp_path / "out"), limits=TIGHT,
+                                      cache=tmp_path / "cache", engine=Sharding(eng))
+    assert rep.truncated == ref.truncated > 0 and rep.transcripts == 24
+    for k in range(2):
+        got = s3.get_object(Bucket="ctx", Key=f"ray/out/part-0000{k}.jsonl")["Body"].read()
+        assert got == (tmp_path / "out" / f"part-0000{k}.jsonl").read_bytes()
+    report = json.loads(s3.get_object(Bucket="ctx", Key="ray/out/_report.json")["Body"].read())
+    assert [s["input"] for s in report["shards"]] == ["s3://ctx/ray/in/d0.jsonl", "s3://ctx/ray/in/d1.jsonl"]
+
+    def unsourced(c: RefCache) -> list[Any]:
+        return [{k: v for k, v in e.items() if k != "source"} for e in manifest_entries(c)]
+
+    remote = RefCache("s3://ctx/ray/cache")
+    assert unsourced(remote) == unsourced(RefCache(tmp_path / "cache"))
+    assert {e["source"]["file"] for e in manifest_entries(remote)} == {f"s3://ctx/ray/in/d{k}.jsonl" for k in range(2)}
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="ctx", Prefix="ray/cache/manifest/")["Contents"]]
+    assert len(keys) == 2  # one manifest shard per task, none appended to
 
 
 def _ask(job: tuple[str, Any, int]) -> str:
