@@ -111,3 +111,8 @@ def test_a_joined_run_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out == joined
     assert main(["window", str(src), "--max-messages", "4", "--engine", "local", "-o", str(tmp_path / "o.jsonl"),
                  "--address", "x:1"]) != 0
+
+
+def test_stdin_is_not_sharded(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["window", "-", "--engine", "local", "--join"]) == 2
+    assert "stdin cannot be cut into shards" in capsys.readouterr().err

@@ -111,6 +111,8 @@ def plan(
     engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
 ) -> list[Shard]:
     """The shards of ``paths`` (globs expanded), in order."""
+    if "-" in paths:
+        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", code=ExitCode.USAGE)
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
     shards: list[Shard] = []
     counts: list[tuple[int, str, int, int]] = []  # (shard index, path, start, end) to count lines of
