@@ -20,6 +20,7 @@ from ctxtool.engines import Engine, Sharding, ThreadLimiter, engine_names, get_e
 from ctxtool.engines.base import J, T
 from ctxtool.engines.limit import LimitedSummarizer
 from ctxtool.errors import CtxtoolError
+from ctxtool.runner import run_file
 from ctxtool.summarizers.cache import CachedSummarizer
 from ctxtool.window import WindowOp, window_file
 
@@ -92,6 +93,14 @@ def test_local_engine_shard_directory_and_glob(tmp_path: Path) -> None:
         assert len(one.transcripts) == 2 + i
     assert len(run.transcripts) == 2 + 3 + 4
     assert WindowOp(max_messages=4) == WindowOp(max_messages=4)  # settings compare by value: a re-run matches
+    with get_engine("local", workers=2) as eng:
+        again = run_file(WindowOp(max_messages=4), str(tmp_path / "in*.jsonl"), str(tmp_path / "out"), engine=Sharding(eng))
+        assert [s["reused"] for s in again.shards] == [True, True, True]  # type: ignore[attr-defined]
+        import os
+
+        os.utime(tmp_path / "in1.jsonl", ns=(1, 1))  # an input changed (same size): its shard is redone
+        again = run_file(WindowOp(max_messages=4), str(tmp_path / "in*.jsonl"), str(tmp_path / "out"), engine=Sharding(eng))
+        assert [s["reused"] for s in again.shards] == [True, False, True]  # type: ignore[attr-defined]
 
 
 def test_import_ctxtool_imports_neither_ray_nor_fsspec() -> None:

@@ -52,9 +52,10 @@ class Shard:
     end: int | None = None
     first_line: int = 1
     format: str | None = None  # the dataset's format (ranges)
+    stamp: str | None = None  # the input's version: mtime (local), ETag or modification time (URL)
 
     def key(self) -> dict[str, Any]:
-        return {"input": self.input, "size": self.size, "start": self.start, "end": self.end}
+        return {"input": self.input, "size": self.size, "stamp": self.stamp, "start": self.start, "end": self.end}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +120,17 @@ def plan(
     for path in inputs:
         jsonio.check_input(path)
         size = jsonio.input_size(path)
+        stamp = _stamp(path)
         parts = -(-size // shard_bytes) if size else 1
         cut = formats.split_plan(path, fmt, parts, 1, lines=False) if parts > 1 and to is None and op.parallel else None
         if cut is None:
-            shards.append(Shard(f"part-{len(shards):05d}{_suffix(path, to)}", path, size))
+            shards.append(Shard(f"part-{len(shards):05d}{_suffix(path, to)}", path, size, stamp=stamp))
             continue
         fname, ranges = cut
         for k, (a, b, _) in enumerate(ranges):
             if k:
                 counts.append((len(shards), path, ranges[k - 1][0], a))
-            shards.append(Shard(f"part-{len(shards):05d}.jsonl", path, size, a, b, 1, fname))
+            shards.append(Shard(f"part-{len(shards):05d}.jsonl", path, size, a, b, 1, fname, stamp))
     if counts:  # each range's first line: the newlines before it, counted where the workers run
         found = engine.map(_count, [(p, a, b) for _, p, a, b in counts])
         for (k, _, _, _), n in zip(counts, found, strict=True):  # in order: shard k - 1 is done
@@ -137,7 +139,19 @@ def plan(
 
 
 def _with_line(s: Shard, first_line: int) -> Shard:
-    return Shard(s.name, s.input, s.size, s.start, s.end, first_line, s.format)
+    return Shard(s.name, s.input, s.size, s.start, s.end, first_line, s.format, s.stamp)
+
+
+def _stamp(path: str) -> str | None:
+    """What tells this version of an input from an edited one of the same size."""
+    if urls.is_url(path):
+        i = urls.info(path) or {}
+        v = i.get("ETag") or i.get("etag") or i.get("LastModified") or i.get("mtime") or i.get("created")
+        return None if v is None else str(v)
+    try:
+        return str(os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
 
 
 def _count(job: tuple[str, int, int]) -> int:
