@@ -206,3 +206,15 @@ def test_s3_input_output_and_cache_through_a_real_server(
     code, out, err = cli(capsys, "refs", "verify", "--cache-dir", "s3://ctx/cache", "--json")
     assert code == 0, err
     assert not json.loads(out)["corrupted"]
+
+
+def test_a_cached_summarizer_travels_to_a_worker(tmp_path: Path, mem: str) -> None:
+    import pickle
+
+    from ctxtool.summarizers import SummaryRequest
+
+    c = CachedSummarizer(get_summarizer("heuristic"), tmp_path / "cache")
+    req = SummaryRequest(system="s", prompt="p")
+    first = c.summarize(req)
+    twin = pickle.loads(pickle.dumps(c))
+    assert twin.summarize(req) == first and (twin.hits, twin.misses) == (1, 0)

@@ -70,6 +70,16 @@ class CachedSummarizer:
         self._hits = 0
         self._misses = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles (to the workers of an engine) without its locks and counters."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_key_locks", "_hits", "_misses")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._key_locks = {}
+        self._hits = self._misses = 0
+
     @property
     def hits(self) -> int:
         with self._lock:
