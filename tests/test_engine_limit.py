@@ -125,3 +125,15 @@ def test_a_joined_run_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_stdin_is_not_sharded(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["window", "-", "--engine", "local", "--join"]) == 2
     assert "stdin cannot be cut into shards" in capsys.readouterr().err
+
+
+def test_trim_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
+    from ctxtool import tools_ops
+
+    src = write_dataset(tmp_path / "d.jsonl", n=8, turns=3, filler=6000)
+    plain = tools_ops.trim_file(str(src), str(tmp_path / "p.jsonl"), budget=500, cache=tmp_path / "c0")
+    with get_engine("local", workers=2) as eng:
+        sh = Sharding(eng, join=True, shard_bytes=src.stat().st_size // 3 + 1)
+        rep = tools_ops.trim_file(str(src), str(tmp_path / "s.jsonl"), budget=500, cache=tmp_path / "c1", engine=sh)
+    assert (tmp_path / "s.jsonl").read_bytes() == (tmp_path / "p.jsonl").read_bytes()
+    assert rep.trimmed == plain.trimmed > 0
