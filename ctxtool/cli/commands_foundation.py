@@ -81,23 +81,27 @@ def stats(
                 prog.update(task, description=f"{counter[0]:,} transcripts  {t.path}")
 
         prog.start()
+    from contextlib import ExitStack
+
+    stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
-        with common.sharding(engine, files, None, address, False, jobs) as sh:
-            report = st.stats(
-                files,
-                tokenizer=tok,
-                model=info,
-                context_window=context_window,
-                fmt=fmt,
-                on_error=on_error.value,
-                warning_chars=warning_chars,
-                critical_chars=critical_chars,
-                per_message=per_message,
-                progress=progress_cb,
-                workers=jobs,
-                engine=sh,
-            )
+        sh = stack.enter_context(common.sharding(engine, files, None, address, False, jobs))
+        report = st.stats(
+            files,
+            tokenizer=tok,
+            model=info,
+            context_window=context_window,
+            fmt=fmt,
+            on_error=on_error.value,
+            warning_chars=warning_chars,
+            critical_chars=critical_chars,
+            per_message=per_message,
+            progress=progress_cb,
+            workers=jobs,
+            engine=sh,
+        )
     finally:
+        stack.close()
         if prog is not None:
             prog.stop()
     machine = as_json or as_jsonl
