@@ -16,11 +16,24 @@ their outputs are byte for byte the same.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, ExitCode
 from .base import Engine, Limiter, ThreadLimiter
-from .shards import Shard, ShardedRun, Sharding, run_shard
+
+if TYPE_CHECKING:
+    from .shards import Shard, ShardedRun, Sharding, run_shard
+
+_SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
+
+
+def __getattr__(name: str) -> Any:
+    """The shard machinery, imported on first use (the CLI's start needs only the names)."""
+    if name in _SHARDS:
+        from . import shards
+
+        return getattr(shards, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Engine",
@@ -88,6 +101,8 @@ def sharding(
     directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
     if name == DEFAULT and not join and not directory and not any(urls.has_glob(p) for p in paths):
         return None
+    from .shards import Sharding
+
     return Sharding(get_engine(name, workers=workers, address=address), join=join)
 
 
