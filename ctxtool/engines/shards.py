@@ -122,7 +122,8 @@ def plan(
         size = jsonio.input_size(path)
         stamp = _stamp(path)
         parts = -(-size // shard_bytes) if size else 1
-        cut = formats.split_plan(path, fmt, parts, 1, lines=False) if parts > 1 and to is None and op.parallel else None
+        ranges_ok = parts > 1 and to is None and op.parallel and not op.checks_output  # a check reads a whole output
+        cut = formats.split_plan(path, fmt, parts, 1, lines=False) if ranges_ok else None
         if cut is None:
             shards.append(Shard(f"part-{len(shards):05d}{_suffix(path, to)}", path, size, stamp=stamp))
             continue
