@@ -327,7 +327,8 @@ def run_file(
         if output is not None and not op.writes:
             raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
         log = event_log(events)
-        sharded = engine.run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, log=log, check=check)
+        sharded = engine.run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, log=log, check=check,
+                                  threads=threads)
         if log is not None and log.path is not None:
             log.flush()
         return sharded

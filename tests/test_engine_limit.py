@@ -137,3 +137,14 @@ def test_trim_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
         rep = tools_ops.trim_file(str(src), str(tmp_path / "s.jsonl"), budget=500, cache=tmp_path / "c1", engine=sh)
     assert (tmp_path / "s.jsonl").read_bytes() == (tmp_path / "p.jsonl").read_bytes()
     assert rep.trimmed == plain.trimmed > 0
+
+
+def test_compact_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
+    for i in range(2):
+        write_dataset(tmp_path / f"in{i}.jsonl", n=3, turns=3, filler=6000)
+    with get_engine("local", workers=2) as eng:
+        rep = cp.compact_file(str(tmp_path / "in*.jsonl"), str(tmp_path / "out"), options=opts(), engine=Sharding(eng))
+    assert rep.count("compacted") == 6
+    for i in range(2):
+        cp.compact_file(tmp_path / f"in{i}.jsonl", tmp_path / f"one{i}.jsonl", options=opts())
+        assert (tmp_path / "out" / f"part-0000{i}.jsonl").read_bytes() == (tmp_path / f"one{i}.jsonl").read_bytes()

@@ -161,3 +161,19 @@ def test_max_in_flight_holds_across_the_cluster(cluster: None) -> None:
         assert all(g.startswith("## Goal") for g in got) and len(got) == 12
         assert len(llm.requests) == 12 and llm.rate_limited == 0 and llm.max_in_flight <= 2
         assert limiter.peak <= 2  # type: ignore[attr-defined]
+
+
+def test_compact_heuristic_on_ray_and_a_model_that_cannot_travel(cluster: None, data: Path, tmp_path: Path) -> None:
+    from ctxtool import compact as cp
+    from ctxtool.errors import CtxtoolError
+
+    opts = cp.CompactOptions(force=True, keep_recent_tokens=400)
+    cp.compact_file(data, tmp_path / "plain.jsonl", options=opts)
+    with get_engine("ray") as eng:
+        rep = cp.compact_file(str(data), str(tmp_path / "r.jsonl"), options=opts, engine=Sharding(eng, join=True))
+        assert rep.count("compacted") == 24
+        with FakeLLM() as llm, pytest.raises(CtxtoolError, match="cannot be sent to the workers"):
+            summ = get_summarizer("openai", base_url=llm.openai_base, model="m", api_key="k", retries=0)
+            cp.compact_file(str(data), str(tmp_path / "x.jsonl"), options=opts, summarizer=summ,
+                            engine=Sharding(eng, join=True))
+    assert (tmp_path / "r.jsonl").read_bytes() == (tmp_path / "plain.jsonl").read_bytes()

@@ -65,6 +65,9 @@ def compact(
     cache_dir: Annotated[str | None, typer.Option("--cache-dir", help="Summary cache (default: $CTXTOOL_CACHE_DIR, else the user cache directory).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache remote summaries.")] = False,
     max_in_flight: common.MaxInFlightOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -124,12 +127,17 @@ def compact(
     )
     summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
+    from contextlib import ExitStack
+
+    stack = ExitStack()  # closes the engine (a local Ray cluster)
     try:
+        sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
-            events=events, dry_run=dry_run, progress=progress,
+            events=events, dry_run=dry_run, progress=progress, engine=sh,
         )
     finally:
+        stack.close()
         stop()
         if isinstance(summ, Closeable):
             summ.close()

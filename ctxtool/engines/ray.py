@@ -71,7 +71,10 @@ class RayEngine(Engine):
             return []
         ray = self._ray()
         dumps = ray.cloudpickle.dumps  # an operation defined in __main__ (a notebook) travels by value
-        rows = [{"i": k, "job": dumps((fn, j))} for k, j in enumerate(jobs)]
+        try:
+            rows = [{"i": k, "job": dumps((fn, j))} for k, j in enumerate(jobs)]
+        except (TypeError, pickle.PicklingError) as e:  # e.g. a summary model holding a connection
+            raise CtxtoolError(f"--engine ray: this run cannot be sent to the workers ({e})", code=ExitCode.USAGE) from e
         ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_run_row, num_cpus=CPUS_PER_TASK)
         done = sorted(ds.take_all(), key=lambda r: r["i"])
         out: list[T] = []

@@ -71,6 +71,7 @@ class ShardJob:
     to: str | None
     on_error: str
     events: bool
+    threads: int = 1
 
 
 @dataclass(slots=True)
@@ -166,7 +167,8 @@ def run_shard(job: ShardJob) -> ShardResult:
     if s.start is None:
         from ..runner import run_file
 
-        run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log)
+        run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
+                       threads=job.threads)
         res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
     else:
         from ..parallel import RangeJob, run_range
@@ -174,7 +176,7 @@ def run_shard(job: ShardJob) -> ShardResult:
         tmp = _local_temp(job.output) if job.output is not None else None
         try:
             r = run_range(RangeJob(job.op, s.input, s.start, s.end or 0, s.first_line, s.format or "", tmp,
-                                   job.on_error, job.events))
+                                   job.on_error, job.events, job.threads))
             if tmp is not None and job.output is not None:
                 _commit(tmp, job.output)
                 tmp = None
@@ -279,6 +281,7 @@ class Sharding:
         on_error: str = "fail",
         log: EventLog | None = None,
         check: Callable[[str], None] | None = None,
+        threads: int = 1,
     ) -> FileRun[R]:
         """:func:`ctxtool.runner.run_file` as shards on this engine (``path`` may be a glob)."""
         if output == "-":
@@ -301,7 +304,8 @@ class Sharding:
         h = settings_hash(op, fmt, to, on_error)
         jobs = [
             ShardJob(op, s, urls.join(outdir, s.name) if outdir else None,
-                     urls.join(outdir, DONE, s.name + ".json") if outdir else None, h, fmt, to, on_error, log is not None)
+                     urls.join(outdir, DONE, s.name + ".json") if outdir else None, h, fmt, to, on_error, log is not None,
+                     threads)
             for s in shards
         ]
         op.prepare()
