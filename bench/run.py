@@ -248,9 +248,8 @@ def main() -> int:
         sections.append(("compaction", [lambda: compact_bench.run(small, row, CORPUS)]))
     except ImportError:
         pass
-    from bench import retention as retention_bench
-
-    sections.append(("what compaction keeps", [lambda: retention_bench.run(CORPUS, row)]))
+    sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
+    sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     for title, fns in sections:
         print(f"[{title}]", flush=True)
         for fn in fns:
