@@ -439,3 +439,37 @@ def test_cont_of_removed_message_is_dropped() -> None:
     t.remove({id(a)})
     assert not any(isinstance(e, Cont) and e.message is a for e in t.entries)
     assert len(write_bytes([t]).splitlines()) == len(lines_of(SAMPLE)) - 4
+
+
+def test_restore_puts_a_continuation_back_after_a_relinked_line(tmp_path: Path) -> None:
+    """spotter_ae4a77f8_main style: a progress line between two lines of one response points at
+    the first; truncating the response re-links it, and restore still finds it (by its source
+    form) and puts the second line back after it: the input comes back."""
+    from ctxtool import tools_ops
+    from ctxtool.toolout import Limits
+
+    long_text = "\n".join(f"step {k}: looked at the parser and the lexer once more" for k in range(40))
+    rows = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "fix the parser"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+         "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "thinking", "thinking": long_text, "signature": "sig"}]}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1", "sessionId": "s",
+         "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "Running make."}]}},
+        {"type": "progress", "uuid": "p1", "parentUuid": "a2", "sessionId": "s", "data": {"type": "hook_progress"}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "p1", "sessionId": "s",
+         "message": {"id": "msg_1", "role": "assistant",
+                     "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]}},
+        {"type": "user", "uuid": "u2", "parentUuid": "a3", "sessionId": "s",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}},
+    ]
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in rows))
+    short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
+    tight = Limits(max_lines=10, max_bytes=1000, max_chars=1500, spill_threshold=40_000, max_line_length=200)
+    rep = tools_ops.truncate_file(str(src), str(short), limits=tight, include="all", cache=tmp_path / "c")
+    assert rep.truncated >= 1
+    progress = next(json.loads(x) for x in short.read_bytes().splitlines() if b'"progress"' in x)
+    assert progress["ctxtool"] == {"relinked_from": "a2"}  # it points at the merged line now
+    tools_ops.restore_file(str(short), str(back), cache=tmp_path / "c")
+    assert [json.loads(x) for x in back.read_bytes().splitlines()] == rows
