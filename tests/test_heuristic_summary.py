@@ -10,7 +10,7 @@ from ctxtool.model import Block, Message
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers.heuristic import parse_sections, structured_summary
 
-SECTIONS = ["Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context"]
+SECTIONS = ["Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context", "Read Set"]
 
 
 def tc(cid: str, name: str, **args: Any) -> Block:
@@ -50,7 +50,8 @@ def test_structured_sections_and_content() -> None:
     prog = secs["Progress"]
     assert "### Done" in prog and "### In Progress" in prog and "### Blocked" in prog
     assert "[x] Edit: `src/http.py`" in prog
-    assert "`pytest -q tests/test_http.py` failed: FAILED tests/test_http.py::test_retry" in prog  # unresolved
+    # unresolved, with the line that says why (not the output's last line)
+    assert "`pytest -q tests/test_http.py` failed: E AssertionError: retries=3 expected" in prog
     assert "src/config.py" not in prog.split("### In Progress")[0]  # the pending call is not done
     assert "- [ ] Also make the retry count configurable" in prog
     assert "exponential backoff" in secs["Key Decisions"]
@@ -86,7 +87,7 @@ def test_incremental_merges_previous_sections() -> None:
 def test_free_form_previous_summary_is_kept() -> None:
     prev = "This session is being continued. Earlier: migrated the database to v2 and fixed login."
     s = structured_summary(session()[8:], prev)
-    assert "### Earlier summary" in s and "migrated the database to v2" in s
+    assert "### Earlier: Summary" in s and "migrated the database to v2" in s
     again = structured_summary(session()[:2], s)
     assert "migrated the database to v2" in again  # carried across rounds
 
@@ -99,7 +100,8 @@ def test_injected_context_is_not_the_goal() -> None:
     ]
     secs = parse_sections(structured_summary(msgs))
     assert secs["Goal"].startswith("Rename foo to bar")
-    assert "ALWAYS run the linter" in secs["Constraints & Preferences"]
+    # injected content is never a request nor a constraint (standing rules are kept with --pin)
+    assert "ALWAYS run the linter" not in secs["Constraints & Preferences"]
 
 
 def test_readonly_commands_are_exploration_not_progress() -> None:
