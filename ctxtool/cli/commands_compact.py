@@ -56,6 +56,7 @@ def compact(
     summary_directive: Annotated[list[str] | None, typer.Option("--summary-directive", help="Extra instruction for the summary (repeatable).")] = None,
     retain_directive: Annotated[list[str] | None, typer.Option("--retain-directive", help="What <retain> must keep (repeatable).")] = None,
     instructions: Annotated[str | None, typer.Option("--instructions", help="Free-form focus for the summary.")] = None,
+    pin: Annotated[list[str] | None, typer.Option("--pin", help="Instructions kept verbatim beside the summary, checked present afterwards: TEXT or @FILE (AGENTS.md, rules); repeatable.")] = None,
     tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Seed 000: archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest].")] = False,
     tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
@@ -118,6 +119,7 @@ def compact(
         summary_directives=tuple(summary_directive or ()),
         retain_directives=tuple(retain_directive or ()),
         instructions=instructions,
+        pins=cp.pins.load(pin or ()),
         tool_digest=tool_digest,
         fallback=fallback,
     )

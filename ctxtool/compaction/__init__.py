@@ -21,6 +21,7 @@ One module per job:
 
 from __future__ import annotations
 
+from . import pins
 from .core import Outcome, compact_transcript
 from .layouts import Cut, CutContext, Layout, get_layout, layout_names, register_layout
 from .plan import Plan, plan
@@ -54,6 +55,7 @@ __all__ = [
     "decide",
     "get_layout",
     "layout_names",
+    "pins",
     "plan",
     "rebuild",
     "register_layout",
