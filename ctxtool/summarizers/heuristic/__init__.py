@@ -42,7 +42,7 @@ VERSION = 2
 STATEMENT_CLIP = 600
 MAX_CONSTRAINTS = 14
 MAX_BLOCKED = 6
-MAX_RESOLVED = 6
+MAX_RESOLVED = 10
 PREV_MIN = 6000  # characters of a previous summary always carried whole
 PREV_MAX = 40000  # ... and never more than this
 PREV_SHARE = 0.6  # the summary (with what it carries) at most this share of what it replaces
@@ -82,10 +82,11 @@ def _chars(m: Message) -> int:
 def _previous(msgs: Sequence[Message], previous_summary: str | None) -> tuple[Previous, int]:
     """The previous summaries (the one given and any among the messages), parsed, and their size."""
     texts = [previous_summary] if previous_summary and previous_summary.strip() else []
-    for m in msgs:
+    prev = Previous(at=-1 if texts else None)
+    for i, m in enumerate(msgs):
         if m.role == "user" and injected_kind(m) == "summary":
             texts.append("\n".join(b.text for b in m.content if b.type == "text"))
-    prev = Previous()
+            prev.at = i if prev.at is None else prev.at
     for t in texts:
         p = parse_previous(t)
         for name, body in p.own.items():
@@ -160,10 +161,10 @@ class _Facts:
         reqs = list(self.reqs)
         if goal_items:
             out += [ln for g in goal_items for ln in verbatim_item(g)]
-        elif self.prev.in_section("Goal") or self.prev.blocks:
-            out.append("- Continue the work of the earlier summary (carried below)")
-        elif reqs:
+        elif reqs and (self.prev.at is None or reqs[0].index < self.prev.at):  # the first request came first
             out += verbatim_item(reqs.pop(0).text, prefix="")
+        elif self.prev.at is not None:
+            out.append("- Continue the work of the earlier summary (carried below)")
         else:
             out.append("- (no user request in the summarized part)")
         if self.instructions and self.instructions.strip():
@@ -207,7 +208,8 @@ class _Facts:
         else:
             out += [f"- [ ] {x}" for x in earlier] or ["- [ ] (see the kept messages)"]
         out += ["", "### Blocked"]
-        blocked = dedupe([f"{f.label} failed: {f.error}" for f in self.act.blocked()], MAX_BLOCKED, keep="last")
+        blocked = dedupe([f"{f.label} failed{f.times()}: {f.error}" for f in self.act.blocked()], MAX_BLOCKED,
+                         keep="last")
         out += [f"- {b}" for b in blocked] or ["- (none)"]
         return out
 
@@ -239,7 +241,7 @@ class _Facts:
             ctx.append("Last assistant statement: " + one_line(st[-1], STATEMENT_CLIP))
             if len(st) > 1:
                 ctx.append("Before that: " + one_line(st[-2], STATEMENT_CLIP // 2))
-        ctx += [f"{f.label} failed earlier ({f.error}); resolved: later succeeded ({f.resolved_by})"
+        ctx += [f"{f.label} failed earlier{f.times()} ({f.error}); resolved: later succeeded ({f.resolved_by})"
                 for f in self.act.resolved()][-MAX_RESOLVED:]
         if self.act.tool_counts:
             top = sorted(self.act.tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]

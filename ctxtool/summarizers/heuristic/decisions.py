@@ -50,8 +50,9 @@ def is_decision(s: str) -> bool:
     s = s.strip()
     if len(s) < 25 or len(s) > 500 or s.endswith(":") or _FRAGMENT_RE.match(s):
         return False
-    if not re.search(r"[a-z]{2,}\s+[a-z]{2,}", s):  # a heading ("Root Cause Analysis"), not a sentence
-        return False
+    words = re.findall(r"[A-Za-z]+", s)
+    if not s.endswith((".", "!", "?", ")", "`", '"')) and sum(w[0].isupper() for w in words) >= 0.6 * len(words):
+        return False  # a heading ("Key Benefits of This Approach"), not a sentence
     return bool(_DECISION_RE.search(s))
 
 

@@ -26,8 +26,8 @@ SECTION_MAP: tuple[tuple[re.Pattern[str], str, int], ...] = tuple(
         (r"constraint|preference|\brules?\b|requirement|instruction", "Constraints & Preferences", 80),
         (r"pending|next step|to-?do|remaining|open question", "Next Steps", 75),
         (r"current (work|task|state|status)|in progress|status", "Progress", 70),
+        (r"decision|approach|rationale|design|problem solving", "Key Decisions", 65),
         (r"error|fix|blocked|problem", "Progress", 60),
-        (r"decision|approach|rationale|design", "Key Decisions", 55),
         (r"complete|done|progress|work|change", "Progress", 50),
         (r"file|code|command", "Critical Context", 40),
         (r"concept|context|background|branch|note", "Critical Context", 30),
@@ -57,6 +57,7 @@ class Previous:
     own: dict[str, str] = field(default_factory=dict)  # bodies of ctxtool's own sections
     blocks: list[Carried] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # what did not fit, for the record
+    at: int | None = None  # where the first one was among the summarized messages (-1: before them)
 
     def in_section(self, name: str) -> list[Carried]:
         return [b for b in self.blocks if b.target == name]

@@ -41,6 +41,7 @@ _CONTEXT_PREFIXES = ("<context>",)
 class Request:
     text: str  # verbatim (clipped past REQUEST_CLIP, the clip marked)
     correction: bool
+    index: int = 0  # position among the summarized messages
 
 
 def user_words(m: Message) -> str:
@@ -56,13 +57,13 @@ def collect(msgs: Sequence[Message]) -> tuple[list[Request], list[str]]:
     """Every user request in order, and the constraints quoted from them."""
     reqs: list[Request] = []
     constraints: list[str] = []
-    for m in msgs:
+    for i, m in enumerate(msgs):
         if m.metadata.kind in ("compaction_summary", "tool_summary"):
             continue
         txt = user_words(m)
         if not txt:
             continue
-        reqs.append(Request(clip(txt, REQUEST_CLIP), bool(_CORRECTION_RE.search(txt[:400]))))
+        reqs.append(Request(clip(txt, REQUEST_CLIP), bool(_CORRECTION_RE.search(txt[:400])), i))
         for s in sentences(txt):
             if _CONSTRAINT_RE.search(s) and len(s) <= 400:
                 constraints.append(f'"{one_line(s, CONSTRAINT_CLIP)}"')
@@ -78,6 +79,7 @@ def fit(reqs: list[Request]) -> list[Request]:
         short = one_line(reqs[i].text, SHORT_CLIP)
         if len(short) < len(reqs[i].text):
             total -= len(reqs[i].text) - len(short)
-            reqs[i] = Request(short + f" [clipped from {len(reqs[i].text):,} characters]", reqs[i].correction)
+            reqs[i] = Request(short + f" [clipped from {len(reqs[i].text):,} characters]", reqs[i].correction,
+                              reqs[i].index)
         i += 1
     return reqs

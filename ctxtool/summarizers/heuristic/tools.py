@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import Block, Message
@@ -16,17 +16,24 @@ from .text import one_line
 MAX_DONE = 25
 ERROR_CLIP = 240
 RESULT_CLIP = 90
+MAX_LINE = 400  # longer lines are data (minified code, JSON), not messages
 
 #: programs whose runs only look at things (exploration, not progress)
 _READONLY = {"rg", "grep", "sed", "cat", "ls", "find", "head", "tail", "strings", "wc", "less", "nl", "pwd", "echo",
              "which", "tree", "file", "stat", "du", "awk", "jq", "bat", "fd", "git-status", "git-diff", "git-log",
              "git-show", "git-grep", "git-branch"}
+_NOT_THE_STEP = {"cd", "echo", "printf", "true", "source", ".", "export", "set", "sleep"}
 _SEARCHERS = {"rg", "grep", "git-grep", "find", "fd"}
+#: lines that state an error (3), that name a failure precisely (2); _GENERIC: that mention one (1)
+_ERROR = re.compile(
+    r"\b\w*(?:Error|Exception)\b\s*[:(]|\berror(?:\[\w+\]|\s+TS\d+)?:|^\s*error\b|\bTraceback\b|\bpanic:|\bfatal:|"
+    r"can never match|no local return|not found in file|pattern_match|(?-i:\bFAILED\b)|AssertionError|module_not_found|"
+    r"command not found|permission denied",
+    re.I,
+)
 _SPECIFIC = re.compile(
-    r"\b\w*(?:Error|Exception)\b\s*[:(]|\berror\s*(?:TS\d+|\[\w+\])|^\s*error\b|\bTraceback\b|\bpanic:|\bfatal:|"
-    r"not found in file|does not exist|no such file|can never match|no local return|cannot find|could not find|"
-    r"module_not_found|permission denied|command not found|is not defined|undefined (?:function|variable|method)|"
-    r"no changes made|not formatted|too complex|could not|couldn't|cannot|can't",
+    r"does not exist|no such file|cannot find|could not find|could not|couldn't|cannot|can't|not formatted|"
+    r"too complex|no changes made|is not defined|undefined (?:function|variable|method)",
     re.I,
 )
 _GENERIC = re.compile(r"\b(errors?|failed|failure|denied|refused|invalid|unexpected|expected|mismatch|timed out|"
@@ -45,6 +52,10 @@ class Failure:
     label: str
     error: str
     resolved_by: str | None = None
+    count: int = 1
+
+    def times(self) -> str:
+        return f" (×{self.count})" if self.count > 1 else ""
 
 
 @dataclass(slots=True)
@@ -55,10 +66,19 @@ class Activity:
     tool_counts: dict[str, int] = field(default_factory=dict)
 
     def blocked(self) -> list[Failure]:
-        return [f for f in self.failures if f.resolved_by is None]
+        return _grouped(f for f in self.failures if f.resolved_by is None)
 
     def resolved(self) -> list[Failure]:
-        return [f for f in self.failures if f.resolved_by is not None]
+        return _grouped(f for f in self.failures if f.resolved_by is not None)
+
+
+def _grouped(failures: Iterable[Failure]) -> list[Failure]:
+    """One entry per family (the latest failure of it, counted), in the order last seen."""
+    out: dict[str, Failure] = {}
+    for f in failures:
+        n = out.pop(f.family).count + 1 if f.family in out else 1
+        out[f.family] = Failure(f.family, f.label, f.error, f.resolved_by, n)
+    return list(out.values())
 
 
 def short_name(b: Block) -> str:
@@ -83,18 +103,22 @@ def family(b: Block) -> str:
     file tools, the same program and first arguments (e.g. ``uv run pytest``) for commands."""
     cmd = command_of(b)
     if cmd:
-        words = [w for w in re.split(r"\s+", cmd.strip()) if w and not w.startswith("-")]
-        head = []
-        for w in words:
-            if w in ("|", "&&", ";", "||", "2>&1"):
-                break
-            head.append(w)
-        return "cmd:" + " ".join(head[:3])
+        # the last step of a chain, before any pipe: `cd DIR && make test | tail` is a `make test`,
+        # `git add -A && git commit -m ...` a `git commit`
+        steps = [seg.split("|", 1)[0].split() for seg in re.split(r"&&|\|\||;", cmd)]
+        steps = [s for s in steps if s and re.fullmatch(r"[\w./-]+", s[0]) and s[0] not in _NOT_THE_STEP]
+        words = [w for w in (steps[-1] if steps else []) if not w.startswith(("-", "'", '"')) and w != "2>&1"]
+        return "cmd:" + " ".join(words[: 2 if words[:1] == ["git"] else 3]) if words else call_label(b)
     args = call_args(b)
     for k in ("file_path", "path", "filePath", "notebook_path"):
         if isinstance(args.get(k), str):
-            return f"file:{args[k]}"
+            return f"{'edit' if _writes(b) else short_name(b)}:{args[k]}"
     return call_label(b)
+
+
+def _writes(b: Block) -> bool:
+    short = short_name(b)
+    return short == "apply_patch" or short in WRITE_TOOLS or (short.startswith(("write", "edit", "create")) and _has_path(b))
 
 
 def _has_path(b: Block) -> bool:
@@ -150,7 +174,7 @@ def _lines(text: str) -> list[str]:
     out = []
     for ln in text.splitlines():
         s = ln.strip().strip("┃│>").strip()
-        if sum(c.isalnum() for c in s) >= 4 and not _TRIVIAL.match(s):
+        if sum(c.isalnum() for c in s) >= 4 and len(s) <= MAX_LINE and not _TRIVIAL.match(s):
             out.append(s)
     return out
 
@@ -165,15 +189,17 @@ def error_line(text: str) -> str:
         return f"exit code {m.group(1)}, no output" if m else "(no output)"
     best, score = 0, -1
     for i, ln in enumerate(lines):
-        s = 2 if _SPECIFIC.search(ln) else 1 if _GENERIC.search(ln) else 0
+        s = 3 if _ERROR.search(ln) else 2 if _SPECIFIC.search(ln) else 1 if _GENERIC.search(ln) else 0
         if s > score:
             best, score = i, s
-            if s == 2:
+            if s == 3:
                 break
     if score <= 0:
         best = len(lines) - 1
     out = lines[best]
-    if best > 0 and _LOCATION.match(lines[best - 1]):
+    if _LOCATION.match(out) and best + 1 < len(lines):  # a location line: what it says is on the next
+        out = f"{out} {lines[best + 1]}"
+    elif best > 0 and _LOCATION.match(lines[best - 1]):
         out = f"{lines[best - 1]} {out}"
     head = lines[0]
     if best > 0 and head.endswith(":") and _GENERIC.search(head) and head not in out:
@@ -225,9 +251,7 @@ def activity(msgs: Sequence[Message]) -> Activity:
                 if f.family == fam and f.resolved_by is None:  # a later success of the same kind resolves it
                     f.resolved_by = label
             short = short_name(b)
-            if short == "apply_patch" or short in WRITE_TOOLS or (
-                short.startswith(("write", "edit", "create")) and _has_path(b)
-            ):
+            if _writes(b):
                 key = f"{b.name}: {label.split(' ', 1)[-1]}" if " " in label else f"{b.name}"
                 n = steps.pop(key, ("", 0))[1] + 1
                 steps[key] = (key, n)
