@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ...model import PINNED_PREFIX
 from ...summary_prompt import clip, strip_file_lists
 from .text import quote, split_headings, unquote
 
@@ -133,7 +134,8 @@ def _own(sections: dict[str, str], prev: Previous) -> None:
 
 def parse_previous(summary: str | None) -> Previous:
     prev = Previous()
-    text = strip_file_lists(summary or "").strip()
+    text = strip_file_lists(summary or "")
+    text = re.split(rf"^{re.escape(PINNED_PREFIX)}", text, maxsplit=1, flags=re.M)[0].strip()  # pinned: not summary
     if not text:
         return prev
     cc = _claude_code(text)
