@@ -20,7 +20,7 @@ _TICKED = re.compile(r"`([^`\n]{2,80})`")
 _DEFINED = re.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|const|let|var)\s+"
                       r"([A-Za-z_][\w.!?]{2,60})")
 _IDENT = re.compile(r"^[\w.:/@$-]+(?:\(\))?$")
-KINDS = ("Environment variables", "Error types", "Functions and types changed", "Identifiers and keys",
+KINDS = ("Environment variables and constants", "Error types", "Functions and types changed", "Identifiers and keys",
          "Versions", "URLs")
 
 
@@ -37,7 +37,7 @@ def values(msgs: Sequence[Message]) -> dict[str, list[str]]:
         text = "\n".join(b.text for b in m.content if b.type == "text")
         for v in _ENV.findall(text):
             if len(v) >= 5 and not v.startswith(("HTTP_", "TODO")):
-                _add(found["Environment variables"], v)
+                _add(found["Environment variables and constants"], v)
         for v in _ERROR_TYPE.findall(text):
             _add(found["Error types"], v)
         for v in _URL.findall(text):
