@@ -414,3 +414,16 @@ def test_corpus_read_set_has_sizes_and_hashes() -> None:
     reads = parse_sections(s)["Read Set"]
     assert re.search(r"`/home/USER/projects/spotter-worktrees/spotter-4te/mix\.exs`: [\d,]+ bytes, sha256 [0-9a-f]{16}",
                      reads)
+
+
+def test_read_set_in_the_compact_report() -> None:
+    msgs = [Message("user", [Block("text", text="Review the config.")]),
+            Message("assistant", [tc("1", "Read", file_path="src/config.py")]),
+            Message("tool", [tr("1", "RETRIES = 3")]),
+            Message("assistant", [Block("text", text="x " * 4000)]),
+            Message("user", [Block("text", text="Thanks, now add a test.")]),
+            Message("assistant", [Block("text", text="Adding it.")])]
+    o = compact_transcript(Transcript(format="ctxtool", entries=msgs), None,
+                           CompactOptions(force=True, keep_recent_tokens=20))
+    assert o.report.read_set == [{"path": "src/config.py", "bytes": 11, "sha256": hashlib.sha256(b"RETRIES = 3").hexdigest(),
+                                  "lines": None, "ref": None, "modified_after": False}]

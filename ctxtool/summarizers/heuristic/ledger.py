@@ -9,6 +9,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...cache.ids import REF_IN_TEXT_RE
 from ...model import Block, Message
@@ -30,6 +31,10 @@ class Read:
     lines: str | None = None  # "1-200" when only part was read
     ref: str | None = None  # the cached full output
     changed_after: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "bytes": self.size, "sha256": self.sha256, "lines": self.lines, "ref": self.ref,
+                "modified_after": self.changed_after}
 
     def line(self) -> str:
         facts = []
