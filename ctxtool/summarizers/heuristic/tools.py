@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import Block, Message
-from ...summary_prompt import WRITE_TOOLS, call_args, command_of
+from ...summary_prompt import WRITE_TOOLS, call_args, command_of, extract_files
 from .text import one_line
 
 MAX_DONE = 25
@@ -39,7 +39,8 @@ _SPECIFIC = re.compile(
 _GENERIC = re.compile(r"\b(errors?|failed|failure|denied|refused|invalid|unexpected|expected|mismatch|timed out|"
                       r"aborted|warning|rejected|not allowed)\b", re.I)
 _TRIVIAL = re.compile(r"^(?:exit code \d+|(?:command|process) exited with code \d+|exit status \d+|\(no output\)|"
-                      r"\[output truncated.*|fix these issues.*|:?error|end|total errors:.*|\d+ errors?.*|done in .*)$",
+                      r"\[output truncated.*|fix these issues.*|:?error|end|total errors:.*|\d+ errors?.*|done in .*|"
+                      r"output:|wall time:.*|chunk id:.*|original token count:.*|\W*metadata\W+exit_code.*)$",
                       re.I)
 _LOCATION = re.compile(r"^\S+:\d+(?::\d+)?(?::\w+)?$")
 _EXIT = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status|process exited with code)[: ]+([1-9]\d*)", re.I)
@@ -114,6 +115,16 @@ def family(b: Block) -> str:
         if isinstance(args.get(k), str):
             return f"{'edit' if _writes(b) else short_name(b)}:{args[k]}"
     return call_label(b)
+
+
+def _write_step(b: Block, label: str) -> str:
+    """``Edit: `path` `` (a patch: the files it touches)."""
+    if short_name(b) == "apply_patch" or not _has_path(b):
+        files = extract_files([Message("assistant", [b])])[1]
+        if files:
+            shown = ", ".join(f"`{f}`" for f in files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+            return f"{b.name}: {shown}"
+    return f"{b.name}: {label.split(' ', 1)[-1]}" if " " in label else f"{b.name}"
 
 
 def _writes(b: Block) -> bool:
@@ -219,6 +230,8 @@ def failed(b: Block, res: Block) -> bool:
 
 def _result_note(res: Block) -> str:
     lines = _lines(res.text)
+    if lines and (m := re.match(r"Process running with session ID (\d+)", lines[-1])):
+        return f"still running when it returned (session {m.group(1)})"
     return f"ok: {one_line(lines[-1], RESULT_CLIP)}" if lines else "ok"
 
 
@@ -252,7 +265,7 @@ def activity(msgs: Sequence[Message]) -> Activity:
                     f.resolved_by = label
             short = short_name(b)
             if _writes(b):
-                key = f"{b.name}: {label.split(' ', 1)[-1]}" if " " in label else f"{b.name}"
+                key = _write_step(b, label)
                 n = steps.pop(key, ("", 0))[1] + 1
                 steps[key] = (key, n)
             elif cmd is not None and short not in ("write_stdin",):
