@@ -5,6 +5,7 @@ its last statements (the current state)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,8 +51,10 @@ def is_decision(s: str) -> bool:
     s = s.strip()
     if len(s) < 25 or len(s) > 500 or s.endswith(":") or _FRAGMENT_RE.match(s):
         return False
+    if unicodedata.category(s[0]) == "So":  # "✅ Simpler structure": a status bullet, not a sentence
+        return False
     words = re.findall(r"[A-Za-z]+", s)
-    if not s.endswith((".", "!", "?", ")", "`", '"')) and sum(w[0].isupper() for w in words) >= 0.6 * len(words):
+    if not s.endswith((".", "!", "?", "`", '"')) and sum(w[0].isupper() for w in words) >= 0.6 * len(words):
         return False  # a heading ("Key Benefits of This Approach"), not a sentence
     return bool(_DECISION_RE.search(s))
 

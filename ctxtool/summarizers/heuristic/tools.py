@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import Block, Message
-from ...summary_prompt import WRITE_TOOLS, call_args, command_of, extract_files
+from ...summary_prompt import READ_TOOLS, SEARCH_TOOLS, WRITE_TOOLS, call_args, command_of, extract_files
 from .text import one_line
 
 MAX_DONE = 25
@@ -23,7 +23,6 @@ _READONLY = {"rg", "grep", "sed", "cat", "ls", "find", "head", "tail", "strings"
              "which", "tree", "file", "stat", "du", "awk", "jq", "bat", "fd", "git-status", "git-diff", "git-log",
              "git-show", "git-grep", "git-branch"}
 _NOT_THE_STEP = {"cd", "echo", "printf", "true", "source", ".", "export", "set", "sleep"}
-_SEARCHERS = {"rg", "grep", "git-grep", "find", "fd"}
 #: lines that state an error (3), that name a failure precisely (2); _GENERIC: that mention one (1)
 _ERROR = re.compile(
     r"\b\w*(?:Error|Exception)\b\s*[:(]|\berror(?:\[\w+\]|\s+TS\d+)?:|^\s*error\b|\bTraceback\b|\bpanic:|\bfatal:|"
@@ -127,6 +126,12 @@ def _write_step(b: Block, label: str) -> str:
     return f"{b.name}: {label.split(' ', 1)[-1]}" if " " in label else f"{b.name}"
 
 
+def _looks(b: Block) -> bool:
+    """A tool that only reads or searches."""
+    short = short_name(b).rsplit(".", 1)[-1]
+    return short in READ_TOOLS or short in SEARCH_TOOLS or short.startswith(("read", "search", "list", "glob", "grep"))
+
+
 def _writes(b: Block) -> bool:
     short = short_name(b)
     return short == "apply_patch" or short in WRITE_TOOLS or (short.startswith(("write", "edit", "create")) and _has_path(b))
@@ -173,11 +178,6 @@ def readonly(cmd: str) -> bool:
         if prog != "cd" and prog not in _READONLY:
             return False
     return True
-
-
-def _search(cmd: str) -> bool:
-    segs = _segments(cmd)
-    return segs is not None and bool(segs) and _program(segs[0]) in _SEARCHERS
 
 
 def _lines(text: str) -> list[str]:
@@ -251,8 +251,8 @@ def activity(msgs: Sequence[Message]) -> Activity:
                 continue  # no result yet: a pending call (next steps), not progress
             label, fam, cmd = call_label(b), family(b), command_of(b)
             if failed(b, res):
-                if cmd is not None and _search(cmd) and not _lines(res.text):
-                    act.explored += 1  # a search that found nothing: not a failure
+                if (cmd is not None and readonly(cmd)) or (cmd is None and _looks(b)):
+                    act.explored += 1  # a search that found nothing, a file that is not there: not a blocker
                     continue
                 err = error_line(res.text)
                 act.failures.append(Failure(fam, label, err))
