@@ -427,3 +427,18 @@ def test_read_set_in_the_compact_report() -> None:
                            CompactOptions(force=True, keep_recent_tokens=20))
     assert o.report.read_set == [{"path": "src/config.py", "bytes": 11, "sha256": hashlib.sha256(b"RETRIES = 3").hexdigest(),
                                   "lines": None, "ref": None, "modified_after": False}]
+
+
+def test_the_latest_plan_is_carried() -> None:
+    msgs = [Message("user", [Block("text", text="Add the retry option.")]),
+            Message("assistant", [tc("1", "update_plan", plan=[{"step": "Write the test", "status": "completed"},
+                                                              {"step": "Implement retries", "status": "in_progress"}])]),
+            Message("tool", [tr("1", "Plan updated")]),
+            Message("assistant", [tc("2", "TodoWrite", todos=[{"content": "Write the test", "status": "completed"},
+                                                              {"content": "Implement retries", "status": "completed"},
+                                                              {"content": "Document CTX_RETRIES", "status": "pending"}])]),
+            Message("tool", [tr("2", "ok")])]
+    first = structured_summary(msgs)
+    plan = "### Plan (as last updated)\n- [x] Write the test\n- [x] Implement retries\n- [ ] Document CTX_RETRIES"
+    assert plan in parse_sections(first)["Progress"]
+    assert plan in structured_summary(session()[:2], first)  # carried by the next round

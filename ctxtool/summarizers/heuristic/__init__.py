@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
 from ...summary_prompt import format_retain, parse_retain
-from . import decisions, ledger, requests, tools, values
+from . import decisions, ledger, plan, requests, tools, values
 from .previous import EARLIER, SECTIONS, Previous, fit, parse_previous
 from .text import (
     dedupe,
@@ -155,7 +155,7 @@ class _Facts:
     # -- sections --------------------------------------------------------------------------
     def goal(self) -> list[str]:
         lead, subs = self._own("Goal")
-        goal_items = items(lead)
+        goal_items = [x for x in items(lead) if x != "Later requests, in order:"]  # (the label of version 1)
         earlier_reqs = items(subs.get(REQUESTS_TITLE, ""))
         out: list[str] = []
         reqs = list(self.reqs)
@@ -207,6 +207,9 @@ class _Facts:
             out.append(f"- [ ] {current}" + (" (continued in the kept messages)" if self.split_turn else ""))
         else:
             out += [f"- [ ] {x}" for x in earlier] or ["- [ ] (see the kept messages)"]
+        steps = plan.latest_plan(self.msgs) or [ln for ln in subs.get(plan.TITLE, "").splitlines() if ln.strip()]
+        if steps:  # the latest plan, or the one the previous summary carried
+            out += ["", f"### {plan.TITLE}", *steps]
         out += ["", "### Blocked"]
         blocked = dedupe([f"{f.label} failed{f.times()}: {f.error}" for f in self.act.blocked()], MAX_BLOCKED,
                          keep="last")
