@@ -15,10 +15,11 @@ quoted whole otherwise, whole sections dropped only when over the budget (:mod:`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
-from ...summary_prompt import format_retain, parse_retain
+from ...summary_prompt import clip, format_retain, parse_retain
 from . import decisions, ledger, plan, requests, tools, values
 from .previous import EARLIER, SECTIONS, Previous, fit, parse_previous
 from .text import (
@@ -43,6 +44,7 @@ STATEMENT_CLIP = 600
 MAX_CONSTRAINTS = 14
 MAX_BLOCKED = 6
 MAX_RESOLVED = 10
+MAX_MISSED = 8
 PREV_MIN = 6000  # characters of a previous summary always carried whole
 PREV_MAX = 40000  # ... and never more than this
 PREV_SHARE = 0.6  # the summary (with what it carries) at most this share of what it replaces
@@ -119,17 +121,22 @@ def structured_summary(
     return facts.render()
 
 
+@dataclass(slots=True)
 class _Facts:
     """What was extracted, and its rendering as the sections of the summary."""
 
-    def __init__(self, msgs: Sequence[Message], prev: Previous, reqs: list[requests.Request], constraints: list[str],
-                 act: tools.Activity, sd: decisions.Said, vals: dict[str, list[str]], reads: list[ledger.Read],
-                 open_calls: Sequence[str], instructions: str | None, directives: Sequence[str],
-                 split_turn: bool) -> None:
-        self.msgs, self.prev, self.reqs, self.constraints = msgs, prev, reqs, constraints
-        self.act, self.sd, self.vals, self.reads = act, sd, vals, reads
-        self.open_calls, self.instructions, self.directives, self.split_turn = (
-            open_calls, instructions, directives, split_turn)
+    msgs: Sequence[Message]
+    prev: Previous
+    reqs: list[requests.Request]
+    constraints: list[str]
+    act: tools.Activity
+    sd: decisions.Said
+    vals: dict[str, list[str]]
+    reads: list[ledger.Read]
+    open_calls: Sequence[str]
+    instructions: str | None
+    directives: Sequence[str]
+    split_turn: bool
 
     def _own(self, name: str) -> tuple[str, dict[str, str]]:
         return split_headings(self.prev.own.get(name, ""), 3)
@@ -241,11 +248,14 @@ class _Facts:
         ctx += values.render(self.vals)
         st = self.sd.statements
         if st:
-            ctx.append("Last assistant statement: " + one_line(st[-1], STATEMENT_CLIP))
+            # head and tail: a long statement ends with its conclusion
+            ctx.append("Last assistant statement: " + one_line(clip(st[-1], STATEMENT_CLIP), STATEMENT_CLIP + 80))
             if len(st) > 1:
-                ctx.append("Before that: " + one_line(st[-2], STATEMENT_CLIP // 2))
+                ctx.append("Before that: " + one_line(clip(st[-2], STATEMENT_CLIP // 2), STATEMENT_CLIP // 2 + 80))
         ctx += [f"{f.label} failed earlier{f.times()} ({f.error}); resolved: later succeeded ({f.resolved_by})"
                 for f in self.act.resolved()][-MAX_RESOLVED:]
+        if self.act.missed:
+            ctx.append("Looked for, not found or failed: " + "; ".join(dedupe(self.act.missed, MAX_MISSED, keep="last")))
         if self.act.tool_counts:
             top = sorted(self.act.tool_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
             ctx.append("Tool calls in the summarized part: " + ", ".join(f"{n} ×{c}" for n, c in top))

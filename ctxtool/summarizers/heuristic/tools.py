@@ -63,6 +63,7 @@ class Activity:
     done: list[str] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     explored: int = 0
+    missed: list[str] = field(default_factory=list)  # reads and searches that failed (what is not there)
     tool_counts: dict[str, int] = field(default_factory=dict)
 
     def blocked(self) -> list[Failure]:
@@ -253,6 +254,7 @@ def activity(msgs: Sequence[Message]) -> Activity:
             if failed(b, res):
                 if (cmd is not None and readonly(cmd)) or (cmd is None and _looks(b)):
                     act.explored += 1  # a search that found nothing, a file that is not there: not a blocker
+                    act.missed.append(f"{label}: {error_line(res.text)}")
                     continue
                 err = error_line(res.text)
                 act.failures.append(Failure(fam, label, err))

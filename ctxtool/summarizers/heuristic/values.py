@@ -21,7 +21,9 @@ _DEFINED = re.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|
                       r"([A-Za-z_][\w.!?]{2,60})")
 _IDENT = re.compile(r"^[\w.:/@$-]+(?:\(\))?$")
 KINDS = ("Environment variables and constants", "Error types", "Functions and types changed", "Identifiers and keys",
-         "Versions", "URLs")
+         "Paths", "Versions", "URLs")
+#: how many of each kind at most (the most mentioned)
+CAPS = {"Identifiers and keys": 40, "Functions and types changed": 24, "Paths": 20}
 
 
 def _add(bucket: dict[str, int], value: str) -> None:
@@ -46,8 +48,11 @@ def values(msgs: Sequence[Message]) -> dict[str, list[str]]:
             _add(found["Versions"], v)
         for v in _TICKED.findall(text):
             v = v.strip()
-            if _IDENT.match(v) and not v.startswith(("/", "./", "~")) and "/" not in v and re.search(r"[A-Za-z]", v) \
-                    and not _ENV.fullmatch(v) and (re.search(r"[._:()]|[a-z][A-Z]", v)):
+            if not _IDENT.match(v) or not re.search(r"[A-Za-z]", v) or _ENV.fullmatch(v):
+                continue
+            if "/" in v:
+                _add(found["Paths"], v)
+            elif re.search(r"[._:()]|[a-z][A-Z]", v):
                 _add(found["Identifiers and keys"], v)
         for b in m.tool_calls():
             args = call_args(b)
@@ -62,7 +67,7 @@ def values(msgs: Sequence[Message]) -> dict[str, list[str]]:
     for kind, bucket in found.items():
         if not bucket:
             continue
-        keep = sorted(bucket, key=lambda v: -bucket[v])[:MAX_PER_KIND]
+        keep = sorted(bucket, key=lambda v: -bucket[v])[: CAPS.get(kind, MAX_PER_KIND)]
         out[kind] = [v for v in bucket if v in keep]
     return out
 
