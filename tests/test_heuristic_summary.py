@@ -442,3 +442,14 @@ def test_the_latest_plan_is_carried() -> None:
     plan = "### Plan (as last updated)\n- [x] Write the test\n- [x] Implement retries\n- [ ] Document CTX_RETRIES"
     assert plan in parse_sections(first)["Progress"]
     assert plan in structured_summary(session()[:2], first)  # carried by the next round
+
+
+def test_read_set_from_shell_reads() -> None:
+    msgs = [Message("user", [Block("text", text="Look at a.py.")]),
+            Message("assistant", [tc("1", "exec_command", cmd="sed -n '1,20p' src/a.py"), tc("2", "exec_command", cmd="cat b.py"),
+                                  tc("3", "exec_command", cmd="sed -n '5,9p' c.py")]),
+            Message("tool", [tr("1", "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nX = 1"),
+                             tr("2", "Y = 2"), tr("3", "Chunk ID: 2\nProcess running with session ID 7\nOutput:\n")])]
+    reads = parse_sections(structured_summary(msgs))["Read Set"]
+    assert f"`src/a.py`: 5 bytes, sha256 {hashlib.sha256(b'X = 1').hexdigest()[:16]}, lines 1-20" in reads
+    assert "`b.py`: 5 bytes" in reads and "- `c.py`: lines 5-9\n" in reads + "\n"  # content not in the result

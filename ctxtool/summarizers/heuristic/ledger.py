@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,9 @@ MAX_ENTRIES = 40
 HASH_CHARS = 16
 _GUTTER = re.compile(r"^ *\d+(?:→|\t)")  # Claude Code's `cat -n` view and the like
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+_SED_RANGE = re.compile(r"^\d+(?:,\d+)?p$")
+_EXEC_HEADER = re.compile(r"^(?:Chunk ID|Wall time|Exit code|Process exited)", re.M)
+_RUNNING = re.compile(r"^Process running with session ID \d+", re.M)
 _CTX_NOTICE = re.compile(r"\[ctxtool: tool output (?:truncated|too large)[^\]]*\]|\[tool output trimmed; ref=[0-9a-f]+\]")
 
 
@@ -54,6 +58,9 @@ class Read:
 def content_as_read(text: str) -> str:
     """The file content a read tool's output shows: without the line-number gutter, the
     reminders an agent appends, and ctxtool's truncation notice."""
+    head, sep, rest = text.partition("\nOutput:\n")
+    if sep and _EXEC_HEADER.match(head):  # Codex's exec header (chunk, wall time, exit code)
+        text = rest
     body = _CTX_NOTICE.sub("", _REMINDER.sub("\n", text)).rstrip()
     lines = body.split("\n")
     if lines and all(_GUTTER.match(ln) for ln in lines if ln.strip()):
@@ -72,11 +79,15 @@ def _read_path(b: Block) -> str | None:
         return None
     cmd = command_of(b)
     if cmd and not re.search(r"[|;&<>]", cmd):
-        words = cmd.split()
-        if words and words[0] in ("cat", "/bin/cat"):
-            files = [w for w in words[1:] if not w.startswith("-")]
-            if len(files) == 1:
-                return files[0]
+        try:
+            words = shlex.split(cmd)
+        except ValueError:
+            return None
+        files = [w for w in words[1:] if not w.startswith("-")]
+        if words and words[0] in ("cat", "/bin/cat") and len(files) == 1:
+            return files[0]
+        if words[:2] == ["sed", "-n"] and len(files) == 2 and _SED_RANGE.match(files[0]):
+            return files[1]
     return None
 
 
@@ -93,6 +104,9 @@ def _ref(m: Message, res: Block) -> str | None:
 
 
 def _part(b: Block) -> str | None:
+    cmd = command_of(b)
+    if cmd and (m := re.search(r"sed -n '?(\d+),(\d+)p", cmd)):
+        return f"{m.group(1)}-{m.group(2)}"
     args = call_args(b)
     off, lim = args.get("offset"), args.get("limit")
     if isinstance(off, int) or isinstance(lim, int):
@@ -127,7 +141,7 @@ def read_set(msgs: Sequence[Message]) -> list[Read]:
             data = content.encode("utf-8", "surrogatepass")
             ref = _ref(rm, res)
             r = Read(path, len(data), hashlib.sha256(data).hexdigest(), _part(b), ref)
-            if ref:  # the output was cut: its hash is not the file's
+            if ref or _RUNNING.search(res.text):  # cut (its hash is not the file's), or not in the result at all
                 r.size = r.sha256 = None
             r.changed_after = last_change.get(path, -1) > i
             out.pop(path, None)
