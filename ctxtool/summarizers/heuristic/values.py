@@ -17,7 +17,7 @@ _ERROR_TYPE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror TS\d
 _URL = re.compile(r"https?://[^\s)>\]`'\"]+")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![\w.])")
 _TICKED = re.compile(r"`([^`\n]{2,80})`")
-_DEFINED = re.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|const|let|var)\s+"
+_DEFINED = re.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|trait|impl)\s+"
                       r"([A-Za-z_][\w.!?]{2,60})")
 _IDENT = re.compile(r"^[\w.:/@$-]+(?:\(\))?$")
 KINDS = ("Environment variables and constants", "Error types", "Functions and types changed", "Identifiers and keys",
