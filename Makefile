@@ -43,8 +43,20 @@ $(LLM_GGUF): $(LLMSTAMP)
 test-llm: $(LLM_GGUF)
 	CTXTOOL_TEST_LLM=1 CTXTOOL_TEST_LLM_GGUF=$(LLM_GGUF) $(BIN)/python -m pytest -p no:cacheprovider -p no:xdist -v -s tests/llm
 
-bench: $(DEVSTAMP)
-	$(BIN)/python -m bench.run
+## make bench: the figures of issue 16 beside their baselines and targets, in one run. The
+## peers (LangChain, litellm) live in a bench-only environment from bench/requirements-peers.lock,
+## never in the test environment; CTXTOOL_BENCH_2GB=1 adds the 2 GB scaling row,
+## CTXTOOL_BENCH_REPEAT=N the runs per row (default 3).
+BENCHVENV := .venv-bench
+BENCHSTAMP := $(BENCHVENV)/.installed
+
+$(BENCHSTAMP): bench/requirements-peers.lock
+	$(PY) -m venv $(BENCHVENV)
+	$(BENCHVENV)/bin/python -m pip install -q -r bench/requirements-peers.lock
+	touch $(BENCHSTAMP)
+
+bench: $(DEVSTAMP) $(BENCHSTAMP)
+	CTXTOOL_BENCH_PEERS=$(BENCHVENV)/bin/python LITELLM_LOCAL_MODEL_COST_MAP=True $(BIN)/python -m bench.run
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check ctxtool tests bench
@@ -54,4 +66,4 @@ docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCHVENV) build *.egg-info

@@ -1,7 +1,16 @@
-"""`make bench`: measured figures printed side by side with their baselines, in one run.
+"""`make bench`: each figure beside its baseline and its target, measured in one run.
 
-Every figure runs the real code path (the library functions or the `ctxtool` command in a
-subprocess) against a baseline measured in the same run on the same data.
+ctxtool is timed as a whole process (``python -m ctxtool ...``: start-up, imports, process
+pool, output), the baselines and peers by their loop alone (imports and warm-up outside it).
+Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3); a row shows the
+median ratio and its spread (lowest-highest) over the runs.
+
+The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
+(``bench/requirements-peers.lock``; ``CTXTOOL_BENCH_PEERS`` names its python), offline:
+see bench/peers.py. Without it those rows are skipped with a note.
+
+Datasets are generated into bench/data/ (gitignored): 20 MB and 200 MB, and 2 GB for the
+scaling rows when ``CTXTOOL_BENCH_2GB=1``.
 """
 
 from __future__ import annotations
@@ -11,11 +20,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import orjson
 
 from bench.gen import generate
 
@@ -23,7 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
 CORPUS = ROOT.parent / "shared" / "corpus"
 BIG = int(os.environ.get("CTXTOOL_BENCH_BYTES", 200_000_000))
+REPEAT = int(os.environ.get("CTXTOOL_BENCH_REPEAT", 3))
+PEERS_PY = os.environ.get("CTXTOOL_BENCH_PEERS", str(ROOT / ".venv-bench" / "bin" / "python"))
 ROWS: list[tuple[str, str, str, str, str]] = []
+CTXTOOL = [sys.executable, "-m", "ctxtool"]
+
+
+def row(name: str, measured: str, baseline: str, figure: str, target: str) -> None:
+    ROWS.append((name, measured, baseline, figure, target))
+    print(f"  {name}: {measured} | baseline {baseline} | {figure} (target {target})", flush=True)
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> float:
@@ -35,40 +51,94 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> float:
     return best
 
 
-def row(name: str, measured: str, baseline: str, figure: str, target: str) -> None:
-    ROWS.append((name, measured, baseline, figure, target))
-    print(f"  {name}: {measured} | baseline {baseline} | {figure} (target {target})", flush=True)
+def run_process(args: Sequence[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one whole process."""
+    t = time.perf_counter()
+    subprocess.run(list(args), stdout=subprocess.DEVNULL, env=env, check=True)
+    return time.perf_counter() - t
 
 
-def plain_loop(path: Path) -> int:
-    total = 0
-    with path.open("rb") as f:
-        for line in f:
-            rec = orjson.loads(line)
-            for m in rec["messages"]:
-                c = m.get("content")
-                if isinstance(c, str):
-                    total += len(c)
-    return total
+def peak_rss_mb(args: Sequence[str]) -> float:
+    """Peak RSS (MB) of a process and its workers, measured from a small parent (a child
+    forked from this one would count this process's pages until its exec)."""
+    code = (
+        "import resource, subprocess, sys;"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip()) / 1024
 
 
-def bench_stats_heuristic(big: Path) -> None:
+def spread(ratios: list[float]) -> str:
+    return f"{statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def peer_env() -> dict[str, str]:
+    from ctxtool.tokens import install_bpe_files
+
+    env = dict(os.environ)
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    env["HF_HUB_OFFLINE"] = "1"
+    env["TIKTOKEN_CACHE_DIR"] = str(install_bpe_files())  # ctxtool's verified BPE files: no download
+    return env
+
+
+def peer_times(name: str, path: Path, repeat: int = REPEAT) -> list[float] | None:
+    """The peer's loop times (bench/peers.py in the bench environment), None without it."""
+    py = PEERS_PY if Path(PEERS_PY).exists() else None
+    if py is None:
+        return None
+    out = subprocess.run([py, str(ROOT / "bench" / "peers.py"), name, str(path), str(repeat)],
+                         capture_output=True, text=True, env=peer_env(), check=False)
+    if out.returncode:
+        print(f"  ({name} failed: {out.stderr.strip().splitlines()[-1:]})", flush=True)
+        return None
+    times: list[float] = json.loads(out.stdout.strip().splitlines()[-1])["times"]
+    return times
+
+
+def ours_times(args: Sequence[str], repeat: int = REPEAT) -> list[float]:
+    run_process([*CTXTOOL, *args])  # warm the page cache
+    return [run_process([*CTXTOOL, *args]) for _ in range(repeat)]
+
+
+def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float,
+           faster: bool = True) -> None:
+    """One row: ctxtool's whole process against a peer's loop on ``path``. ``faster``: the
+    figure is peer / ours (how many times faster ctxtool is); else ours' share of the peer's speed."""
+    peer_t = peer_times(peer, path)
+    if peer_t is None:
+        row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", f">= {target}x")
+        return
+    ours = ours_times(ours_args)
+    ratios = [p / o for p, o in zip(sorted(peer_t), sorted(ours), strict=False)]
+    mb = path.stat().st_size / 1e6
+    row(name, f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
+        f"{label} {statistics.median(peer_t):.2f} s", spread(ratios), f">= {target:.2f}x")
+
+
+def bench_stats_vs_parse(big: Path) -> None:
+    """stats (heuristic) against the parse limit: a plain orjson loop over the same file."""
+    py = PEERS_PY if Path(PEERS_PY).exists() else sys.executable
+    out = subprocess.run([py, str(ROOT / "bench" / "peers.py"), "orjson_loop", str(big), str(REPEAT)],
+                         capture_output=True, text=True, check=True)
+    base = json.loads(out.stdout)["times"]
+    ours = ours_times(["stats", str(big)])
+    ratios = [b / o for b, o in zip(sorted(base), sorted(ours), strict=False)]
+    mb = big.stat().st_size / 1e6
+    row(f"stats --tokenizer heuristic, {mb:.0f} MB", f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
+        f"orjson loop {statistics.median(base):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
     from ctxtool import stats
 
-    mb = big.stat().st_size / 1e6
-    plain_loop(big)  # warm the page cache for both
-    base = timed(lambda: plain_loop(big), 2)
-    ours = timed(lambda: stats.stats([str(big)]), 2)
-    row(
-        "stats --tokenizer heuristic",
-        f"{mb / ours:.0f} MB/s ({ours:.2f} s)",
-        f"orjson loop {mb / base:.0f} MB/s ({base:.2f} s)",
-        f"{base / ours:.2f}x of baseline",
-        ">= 0.70x",
-    )
+    inproc = in_process(lambda: stats.stats([str(big)]))
+    ratios = [b / o for b, o in zip(sorted(base), sorted(inproc), strict=False)]
+    row(f"  the same, in-process, {mb:.0f} MB", f"{statistics.median(inproc):.2f} s", f"orjson loop {statistics.median(base):.2f} s",
+        spread(ratios) + " of the loop's speed", ">= 0.70x")
 
 
 def bench_stats_tiktoken(path: Path) -> None:
+    """stats --tokenizer o200k_base against one tiktoken thread over the same texts."""
     from ctxtool import formats, stats, tokens
     from ctxtool.tokens import message_texts
 
@@ -81,40 +151,60 @@ def bench_stats_tiktoken(path: Path) -> None:
     def single() -> int:
         return sum(len(enc.encode_ordinary(x)) for x in texts)
 
-    base = timed(single, 2)
-    ours = timed(lambda: stats.stats([str(path)], tokenizer="o200k_base"), 2)
+    single()
+    base = []
+    for _ in range(REPEAT):
+        t = time.perf_counter()
+        single()
+        base.append(time.perf_counter() - t)
+    ours = ours_times(["stats", "--tokenizer", "o200k_base", str(path)])
+    ratios = [b / o for b, o in zip(sorted(base), sorted(ours), strict=False)]
     mb = path.stat().st_size / 1e6
-    row(
-        "stats --tokenizer o200k_base",
-        f"{mb / ours:.1f} MB/s ({ours:.2f} s, {os.cpu_count()} cores)",
-        f"1-thread tiktoken loop {base:.2f} s",
-        f"{base / ours:.2f}x",
-        ">= 1.6x",
-    )
+    row(f"stats --tokenizer o200k_base, {mb:.0f} MB ({os.cpu_count()} cores)", f"{statistics.median(ours):.2f} s",
+        f"1-thread tiktoken loop {statistics.median(base):.2f} s", spread(ratios), ">= 1.60x")
+    # the same in this process (start-up and the encoding's load left out, like the loop's)
+    inproc = in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base"))
+    ratios = [b / o for b, o in zip(sorted(base), sorted(inproc), strict=False)]
+    row(f"  the same, in-process (encoding loaded), {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
+        f"1-thread tiktoken loop {statistics.median(base):.2f} s", spread(ratios), ">= 1.60x")
 
 
-def peak_rss_mb(args: list[str]) -> float:
-    code = (
-        "import resource, subprocess, sys;"
-        f"subprocess.run({args!r}, stdout=subprocess.DEVNULL, check=True);"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip()) / 1024
+def in_process(fn: Callable[[], object]) -> list[float]:
+    fn()
+    times = []
+    for _ in range(REPEAT):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return times
 
 
-def bench_memory(small: Path, big: Path) -> None:
-    exe = [sys.executable, "-m", "ctxtool", "stats", "--json"]
-    a = peak_rss_mb([*exe, str(small)])
-    b = peak_rss_mb([*exe, str(big)])
-    ratio = big.stat().st_size / small.stat().st_size
-    row(
-        "stats peak memory",
-        f"{b:.0f} MB on {big.stat().st_size / 1e6:.0f} MB",
-        f"{a:.0f} MB on {small.stat().st_size / 1e6:.0f} MB",
-        f"{b / a:.2f}x memory for {ratio:.0f}x input",
-        "< 1.5x",
-    )
+def bench_peers(small: Path) -> None:
+    versus("stats vs LangChain count_tokens_approximately", ["stats", str(small)], "lc_count", small,
+           "count_tokens_approximately loop", 2.0)
+    with tempfile.TemporaryDirectory() as d:
+        out = str(Path(d) / "w.jsonl")
+        versus("window --max-chars 32000 vs LangChain trim_messages (last, 8,000 tokens)",
+               ["window", "--max-chars", "32000", "--max-messages", "1000000", "-o", out, str(small)], "lc_trim", small,
+               "trim_messages loop", 2.0)
+    versus("stats --tokenizer o200k_base vs litellm token_counter", ["stats", "--tokenizer", "o200k_base", str(small)],
+           "litellm_count", small, "token_counter loop", 2.0)
+
+
+def bench_scaling(files: list[Path]) -> None:
+    """stats on 20 MB, 200 MB (and 2 GB): time linear in the size, peak memory flat."""
+    first: tuple[float, float, float] | None = None
+    for p in files:
+        mb = p.stat().st_size / 1e6
+        run_process([*CTXTOOL, "stats", str(p)])
+        wall = statistics.median(run_process([*CTXTOOL, "stats", str(p)]) for _ in range(REPEAT))
+        rss = peak_rss_mb([*CTXTOOL, "stats", str(p)])
+        if first is None:
+            first = (mb, wall, rss)
+        row(f"stats scaling, {mb:,.0f} MB", f"{wall:.2f} s ({mb / wall:.0f} MB/s), peak RSS {rss:.0f} MB",
+            f"{first[0]:,.0f} MB: {first[1]:.2f} s, {first[2]:.0f} MB",
+            f"{wall / first[1]:.1f}x time, {rss / first[2]:.2f}x memory for {mb / first[0]:.0f}x input",
+            "time ~ linear, memory < 1.5x")
 
 
 def wall(args: list[str], n: int = 15) -> float:
@@ -127,19 +217,24 @@ def wall(args: list[str], n: int = 15) -> float:
 
 
 def bench_startup() -> None:
-    ours = wall([sys.executable, "-m", "ctxtool", "--version"])
+    ours = wall([*CTXTOOL, "--version"])
     base = wall([sys.executable, "-c", "import typer"])
     row("ctxtool --version", f"{ours * 1000:.0f} ms", f"python -c 'import typer' {base * 1000:.0f} ms", f"{ours / base:.2f}x", "<= 1.0x (+ noise)")
 
 
 def main() -> int:
-    print("ctxtool benchmarks (2 cores); each figure beside its baseline, same run\n", flush=True)
+    print(f"ctxtool benchmarks ({os.cpu_count()} cores, {REPEAT} runs a row); each figure beside its baseline, same run\n",
+          flush=True)
     big = generate(DATA / f"ds{BIG // 1_000_000}.jsonl", BIG)
     small = generate(DATA / f"ds{BIG // 10_000_000}.jsonl", BIG // 10)
-    tiny = generate(DATA / "ds20_tok.jsonl", min(20_000_000, BIG // 10))
+    scaling = [small, big]
+    if os.environ.get("CTXTOOL_BENCH_2GB") == "1":
+        scaling.append(generate(DATA / f"ds{BIG // 100_000}.jsonl", BIG * 10))
     print(f"datasets: {big.name} {big.stat().st_size / 1e6:.0f} MB, {small.name} {small.stat().st_size / 1e6:.0f} MB\n")
-    sections = [
-        ("foundation", [lambda: bench_stats_heuristic(big), lambda: bench_stats_tiktoken(tiny), lambda: bench_memory(small, big), bench_startup]),
+    sections: list[tuple[str, list[Callable[[], None]]]] = [
+        ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
+        ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small)]),
+        ("scaling", [lambda: bench_scaling(scaling), bench_startup]),
     ]
     try:
         from bench import tools as tools_bench

@@ -141,17 +141,23 @@ class Source:
 CHUNK = 1 << 22
 
 
-def _numbered(fh: IO[bytes], first_line: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+def _numbered(
+    fh: IO[bytes], first_line: int = 1, end: int | None = None, ends: list[bool] | None = None
+) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines with their 1-based numbers, read in large chunks (long lines are common).
-    ``end`` stops at that byte offset (a range of the file, see :func:`open_range`)."""
+    ``end`` stops at that byte offset (a range of the file, see :func:`open_range`); ``ends``
+    gets, at the end of the input, whether its last byte was a newline."""
     n = first_line - 1
     rest = b""
     remaining = end - fh.tell() if end is not None else None
     if not fh.seekable():  # a pipe: line by line, so records flow as they arrive
+        raw = b"\n"
         for n, raw in enumerate(fh, 1):
             s = raw.rstrip(b"\r\n")
             if s.strip():
                 yield n, s
+        if ends is not None:
+            ends.append(raw.endswith(b"\n"))
         return
     read = fh.read
     while True:
@@ -174,6 +180,8 @@ def _numbered(fh: IO[bytes], first_line: int = 1, end: int | None = None) -> Ite
                 s = s[:-1]
             if s and (s[:1] not in b" \t\r" or s.strip()):
                 yield n, s
+    if ends is not None:
+        ends.append(not rest)
     if rest:
         n += 1
         if rest[-1:] == b"\r":
@@ -206,7 +214,8 @@ def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
         if fh is not sys.stdin.buffer:
             fh.close()
         return Source(name, "zip", doc=data, size=size)
-    it = _numbered(fh)
+    ends: list[bool] = []  # whether the input ends with a newline (a document keeps that)
+    it = _numbered(fh, ends=ends)
     first = next(it, None)
     if first is None:
         raise CtxtoolError("empty file: no JSON records", path=name, line=1)
@@ -237,7 +246,7 @@ def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
     except UnicodeDecodeError as ue:
         col = ue.start - data.rfind(b"\n", 0, ue.start)
         raise CtxtoolError(f"invalid UTF-8 (column {col})", path=name, line=data.count(b"\n", 0, ue.start) + 1) from ue
-    style = jsontext.Style.detect_document(data)
+    style = jsontext.Style.detect_document(data, ends[-1] if ends else True)
     if head == b"{" and obj is UNREADABLE:
         try:
             doc = loads(data, path=name)

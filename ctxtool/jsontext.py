@@ -153,6 +153,9 @@ class Style:
     key_sep: str = ":"
     ascii: bool = False
     indent: int | None = None  # documents: spaces per level (None: one line)
+    #: a document's: whether its text ends with a newline (None: not read from a document, so
+    #: neither its indentation nor its end is known; writers end a document with a newline)
+    final_newline: bool | None = None
 
     @property
     def compact(self) -> bool:
@@ -162,6 +165,8 @@ class Style:
         d: dict[str, Any] = {"item_sep": self.item_sep, "key_sep": self.key_sep, "ascii": self.ascii}
         if self.indent is not None:
             d["indent"] = self.indent
+        if self.final_newline is not None:
+            d["final_newline"] = self.final_newline
         return d
 
     @classmethod
@@ -172,16 +177,29 @@ class Style:
             str(d.get("key_sep", ":")),
             bool(d.get("ascii")),
             indent if isinstance(indent, int) and 0 <= indent <= 16 else None,
+            d["final_newline"] if isinstance(d.get("final_newline"), bool) else None,
         )
 
+    @property
+    def document(self) -> bool:
+        """Read from a JSON document: its layout (indented, or one line) is known."""
+        return self.indent is not None or self.final_newline is not None
+
+    def end(self) -> bytes:
+        """What follows a document written in this style: its source's end (a newline unless
+        the source had none)."""
+        return b"" if self.final_newline is False else b"\n"
+
     @classmethod
-    def detect_document(cls, data: bytes) -> Style:
-        """The style of a whole JSON document: its indentation (pretty-printed) and escaping."""
+    def detect_document(cls, data: bytes, final_newline: bool = True) -> Style:
+        """The style of a whole JSON document: its indentation (pretty-printed, else one line),
+        escaping, and whether it ends with a newline."""
         m = _INDENT.search(data)
         if m is None:
-            return cls.detect(data)
+            one = cls.detect(data)
+            return cls(one.item_sep, one.key_sep, one.ascii, None, final_newline)
         hint = _ascii_hint(data)
-        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)))
+        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline)
 
     @classmethod
     def detect_lines(cls, raws: list[bytes]) -> Style:

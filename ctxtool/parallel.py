@@ -55,7 +55,7 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
     f = formats.get_format(job.format)
     stream = TaskStream(task, policy, job.threads)
     try:
-        applied = stream(f.read(jsonio.open_range(job.path, job.start, job.end, job.first_line), policy))
+        applied = stream(task.read(jsonio.open_range(job.path, job.start, job.end, job.first_line), f, policy))
         if job.part is None:
             for _ in applied:
                 pass

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from . import formats, jsonio
 from .errors import CtxtoolError, ExitCode
 from .events import EventLog
-from .formats.base import ErrorPolicy
+from .formats.base import ErrorPolicy, Format
 from .model import Transcript
 
 #: a dataset file at least this large is split across processes unless ``jobs`` is given
@@ -91,6 +91,12 @@ class RunContext:
 
 class Task(Generic[R]):
     """An operation bound to one input: ``apply`` to each transcript, then ``finish``."""
+
+    def read(self, src: jsonio.Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        """The transcripts of ``src`` in format ``fmt`` (None: detected). An operation that
+        needs less than the whole model may read the records itself (``stats`` tallies
+        dataset records from their parsed values, :mod:`ctxtool.stats_fast`)."""
+        return formats.read_source(src, fmt, policy)
 
     def apply(self, t: Transcript) -> None:
         raise NotImplementedError
@@ -382,7 +388,7 @@ def _run_serial(
     task = op.start(RunContext(name, policy, log))
     stream = TaskStream(task, policy, threads, progress)
     try:
-        applied = stream(formats.read_source(jsonio.open_source(path, name=name), fmt, policy))
+        applied = stream(task.read(jsonio.open_source(path, name=name), fmt, policy))
         if output is None:
             for _ in applied:
                 pass

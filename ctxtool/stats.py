@@ -130,16 +130,31 @@ class Figures:
     usage: UsageTotals = field(default_factory=UsageTotals)
 
     def add(self, o: Figures) -> None:
-        for k in (
-            "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks",
-            "thinking_tokens", "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens",
-            "framing_tokens",
-        ):
-            setattr(self, k, getattr(self, k) + getattr(o, k))
+        # field by field (no getattr loop): called once per transcript
+        self.messages += o.messages
+        self.tokens += o.tokens
+        self.chars += o.chars
+        self.tool_calls += o.tool_calls
+        self.tool_results += o.tool_results
+        self.tool_errors += o.tool_errors
+        self.thinking_blocks += o.thinking_blocks
+        self.thinking_tokens += o.thinking_tokens
+        self.thinking_chars += o.thinking_chars
+        self.images += o.images
+        self.system_prompt_chars += o.system_prompt_chars
+        self.system_prompt_tokens += o.system_prompt_tokens
+        self.framing_tokens += o.framing_tokens
+        by_role = self.by_role
         for r, s in o.by_role.items():
-            self.by_role.setdefault(r, RoleStats()).add(s)
-        self.tool_calls_by_name.update(o.tool_calls_by_name)
-        self.usage.add(o.usage)
+            if s.messages:
+                mine = by_role.get(r)
+                if mine is None:
+                    mine = by_role[r] = RoleStats()
+                mine.add(s)
+        if o.tool_calls_by_name:
+            self.tool_calls_by_name.update(o.tool_calls_by_name)
+        if o.usage.api_messages:
+            self.usage.add(o.usage)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -253,6 +268,23 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
     from .policies import Measure, PolicySettings, get
 
     return get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
+
+
+def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
+    """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
+    status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
+    from .policies import PolicySettings, get
+
+    lim = get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
+
+    def level(chars: int) -> str:
+        status = lim.status
+        for th in lim.thresholds:
+            if th.reached(chars):
+                status = th.status
+        return status
+
+    return level
 
 
 def transcript_stats(
@@ -395,6 +427,7 @@ def stats(
     progress: Callable[[Transcript], None] | None = None,
     workers: int | None = None,
     settings: Any = None,
+    fast: bool = True,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -404,7 +437,9 @@ def stats(
     The window of each transcript and its context tokens come from :func:`ctxtool.context.resolve`
     (``context_window``/``model`` as the flags, then ``settings``, a ``Config``: default the
     environment's); the seed 002 thresholds default to ``context.warning_chars`` /
-    ``context.critical_chars``.
+    ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
+    values where that gives the same figures (:mod:`ctxtool.stats_fast`); False reads every
+    transcript into the full model.
     """
     from .config import Config
     from .runner import run_file
@@ -416,7 +451,7 @@ def stats(
     window = cs.resolve(None).window if (context_window or model) else None
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None)
     for p in formats.iter_paths(paths):

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from . import stats_fast
 from .context import ContextSettings
-from .model import Transcript
+from .formats.base import ErrorPolicy, Format
+from .jsonio import Source
+from .model import IMAGE_TOKENS, Transcript
 from .runner import Operation, RunContext, Task
 from .stats import (
     BATCH_MESSAGES,
@@ -20,15 +24,17 @@ from .stats import (
     ToolOutput,
     TranscriptStats,
     UsageTotals,
+    threshold_levels,
     transcript_stats,
 )
+from .stats_fast import TALLY_KEY, Tally
 from .tokens import (
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
-    count_messages,
     get_tokenizer,
     load_encoding,
+    message_texts,
 )
 
 # With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
@@ -99,7 +105,7 @@ class StatsPart:
     def merge(self, other: StatsPart) -> None:
         self.totals.add(other.totals)
         self.transcripts.extend(other.transcripts)
-        self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=lambda o: (o.tokens, o.chars))
+        self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
         self.skipped.extend(other.skipped)
         if self.rows is not None and other.rows:
             self.rows.extend(other.rows)
@@ -119,24 +125,65 @@ class StatsPart:
         )
 
 
+def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[int], int]]:
+    """Each transcript's message tokens (and, for a tallied record, its thinking tokens),
+    every text of the batch counted in one call (on every core)."""
+    flat: list[str] = []
+    plans: list[tuple[list[tuple[int, int, int]], list[int]]] = []
+    for t in batch:
+        spans: list[tuple[int, int, int]] = []
+        thinking: list[int] = []
+        tl: Tally | None = t.extra.get(TALLY_KEY)
+        if tl is None:
+            for m in t.iter_messages():
+                texts, images = message_texts(m)
+                spans.append((len(flat), len(flat) + len(texts), images))
+                flat.extend(texts)
+        else:
+            starts = []
+            for mt in tl.texts or ():
+                starts.append(len(flat))
+                spans.append((len(flat), len(flat) + len(mt), 0))
+                flat.extend(mt)
+            thinking = [starts[i] for i, _ in tl.thinking]  # a thinking text is its message's first
+        plans.append((spans, thinking))
+    counts = tok.count_many(flat) if flat else []
+    return [
+        ([sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans], sum(counts[k] for k in thinking))
+        for spans, thinking in plans
+    ]
+
+
 def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[str, Any]) -> None:
     """Add a batch of transcripts to ``part``; exact tokenizers count its messages at once
-    (on every core), the heuristic needs no batch."""
-    counts = None
-    if not isinstance(tok, HeuristicTokenizer):
-        counts = count_messages([m for t in batch for m in t.iter_messages()], tok)
-    pos = 0
-    for t in batch:
-        n = sum(1 for _ in t.iter_messages())
-        ts = transcript_stats(
-            t, None if counts is None else counts[pos : pos + n], tok, context=opts["context"],
-            warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
-        )
-        pos += n
+    (on every core), the heuristic needs no batch. A record tallied by :mod:`ctxtool.stats_fast`
+    is finished from its tally, every other transcript by :func:`ctxtool.stats.transcript_stats`."""
+    exact = None if isinstance(tok, HeuristicTokenizer) else _exact_counts(batch, tok)
+    for k, t in enumerate(batch):
+        tl: Tally | None = t.extra.get(TALLY_KEY)
+        if tl is not None:
+            if exact is None:
+                counts = [(c + 3) // 4 for c in tl.chars]  # ceil(chars / 4): no images in a tally
+                thinking = sum((len(x) + 3) // 4 for _, x in tl.thinking)
+            else:
+                counts, thinking = exact[k]
+            ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])
+        else:
+            ts = transcript_stats(
+                t, None if exact is None else exact[k][0], tok, context=opts["context"],
+                warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
+            )
         part.totals.add(ts.figures)
         part.transcripts.append(ts)
         if ts.largest:
-            part.largest = heapq.nlargest(TOP_OUTPUTS, part.largest + ts.largest, key=lambda o: (o.tokens, o.chars))
+            top = part.largest
+            # nlargest keeps the earlier of equal keys: outputs no larger than the smallest kept change nothing
+            if len(top) < TOP_OUTPUTS or _size(max(ts.largest, key=_size)) > _size(top[-1]):
+                part.largest = heapq.nlargest(TOP_OUTPUTS, top + ts.largest, key=_size)
+
+
+def _size(o: ToolOutput) -> tuple[int, int]:
+    return (o.tokens, o.chars)
 
 
 @dataclass(frozen=True)
@@ -151,6 +198,7 @@ class StatsOp(Operation[StatsPart]):
     warning_chars: int = 200_000
     critical_chars: int = 400_000
     per_message: bool = False
+    fast: bool = True  # tally dataset records from their parsed values (False: always the full model)
 
     def ranges_per_job(self) -> int:
         return 1 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
@@ -171,15 +219,22 @@ class _StatsTask(Task[StatsPart]):
         if ctx.worker and isinstance(self.tok, TiktokenTokenizer):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
-                     "per_message": op.per_message}
+                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context),
+                     "level": threshold_levels(op.warning_chars, op.critical_chars)}
+        self.fast = op.fast and not op.per_message  # per-message rows need the model
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None)
         self.batch: list[Transcript] = []
         self.entries = 0
 
+    def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        ts = stats_fast.read(src, fmt, policy, exact=not isinstance(self.tok, HeuristicTokenizer)) if self.fast else None
+        return ts if ts is not None else super().read(src, fmt, policy)
+
     def apply(self, t: Transcript) -> None:
         self.batch.append(t)
-        self.entries += len(t.entries)
+        tl = t.extra.get(TALLY_KEY)
+        self.entries += len(t.entries) if tl is None else len(tl.chars)
         if self.entries >= self.limit:
             self._fold()
 

@@ -137,7 +137,10 @@ def install_bpe_files(names: Iterable[str] = OFFICIAL_BPE) -> Path:
 
 
 def load_encoding(name: str) -> Any:
-    """A tiktoken Encoding, never touching the network."""
+    """A tiktoken Encoding, never touching the network. Its merge table is read from a
+    marshal copy beside the verified BPE file (decoding the BPE file's 200,000 base64 lines
+    takes most of a second, on every command start); the copy is rebuilt when missing or
+    unreadable."""
     if name not in OFFICIAL_BPE:
         raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
     with _lock:
@@ -145,18 +148,43 @@ def load_encoding(name: str) -> Any:
             return _encodings[name]
         d = install_bpe_files([name])
         import tiktoken
+        from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
-        old = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(d)
+        ranks = _mergeable_ranks(name, d)
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # the constructor's own pattern and specials
         try:
-            enc = tiktoken.get_encoding(name)
+            enc = tiktoken.Encoding(**openai_public.ENCODING_CONSTRUCTORS[name]())
         finally:
-            if old is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = old
+            openai_public.load_tiktoken_bpe = original
         _encodings[name] = enc
         return enc
+
+
+def _mergeable_ranks(name: str, d: Path) -> dict[bytes, int]:
+    """The merge table of a verified BPE file in ``d``: from its marshal copy (named by the
+    BPE file's sha256), else decoded and the copy written (atomically, 0600)."""
+    import marshal
+
+    url, sha = OFFICIAL_BPE[name]
+    copy = d / f"{name}-{sha[:16]}.ranks"
+    try:
+        ranks = marshal.loads(copy.read_bytes())
+        if isinstance(ranks, dict) and len(ranks) > 1000:
+            return ranks
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(d / hashlib.sha1(url.encode()).hexdigest()), sha)
+    tmp = copy.with_suffix(f".tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(marshal.dumps(ranks))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, copy)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a read-only cache: decode again next time
+    return ranks
 
 
 def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:

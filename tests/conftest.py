@@ -68,9 +68,16 @@ def corpus_params() -> list:  # type: ignore[type-arg]
     return [pytest.param(p, id=str(p.relative_to(CORPUS))) for p in files]
 
 
+def real_files() -> list[Path]:
+    """Small real files from public repositories, kept in the project (tests/data/real, named
+    ``<format>_*``; provenance in tests/data/PROVENANCE.md)."""
+    return sorted(p for p in (ROOT / "tests" / "data" / "real").glob("*") if p.suffix in (".json", ".jsonl"))
+
+
 def all_transcript_params() -> list:  # type: ignore[type-arg]
-    """Every sample and corpus file."""
+    """Every sample, real file and corpus file."""
     params = [pytest.param(p, id=f"samples/{p.name}") for p in sample_files()]
+    params += [pytest.param(p, id=f"data/real/{p.name}") for p in real_files()]
     return params + [p for p in corpus_params() if p.values[0] is not None]
 
 

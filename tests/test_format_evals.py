@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from conftest import CORPUS, ROOT, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import round_trip_checks
 from typer.testing import CliRunner
 
 from ctxtool import formats, validate
@@ -342,50 +342,23 @@ def _responses_items(ts: list[Any]) -> list[dict[str, Any]]:
     return items
 
 
-def _hyp_round_trip(data: bytes, suffix: str, fmt: str, load: Any) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        src = Path(d) / ("in" + suffix)
-        src.write_bytes(data)
-        ts = list(formats.read(src))
-        assert ts and ts[0].format == fmt
-        same = io.BytesIO()
-        formats.write(ts, same)
-        assert load(same.getvalue().decode()) == load(data.decode())
-        canon = Path(d) / "c.jsonl"
-        formats.write_path(ts, canon, "ctxtool")
-        back = io.BytesIO()
-        formats.write(list(formats.read(canon)), back, fmt)
-        assert load(back.getvalue().decode()) == load(data.decode())
-        # every message written anew reads back as the same model
-        for t in ts:
-            for m in t.messages:
-                m.touch()
-        again = io.BytesIO()
-        formats.write(ts, again)
-        src.write_bytes(again.getvalue())
-        ts2 = list(formats.read(src, fmt))
-        model = [[(m.role, [b.to_json() for b in m.content]) for m in t.messages] for t in ts]
-        model2 = [[(m.role, [b.to_json() for b in m.content]) for m in t.messages] for t in ts2]
-        assert model == model2
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns())
 def test_inspect_round_trip_property(ts: list[Any]) -> None:
-    _hyp_round_trip(json.dumps(_inspect_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "inspect", json.loads)
+    round_trip_checks(json.dumps(_inspect_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "inspect", json.loads)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns())
 def test_atif_round_trip_property(ts: list[Any]) -> None:
-    _hyp_round_trip(json.dumps(_atif_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "atif", json.loads)
+    round_trip_checks(json.dumps(_atif_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "atif", json.loads)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns())
 def test_responses_round_trip_property(ts: list[Any]) -> None:
     data = "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in _responses_items(ts)).encode()
-    _hyp_round_trip(data, ".jsonl", "responses", _jsonl)
+    round_trip_checks(data, ".jsonl", "responses", _jsonl)
 
 
 def _gemini_doc(ts: list[Any]) -> dict[str, Any]:
@@ -404,4 +377,4 @@ def _gemini_doc(ts: list[Any]) -> dict[str, Any]:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns())
 def test_gemini_round_trip_property(ts: list[Any]) -> None:
-    _hyp_round_trip(json.dumps(_gemini_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "gemini", json.loads)
+    round_trip_checks(json.dumps(_gemini_doc(ts), indent=2, ensure_ascii=False).encode(), ".json", "gemini", json.loads)

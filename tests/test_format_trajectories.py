@@ -80,10 +80,19 @@ def raw_docs(p: Path) -> list[Any]:
         return [json.loads(x) for x in raw.splitlines() if x.strip()]
 
 
+def raw_steps_swe(doc: dict[str, Any]) -> list[int]:
+    """The trajectory transcript's pairs: steps with an action and an observation (none
+    without a step list)."""
+    steps = doc.get("trajectory")
+    if not isinstance(steps, list) or not steps:
+        return []
+    return [sum(1 for s in steps if (s.get("action") or "").strip() and isinstance(s.get("observation"), str))]
+
+
 def expected_pairs(p: Path, fmt: str) -> list[int]:
     docs = raw_docs(p)
     if fmt == "swe-agent":
-        return [raw_pairs_swe(d) for d in docs]
+        return [n for d in docs for n in [raw_pairs_swe(d), *raw_steps_swe(d)]]
     if fmt == "mini-swe-agent":
         return [raw_pairs_mini(d if isinstance(d, list) else d["messages"]) for d in docs]
     return [raw_pairs_openhands(d if isinstance(d, list) else d["history"]) for d in docs]
@@ -108,11 +117,11 @@ def test_detected_paired_and_round_tripped(path: Path, fmt: str, tmp_path: Path)
     assert [answered(t) for t in ts] == expected_pairs(path, fmt)
     assert all(clean(t) for t in ts)
     assert sum(answered(t) for t in ts) > 0
-    # to its own format: the same bytes (a JSON document gains a final newline it lacked)
+    # to its own format: the same bytes (a JSON document without a final newline gains none)
     out = tmp_path / ("same" + path.suffix)
     assert runner.invoke(app, ["convert", str(path), "--to", fmt, "-o", str(out)]).exit_code == 0
     raw = path.read_bytes()
-    assert out.read_bytes() in (raw, raw + b"\n")
+    assert out.read_bytes() == raw
     # every message re-rendered from the model: JSON-equal to the source
     for t in ts:
         for m in t.messages:
@@ -132,9 +141,17 @@ def test_truncate_reaches_observations_and_restores(path: Path, fmt: str, tmp_pa
     assert [answered(t) for t in got] == expected_pairs(path, fmt)
     tools_ops.restore_file(str(short), str(back), cache=tmp_path / "c")
     assert raw_docs(back) == raw_docs(path)
-    if fmt == "swe-agent":  # the step log is kept verbatim; only history changed
+    if fmt == "swe-agent":  # the steps' observations are cut too; every other field stays
         (a,), (b,) = raw_docs(short), raw_docs(path)
-        assert a["trajectory"] == b["trajectory"] and a["info"] == b["info"] and a["history"] != b["history"]
+        assert a["info"] == b["info"] and a["history"] != b["history"]
+        assert len(a["trajectory"]) == len(b["trajectory"])
+        cut = [k for k, (x, y) in enumerate(zip(a["trajectory"], b["trajectory"], strict=True)) if x != y]
+        assert cut
+        for k in cut:
+            x, y = a["trajectory"][k], b["trajectory"][k]
+            assert len(x["observation"]) < len(y["observation"]) and "output_ref" in x["ctxtool"]
+            assert {k: v for k, v in x.items() if k not in ("observation", "ctxtool")} == {
+                k: v for k, v in y.items() if k != "observation"}
 
 
 OPERATIONS = [
@@ -262,7 +279,7 @@ HYP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChec
 @given(doc=swe_docs())
 def test_swe_agent_generated_round_trip(tmp_path: Path, doc: dict[str, Any]) -> None:
     data = (json.dumps(doc, indent=2) + "\n").encode()
-    _check_generated(tmp_path, "x.traj", data, "swe-agent", [raw_pairs_swe(doc)])
+    _check_generated(tmp_path, "x.traj", data, "swe-agent", [raw_pairs_swe(doc), *raw_steps_swe(doc)])
 
 
 @HYP

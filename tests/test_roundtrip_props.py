@@ -109,3 +109,62 @@ def test_rerendered_messages_read_back_equal(msgs) -> None:  # type: ignore[no-u
 def test_source_sample_for_detection() -> None:
     s = Source("x", "jsonl")
     assert s.sample() == []
+
+
+# -- Cline / Roo Code task histories ---------------------------------------------------------
+# words a parameter or an output may hold: anything but the tag brackets a call is read from
+plain = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="<>"), max_size=40)
+output = st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30), max_size=8).map("\n".join)
+ENV = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"
+
+
+@st.composite
+def cline_history(draw):  # type: ignore[no-untyped-def]
+    """A Cline ``api_conversation_history.json``: a task, then turns of an assistant message
+    with one tool tag (``<tool><param>v</param></tool>``, text around it) answered by a user
+    message headed ``[tool for 'arg'] Result:`` (output in the same block or the next one)."""
+    ts = draw(st.booleans())
+    msgs = [{"role": "user", "content": [{"type": "text", "text": f"<task>\n{draw(plain)}\n</task>"},
+                                         {"type": "text", "text": ENV}]}]
+    for k in range(draw(st.integers(1, 5))):
+        tool = draw(st.sampled_from(["read_file", "execute_command", "search_files", "write_to_file"]))
+        params = draw(st.dictionaries(st.sampled_from(["path", "command", "regex", "content"]), plain, min_size=1, max_size=2))
+        body = "".join(f"<{p}>{v}</{p}>\n" for p, v in params.items())
+        before = draw(st.sampled_from(["", "<thinking>\nLook first.\n</thinking>\n\n", "I'll check.\n"]))
+        msgs.append({"role": "assistant", "content": [{"type": "text", "text": f"{before}<{tool}>\n{body}</{tool}>"}]})
+        head = f"[{tool} for '{next(iter(params.values()))}'] Result:"
+        out = draw(output)
+        if draw(st.booleans()):
+            blocks = [{"type": "text", "text": head}, {"type": "text", "text": out or "(no output)"}]
+        else:
+            blocks = [{"type": "text", "text": f"{head}\n{out}"}]
+        msgs.append({"role": "user", "content": [*blocks, {"type": "text", "text": ENV}]})
+        if ts:
+            msgs[-2]["ts"], msgs[-1]["ts"] = 1748852000000 + 2 * k, 1748852000001 + 2 * k
+    msgs.append({"role": "assistant", "content": [{"type": "text", "text": "<attempt_completion>\n<result>done</result>\n</attempt_completion>"}]})
+    return msgs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cline_history(), st.booleans())
+def test_cline_history_round_trip(msgs, compact) -> None:  # type: ignore[no-untyped-def]
+    from strategies import round_trip_checks
+
+    from ctxtool.pairing import pair
+
+    data = (json.dumps(msgs, ensure_ascii=False, separators=(",", ":")) if compact
+            else json.dumps(msgs, ensure_ascii=False, indent=2) + "\n").encode()
+    round_trip_checks(data, ".json", "cline", json.loads)
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        f.write(data)
+    t = next(formats.read(f.name))
+    Path(f.name).unlink()
+    same = io.BytesIO()
+    formats.write([t], same)
+    assert same.getvalue() == data  # byte for byte, one line or indented
+    p = pair(t.messages)
+    calls = sum(1 for m in msgs[1:-1] if m["role"] == "assistant")
+    assert len([1 for _, _, r in p.pairs if r is not None]) == calls  # every tag answered by its header
+    assert not p.orphans

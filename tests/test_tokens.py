@@ -124,3 +124,27 @@ def test_require_suggests_the_closest_names() -> None:
         assert e.value.code == ExitCode.USAGE
         assert "gpt-4o" in str(e.value) and "did you mean" in str(e.value)
     assert registry.require("claude-3-7-sonnet-20250219").context_window == 200_000
+
+
+def test_encoding_from_the_marshal_copy_is_tiktokens_own(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    import tiktoken
+
+    enc = tokens.load_encoding("o200k_base")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tokens.bpe_cache_dir()))
+    ref = tiktoken.get_encoding("o200k_base")
+    assert (enc.name, enc._pat_str, enc._special_tokens) == (ref.name, ref._pat_str, ref._special_tokens)
+    assert enc._mergeable_ranks == ref._mergeable_ranks
+    text = "def f(x):\n    return x  # <|endoftext|> héllo 🙂"
+    assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+    # a copy that is missing, cut short or not a table is rebuilt from the verified BPE file
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
+    d = tokens.install_bpe_files(["cl100k_base"])
+    first = tokens._mergeable_ranks("cl100k_base", d)
+    (copy,) = d.glob("cl100k_base-*.ranks")
+    assert oct(os.stat(copy).st_mode & 0o777) == "0o600"
+    for bad in (copy.read_bytes()[:1000], b"", b"\xe9not marshal"):
+        copy.write_bytes(bad)
+        assert tokens._mergeable_ranks("cl100k_base", d) == first
+    assert tokens._mergeable_ranks("cl100k_base", d) == first

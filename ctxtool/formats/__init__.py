@@ -34,6 +34,7 @@ _REGISTRY: dict[str, str | Format] = {
     "inspect-eval": "ctxtool.formats.inspect_eval",
     "atif": "ctxtool.formats.atif",
     "gemini": "ctxtool.formats.gemini",
+    "gemini-jsonl": "ctxtool.formats.gemini_jsonl",
     "swe-agent": "ctxtool.formats.swe_agent",
     "mini-swe-agent": "ctxtool.formats.mini_swe_agent",
     "openhands": "ctxtool.formats.openhands",
@@ -252,7 +253,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     )
     style = source_style(t, document=True)
     out.extra.pop("source_style", None)
-    if not style.compact and (same_origin or f.name == "ctxtool"):
+    if (not style.compact or style.document) and (same_origin or f.name == "ctxtool"):
         out.extra["source_style"] = style.to_json()  # the raw bytes stay behind: keep how they were written
     if same_origin:
         out.extra["layout"] = t.extra.get("source_layout", f.default_layout)

@@ -37,6 +37,7 @@ from .base import (
     malformed,
     put_meta,
     read_meta,
+    write_document,
 )
 
 ROLE = {"system": "system", "user": "user", "agent": "assistant"}
@@ -328,8 +329,7 @@ class ATIFFormat(Format):
         root_layout = ts[0].extra.get("layout") == "atif_document"
         if not root_layout and not subs:
             root.pop("subagent_trajectories", None)
-        out.write(jsonio.dumps(root, document_style(ts[0])))
-        out.write(b"\n")
+        write_document(out, root, document_style(ts[0]))
 
 
 FORMAT = ATIFFormat()

@@ -187,8 +187,7 @@ class Format:
                     out.write(b"\n")
         elif layout == "entries_array":
             items = [ln.obj for t in _chain(first, ts) for ln in self.output_items(t)]
-            out.write(jsonio.dumps(items, document_style(first)))
-            out.write(b"\n")
+            write_document(out, items, document_style(first))
         elif layout == "records_jsonl":
             for t in _chain(first, ts):
                 raw = t.extra.get("record_raw")
@@ -202,8 +201,7 @@ class Format:
         elif layout in ("records_array", "record_object"):
             recs = [self.build_record(t) for t in _chain(first, ts)]
             doc: Any = recs[0] if layout == "record_object" and len(recs) == 1 else recs
-            out.write(jsonio.dumps(doc, document_style(first)))
-            out.write(b"\n")
+            write_document(out, doc, document_style(first))
         else:  # pragma: no cover - a programming error
             raise ValueError(f"unknown layout {layout!r}")
 
@@ -265,10 +263,17 @@ def entry_items(
 
 
 def document_style(t: Transcript) -> jsontext.Style:
-    """How to write a JSON document: as its source was (indentation, escaping), else
-    indented by 2 with raw UTF-8."""
+    """How to write a JSON document: as its source was (indentation or one line, escaping,
+    its final newline or none), else indented by 2 with raw UTF-8."""
     style = source_style(t, document=True)
-    return style if style.indent is not None else jsontext.Style(",", ": ", style.ascii, 2)
+    return style if style.document else jsontext.Style(",", ": ", style.ascii, 2)
+
+
+def write_document(out: IO[bytes], doc: Any, style: jsontext.Style) -> None:
+    """The one place a JSON document is written: in ``style``, ending as its source ended
+    (a source without a final newline does not gain one)."""
+    out.write(jsonio.dumps(doc, style))
+    out.write(style.end())
 
 
 def _chain(first: Transcript, rest: Iterator[Transcript]) -> Iterator[Transcript]:

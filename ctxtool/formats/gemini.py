@@ -13,7 +13,8 @@ One JSON document: ``sessionId``, ``projectHash``, ``startTime``, ``lastUpdated`
 
 A call and its result live in the same record: the assistant message's source is the
 record without the results, the tool message's the results, so each changes alone.
-The newer JSONL session files are not read yet.
+The newer JSONL session files (later lines update earlier records by id) are
+:mod:`ctxtool.formats.gemini_jsonl`, which shares this module's record codec.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .base import (
     malformed,
     put_meta,
     read_meta,
+    write_document,
 )
 
 ROLE = {"user": "user", "gemini": "assistant"}
@@ -111,7 +113,10 @@ def decode_record(o: dict[str, Any], line_no: int | None) -> list[Message | Reco
     extra: dict[str, Any] = {}
     if answered:
         head_obj = {k: v for k, v in o.items()}
-        head_obj["toolCalls"] = [{k: v for k, v in tc.items() if k != "result"} for tc in calls]
+        # the results (and the tool message's metadata, kept on the first answered call)
+        # are the tool message's: the assistant's source is the record without them
+        head_obj["toolCalls"] = [{k: v for k, v in tc.items() if k != "result" and (k != META_KEY or tc is not answered[0])}
+                                 for tc in calls]
         extra[RESULT_AT] = [list(tc).index("result") if "result" in tc else None for tc in calls]
     model = o.get("model")
     out: list[Message | Record] = [Message(role, blocks, id=o.get("id") if isinstance(o.get("id"), str) else None,
@@ -143,8 +148,8 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
                 (b.extra or {}).get("thought") if decode_thought((b.extra or {}).get("thought")) == b.text
                 else {"subject": "", "description": b.text} for b in thoughts
             ]
-        else:
-            rec.pop("thoughts", None)
+        elif rec.get("thoughts"):
+            rec.pop("thoughts")  # an empty list stays as it was
         text = "\n".join(b.text for b in head.content if b.type == "text")
         before = rec.get("content")
         rec["content"] = before if parts_text(before) == text and "content" in rec else (
@@ -154,8 +159,8 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
             old = {tc.get("id"): tc for tc in rec.get("toolCalls") or [] if isinstance(tc, dict)}
             rec["toolCalls"] = [{**old.get(b.id, {"status": "success"}), "id": b.id, "name": b.name,
                                  "args": b.arguments if b.arguments is not None else {}} for b in calls]
-        else:
-            rec.pop("toolCalls", None)
+        elif rec.get("toolCalls"):
+            rec.pop("toolCalls")
         put_meta(rec, head)
     else:
         rec = {"type": "gemini", "content": "", "toolCalls": []}
@@ -163,8 +168,10 @@ def build_record(head: Message | None, tools: list[Message]) -> dict[str, Any]:
     if not results:
         return rec
     srcs: list[Any] = []
-    if len(tools) == 1 and not tools[0].dirty and tools[0].lines and isinstance(tools[0].lines[0].obj, dict):
+    if len(tools) == 1 and tools[0].lines and isinstance(tools[0].lines[0].obj, dict):
         srcs = list(tools[0].lines[0].obj.get("results") or [])
+        if tools[0].dirty and len(srcs) != len(results):
+            srcs = []  # results added or removed: the source ones no longer line up
     by_id = {b.id: (i, b) for i, b in enumerate(results)}
     at = head.extra.get(RESULT_AT) if head is not None else None
     calls_out = []
@@ -234,8 +241,7 @@ class GeminiFormat(Format):
         doc: dict[str, Any] = dict(first.record) if first.record is not None and first.format == "gemini" else {
             "sessionId": first.id or "session", "messages": None}
         doc["messages"] = [r for t in ts for r in self.records(t)]
-        out.write(jsonio.dumps(doc, document_style(first)))
-        out.write(b"\n")
+        write_document(out, doc, document_style(first))
 
     def records(self, t: Transcript) -> list[Any]:
         groups: list[tuple[Message | None, list[Message]] | Record] = []

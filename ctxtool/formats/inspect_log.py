@@ -39,6 +39,7 @@ from .base import (
     put_meta,
     read_meta,
     template,
+    write_document,
 )
 
 ATTACHMENT = "attachment://"
@@ -234,8 +235,7 @@ class InspectFormat(Format):
         log = (first.record or {}).get("log") if first.extra.get("layout") == "inspect_log" else None
         doc: dict[str, Any] = dict(log) if isinstance(log, dict) else {"version": 2, "status": "success", "eval": {}}
         doc["samples"] = [self.build_record(t) for t in ts]
-        out.write(jsonio.dumps(doc, document_style(first)))
-        out.write(b"\n")
+        write_document(out, doc, document_style(first))
 
     def build_record(self, t: Transcript) -> dict[str, Any]:
         make_exact(t)

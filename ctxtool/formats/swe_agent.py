@@ -12,25 +12,34 @@ conversation is ``history``: OpenAI chat messages with SWE-agent's own fields (`
   is neither counted twice nor written), and the observation is a tool result kept in
   its user message.
 
-``trajectory`` (the per-step log, which repeats the history at every step) and every
-other field are kept verbatim: operations (truncate, trim, window, compact...) apply to
-``history``, the conversation a model is trained on or replayed from.
+``trajectory`` (the per-step log: ``thought``, ``action``, ``observation``, ``response``,
+``state``...) is a second transcript of the same file (id ``<record id>/trajectory``): each
+step an assistant message (the thought, and the action as a call) answered by a tool
+message (the observation), so truncate, trim and restore reach the observations too.
+Every other field of a step (``response``, ``state``, ``messages``...) and of the document is
+kept verbatim; a step whose observation changed gets the new text in place, and ctxtool's
+metadata (the refs restore follows) under its ``ctxtool`` key. A message an operation adds
+to the trajectory (a summary) is written as a step without an action.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
 
+from ..jsonio import Source
 from ..model import KIND_TOOL_RESULT, KIND_TOOL_RESULT_ARCHIVED, Block, Line, Message, Transcript
-from .base import is_synthetic, put_meta, template
+from .base import META_KEY, ErrorPolicy, is_synthetic, put_meta, read_meta, template
 from .dataset import DatasetFormat
 from .openai import _is_message, _looks_openai, decode_message, render_message
 
-__all__ = ["FORMAT", "IN_TEXT", "SweAgentFormat", "pair_in_text", "render_in_text"]
+__all__ = ["FORMAT", "IN_TEXT", "TRAJECTORY", "SweAgentFormat", "pair_in_text", "render_in_text"]
 
 #: a call written in the assistant's text, or a result that is a user message (no ids)
 IN_TEXT = "in_text"
+#: the layout of the second transcript of a ``.traj``: its ``trajectory`` steps
+TRAJECTORY = "swe_trajectory"
 
 
 def pair_in_text(msgs: list[Message], action: Callable[[Message], str | None],
@@ -135,6 +144,110 @@ class SweAgentFormat(DatasetFormat):
             if b.id and not is_synthetic(b):
                 o["tool_call_ids"] = [b.id, *(b.extra or {}).get("answers", ())]
         return out
+
+    # -- the trajectory: a second transcript ------------------------------------------
+    def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
+        for t in super().read(src, policy):
+            yield t
+            traj = trajectory_transcript(t)
+            if traj is not None:
+                yield traj
+
+    def write(self, transcripts: Iterable[Transcript], out: IO[bytes]) -> None:
+        super().write(with_trajectories(transcripts), out)
+
+
+def trajectory_transcript(t: Transcript) -> Transcript | None:
+    """The ``trajectory`` steps of ``t``'s record as a transcript (None: no step list)."""
+    steps = t.record.get("trajectory") if t.record is not None else None
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+        return None
+    out = Transcript(t.format, path=t.path, index=t.index, id=f"{t.id}/trajectory", lineno=t.lineno,
+                     extra={"layout": TRAJECTORY})
+    for k, step in enumerate(steps, 1):
+        out.entries.extend(decode_step(step, f"swe_traj_{t.index}_{k}", t.lineno))
+    return out
+
+
+def decode_step(step: dict[str, Any], cid: str, lineno: int | None) -> list[Message]:
+    """A step: the thought and the action (a call), and the observation (its result)."""
+    thought, action, obs = step.get("thought"), step.get("action"), step.get("observation")
+    if not (isinstance(action, str) and action.strip()):
+        if isinstance(thought, str) and thought:
+            return [Message("assistant", [Block("text", text=thought)], metadata=read_meta(step), lines=[Line(step, None, lineno)])]
+        text = obs if isinstance(obs, str) else ""
+        return [Message("user", [Block("text", text=text)], metadata=read_meta(step), lines=[Line(step, None, lineno)])]
+    name = action.split()[0]
+    # the observation (and ctxtool's metadata about it) is the tool message's: the step
+    # without them is the assistant's source
+    head_obj = step if not isinstance(obs, str) else {k: v for k, v in step.items() if k != META_KEY}
+    head = Message("assistant", [*([Block("text", text=thought)] if isinstance(thought, str) and thought else []),
+                                 Block("tool_call", id=cid, name=name, arguments={"command": action},
+                                       extra={"synthetic_id": True})],
+                   lines=[Line(head_obj, None, lineno)])
+    if not isinstance(obs, str):
+        return [head]
+    result = Block("tool_result", text=obs, id=cid, name=name, extra={"synthetic_id": True})
+    return [head, Message("tool", [result], metadata=read_meta(step), lines=[Line({"observation": obs}, None, lineno)])]
+
+
+def build_steps(t: Transcript) -> list[Any]:
+    """The trajectory's steps: unchanged ones as they were, changed ones updated in place."""
+    steps: list[Any] = []
+    for m in t.messages:
+        src = m.lines[0].obj if m.lines and isinstance(m.lines[0].obj, dict) else None
+        if m.role == "tool":
+            prev = steps[-1] if steps else None
+            if prev is None:
+                continue
+            text = "\n".join(b.text for b in m.content if b.type == "tool_result")
+            step = dict(prev)
+            step["observation"] = text
+            put_meta(step, m)
+            steps[-1] = step
+            continue
+        if src is not None and not m.dirty:
+            steps.append(src)
+            continue
+        step = dict(src) if src is not None else {}
+        text = "\n".join(b.text for b in m.content if b.type == "text")
+        call = next((b for b in m.content if b.type == "tool_call"), None)
+        if m.role == "assistant":
+            if text or "thought" in step:
+                step["thought"] = text
+            cmd = call.arguments.get("command") if call is not None and isinstance(call.arguments, dict) else None
+            if isinstance(cmd, str):
+                step["action"] = cmd
+            elif src is None:
+                step = {"thought": text, "action": "", "observation": "", "response": text}
+        else:
+            step = {**step, "thought": "", "action": "", "observation": text} if src is None else {**step, "observation": text}
+        if m.role != "tool" and call is None:
+            put_meta(step, m)
+        steps.append(step)
+    return steps
+
+
+def with_trajectories(transcripts: Iterable[Transcript]) -> Iterator[Transcript]:
+    """Each history transcript with its record's ``trajectory`` rebuilt from the trajectory
+    transcript after it (transcripts of other layouts pass through)."""
+    pending: Transcript | None = None
+    for t in transcripts:
+        if t.extra.get("layout") == TRAJECTORY:
+            if pending is not None and pending.record is not None:
+                steps = build_steps(t)
+                before = pending.record.get("trajectory")
+                if before != steps:
+                    extra = {k: v for k, v in pending.extra.items() if k != "record_raw"}
+                    pending = dataclasses.replace(pending, record={**pending.record, "trajectory": steps}, extra=extra)
+                yield pending
+                pending = None
+            continue
+        if pending is not None:
+            yield pending
+        pending = t
+    if pending is not None:
+        yield pending
 
 
 FORMAT = SweAgentFormat()

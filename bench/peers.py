@@ -1,0 +1,101 @@
+"""The peers of `make bench`: what a user would pick instead of ctxtool, timed on the same file.
+
+Run by bench/run.py in the bench-only environment (.venv-bench, from
+bench/requirements-peers.lock), never in the test environment: it imports no ctxtool.
+Offline: litellm reads its bundled cost map (LITELLM_LOCAL_MODEL_COST_MAP=True) and tiktoken
+its BPE files from TIKTOKEN_CACHE_DIR (ctxtool's verified copies, set by bench/run.py).
+
+    python bench/peers.py NAME FILE REPEAT   ->  {"name": ..., "times": [loop seconds, ...], "result": ...}
+
+Each time is the loop alone (the file parsed record by record inside it; imports and
+warm-up outside), as the peer's user would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def records(path: str) -> Any:
+    import orjson
+
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                yield orjson.loads(line)
+
+
+def orjson_loop(path: str) -> int:
+    """Parse each line, sum the content lengths: the parse limit."""
+    import orjson
+
+    total = 0
+    with open(path, "rb") as f:
+        for line in f:
+            rec = orjson.loads(line)
+            for m in rec["messages"]:
+                c = m.get("content")
+                if isinstance(c, str):
+                    total += len(c)
+    return total
+
+
+def lc_count(path: str) -> int:
+    """LangChain's count_tokens_approximately over each record's messages."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    return sum(count_tokens_approximately(rec["messages"]) for rec in records(path))
+
+
+def lc_trim(path: str) -> int:
+    """LangChain's trim_messages: the last 8,000 tokens (approximate counter) of each record."""
+    from langchain_core.messages import trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    kept = 0
+    for rec in records(path):
+        out = trim_messages(rec["messages"], max_tokens=8000, strategy="last",
+                            token_counter=count_tokens_approximately, include_system=True)
+        kept += len(out)
+    return kept
+
+
+def litellm_count(path: str) -> int:
+    """litellm's token_counter (exact, gpt-4o: o200k_base) over each record's messages."""
+    import litellm
+
+    return sum(litellm.token_counter(model="gpt-4o", messages=rec["messages"]) for rec in records(path))
+
+
+PEERS: dict[str, Callable[[str], int]] = {
+    "orjson_loop": orjson_loop,
+    "lc_count": lc_count,
+    "lc_trim": lc_trim,
+    "litellm_count": litellm_count,
+}
+
+
+def main() -> int:
+    name, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    fn = PEERS[name]
+    fn(path)  # warm: imports, page cache, lazy tables
+    times = []
+    result = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn(path)
+        times.append(time.perf_counter() - t)
+    print(json.dumps({"name": name, "times": times, "result": result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
