@@ -240,7 +240,7 @@ _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9
 
 def _ascii_hint(raw: bytes) -> bool | None:
     """True: non-ASCII is escaped; False: written raw; None: ``raw`` does not tell."""
-    if not raw.isascii():
+    if not raw.isascii() or b"\x7f" in raw:  # an ASCII-escaping writer escapes DEL too
         return False
     return True if _NON_ASCII_ESCAPE.search(raw) is not None else None
 

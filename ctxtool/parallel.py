@@ -18,7 +18,8 @@ from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext, TaskStream, merge_reports
+from .runner import FileRun, Operation, R, RunContext, merge_reports
+from .serial import TaskStream
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
     log = EventLog(None) if job.events else None
     task = job.op.start(RunContext(job.path, policy, log, worker=True))
     f = formats.get_format(job.format)
-    stream = TaskStream(task, policy, job.threads)
+    stream = TaskStream(task, policy, job.threads, read_first=job.op.read_first, keep_failed=job.op.keep_failed)
     try:
         applied = stream(task.read(jsonio.open_range(job.path, job.start, job.end, job.first_line), f, policy))
         if job.part is None:

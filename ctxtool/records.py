@@ -4,7 +4,7 @@ For engines that spread a dataset over processes or machines (Ray, Dask, Spark):
 record is one line of a dataset file (one whole transcript per line: OpenAI or Anthropic
 messages datasets, ShareGPT, ctxtool records). The operation is any file operation of
 :mod:`ctxtool.runner` (``TruncateOp``, ``TrimOp``, ``RestoreOp``, ``WindowOp``,
-``RepairOp``, ``StatsOp``...); operations, results and reports all pickle, and reports
+``RepairOp``, ``StatsOp``, ``CompactOp``...); operations, results and reports all pickle, and reports
 merge (:func:`ctxtool.runner.merge_reports`) into what a run over the whole file reports.
 A record the operation leaves unchanged comes back byte for byte.
 
@@ -21,6 +21,8 @@ b'{"messages":[{"role":"assistant","content":"hello"}]}'
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -29,8 +31,9 @@ from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
 from .jsonio import Source
-from .model import Line
-from .runner import Mergeable, Operation, RunContext, TaskStream
+from .model import Line, Transcript
+from .runner import Mergeable, Operation, RunContext, Task
+from .serial import TaskStream, write_checked
 
 R = TypeVar("R", bound=Mergeable)
 
@@ -71,21 +74,19 @@ def process(
     if obj is not None:
         src.peek.append(Line(obj, record, line))
     f = formats.get_format(fmt) if fmt else formats.detect(src) if src.peek else None
-    if f is not None and not f.records_per_line(src):
+    if f is not None and src.peek and not f.records_per_line(src):
         raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.runner.run_file",
                            path=path, line=line)
     log = EventLog(None) if events else None
     task = op.start(RunContext(path, policy, log, worker=True))
-    out = io.BytesIO()
-    stream = TaskStream(task, policy)
+    pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output else None
+    stream = TaskStream(task, policy, read_first=op.read_first, keep_failed=op.keep_failed, pairs=pairs)
     try:
         ts = list(stream(f.read(src, policy))) if f is not None else []
-        if ts and op.writes:
-            f.write(ts, out)  # type: ignore[union-attr]
+        data = _written(ts, f.name, task, pairs) if ts and op.writes and f is not None else b""
         report = task.finish()
     finally:
         task.close()
-    data = out.getvalue()
     if data.endswith(b"\n"):
         data = data[:-1]
     return RecordResult(
@@ -96,3 +97,17 @@ def process(
         skipped=[str(e) for e in policy.skipped],
         events=log.events if log is not None else [],
     )
+
+
+def _written(ts: list[Transcript], fmt: str, task: Task[Any], pairs: list[tuple[Transcript, Transcript]] | None) -> bytes:
+    """The record as written; checked by the task first when the operation asks (a file:
+    the task's check reads it back)."""
+    if pairs is None:
+        out = io.BytesIO()
+        formats.get_format(fmt).write(ts, out)
+        return out.getvalue()
+    with tempfile.TemporaryDirectory(prefix="ctxtool-record") as d:
+        tmp = os.path.join(d, "record")
+        write_checked(ts, tmp, fmt, None, task, pairs)
+        with open(tmp, "rb") as fh:
+            return fh.read()

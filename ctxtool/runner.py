@@ -18,8 +18,13 @@ engines on other machines, add up to the report of a serial run.
   the operation and its options, pickled (no module state), and the workers die with
   their parent;
 * with ``threads``, keeps several transcripts in flight (operations that wait on a model),
-  writing them in input order;
-* gathers events and skipped records in file order.
+  writing them in input order (:class:`ctxtool.serial.TaskStream`);
+* gathers events and skipped records in file order;
+* for operations that ask: reads the whole input first (``read_first``), writes a
+  transcript the operation failed on unchanged under ``skip`` (``keep_failed``), and lets
+  the task check the written output against the input, rewriting it with some transcripts
+  as they were read (``checks_output``; :func:`ctxtool.serial.write_checked`). ``compact``
+  (:class:`ctxtool.compaction.op.CompactOp`) uses all three.
 
 :class:`Each` makes any function of a transcript an operation (run serially);
 :mod:`ctxtool.records` runs an operation over one record's bytes.
@@ -33,7 +38,7 @@ engines on other machines, add up to the report of a serial run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -80,17 +85,20 @@ class Results(Generic[T]):
 @dataclass(slots=True)
 class RunContext:
     """What a task may use while it runs: the input's name, the error policy (a record an
-    operation cannot handle goes to ``policy.handle``), the event log and whether it runs
-    in a worker process (one of several: no threads of its own)."""
+    operation cannot handle goes to ``policy.handle``), the event log, whether it runs
+    in a worker process (one of several: no threads of its own) and the output format the
+    user asked for (``to``; None: each transcript's own)."""
 
     path: str
     policy: ErrorPolicy
     events: EventLog | None = None
     worker: bool = False
+    to: str | None = None
 
 
 class Task(Generic[R]):
-    """An operation bound to one input: ``apply`` to each transcript, then ``finish``."""
+    """An operation bound to one input: ``apply`` to each transcript, then ``finish``
+    (the order of the calls: :mod:`ctxtool.serial`)."""
 
     def read(self, src: jsonio.Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
         """The transcripts of ``src`` in format ``fmt`` (None: detected). An operation that
@@ -98,11 +106,28 @@ class Task(Generic[R]):
         dataset records from their parsed values, :mod:`ctxtool.stats_fast`)."""
         return formats.read_source(src, fmt, policy)
 
-    def apply(self, t: Transcript) -> None:
+    def begin(self, ahead: Sequence[Transcript]) -> None:
+        """Called once before the first ``apply`` with the transcripts read ahead: all of
+        them (``Operation.read_first``), else the first one, or none: the input is empty."""
+
+    def apply(self, t: Transcript) -> Transcript | None:
+        """Change ``t`` in place (None), or return the transcript to write instead."""
         raise NotImplementedError
 
     def commit(self, t: Transcript) -> None:
         """Called in input order after ``apply`` succeeded (apply may run on several threads)."""
+
+    def failed(self, t: Transcript, err: CtxtoolError) -> None:
+        """Called in input order instead of ``commit`` when ``apply`` raised ``err``, before
+        the error policy acts (``fail``: the run stops; ``skip``: ``t`` is left out, or
+        written as it was read with ``Operation.keep_failed``)."""
+
+    def check(self, tmp: str, written: Sequence[Transcript], read: Sequence[Transcript], last: bool) -> Collection[int]:
+        """With ``Operation.checks_output``: the written output (``tmp``, before it replaces
+        anything) and the transcripts in it, beside the same transcripts as read. Raise to
+        reject it, or return the positions to write again as they were read (``last``: the
+        rewrite itself: accept or raise)."""
+        return ()
 
     def finish(self) -> R:
         raise NotImplementedError
@@ -139,6 +164,14 @@ class Operation(Generic[R]):
     parallel: ClassVar[bool] = True
     #: False: workers run without the cyclic collector (many small objects kept to the end)
     collect_garbage: ClassVar[bool] = True
+    #: True: the whole input is read before the first transcript is applied (operations that
+    #: call a model: a bad record or an empty input fails before any call; ``begin`` sees all)
+    read_first: ClassVar[bool] = False
+    #: True: under ``skip`` a transcript the operation fails on is written as it was read
+    #: (and reported by the task's ``failed``), not left out
+    keep_failed: ClassVar[bool] = False
+    #: True: ``Task.check`` validates the written output against the input (one process)
+    checks_output: ClassVar[bool] = False
 
     def ranges_per_job(self) -> int:
         """Byte ranges per process: more than one when the cost of a byte varies."""
@@ -276,8 +309,10 @@ def run_file(
     :func:`ctxtool.jsonio.atomic_output`). ``progress`` is called per transcript (serial runs).
     ``threads``: transcripts in flight at once in each process (for operations that wait on
     a model). A transcript the operation fails on goes to the error policy like an unreadable
-    record (``skip``: reported and left out). ``name``: what errors and reports call the
-    input (default ``path``; e.g. a FIFO spooled to a temporary file)."""
+    record (``skip``: reported and left out; written unchanged for ``Operation.keep_failed``).
+    An operation with ``checks_output`` runs in this process (its task checks the whole
+    output). ``name``: what errors and reports call the input (default ``path``; e.g. a
+    FIFO spooled to a temporary file)."""
     from .paths import refuse_overwrite
 
     if jobs is not None and jobs < 1:
@@ -291,7 +326,7 @@ def run_file(
     size = jsonio.input_size(path)
     plan = None
     n = jobs if jobs is not None else (os.cpu_count() or 1)
-    if n > 1 and to is None and size is not None and op.parallel:
+    if n > 1 and to is None and size is not None and op.parallel and not op.checks_output:
         min_bytes = PARALLEL_MIN_BYTES if jobs is None else 1
         plan = formats.split_plan(path, fmt, n * op.ranges_per_job(), min_bytes)
     if plan is not None:
@@ -299,103 +334,12 @@ def run_file(
 
         run = run_parallel(op, path, output, plan, min(n, len(plan[1])), on_error, log, check, threads)
     else:
-        run = _run_serial(op, path, name or path, output, fmt, to, on_error, log, progress, check, threads)
+        from .serial import run_serial
+
+        run = run_serial(op, path, name or path, output, fmt, to, on_error, log, progress, check, threads)
     run.file_bytes_before = size
     if output not in (None, "-"):
         run.file_bytes_after = jsonio.input_size(str(output))
     if log is not None and log.path is not None:
         log.flush()
     return run
-
-
-class TaskStream:
-    """Transcripts through a task, in input order: counts them, notes the format, and gives a
-    transcript the task failed on to the error policy (``skip``: it is left out, reported).
-    ``threads`` > 1 applies the task to several transcripts at once (for operations that
-    wait on a model; ``Task.apply`` must then be thread-safe)."""
-
-    def __init__(self, task: Task[Any], policy: ErrorPolicy, threads: int = 1,
-                 progress: Callable[[Transcript], None] | None = None) -> None:
-        self.task, self.policy, self.threads, self.progress = task, policy, threads, progress
-        self.format: str | None = None
-        self.count = 0
-
-    def __call__(self, ts: Iterable[Transcript]) -> Iterator[Transcript]:
-        if self.threads <= 1:
-            for t in ts:
-                if self._done(t, self._apply(t)):
-                    yield t
-            return
-        from collections import deque
-        from concurrent.futures import Future, ThreadPoolExecutor
-
-        ex = ThreadPoolExecutor(self.threads, thread_name_prefix="ctxtool-run")
-        pending: deque[tuple[Transcript, Future[CtxtoolError | None]]] = deque()
-        try:
-            for t in ts:
-                pending.append((t, ex.submit(self._apply, t)))
-                while len(pending) > 2 * self.threads or (pending and pending[0][1].done()):
-                    t0, f = pending.popleft()
-                    if self._done(t0, f.result()):
-                        yield t0
-            while pending:
-                t0, f = pending.popleft()
-                if self._done(t0, f.result()):
-                    yield t0
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
-
-    def _apply(self, t: Transcript) -> CtxtoolError | None:
-        try:
-            self.task.apply(t)
-        except CtxtoolError as e:
-            if e.path is None:
-                e.path = t.path
-            if e.line is None:
-                e.line = t.lineno
-            return e
-        return None
-
-    def _done(self, t: Transcript, err: CtxtoolError | None) -> bool:
-        if err is not None:
-            if err.code == ExitCode.ERROR:  # the output, the cache: not this transcript's fault
-                raise err
-            self.policy.handle(err)
-            return False
-        self.task.commit(t)
-        if self.format is None:
-            self.format = t.format
-        self.count += 1
-        if self.progress is not None:
-            self.progress(t)
-        return True
-
-
-def _run_serial(
-    op: Operation[R],
-    path: str,
-    name: str,
-    output: str | None,
-    fmt: str | None,
-    to: str | None,
-    on_error: str,
-    log: EventLog | None,
-    progress: Callable[[Transcript], None] | None,
-    check: Callable[[str], None] | None,
-    threads: int,
-) -> FileRun[R]:
-    policy = ErrorPolicy(on_error)
-    task = op.start(RunContext(name, policy, log))
-    stream = TaskStream(task, policy, threads, progress)
-    try:
-        applied = stream(task.read(jsonio.open_source(path, name=name), fmt, policy))
-        if output is None:
-            for _ in applied:
-                pass
-        else:
-            with jsonio.atomic_output(output, check) as out:
-                formats.write(applied, out, formats.get_format(to) if to else None)
-        report = task.finish()
-    finally:
-        task.close()
-    return FileRun(report, name, output, stream.format, stream.count, list(policy.skipped))

@@ -465,6 +465,34 @@ def test_failing_record_fails_the_run_unless_skip(tmp_path: Path) -> None:
     assert raw_out[1] == raw_in[1]  # the failed record is left unchanged, byte for byte
 
 
+def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
+    """CompactOp pickles (its progress callback stays behind) and runs one record at a time
+    through ctxtool.records, byte for byte what the file run writes, reports merging."""
+    import pickle
+
+    from ctxtool import records, runner
+    from ctxtool.compaction import CompactOp
+
+    src = write_dataset(tmp_path / "d.jsonl", n=3)
+    seen: list[tuple[int, int]] = []
+    rep = cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), progress=lambda n, total, r: seen.append((n, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]  # the whole input is read first: the total is known
+    op = pickle.loads(pickle.dumps(CompactOp(opts(), progress=lambda n, total, r: None)))
+    assert op.progress is None and op == CompactOp(opts())
+    lines = src.read_bytes().splitlines()
+    res = [records.process(op, rec, path=str(src), line=n, events=True) for n, rec in enumerate(lines, 1)]
+    assert b"\n".join(r.data for r in res) + b"\n" == (tmp_path / "o.jsonl").read_bytes()
+    merged = runner.merge_reports(r.report for r in res)
+    assert [o.report.status for o in merged.outcomes] == [r.status for r in rep.records] == ["compacted"] * 3
+    assert [e["event"] for e in res[1].events] == ["compaction_start", "compaction_end", "compaction"]
+    assert merged.bytes_written == sum(len(r.data) + 1 for r in res)
+    failing = CompactOp(opts(), Counting(fail_on="src/app_r1.py"))  # under skip: written as read, reported
+    res = [records.process(failing, rec, path=str(src), line=n, fmt="openai", on_error="skip") for n, rec in
+           enumerate([lines[1], b'{"messages": [', lines[2]], 1)]
+    assert [(r.changed, bool(r.skipped)) for r in res] == [(False, False), (True, True), (True, False)]  # dropped
+    assert res[0].data == lines[1] and res[0].report.outcomes[0].report.status == "error" and res[1].data == b""
+
+
 # -- fault injection: the input untouched, no partial output --------------------------------------------------
 def _no_temp_files(d: Path) -> bool:
     return not [p for p in d.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]

@@ -126,7 +126,7 @@ def test_output_validation_fails_when_a_pin_does_not_read_back(tmp_path: Path) -
     (old,) = read_all(src)
     o = cp.compact_transcript(old, None, cp.CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]))
     assert pins.recorded(o.transcript) == [SHORT]
-    bad = cp.run.validate_written(str(src), formats.get_format("openai"), [o.transcript], [old])  # written: no pin
+    bad = cp.op.validate_written(str(src), formats.get_format("openai"), [o.transcript], [old])  # written: no pin
     assert "would lose 1 pinned instruction" in bad[0].message
 
 

@@ -132,7 +132,8 @@ def cline_history(draw):  # type: ignore[no-untyped-def]
         body = "".join(f"<{p}>{v}</{p}>\n" for p, v in params.items())
         before = draw(st.sampled_from(["", "<thinking>\nLook first.\n</thinking>\n\n", "I'll check.\n"]))
         msgs.append({"role": "assistant", "content": [{"type": "text", "text": f"{before}<{tool}>\n{body}</{tool}>"}]})
-        head = f"[{tool} for '{next(iter(params.values()))}'] Result:"
+        # Cline trims a parameter's value before it names the call in the result's header
+        head = f"[{tool} for '{next(iter(params.values())).strip()}'] Result:"
         out = draw(output)
         if draw(st.booleans()):
             blocks = [{"type": "text", "text": head}, {"type": "text", "text": out or "(no output)"}]

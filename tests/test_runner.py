@@ -3,6 +3,7 @@ reports that merge, the per-record API and the truncation-mode registry."""
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import json
 import os
@@ -12,12 +13,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from ctxtool import parallel, records, repair, runner, toolout, tools_ops, window
 from ctxtool.errors import CtxtoolError
+from ctxtool.model import Transcript
 from ctxtool.tools_ops import RestoreOp, TruncateOp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +92,74 @@ def test_threads_keep_the_order_and_failed_transcripts_go_to_the_policy(dataset:
     with pytest.raises(CtxtoolError) as e:
         runner.run_file(runner.Each(_slow_and_picky), str(dataset), str(out), threads=4)
     assert e.value.line == 4 and len(out.read_text().splitlines()) == len(kept)  # the output is untouched
+
+
+@dataclass(frozen=True)
+class LastTwo(runner.Operation[runner.Results[int]]):
+    """A toy operation asking the runner for what compaction needs: the whole input read
+    first, a failed transcript written as read, and a check of the written output that can
+    ask for some transcripts as they were read. It keeps each record's last two messages."""
+
+    read_first: ClassVar[bool] = True
+    keep_failed: ClassVar[bool] = True
+    checks_output: ClassVar[bool] = True
+    reject: str = '"r5"'
+    most: int = 100
+
+    def start(self, ctx: runner.RunContext) -> runner.Task[runner.Results[int]]:
+        return LastTwoTask(self, ctx)
+
+
+class LastTwoTask(runner.Task[runner.Results[int]]):
+    def __init__(self, op: LastTwo, ctx: runner.RunContext) -> None:
+        self.op, self.ctx, self.results, self.total = op, ctx, runner.Results[int](), 0
+        self.checks: list[bool] = []
+
+    def begin(self, ahead: Sequence[Transcript]) -> None:
+        if not ahead or len(ahead) > self.op.most:  # read first: it sees every transcript
+            raise CtxtoolError(f"{len(ahead)} transcripts: not doing that", path=self.ctx.path)
+        self.total = len(ahead)
+
+    def apply(self, t: Transcript) -> Transcript:
+        if t.index % 7 == 3:
+            raise CtxtoolError("no thanks")
+        return dataclasses.replace(t, entries=t.entries[-2:])  # a new transcript; t stays as read
+
+    def commit(self, t: Transcript) -> None:
+        self.results.items.append(t.index)
+
+    def failed(self, t: Transcript, err: CtxtoolError) -> None:
+        self.results.items.append(-t.index)
+
+    def check(self, tmp: str, written: Sequence[Transcript], read: Sequence[Transcript], last: bool) -> Collection[int]:
+        self.checks.append(last)
+        lines = Path(tmp).read_text().splitlines()
+        assert len(lines) == len(written) == len(read) == self.total
+        return [i for i, line in enumerate(lines) if self.op.reject in line and len(json.loads(line)["messages"]) == 2]
+
+    def finish(self) -> runner.Results[int]:
+        assert self.checks == [False, True]  # written, rejected in part, written again
+        return self.results
+
+
+def test_replacements_kept_failures_and_a_check_that_asks_for_originals(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    for threads in (1, 4):
+        run = runner.run_file(LastTwo(), str(dataset), str(out), on_error="skip", threads=threads)
+        assert run.transcripts == 30 and not run.skipped  # failed transcripts are written, not skipped
+        assert run.report.items == [-i if i % 7 == 3 else i for i in range(30)]
+        src, got = dataset.read_bytes().splitlines(), out.read_bytes().splitlines()
+        for i in range(30):
+            as_read = i % 7 == 3 or i == 5  # failed, or rejected by the check
+            assert (got[i] == src[i]) == as_read, i
+            assert len(json.loads(got[i])["messages"]) == (6 if as_read else 2)
+    with pytest.raises(CtxtoolError, match="no thanks") as e:  # under fail the first failure stops the run
+        runner.run_file(LastTwo(), str(dataset), str(tmp_path / "o2.jsonl"), threads=4)
+    assert e.value.line == 4 and not (tmp_path / "o2.jsonl").exists()
+    out.write_text("kept")
+    with pytest.raises(CtxtoolError, match="30 transcripts: not doing that"):  # before any apply or write
+        runner.run_file(LastTwo(most=10), str(dataset), str(out))
+    assert out.read_text() == "kept"
 
 
 def test_operations_and_jobs_pickle_and_reports_merge(dataset: Path, tmp_path: Path) -> None:

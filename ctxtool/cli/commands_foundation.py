@@ -307,7 +307,8 @@ def formats_cmd(as_json: common.JsonOpt = False) -> None:
 
 
 def models_cmd(as_json: common.JsonOpt = False) -> None:
-    """List the model registry (context window, max output, prices, encoding)."""
+    """List the model registry (context window, max output, prices, encoding, and the
+    aliases each entry also answers to: dated snapshots, ``-latest`` names)."""
     from rich.table import Table
 
     from .. import registry
@@ -319,8 +320,10 @@ def models_cmd(as_json: common.JsonOpt = False) -> None:
     t = Table(title=f"model registry (override: {registry.user_models_file()})", title_justify="left")
     for c in ("model", "provider", "context", "max output", "$/1M in", "$/1M out", "encoding"):
         t.add_column(c, justify="right" if c not in ("model", "provider", "encoding") else "left")
+    t.add_column("aliases", overflow="fold")
     for m in ms.values():
-        t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}", f"{m.output_price:g}", m.encoding)
+        t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}", f"{m.output_price:g}", m.encoding,
+                  ", ".join(m.aliases))
     stdout_console().print(t)
 
 

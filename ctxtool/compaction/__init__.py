@@ -14,8 +14,11 @@ One module per job:
 * ``summarize``  the summary over the typed ``Summarizer`` protocol, chunked when needed.
 * ``rebuild``    the new transcript; each format records the compaction its own way
                  (``Format.record_compaction``); seed 000's tool digest via ``ctxtool.archive``.
+* ``pins``       pinned instructions (``--pin``): kept beside the summary, checked present.
 * ``core``       one transcript, with the guardrails on the summary (``--fallback``).
-* ``run``        files: parallel records, events, validation, atomic output.
+* ``op``         :class:`CompactOp`: compaction as an operation of the one runner
+                 (``ctxtool.runner``): threads, errors, events, validation of the output.
+* ``run``        files: ``compact_file`` and ``compact_paths``, thin over ``ctxtool.runner.run_file``.
 * ``report``     the typed reports.
 """
 
@@ -24,10 +27,11 @@ from __future__ import annotations
 from . import pins
 from .core import Outcome, compact_transcript
 from .layouts import Cut, CutContext, Layout, get_layout, layout_names, register_layout
+from .op import CompactOp, CompactPart
 from .plan import Plan, plan
 from .rebuild import Rebuilt, Summary, rebuild
 from .report import STATUSES, CompactReport, RecordReport
-from .run import compact_file, compact_paths, write_validated
+from .run import compact_file, compact_paths
 from .settings import CompactOptions
 from .summarize import SummaryOutcome, summarize
 from .trigger import Decision, decide, resolve_window
@@ -35,7 +39,9 @@ from .view import View, context_view
 
 __all__ = [
     "STATUSES",
+    "CompactOp",
     "CompactOptions",
+    "CompactPart",
     "CompactReport",
     "Cut",
     "CutContext",
@@ -61,5 +67,4 @@ __all__ = [
     "register_layout",
     "resolve_window",
     "summarize",
-    "write_validated",
 ]

@@ -44,7 +44,8 @@ TOOLS = frozenset(
 )
 _CALL = re.compile(r"<(?P<name>[a-z_]+)>(?P<body>.*?)</(?P=name)>", re.S)
 _PARAM = re.compile(r"<(?P<k>[a-z_]+)>\n?(?P<v>.*?)\n?</(?P=k)>", re.S)
-_HEAD = re.compile(r"\[(?P<name>[a-z_]+)(?: for (?P<arg>.*?))?\] Result:")
+# a multi-line argument (a command of several lines) stays in the header, up to a bound
+_HEAD = re.compile(r"\[(?P<name>[a-z_]+)(?: for (?P<arg>.{0,4000}?))?\] Result:", re.S)
 JOIN = "cline_text"  # pieces of one source text block: (block number, piece number)
 XML = "cline_xml"  # the tag a call was read from
 HEAD = "cline_head"  # the header a result was read from
