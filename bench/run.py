@@ -248,6 +248,7 @@ def main() -> int:
         sections.append(("compaction", [lambda: compact_bench.run(small, row, CORPUS)]))
     except ImportError:
         pass
+    sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
     for title, fns in sections:
         print(f"[{title}]", flush=True)
         for fn in fns:

@@ -7,6 +7,9 @@ beside it and renamed into place; a symlink is followed and its target replaced 
 stays); a FIFO, character device, ``/dev/stdout`` or ``/dev/fd/N`` is opened and written in
 place, streaming. A name ending in ``.gz`` or ``.zst`` is compressed. A write that fails
 (disk full, I/O error) is a :class:`CtxtoolError` naming the output, exit code ``IO``.
+
+A URL (``s3://``, ``gs://``, ``memory://``: :mod:`ctxtool.urls`) is read through fsspec,
+and an output URL is written to a local temporary file, checked, then uploaded whole.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
+from . import urls
 from .errors import CtxtoolError, ExitCode
 from .paths import make_temp, remove_quietly
 
@@ -42,6 +46,14 @@ def check_input(path: str | Path) -> None:
     name = str(path)
     if name == "-":
         return
+    if urls.is_url(name):
+        i = urls.info(name)
+        if i is None:
+            raise CtxtoolError("no such file", code=ExitCode.NOT_FOUND, path=name)
+        if i.get("type") == "directory":
+            raise CtxtoolError("is a directory", code=ExitCode.USAGE, path=name)
+        return
+    name = urls.local(name)
     try:
         st = os.stat(name)
     except FileNotFoundError as e:
@@ -56,8 +68,10 @@ def input_size(path: str | Path) -> int | None:
     """The size in bytes of a regular file; None for stdin, a pipe or a device."""
     if str(path) == "-":
         return None
+    if urls.is_url(str(path)):
+        return urls.size(str(path))
     try:
-        st = os.stat(path)
+        st = os.stat(urls.local(str(path)))
     except OSError:
         return None
     return st.st_size if stat.S_ISREG(st.st_mode) else None
@@ -77,10 +91,18 @@ def splittable(path: str | Path) -> bool:
     if str(path) == "-" or input_size(path) is None:
         return False
     try:
-        with open(path, "rb") as fh:
+        with open_raw(str(path)) as fh:
             return compression(fh.read(4)) is None
-    except OSError:
+    except (OSError, CtxtoolError):
         return False
+
+
+def open_raw(path: str) -> IO[bytes]:
+    """A regular file or URL opened for reading its bytes as they are (seekable, not
+    decompressed): for byte ranges of a dataset file."""
+    if urls.is_url(path):
+        return urls.open_read(path)
+    return open(urls.local(path), "rb")  # noqa: SIM115 - returned to the caller
 
 
 class _Reader(io.RawIOBase):
@@ -147,7 +169,12 @@ def open_input(path: str | Path) -> IO[bytes]:
         if not isinstance(raw, io.BufferedReader):  # e.g. replaced by a test harness
             raw = io.BufferedReader(cast(Any, raw), BUFFER)
         owned = False
+    elif urls.is_url(name):
+        check_input(name)
+        raw = io.BufferedReader(cast(Any, urls.open_read(name)), BUFFER)
+        owned = True
     else:
+        name = urls.local(name)
         check_input(name)
         try:
             raw = open(name, "rb", buffering=BUFFER)  # noqa: SIM115 - returned to the caller
@@ -172,8 +199,8 @@ def reopenable(path: str | Path) -> Iterator[str]:
     a FIFO or ``/dev/fd/N``, its content spooled ONCE to a private temporary file (removed
     afterwards). For commands that read their input twice."""
     name = str(path)
-    if name != "-" and input_size(name) is not None:
-        yield name
+    if name != "-" and not urls.is_url(name) and input_size(name) is not None:
+        yield urls.local(name)
         return
     check_input(name)
     try:
@@ -182,7 +209,7 @@ def reopenable(path: str | Path) -> Iterator[str]:
         raise CtxtoolError(f"cannot make a temporary copy: {e.strerror or e}", path=name, code=ExitCode.IO) from e
     try:
         with _writer(fd) as out:
-            src = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+            src = sys.stdin.buffer if name == "-" else open_raw(name)
             try:
                 shutil.copyfileobj(src, out, BUFFER)
                 out.flush()
@@ -394,6 +421,12 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
 
     ``check`` gets a finished temporary file holding the (uncompressed) output before it is
     committed: if it raises, nothing is written, to stdout or a FIFO either."""
+    if path is not None and urls.is_url(str(path)):
+        with _url_output(str(path), check) as out:
+            yield out
+        return
+    if path is not None:
+        path = urls.local(str(path))
     if check is None:
         with _sink(path) as out:
             yield out
@@ -431,3 +464,26 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
                 shutil.copyfileobj(src, out, BUFFER)
     finally:
         remove_quietly(tmp)
+
+
+@contextlib.contextmanager
+def _url_output(url: str, check: Callable[[str], None] | None) -> Iterator[IO[bytes]]:
+    """An output URL: written to a private local temporary file, checked, compressed for
+    .gz/.zst, then uploaded whole: nothing appears under ``url`` before it is complete."""
+    fd, tmp = make_temp(tempfile.gettempdir(), "url-output")
+    done = tmp
+    try:
+        with _writer(fd) as fh:
+            yield cast(IO[bytes], _Guarded(fh, url))
+        if check is not None:
+            check(tmp)
+        if _compressed_name(url):
+            fd, done = make_temp(tempfile.gettempdir(), "url-output")
+            with _writer(fd) as fh, open(tmp, "rb") as src:
+                comp = _compressor(url, fh)
+                shutil.copyfileobj(src, comp, BUFFER)
+                comp.close()
+        urls.put_file(done, url)
+    finally:
+        remove_quietly(tmp)
+        remove_quietly(done)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from .fileio import (  # noqa: F401  (re-exported)
     check_input,
     input_size,
     open_input,
+    open_raw,
     output_error,
     reopenable,
     splittable,
@@ -289,11 +289,13 @@ def _jsonl(name: str, first: Line, it: Iterator[tuple[int, bytes]], fh: IO[bytes
     return src
 
 
-def split_ranges(path: str, parts: int) -> list[tuple[int, int, int]]:
-    """Cut a JSONL file into ``parts`` byte ranges on line boundaries: (start, end, first line)."""
-    size = os.path.getsize(path)
+def split_ranges(path: str, parts: int, *, lines: bool = True) -> list[tuple[int, int, int]]:
+    """Cut a JSONL file (or URL) into ``parts`` byte ranges on line boundaries: (start, end,
+    first line). ``lines=False`` does not read the whole file to number them (first line 0:
+    each range counts its own with :func:`count_newlines`, where it runs)."""
+    size = input_size(path) or 0
     bounds = [0]
-    with open(path, "rb") as fh:
+    with open_raw(path) as fh:
         for k in range(1, parts):
             fh.seek(max(size * k // parts, bounds[-1]))
             fh.readline()
@@ -301,22 +303,36 @@ def split_ranges(path: str, parts: int) -> list[tuple[int, int, int]]:
             if pos < size and pos > bounds[-1]:
                 bounds.append(pos)
         bounds.append(size)
-        lines = [1]
-        fh.seek(0)
+        firsts = [1]
         count = 1
         for a, b in zip(bounds, bounds[1:-1], strict=False):
-            remaining = b - a
-            while remaining > 0:
-                chunk = fh.read(min(CHUNK, remaining))
-                remaining -= len(chunk)
-                count += chunk.count(b"\n")
-            lines.append(count)
-    return [(bounds[i], bounds[i + 1], lines[i]) for i in range(len(bounds) - 1)]
+            count += _newlines(fh, a, b) if lines else 0
+            firsts.append(count if lines else 0)
+    return [(bounds[i], bounds[i + 1], firsts[i]) for i in range(len(bounds) - 1)]
+
+
+def count_newlines(path: str, start: int, end: int) -> int:
+    """The newlines in bytes ``start``..``end`` of a file or URL (line numbers of later ranges)."""
+    with open_raw(path) as fh:
+        return _newlines(fh, start, end)
+
+
+def _newlines(fh: IO[bytes], start: int, end: int) -> int:
+    fh.seek(start)
+    n = 0
+    remaining = end - start
+    while remaining > 0:
+        chunk = fh.read(min(CHUNK, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        n += chunk.count(b"\n")
+    return n
 
 
 def open_range(path: str, start: int, end: int, first_line: int) -> Source:
     """A JSONL source over one byte range of a file (for parallel readers)."""
-    fh = open(path, "rb")  # noqa: SIM115 - closed by Source.lines()
+    fh = open_raw(path)  # closed by Source.lines()
     fh.seek(start)
     if start == 0 and fh.read(3) != BOM:
         fh.seek(0)

@@ -41,13 +41,16 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from . import formats, jsonio
 from .errors import CtxtoolError, ExitCode
 from .events import EventLog
 from .formats.base import ErrorPolicy, Format
 from .model import Transcript
+
+if TYPE_CHECKING:
+    from .engines import Sharding
 
 #: a dataset file at least this large is split across processes unless ``jobs`` is given
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
@@ -300,6 +303,7 @@ def run_file(
     check: Callable[[str], None] | None = None,
     threads: int = 1,
     name: str | None = None,
+    engine: Sharding | None = None,
 ) -> FileRun[R]:
     """Run ``op`` over every transcript of ``path`` and write them to ``output``.
 
@@ -312,11 +316,22 @@ def run_file(
     record (``skip``: reported and left out; written unchanged for ``Operation.keep_failed``).
     An operation with ``checks_output`` runs in this process (its task checks the whole
     output). ``name``: what errors and reports call the input (default ``path``; e.g. a
-    FIFO spooled to a temporary file)."""
+    FIFO spooled to a temporary file). ``engine``: run as shards on an engine
+    (:class:`ctxtool.engines.Sharding`: ``path`` may be a glob or a URL, ``output`` is a
+    directory of shards, or one file when joined)."""
     from .paths import refuse_overwrite
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", code=ExitCode.USAGE)
+    if engine is not None:
+        if output is not None and not op.writes:
+            raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
+        log = event_log(events)
+        sharded = engine.run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, log=log, check=check,
+                                  threads=threads)
+        if log is not None and log.path is not None:
+            log.flush()
+        return sharded
     if output is not None:
         if not op.writes:
             raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)

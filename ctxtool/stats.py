@@ -428,6 +428,7 @@ def stats(
     workers: int | None = None,
     settings: Any = None,
     fast: bool = True,
+    engine: Any = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -439,7 +440,8 @@ def stats(
     environment's); the seed 002 thresholds default to ``context.warning_chars`` /
     ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
     values where that gives the same figures (:mod:`ctxtool.stats_fast`); False reads every
-    transcript into the full model.
+    transcript into the full model. ``engine``: each file run as shards
+    (:class:`ctxtool.engines.Sharding`).
     """
     from .config import Config
     from .runner import run_file
@@ -456,7 +458,7 @@ def stats(
     total = StatsPart(Figures(), [], [], [], [] if per_message else None)
     for p in formats.iter_paths(paths):
         try:
-            run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress)
+            run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
         except CtxtoolError as e:
             policy.handle(e)
             continue

@@ -301,8 +301,10 @@ def window_file(
     to: str | None = None,
     on_error: str = "fail",
     jobs: int | None = None,
+    engine: Any = None,
 ) -> WindowReport:
     """``ctxtool window``: keep a window of every transcript of ``path`` and write them to
-    ``output`` (``-``: stdout; None: nothing, a dry run)."""
+    ``output`` (``-``: stdout; None: nothing, a dry run). ``engine``: run as shards
+    (:class:`ctxtool.engines.Sharding`)."""
     op = WindowOp(strategy, max_messages, max_chars, keep_first_user)
-    return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs)
+    return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, engine=engine)

@@ -13,7 +13,8 @@ Faults: ``Fault.slow(ms)`` (sleep, then reply), ``Fault.rate_limit(retry_after)`
 ``Fault.error(status)`` (500 by default), ``Fault.malformed()`` (200 with a body that is
 not a reply), ``Fault.drop()`` (close the connection without a reply),
 ``Fault.overflow()`` (the provider's context-too-long error). ``latency`` (seconds) is
-added to every request.
+added to every request. ``rate_limit_above=N``: a provider's concurrency limit: a request
+arriving while N are already being served gets a 429 (counted in ``rate_limited``).
 
 Usage::
 
@@ -194,8 +195,12 @@ class _Handler(BaseHTTPRequestHandler):
             body,
             protocol,
         )
-        owner._enter()
+        over = owner._enter()
         try:
+            if over and rec.protocol != "unknown":
+                rec.fault = Fault.rate_limit(retry_after="0")
+                self._error(rec.protocol, 429, _ERRORS[rec.protocol][429], {"retry-after": "0"})
+                return
             self._serve(owner, rec)
         finally:
             owner._leave()
@@ -269,9 +274,13 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeLLM:
     """A loopback OpenAI/Anthropic endpoint; see the module docstring."""
 
-    def __init__(self, reply: Reply = default_reply, *, latency: float = 0.0, port: int = 0) -> None:
+    def __init__(
+        self, reply: Reply = default_reply, *, latency: float = 0.0, port: int = 0, rate_limit_above: int | None = None
+    ) -> None:
         self.reply: Reply = reply
         self.latency = latency
+        self.rate_limit_above = rate_limit_above
+        self.rate_limited = 0  # requests answered 429 for going over ``rate_limit_above``
         self._port = port
         self.requests: list[RecordedRequest] = []
         self._queue: collections.deque[str | Fault] = collections.deque()
@@ -373,10 +382,15 @@ class FakeLLM:
             return r
         return self.reply
 
-    def _enter(self) -> None:
+    def _enter(self) -> bool:
+        """Count a request in; True when it goes over ``rate_limit_above`` (it gets a 429)."""
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            over = self.rate_limit_above is not None and self._in_flight > self.rate_limit_above
+            if over:
+                self.rate_limited += 1
+            return over
 
     def _leave(self) -> None:
         with self._lock:
@@ -426,8 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0, help="port (default: any free one)")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
     ap.add_argument("--duration", type=float, default=600.0, help="stop after this many seconds")
+    ap.add_argument("--rate-limit-above", type=int, default=None, help="answer 429 above N requests in flight")
     args = ap.parse_args(argv)
-    with FakeLLM(latency=args.latency, port=args.port) as llm:
+    with FakeLLM(latency=args.latency, port=args.port, rate_limit_above=args.rate_limit_above) as llm:
         print(llm.url, flush=True)
         try:
             llm._stopping.wait(args.duration)

@@ -29,7 +29,9 @@ def test_put_is_content_addressed_and_private(cache: RefCache) -> None:
     assert stat.S_IMODE(os.stat(cache.root).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(cache.refs_dir).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(cache.path_for(info.id)).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(cache.manifest_path).st_mode) == 0o600
+    shards = list((cache.root / "manifest").iterdir())  # one shard per task, never appended to
+    assert [p.name for p in shards] == [f"{cache.task}.jsonl"]
+    assert stat.S_IMODE(os.stat(shards[0]).st_mode) == 0o600 and not cache.manifest_path.exists()
     man = cache.manifest()
     assert list(man) == [info.id]
     assert [s["file"] for s in man[info.id].sources] == ["a.jsonl", "b.jsonl"]  # duplicates tolerated

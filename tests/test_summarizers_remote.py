@@ -407,3 +407,24 @@ def test_eight_threads_share_one_summarizer(kind: str) -> None:
         assert elapsed < 2.0, f"16 requests of 200 ms on 8 threads took {elapsed:.2f} s"
         # the pool reused connections rather than opening one per request
         assert threading.active_count() < 60
+
+
+# -- travelling to other processes (engines) --------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pickles_as_settings_without_the_key(kind: str, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    s = make(kind, llm)
+    blob = pickle.dumps(s)
+    assert KEY.encode() not in blob  # the key never travels with a job
+    monkeypatch.setenv("CTXTOOL_API_KEY", "sk-worker-own-key")  # the worker's own environment
+    copy = pickle.loads(blob)
+    assert copy.settings() == s.settings()
+    mine = str(s.summarize(REQ))
+    assert str(copy.summarize(REQ)) == mine
+    header = "authorization" if kind == "openai" else "x-api-key"
+    assert "sk-worker-own-key" in llm.requests[-1].headers[header]
+    copy.close()
+    s.close()

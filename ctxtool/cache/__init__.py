@@ -1,10 +1,17 @@
 """The tool output cache (seed 001 §1): content-addressed refs with a manifest.
 
 Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, else
-the user cache directory)::
+the user cache directory; a local path or an fsspec URL such as ``s3://bucket/cache``,
+:mod:`ctxtool.cache.objstore`)::
 
-    refs/<sha256>       the content, zlib-compressed (as git stores loose objects), mode 0600
-    manifest.jsonl      one JSON line per stored ref: hash, size, lines, kind, source
+    refs/<sha256>             the content, zlib-compressed (as git stores loose objects), mode 0600
+    manifest/<task>.jsonl     one JSON line per stored ref: hash, size, lines, kind, source;
+                              one shard per task (a process, a Ray task), written whole at its end
+    manifest.jsonl            the single manifest of older versions: still read, rewritten by gc
+
+A shard is never appended to, so several hosts can share a cache on NFS or object storage;
+readers merge the shards. A source names its input as the user gave it (a URL, or the
+driver's absolute path), never a worker's local copy.
 
 Directories are 0700. A ref id is the 64-hex sha256 of its (uncompressed) content; sizes
 in the manifest and in ``output_ref`` are of the content too. Tool outputs compress
@@ -22,9 +29,9 @@ the path (exit 3).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
+import secrets
 import stat
 import threading
 import time
@@ -36,8 +43,10 @@ from typing import Any
 from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
 from ..paths import owner_pid
+from .content import COMPRESS_LEVEL, Corrupt, as_int, line_count, read_ref
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
-from .privdir import PrivateDir, cache_error, not_regular
+from .objstore import CacheDir, cache_root, open_root, sub
+from .privdir import cache_error, not_regular
 from .reading import Reading
 from .results import GcResult, GrepMatch, GrepResult, RefInfo, ShowResult, VerifyResult
 
@@ -57,92 +66,56 @@ __all__ = [
     "default_dir",
 ]
 
-MANIFEST = "manifest.jsonl"
+MANIFEST = "manifest.jsonl"  # the single manifest of older versions (read; gc rewrites it)
+SHARDS = "manifest"  # manifest/<task>.jsonl: one per task
+SHARD_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]{1,120}\.jsonl$")
 STASH_PREFIX = b'{"ctxtool_stash'  # a message's stash, or a transcript's pack of them
 
 
-def default_dir(cache_dir: str | Path | None = None) -> Path:
+def default_dir(cache_dir: str | Path | None = None) -> Path | str:
+    """The cache root: ``cache_dir`` (a path, or a URL kept as a string), else the user's."""
     if cache_dir:
-        return Path(cache_dir).expanduser()
+        return cache_root(cache_dir)
     from ..paths import cache_dir as user_cache
 
     return user_cache()
 
 
-COMPRESS_LEVEL = 1  # zlib's fastest: most of the saving, a fraction of the time
-CHUNK = 1 << 20
+MANIFEST_BATCH = 4 << 20  # bytes of manifest lines buffered before a shard is written
 
 
-class _Corrupt(Exception):
-    """A ref file that is not the compressed content its name promises."""
-
-
-def _read_ref(fd: int, ref: str, *, keep: bool) -> bytes:
-    """The content of the ref file open on ``fd``, checked; raises :class:`_Corrupt`.
-
-    The one check that ``show``, every read and ``verify`` share: a complete zlib stream,
-    nothing after it, content whose sha256 is ``ref``. ``keep=False`` only checks.
-    """
-    h = hashlib.sha256()
-    z = zlib.decompressobj()
-    out: list[bytes] = []
-    try:
-        while chunk := os.read(fd, CHUNK):
-            if z.eof:
-                raise _Corrupt("bytes after the end of its compressed stream")
-            part = z.decompress(chunk)
-            h.update(part)
-            if keep:
-                out.append(part)
-        part = z.flush()
-    except zlib.error as e:
-        raise _Corrupt("not a valid compressed stream") from e
-    h.update(part)
-    out.append(part)
-    if not z.eof:
-        raise _Corrupt("its compressed stream is cut short")
-    if z.unused_data:
-        raise _Corrupt("bytes after the end of its compressed stream")
-    if h.hexdigest() != ref:
-        raise _Corrupt("its content does not match its sha256")
-    return b"".join(out)
-
-
-def _line_count(data: bytes) -> int:
-    if not data:
-        return 0
-    n = data.count(b"\n")
-    return n if data.endswith(b"\n") else n + 1
-
-
-def _int(v: object, default: int = -1) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else default
-
-
-MANIFEST_BATCH = 256 * 1024  # bytes of manifest lines buffered before one append
+def task_id() -> str:
+    """A fresh manifest shard name stem: unique across processes and hosts."""
+    return f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}"
 
 
 class RefCache(Reading):
-    """A content-addressed store of tool outputs and message source stashes."""
+    """A content-addressed store of tool outputs and message source stashes.
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    ``task``: the name of this writer's manifest shard (``manifest/<task>.jsonl``; default:
+    fresh and unique). An engine gives a shard of work a stable name, so that a re-run of
+    it replaces its manifest shard instead of adding another."""
+
+    def __init__(self, root: str | Path | None = None, *, task: str | None = None) -> None:
         self.root = default_dir(root)
-        self.refs_dir = self.root / "refs"
-        self.manifest_path = self.root / MANIFEST
-        self._manifest_fd: int | None = None
-        self._pending: list[bytes] = []  # manifest lines not yet appended
+        self.refs_dir = sub(self.root, "refs")
+        self.manifest_path = sub(self.root, MANIFEST)
+        self.task = task or task_id()
+        self._shards_written = 0
+        self._ready = False  # ensure() has made refs/ and manifest/
+        self._pending: list[bytes] = []  # manifest lines not yet written
         self._pending_bytes = 0
         self._known: set[str] = set()
-        self._root_dir: PrivateDir | None = None
-        self._refs_dir: PrivateDir | None = None
+        self._root_dir: CacheDir | None = None
+        self._refs_dir: CacheDir | None = None
         self._open_lock = threading.Lock()
 
     # -- setup ----------------------------------------------------------------------
-    def _dirs(self, create: bool) -> tuple[PrivateDir, PrivateDir] | None:
+    def _dirs(self, create: bool) -> tuple[CacheDir, CacheDir] | None:
         """The open root and ``refs/`` (made 0700 when ``create``); ``None`` when absent."""
         with self._open_lock:
             if self._root_dir is None:
-                self._root_dir = PrivateDir.open_root(self.root, create=create)
+                self._root_dir = open_root(self.root, create=create)
                 if self._root_dir is None:
                     return None
             if self._refs_dir is None:
@@ -151,42 +124,43 @@ class RefCache(Reading):
                     return None
             return self._root_dir, self._refs_dir
 
-    def _refs(self, create: bool = False) -> PrivateDir | None:
+    def _refs(self, create: bool = False) -> CacheDir | None:
         d = self._dirs(create)
         return d[1] if d else None
 
+    def _shards(self, create: bool = False) -> CacheDir | None:
+        d = self._dirs(create)
+        return d[0].subdir(SHARDS, create=create) if d else None
+
     def ensure(self) -> None:
-        """Create the cache (0700) if needed and open it and its manifest, so that a hostile
+        """Create the cache (0700) with ``refs/`` and ``manifest/`` if needed, so that a hostile
         layout is an error before anything is written."""
-        d = self._dirs(True)
+        d = self._shards(True)
         assert d is not None
-        with self._open_lock:
-            if self._manifest_fd is None:
-                self._manifest_fd = d[0].open_append(MANIFEST)
+        d.close()
+        self._ready = True
 
     def flush(self) -> None:
-        """Append the buffered manifest entries (one write per batch of whole lines)."""
+        """Write the buffered manifest entries as this task's shard (a further batch of a
+        very large task: a further shard), whole, never appended to."""
         if not self._pending:
             return
-        self.ensure()
-        assert self._manifest_fd is not None
+        d = self._shards(True)
+        assert d is not None
         data = b"".join(self._pending)
+        name = f"{self.task}.jsonl" if not self._shards_written else f"{self.task}.{self._shards_written}.jsonl"
+        try:
+            d.write_atomic(name, data)
+        finally:
+            d.close()
         self._pending.clear()
         self._pending_bytes = 0
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._manifest_fd, view) :]
-        except OSError as e:
-            raise cache_error(e, self.manifest_path, "cannot write: ", writing=True) from e
+        self._shards_written += 1
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
-            if self._manifest_fd is not None:
-                os.close(self._manifest_fd)
-                self._manifest_fd = None
             with self._open_lock:
                 for d in (self._refs_dir, self._root_dir):
                     if d is not None:
@@ -194,10 +168,6 @@ class RefCache(Reading):
                 self._refs_dir = self._root_dir = None
 
     def __del__(self) -> None:  # descriptors only: pending manifest lines need close()
-        fd = getattr(self, "_manifest_fd", None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
         for d in (getattr(self, "_refs_dir", None), getattr(self, "_root_dir", None)):
             if d is not None:
                 d.close()
@@ -226,11 +196,12 @@ class RefCache(Reading):
             raise CtxtoolError(f"ambiguous ref prefix {ref} ({len(hits)} refs)", code=ExitCode.USAGE)
         return hits[0]
 
-    def path_for(self, ref: str) -> Path:
-        """Where ``ref`` is stored (for messages; the cache itself never opens this path)."""
+    def path_for(self, ref: str) -> Any:
+        """Where ``ref`` is stored, a Path (a URL string for a cache on object storage); for
+        messages: the cache itself never opens this path."""
         if not REF_RE.match(ref):
             raise BadRefError(f"invalid ref {ref!r}: expected 64 hex digits")
-        return self.refs_dir / ref
+        return sub(self.refs_dir, ref)
 
     def exists(self, ref: str) -> bool:
         """Is ``ref`` stored as a regular file (a link or a directory does not count)?"""
@@ -256,12 +227,12 @@ class RefCache(Reading):
     def put(self, data: bytes | str, *, kind: str = "output", source: dict[str, Any] | None = None) -> RefInfo:
         """Store ``data`` (if not there yet) and record where it came from."""
         b = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        return self._put(b, hashlib.sha256(b).hexdigest(), _line_count(b), kind, source)
+        return self._put(b, hashlib.sha256(b).hexdigest(), line_count(b), kind, source)
 
     def _put(self, b: bytes, ref: str, lines: int, kind: str, source: dict[str, Any] | None) -> RefInfo:
         info = RefInfo(ref, len(b), lines, kind, [source] if source else [], time.time())
         if ref not in self._known:
-            if self._manifest_fd is None:
+            if not self._ready:
                 self.ensure()
             refs = self._refs(True)
             assert refs is not None
@@ -272,7 +243,7 @@ class RefCache(Reading):
                 if st is not None and stat.S_ISDIR(st.st_mode):
                     raise CtxtoolError(
                         "is a directory where a ref file belongs (run ctxtool refs verify)",
-                        path=str(self.refs_dir / ref),
+                        path=str(sub(self.refs_dir, ref)),
                         code=ExitCode.INPUT,
                     )
                 refs.write_atomic(ref, zlib.compress(b, COMPRESS_LEVEL))
@@ -302,23 +273,23 @@ class RefCache(Reading):
             self.flush()
 
     def _load(self, ref: str, *, keep: bool = True) -> bytes:
-        """The checked content of the full id ``ref`` (see :func:`_read_ref`)."""
+        """The checked content of the full id ``ref`` (see :func:`read_ref`)."""
         refs = self._refs()
-        p = self.refs_dir / ref
+        p = sub(self.refs_dir, ref)
         try:
             if refs is None:
                 raise FileNotFoundError
-            fd = refs.open_file(ref)
+            fh = refs.open_reader(ref)
         except FileNotFoundError:
             raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
         try:
-            return _read_ref(fd, ref, keep=keep)
-        except _Corrupt as e:
+            return read_ref(fh, ref, keep=keep)
+        except Corrupt as e:
             raise CtxtoolError(f"ref {ref} is corrupted: {e} (run ctxtool refs verify)", path=str(p)) from None
         except OSError as e:
             raise cache_error(e, p, "cannot read: ") from e
         finally:
-            os.close(fd)
+            fh.close()
 
     def read_bytes(self, ref: str) -> bytes:
         return self._load(self.resolve(ref))
@@ -334,19 +305,30 @@ class RefCache(Reading):
         return jsonio.loads(self.read_bytes(ref), path=f"ref:{ref}")
 
     # -- the manifest -----------------------------------------------------------------
-    def _manifest_lines(self) -> Iterable[bytes]:
+    def _manifest_files(self) -> list[tuple[CacheDir, str]]:
+        """Where manifest lines are: the single manifest of older versions, then every shard."""
         d = self._dirs(False)
         if d is None:
-            return
-        try:
-            fd = d[0].open_file(MANIFEST)
-        except FileNotFoundError:
-            return
-        try:
-            with os.fdopen(fd, "rb") as fh:
-                yield from fh
-        except OSError as e:
-            raise cache_error(e, self.manifest_path, "cannot read: ") from e
+            return []
+        out: list[tuple[CacheDir, str]] = []
+        if d[0].lstat(MANIFEST) is not None:
+            out.append((d[0], MANIFEST))
+        shards = d[0].subdir(SHARDS, create=False)
+        if shards is not None:
+            out.extend((shards, n) for n in sorted(shards.listdir()) if SHARD_RE.match(n))
+        return out
+
+    def _manifest_lines(self) -> Iterable[bytes]:
+        for d, name in self._manifest_files():
+            try:
+                fh = d.open_reader(name)
+            except FileNotFoundError:
+                continue  # removed by a gc meanwhile
+            try:
+                with fh:
+                    yield from fh
+            except OSError as e:
+                raise cache_error(e, sub(d.path, name), "cannot read: ") from e
 
     def manifest(self) -> dict[str, RefInfo]:
         """Manifest entries merged by ref (duplicates tolerated; sources accumulated)."""
@@ -368,8 +350,8 @@ class RefCache(Reading):
                 created = e.get("created")
                 info = out[ref] = RefInfo(
                     ref,
-                    _int(e.get("byte_size"), 0),
-                    _int(e.get("line_count"), 0),
+                    as_int(e.get("byte_size"), 0),
+                    as_int(e.get("line_count"), 0),
                     str(e.get("kind", "output")),
                     [],
                     float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None,
@@ -401,12 +383,12 @@ class RefCache(Reading):
             except CtxtoolError:
                 data = None
             size, mtime = sizes[ref]
-            n_bytes, n_lines = (-1, -1) if data is None else (len(data), _line_count(data))
+            n_bytes, n_lines = (-1, -1) if data is None else (len(data), line_count(data))
             out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
         return out
 
     def verify(self) -> VerifyResult:
-        """Check every ref file with the same check every read makes (:func:`_read_ref`)."""
+        """Check every ref file with the same check every read makes (:func:`read_ref`)."""
         res = VerifyResult()
         man = self.manifest()
         refs = self._refs()
@@ -443,13 +425,12 @@ class RefCache(Reading):
                 d.unlink(ref)
 
     def rewrite_manifest(self, keep: set[str]) -> None:
-        """Drop manifest lines of refs not in ``keep`` (atomic replace)."""
+        """Drop manifest lines of refs not in ``keep``: the kept ones in one manifest file
+        (atomic replace), then the shards they came from removed."""
         self.flush()
-        if self._manifest_fd is not None:
-            os.close(self._manifest_fd)
-            self._manifest_fd = None
         d = self._dirs(False)
-        if d is None or d[0].lstat(MANIFEST) is None:
+        files = self._manifest_files()
+        if d is None or not files:
             return
         lines = []
         for raw in self._manifest_lines():
@@ -460,6 +441,9 @@ class RefCache(Reading):
             if isinstance(e, dict) and e.get("id") in keep:
                 lines.append(raw.rstrip(b"\n") + b"\n")
         d[0].write_atomic(MANIFEST, b"".join(lines))
+        for sd, name in files:
+            if name != MANIFEST:
+                sd.unlink(name)
 
     # -- garbage collection (seed 001 1.9) ------------------------------------------------
     def closure(self, roots: Iterable[str]) -> set[str]:

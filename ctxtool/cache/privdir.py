@@ -7,8 +7,8 @@ is reached as given (a link to it is followed, like any path the user names). Ev
 sub-directories with ``O_DIRECTORY | O_NOFOLLOW``, files with ``O_NOFOLLOW`` and a check
 that they are regular files, so a link planted in the cache can neither make ctxtool
 read, write, append to or ``chmod`` anything outside it. Files are replaced by a rename
-inside the directory (which replaces a link, never its target); the one file appended in
-place (the ref manifest) must also have a single link.
+inside the directory (which replaces a link, never its target); nothing is appended in
+place (the ref manifest is written as one shard per task).
 
 Every failure is a one-line :class:`~ctxtool.errors.CtxtoolError` naming the path:
 exit 3 (``INPUT``: the cache is not what ctxtool wrote), 8 (``IO``: a write failed: disk
@@ -23,6 +23,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import IO
 
 from ..errors import CtxtoolError, ExitCode
 from ..paths import sweep_leftovers, temp_prefix
@@ -219,6 +220,10 @@ class PrivateDir:
             raise
         return fd
 
+    def open_reader(self, name: str) -> IO[bytes]:
+        """The regular file ``name`` opened for reading (``FileNotFoundError`` when absent)."""
+        return os.fdopen(self.open_file(name), "rb")
+
     def read_bytes(self, name: str, *, single_link: bool = False) -> bytes:
         fd = self.open_file(name, single_link=single_link)
         try:
@@ -232,30 +237,6 @@ class PrivateDir:
             raise cache_error(e, self.path / name, "cannot read: ") from e
         finally:
             os.close(fd)
-
-    def open_append(self, name: str) -> int:
-        """``name`` for appending (created 0600): a regular file with one link, never a link."""
-        p = self.path / name
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
-        try:
-            fd = os.open(name, flags, 0o600, dir_fd=self.fd)
-        except OSError as e:
-            raise self._refused(e, name, doing="cannot open for writing: ", writing=True) from e
-        try:
-            st = os.fstat(fd)
-            why = not_regular(st.st_mode) or (HARD_LINKS if st.st_nlink != 1 else "")
-            if why:
-                raise CtxtoolError(why, path=str(p), code=ExitCode.INPUT)
-            os.set_blocking(fd, True)
-            if stat.S_IMODE(st.st_mode) != 0o600:
-                os.fchmod(fd, 0o600)
-        except OSError as e:
-            os.close(fd)
-            raise cache_error(e, p) from e
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
 
     def write_atomic(self, name: str, data: bytes, *, fsync: bool = False) -> None:
         """Replace ``name`` by ``data`` (0600): a fresh private file here, then a rename.

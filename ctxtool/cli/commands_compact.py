@@ -65,6 +65,10 @@ def compact(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Transcripts summarized in parallel (datasets).", min=1)] = 1,
     cache_dir: Annotated[str | None, typer.Option("--cache-dir", help="Summary cache (default: $CTXTOOL_CACHE_DIR, else the user cache directory).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache remote summaries.")] = False,
+    max_in_flight: common.MaxInFlightOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -123,14 +127,19 @@ def compact(
         tool_digest=tool_digest,
         fallback=fallback,
     )
-    summ = None if dry_run else _summarizer(cfg, info, no_cache)
+    summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
+    from contextlib import ExitStack
+
+    stack = ExitStack()  # closes the engine (a local Ray cluster)
     try:
+        sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
-            events=events, dry_run=dry_run, progress=progress,
+            events=events, dry_run=dry_run, progress=progress, engine=sh,
         )
     finally:
+        stack.close()
         stop()
         if isinstance(summ, Closeable):
             summ.close()
@@ -165,7 +174,7 @@ def _emit_json(report: Any, jsonl: bool) -> None:
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
 
 
-def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
+def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None) -> Any:
     from ..summarizers import get_summarizer
 
     kind = str(cfg["summarizer.kind"])
@@ -181,6 +190,11 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool) -> Any:
         max_tokens=int(cfg["summarizer.max_tokens"]),
         command=cfg["summarizer.command"] or None,
     )
+    if max_in_flight:  # inside the cache: a hit never waits for a slot
+        from ..engines import ThreadLimiter
+        from ..engines.limit import LimitedSummarizer
+
+        inner = LimitedSummarizer(inner, ThreadLimiter(max_in_flight))
     if no_cache:
         return inner
     from ..paths import cache_dir

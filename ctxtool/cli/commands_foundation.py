@@ -48,6 +48,8 @@ def stats(
     top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
     jobs: common.JobsOpt = None,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of tokens (of the transcripts, or of plain text).")] = False,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and seed 002 thresholds.
@@ -61,12 +63,9 @@ def stats(
     files = list(iter_paths(paths))
     if len(files) == 1 and _plain_text(files[0], tok, count, as_json or as_jsonl):
         return
-    size = 0
-    for f in files:
-        if f != "-":
-            import os
+    from ..jsonio import input_size
 
-            size += os.path.getsize(f)
+    size = sum(input_size(f) or 0 for f in files)
     progress_cb = None
     prog = None
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
@@ -82,7 +81,11 @@ def stats(
                 prog.update(task, description=f"{counter[0]:,} transcripts  {t.path}")
 
         prog.start()
+    from contextlib import ExitStack
+
+    stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
+        sh = stack.enter_context(common.sharding(engine, files, None, address, False, jobs))
         report = st.stats(
             files,
             tokenizer=tok,
@@ -95,8 +98,10 @@ def stats(
             per_message=per_message,
             progress=progress_cb,
             workers=jobs,
+            engine=sh,
         )
     finally:
+        stack.close()
         if prog is not None:
             prog.stop()
     machine = as_json or as_jsonl

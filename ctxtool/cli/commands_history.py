@@ -43,6 +43,9 @@ def window(
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
     """Keep a window of the history (seed 002 truncate) and write it to -o. A tool call and
     its result are dropped or kept together; system prompts are always kept; kept messages
@@ -57,7 +60,9 @@ def window(
           "max_chars": int(cfg["window.max_chars"]), "keep_first_user": bool(cfg["window.keep_first_user"])}
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)
-    rep = window_file(path, None if dry_run else (output or "-"), **kw, fmt=fmt, to=to, on_error=on_error.value, jobs=jobs)
+    with common.sharding(engine, [path], None if dry_run else output, address, join, jobs) as sh:
+        rep = window_file(path, None if dry_run else (output or "-"), **kw, fmt=fmt, to=to, on_error=on_error.value,
+                          jobs=jobs, engine=sh)
     warn_skipped(rep.skipped)
     reports = rep.transcripts
     if _to_stdout(output, dry_run):

@@ -123,6 +123,9 @@ def truncate(
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
     """Shorten every tool output over the limits (seed 000 order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
@@ -150,10 +153,11 @@ def truncate(
         over["mode"] = "head_tail"
     limits = toolout.limits_with(base, **over)
     cache = _cache(cache_dir)
-    rep = tools_ops.truncate_file(
-        path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
-        events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl,
-    )
+    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+        rep = tools_ops.truncate_file(
+            path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
+            events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
+        )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
 
@@ -168,16 +172,20 @@ def restore(
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
     from .. import tools_ops
 
     cache = _cache(cache_dir)
-    rep = tools_ops.restore_file(
-        path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value, jobs=jobs,
-        records=as_json or as_jsonl,
-    )
+    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+        rep = tools_ops.restore_file(
+            path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value, jobs=jobs,
+            records=as_json or as_jsonl, engine=sh,
+        )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"), as_jsonl)
 
 
@@ -199,6 +207,9 @@ def trim(
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    engine: common.EngineOpt = None,
+    address: common.AddressOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
     """Seed 001 1.7: while the tool outputs exceed the budget, replace the oldest by
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
@@ -214,10 +225,11 @@ def trim(
         budget = cfg["tool_output.context_budget_tokens"] or None  # None: each transcript's window
     context = ContextSettings.from_config(cfg, window=context_window, model=model)
     cache = _cache(cache_dir)
-    rep = tools_ops.trim_file(
-        path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
-        on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl,
-    )
+    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+        rep = tools_ops.trim_file(
+            path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
+            on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
+        )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
 

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -15,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
+from ..engines import engine_names
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
 
@@ -170,6 +173,34 @@ JobsOpt = Annotated[
     int | None,
     typer.Option("--jobs", "-j", min=1, help="Processes for a dataset file (one transcript per line; default: one per core from 8 MB)."),
 ]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help=f"Where shards run: {', '.join(engine_names())} (default local). Any engine but the default "
+                 "(or --join, an input glob, an output directory) writes -o DIR as shards plus _report.json; a re-run skips finished shards."),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--address", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
+]
+JoinOpt = Annotated[bool, typer.Option("--join", help="With shards: join them, in order, into the one file -o FILE.")]
+MaxInFlightOpt = Annotated[
+    int | None,
+    typer.Option("--max-in-flight", min=1, help="At most N summary requests at once across all workers (no 429 storms)."),
+]
+
+
+@contextlib.contextmanager
+def sharding(engine: str | None, paths: list[str], output: str | None, address: str | None, join: bool,
+             jobs: int | None = None) -> Iterator[Any]:
+    """The shards a file command runs as (None: a plain run), and the engine closed afterwards."""
+    from ..engines import sharding as make
+
+    sh = make(engine, paths, output, address=address, join=join, workers=jobs)
+    try:
+        yield sh
+    finally:
+        if sh is not None:
+            sh.engine.close()
 
 
 def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:

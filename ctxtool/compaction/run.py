@@ -35,10 +35,12 @@ def compact_file(
     dry_run: bool = False,
     progress: Callable[[int, int, RecordReport], None] | None = None,
     validate_output: bool = True,
+    engine: Any = None,
 ) -> CompactReport:
     """Compact every transcript of ``path`` and write them to ``output`` (``None``/``-``:
     stdout; not written on ``dry_run``). ``jobs``: transcripts compacted at once (threads:
-    summary models wait on the network)."""
+    summary models wait on the network). ``engine``: run as shards
+    (:class:`ctxtool.engines.Sharding`)."""
     from ..paths import refuse_overwrite
     from ..runner import event_log, run_file
     from ..summarizers.heuristic import HeuristicSummarizer
@@ -53,7 +55,7 @@ def compact_file(
     t0 = time.perf_counter()
     try:
         run = run_file(op, src, None if dry_run else (out or "-"), fmt=fmt, to=to, on_error=on_error, jobs=1,
-                       events=log, threads=max(1, jobs))
+                       events=log, threads=max(1, jobs), engine=engine)
     except BaseException:
         if log is not None and log.path is not None and log.events:
             log.flush()  # what was done until the failure

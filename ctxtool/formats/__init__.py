@@ -287,15 +287,14 @@ def _record_family(name: Any) -> str:
 
 
 def split_plan(
-    path: str, fmt: str | None, workers: int, min_bytes: int
+    path: str, fmt: str | None, workers: int, min_bytes: int, *, lines: bool = True
 ) -> tuple[str, list[tuple[int, int, int]]] | None:
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
-    processes: its format and byte ranges ``(start, end, first line)``; None when it is not one."""
-    import os
+    processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
+    ``lines=False``: first lines are not counted (see :func:`ctxtool.jsonio.split_ranges`)."""
+    from ..jsonio import input_size, split_ranges, splittable
 
-    from ..jsonio import split_ranges, splittable
-
-    if workers < 2 or not splittable(path) or os.path.getsize(path) < min_bytes:
+    if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None
     src = open_source(path)
     try:
@@ -304,15 +303,21 @@ def split_plan(
             return None
     finally:
         src.close()
-    return f.name, split_ranges(path, workers)
+    return f.name, split_ranges(path, workers, lines=lines)
 
 
 def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
-    """Expand directories (recursively) into transcript files; ``-`` passes through."""
+    """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
+    and ``-`` pass through."""
+    from .. import urls
+
     for p in paths:
         s = str(p)
         if s == "-":
             yield s
+            continue
+        if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
+            yield from urls.expand(s)
             continue
         path = Path(s)
         if path.is_dir():

@@ -1,11 +1,13 @@
 """A summary cache: the same request to the same summarizer is answered from disk.
 
-The key is the SHA-256 of the summarizer's :meth:`settings` and everything in the
-request that shapes the summary (system prompt, prompt, style, previous summary,
-file lists, max tokens). Summaries live as UTF-8 files under
+The key is the SHA-256 of the summarizer's :meth:`settings` less where it is reached
+(:data:`ADDRESS_KEYS`: the same model behind another host or port is the same model) and
+everything in the request that shapes the summary (system prompt, prompt, style, previous
+summary, file lists, max tokens). Summaries live as UTF-8 files under
 ``<cache_dir>/summaries/<key>`` (the cache directory and ``summaries/`` 0700, files 0600,
 written atomically), so re-runs are free and deterministic and an interrupted dataset run
-resumes where it stopped.
+resumes where it stopped. The cache directory may be an fsspec URL (``s3://...``): every
+worker of a cluster then shares one cache (an entry is one whole object).
 
 Like the ref cache, nothing inside the cache directory is reached through a link
 (:mod:`ctxtool.cache.privdir`): a link, or anything but a directory at ``summaries/`` or a
@@ -23,20 +25,24 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..cache.privdir import PrivateDir
+from ..cache.objstore import CacheDir, cache_root, open_root, sub
 from ..errors import CtxtoolError
 from . import Summarizer, SummaryRequest
 
 log = logging.getLogger("ctxtool.summarizers")
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the endpoint's address is no longer part of the key
+
+#: settings that say where a model is reached, not what it is: left out of the key
+ADDRESS_KEYS = frozenset({"base_url", "url", "endpoint", "host", "port", "address"})
 
 
 def cache_key(settings: dict[str, Any], req: SummaryRequest) -> str:
-    """The hex SHA-256 identifying ``req``'s summary under a summarizer's ``settings``."""
+    """The hex SHA-256 identifying ``req``'s summary under a summarizer's ``settings``
+    (model name and options; not the address it is served from)."""
     doc = {
         "v": CACHE_VERSION,
-        "settings": settings,
+        "settings": {k: v for k, v in settings.items() if k not in ADDRESS_KEYS},
         "system": req.system,
         "prompt": req.prompt,
         "style": req.style,
@@ -56,13 +62,23 @@ class CachedSummarizer:
         self.inner = inner
         self.name = inner.name
         self.context_window = inner.context_window
-        self.root = Path(cache_dir).expanduser()
-        self.dir = self.root / "summaries"
+        self.root = cache_root(cache_dir)
+        self.dir = sub(self.root, "summaries")
         self._settings = inner.settings()
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._hits = 0
         self._misses = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles (to the workers of an engine) without its locks and counters."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_key_locks", "_hits", "_misses")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._key_locks = {}
+        self._hits = self._misses = 0
 
     @property
     def hits(self) -> int:
@@ -80,8 +96,9 @@ class CachedSummarizer:
     def key(self, req: SummaryRequest) -> str:
         return cache_key(self._settings, req)
 
-    def path(self, req: SummaryRequest) -> Path:
-        return self.dir / self.key(req)
+    def path(self, req: SummaryRequest) -> Any:
+        """Where ``req``'s summary is kept (a Path; a URL string on object storage)."""
+        return sub(self.dir, self.key(req))
 
     def summarize(self, req: SummaryRequest) -> str:
         key = self.key(req)
@@ -108,8 +125,8 @@ class CachedSummarizer:
         if callable(close):
             close()
 
-    def _open(self, create: bool) -> PrivateDir | None:
-        root = PrivateDir.open_root(self.root, create=create)
+    def _open(self, create: bool) -> CacheDir | None:
+        root = open_root(self.root, create=create)
         if root is None:
             return None
         try:

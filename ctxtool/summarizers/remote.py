@@ -171,6 +171,14 @@ class RemoteSummarizer:
                 f"summarizer max_tokens must be positive, got {max_tokens}", code=ExitCode.USAGE
             )
 
+        # what a copy on another process or machine is built from (``__reduce__``): never the
+        # key (a worker reads its own $CTXTOOL_API_KEY or provider variable), never ``sleep``
+        self._init = {
+            "kind": kind, "model": model, "base_url": base_url, "timeout": timeout, "retries": retries,
+            "context_window": context_window, "max_tokens": max_tokens, "backoff_base": backoff_base,
+            "backoff_cap": backoff_cap, "retry_after_cap": retry_after_cap, "seed": seed,
+            "max_connections": max_connections, "total_timeout": total_timeout,
+        }
         self.name = kind
         self.kind = kind
         self.model = model
@@ -306,6 +314,12 @@ class RemoteSummarizer:
     def close(self) -> None:
         self._client.close()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its settings, for engines that run compaction on other processes or
+        machines (``--engine ray``): the copy opens its own connections and takes its API
+        key from its own environment, so no secret travels with the job."""
+        return (_rebuild, (self._init,))
+
     def __enter__(self) -> RemoteSummarizer:
         return self
 
@@ -439,3 +453,7 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _rebuild(init: dict[str, Any]) -> RemoteSummarizer:
+    return RemoteSummarizer(**init)

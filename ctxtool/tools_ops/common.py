@@ -17,6 +17,7 @@ from ..events import EventLog
 from ..formats.base import ErrorPolicy
 from ..model import Block, Compaction, Cont, Line, Message, Record, Transcript
 from ..tokens import Tokenizer
+from ..urls import is_url
 
 KINDS = ("tool_result", "thinking", "tool_call", "image")
 DEFAULT_INCLUDE = ("tool_result",)
@@ -226,7 +227,7 @@ class Ctx:
     def source(self, t: Transcript, msg: Message, tool: str | None, kind: str) -> dict[str, Any]:
         if self._src_path != t.path:
             self._src_path = t.path
-            self._src_file = t.path if t.path == "-" else os.path.abspath(t.path)
+            self._src_file = t.path if t.path == "-" or is_url(t.path) else os.path.abspath(t.path)
         return {
             "file": self._src_file,
             "transcript": t.id if t.id is not None else t.index,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cache import RefCache
 from ..context import ContextSettings
@@ -14,6 +14,9 @@ from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
 from ..model import Transcript
 from ..runner import Operation, RunContext, Task, run_file
+
+if TYPE_CHECKING:
+    from ..engines import Sharding
 from ..tokens import TiktokenTokenizer, Tokenizer, get_tokenizer
 from ..toolout import Limits
 from .common import DEFAULT_INCLUDE, SUMMED, Ctx, OpsReport, as_cache, parse_include
@@ -118,9 +121,10 @@ def run_ops(
     events: EventLog | str | Path | None = None,
     on_error: str = "fail",
     jobs: int | None = None,
+    engine: Sharding | None = None,
 ) -> OpsReport:
     """Run a truncate/trim/restore operation over a file; the report names the files."""
-    run = run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, events=events)
+    run = run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, events=events, engine=engine)
     rep = run.report
     rep.path, rep.output = path, output
     rep.format = rep.format or run.format
@@ -143,13 +147,14 @@ def truncate_file(
     on_error: str = "fail",
     jobs: int | None = None,
     records: bool = False,
+    engine: Sharding | None = None,
 ) -> OpsReport:
     """``ctxtool truncate``: write ``path`` to ``output`` (``-`` stdout, None: discard) with
     every over-limit output cut and its full text in the cache. ``records``: keep each
     transcript's counts in ``report.items``."""
     op = TruncateOp(cache_root(cache), tokenizer_name(tokenizer), limits or Limits(), parse_include(include),
                     records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
 
 
 def trim_file(
@@ -166,6 +171,7 @@ def trim_file(
     jobs: int | None = None,
     context: ContextSettings | None = None,
     records: bool = False,
+    engine: Sharding | None = None,
 ) -> OpsReport:
     """``ctxtool trim``: per transcript, trim the oldest tool outputs down to ``budget`` tokens
     (None: seed 001's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
@@ -173,7 +179,7 @@ def trim_file(
     if budget is not None and budget < 0:
         raise CtxtoolError("--budget must be >= 0", code=ExitCode.USAGE)
     op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
 
 
 def restore_file(
@@ -187,7 +193,8 @@ def restore_file(
     on_error: str = "fail",
     jobs: int | None = None,
     records: bool = False,
+    engine: Sharding | None = None,
 ) -> OpsReport:
     """``ctxtool restore``: put back every truncated, spilled or trimmed message."""
     op = RestoreOp(cache_root(cache), records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
