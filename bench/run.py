@@ -249,6 +249,7 @@ def main() -> int:
     except ImportError:
         pass
     sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
+    sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     for title, fns in sections:
         print(f"[{title}]", flush=True)
         for fn in fns:

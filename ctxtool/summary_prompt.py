@@ -345,30 +345,6 @@ def strip_prefix(summary: str) -> str:
     return s
 
 
-_DIGITS = re.compile(r"\d+")
-DEGENERATE_MIN_LINES = 12
-DEGENERATE_SHARE = 0.6
-
-
-def degenerate(summary: str) -> str | None:
-    """Why a model's summary is no summary, or None. A small model stuck in a loop writes one
-    line over and over (numbers aside) and none of the sections it was asked for; a summary
-    with headings or ``<summary>`` tags is never judged here, however list-like it is."""
-    lines = [ln.strip() for ln in summary.splitlines() if ln.strip()]
-    if len(lines) < DEGENERATE_MIN_LINES or "<summary>" in summary:
-        return None
-    if any(ln.startswith("#") for ln in lines):
-        return None
-    shapes: dict[str, int] = {}
-    for ln in lines:
-        k = _DIGITS.sub("#", ln)
-        shapes[k] = shapes.get(k, 0) + 1
-    top = max(shapes.values())
-    if top >= DEGENERATE_SHARE * len(lines):
-        return f"the summary repeats one line {top} times in {len(lines)} and has none of the requested sections"
-    return None
-
-
 # -- seed 001 <retain>/<summary> ---------------------------------------------------------------------
 _TAG_RE = {t: re.compile(rf"<{t}>\s*(.*?)\s*</{t}>", re.S) for t in ("retain", "summary")}
 

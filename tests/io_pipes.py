@@ -112,6 +112,7 @@ FILE_COMMANDS: dict[str, list[str]] = {
     "replay": ["replay", "{i}", "--context-window", "1000"],
     "compact": ["compact", "{i}", "--force", "-o", "{o}"],
     "compactions": ["compactions", "{i}", "--json"],
+    "score": ["score", "{i}", str(SAMPLES / "pi_session.jsonl")],  # BEFORE from the input, AFTER a file
     "export": ["export", "{i}", "--to", "html", "--title", "t", "-o", "{o}"],
     "usage": ["usage", "{i}", "--json"],
 }

@@ -338,11 +338,13 @@ def test_summary_stuck_in_a_loop_is_rejected(tmp_path: Path) -> None:
 
 def test_structured_summaries_are_not_taken_for_loops() -> None:
     ok = "\n".join(["## Goal", "Fix the parser", "## Progress", *(f"- [x] step {i}: edit src/mod_{i}.py" for i in range(20))])
-    assert sp.degenerate(ok) is None  # a list under the requested headings
-    assert sp.degenerate("\n".join(f"- [x] step {i}: edit src/mod_{i}.py" for i in range(20))) is not None
-    assert sp.degenerate("\n".join(["Summary:", *(["the user asked"] * 15)])) is not None
-    assert sp.degenerate("short\nshort\nshort") is None  # too few lines to judge
-    assert sp.degenerate("\n".join(f"{w} {i}" for i, w in enumerate("alpha beta gamma delta".split() * 5))) is None
+    from ctxtool.score.quality import degenerate
+
+    assert degenerate(ok) is None  # a list under the requested headings
+    assert degenerate("\n".join(f"- [x] step {i}: edit src/mod_{i}.py" for i in range(20))) is not None
+    assert degenerate("\n".join(["Summary:", *(["the user asked"] * 15)])) is not None
+    assert degenerate("short\nshort\nshort") is None  # too few lines to judge
+    assert degenerate("\n".join(f"{w} {i}" for i, w in enumerate("alpha beta gamma delta".split() * 5))) is None
 
 
 def test_remote_failure_with_fallback_uses_heuristic(tmp_path: Path) -> None:

@@ -185,19 +185,9 @@ def test_no_operation_breaks_pairs_or_parent_links(path: Path, tmp_path: Path) -
             assert _parents_ok(out, fmt), op
 
 
-#: files restore does not yet give back (reported): a Claude Code line between two continuation
-#: lines of one message (a progress line) is re-linked while the message is cut; restore looks
-#: for the continuation's predecessor by its original bytes, does not find it, and puts the
-#: continuation after its message, out of order
-KNOWN_RESTORE_ORDER = {"spotter_ae4a77f8_main.jsonl"}
-RESTORE_PARAMS = [
-    pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(strict=True, reason="continuation order after a re-linked line"))
-    if p.values[0].name in KNOWN_RESTORE_ORDER else p
-    for p in all_transcript_params()
-]
-
-
-@pytest.mark.parametrize("path", RESTORE_PARAMS)
+#: spotter_ae4a77f8_main.jsonl holds a progress line between two continuation lines of one
+#: message, re-linked while the message is cut: restore finds it by its source form
+@pytest.mark.parametrize("path", all_transcript_params())
 def test_truncate_then_restore_gives_the_input_back(path: Path, tmp_path: Path) -> None:
     short, back = tmp_path / ("short" + path.suffix), tmp_path / ("back" + path.suffix)
     tools_ops.truncate_file(str(path), str(short), limits=TIGHT, include="all", cache=tmp_path / "c")

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("archive", "replay", "instructions"), "commands_replay"),
     "compact": "commands_compact",
     "compactions": "commands_compactions",
+    "score": "commands_score",
     "export": "commands_export",
     "config": "commands_config",
     "refs": "commands_tools",

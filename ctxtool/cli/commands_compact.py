@@ -60,6 +60,7 @@ def compact(
     tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Seed 000: archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest].")] = False,
     tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
+    min_retention: Annotated[float | None, typer.Option("--min-retention", min=0.0, max=1.0, help="Reject a summary whose retention (what `ctxtool score` measures, 0-1) is below this; with --fallback the heuristic summary is tried instead.")] = None,
     events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (cut, sizes, prompt size) without calling a model or writing.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Transcripts summarized in parallel (datasets).", min=1)] = 1,
@@ -126,6 +127,7 @@ def compact(
         pins=cp.pins.load(pin or ()),
         tool_digest=tool_digest,
         fallback=fallback,
+        min_retention=min_retention,
     )
     summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
@@ -241,6 +243,7 @@ def _render(report: CompactReport, out: IO[str]) -> None:
                 + (f", first kept {r.first_kept_id}" if r.first_kept_id else "")
                 + (" (incremental)" if r.incremental else "")
                 + (" (fallback summary)" if r.fallback_used else "")
+                + (f", retention {r.retention:.0%}" if r.retention is not None else "")
                 + "\n"
             )
         elif r.status == "planned":
@@ -261,6 +264,7 @@ def _render(report: CompactReport, out: IO[str]) -> None:
         out.write(f"... and {len(recs) - 50:,} more (use --json for all)\n")
     if len(recs) > 1 or report.cache_hits or report.cache_misses:
         ratio = f", ratio {report.ratio:.2f}x" if report.ratio else ""
+        ratio += f", mean retention {report.retention:.0%}" if report.retention is not None else ""
         out.write(
             f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
             f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"

@@ -125,14 +125,13 @@ def compact_transcript(
 def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts: sp.PromptOptions,
                            extra: dict[str, Any], opts: CompactOptions, tok: Tokenizer, rep: RecordReport,
                            files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary]:
-    """The model's summary and the rebuilt transcript. A summary that is empty, repeats
-    itself (a model stuck in a loop), or leaves the transcript no smaller, is rejected; with
-    ``fallback`` the heuristic summary is used instead (then clipped, if it alone would not
-    make the transcript smaller)."""
+    """The model's summary and the rebuilt transcript. A summary is rejected when the rules of
+    :mod:`ctxtool.score.quality` reject it (empty, an echo of the template or the input, a
+    loop), when it leaves the transcript no smaller, or when its retention
+    (:func:`ctxtool.score.score`) is below ``min_retention``; with ``fallback`` the heuristic
+    summary is used instead (then clipped, if it alone would not make the transcript smaller)."""
     problem: str | None = None
     text: str | None = None
-    style = popts.style
-    files_read, files_mod = files
     try:
         out = summarize(summarizer, p.summarize, p.view.previous_summary, popts, extra)
         rep.summary_calls, rep.chunks, rep.prompt_tokens = out.calls, out.chunks, out.prompt_tokens
@@ -142,30 +141,72 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
             raise
         problem = e.message
     attempts = 0
+    heuristic = summarizer.name == "heuristic"
     while True:
         attempts += 1
         if text is not None:
-            retain, body = sp.parse_retain(text) if style == "retain" else (None, text)
-            if not sp.strip_prefix(body).strip():
-                problem = "the summary model returned an empty summary"
-            elif (why := sp.degenerate(sp.strip_prefix(body))) is not None:
-                problem = why
-            else:
-                body = sp.with_file_lists(sp.strip_prefix(body), files_read, files_mod)
-                summary = Summary(body, retain, style, files_read, files_mod)
-                built = rebuild(t, p, summary, opts, target)
-                rep.tokens_after = sum(count_messages(built.visible, tok))
-                rep.summary_tokens = tok.count(body) + (tok.count(retain) if retain else 0)
-                if rep.tokens_after < rep.tokens_before:
-                    rep.fallback_used = attempts > 1
-                    return built, summary
-                problem = (f"the compacted transcript would not be smaller ({rep.tokens_after:,} ≥ "
-                           f"{rep.tokens_before:,} tokens): keep fewer recent tokens")
+            got = _accept(text, t, p, popts, opts, tok, rep, files if attempts < 3 else
+                          (files[0][-10:], files[1][-10:]), target)
+            if not isinstance(got, str):
+                rep.fallback_used = attempts > 1
+                return got
+            problem = got
         if not opts.fallback or attempts >= 3:
-            hint = "; use --fallback to use the heuristic summary instead" if not opts.fallback else ""
-            raise CtxtoolError(f"summary rejected: {problem}{hint}", code=ExitCode.REMOTE, path=t.path)
+            raise CtxtoolError(_rejected(problem or "", t, p, opts, rep, heuristic=heuristic or attempts > 1),
+                               code=ExitCode.REMOTE, path=t.path)
+        heuristic = True
         text = summarize(_heuristic(), p.summarize, p.view.previous_summary, popts, extra).text
         if attempts == 2:  # the heuristic summary was too large as well: clip it and its file lists
-            summarized = sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
-            text = sp.clip(text, max(summarized * 2 - len(sp.SUMMARY_PREFIX) - 60, 40))
-            files_read, files_mod = files_read[-10:], files_mod[-10:]
+            text = sp.clip(text, max(_summarized_tokens(p) * 2 - len(sp.SUMMARY_PREFIX) - 60, 40))
+
+
+NOT_SMALLER = "the compacted transcript would not be smaller"
+
+
+def _summarized_tokens(p: Plan) -> int:
+    return sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
+
+
+def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: CompactOptions, tok: Tokenizer,
+            rep: RecordReport, files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary] | str:
+    """The rebuilt transcript with this summary, or why the summary is rejected."""
+    from ..score import quality, score
+    from ..score.text import one_line
+
+    retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)
+    body = sp.strip_prefix(body)
+    why = quality.reject(body, lambda: sp.serialize(sp.summary_input(p.summarize), popts.tool_clip))
+    if why is not None:
+        return why
+    body = sp.with_file_lists(body, *files)
+    summary = Summary(body, retain, popts.style, *files)
+    built = rebuild(t, p, summary, opts, target)
+    rep.tokens_after = sum(count_messages(built.visible, tok))
+    rep.summary_tokens = tok.count(body) + (tok.count(retain) if retain else 0)
+    if rep.tokens_after >= rep.tokens_before:
+        return f"{NOT_SMALLER} ({rep.tokens_after:,} ≥ {rep.tokens_before:,} tokens)"
+    sc = score(t, built.transcript, tok=tok)
+    rep.retention = round(sc.retention, 4)
+    if opts.min_retention is not None and sc.retention < opts.min_retention:
+        lost = "; ".join(f"{x.kind}: {one_line(x.text, 80)}" for x in sc.lost[:3])
+        return (f"its retention {sc.retention:.1%} is below --min-retention {opts.min_retention:.1%}"
+                + (f" (lost {len(sc.lost)} probe(s): {lost}{' ...' if len(sc.lost) > 3 else ''})" if lost else ""))
+    return built, summary
+
+
+def _rejected(problem: str, t: Transcript, p: Plan, opts: CompactOptions, rep: RecordReport, *, heuristic: bool) -> str:
+    """The one-line refusal: what happened, and what would help."""
+    who = f"record {t.id or t.index}: " if t.record is not None else ""
+    msg = f"{who}summary rejected: {problem}"
+    if not heuristic:
+        return msg + "; use --fallback to use the heuristic summary instead"
+    if problem.startswith(NOT_SMALLER):
+        return (f"{msg}: the {len(p.summarize):,} summarized message(s) hold {_summarized_tokens(p):,} tokens, "
+                f"fewer than the heuristic summary of them ({rep.summary_tokens:,}); summarize more with a smaller "
+                f"--keep-recent-tokens (now {opts.keep_recent_tokens:,}), "
+                + ("" if opts.fallback else "accept a clipped summary with --fallback, ")
+                + "or leave such records unchanged with --on-error skip")
+    if opts.min_retention is not None and "--min-retention" in problem:
+        return (f"{msg}; the heuristic summary is in use: keep more verbatim (a larger --keep-recent-tokens), "
+                "lower --min-retention, or leave such records unchanged with --on-error skip")
+    return msg

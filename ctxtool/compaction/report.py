@@ -34,6 +34,7 @@ class RecordReport:
     chunks: int = 0
     incremental: bool = False
     fallback_used: bool = False
+    retention: float | None = None  # what the compacted transcript kept (ctxtool.score), when compacted
     first_kept_id: str | None = None
     split_turn: bool = False
     cut: dict[str, Any] | None = None
@@ -91,6 +92,12 @@ class CompactReport:
         return self.tokens_before / self.tokens_after if self.tokens_after else None
 
     @property
+    def retention(self) -> float | None:
+        """The mean retention of the compacted records (``ctxtool.score``)."""
+        rs = [r.retention for r in self.records if r.status == "compacted" and r.retention is not None]
+        return sum(rs) / len(rs) if rs else None
+
+    @property
     def records_per_second(self) -> float | None:
         return len(self.records) / self.seconds if self.seconds > 0 else None
 
@@ -114,6 +121,7 @@ class CompactReport:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "ratio": round(r, 3) if r is not None else None,
+            "retention": round(self.retention, 4) if self.retention is not None else None,
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
             "seconds": round(self.seconds, 4),

@@ -60,6 +60,7 @@ class CompactOptions:
     tool_digest: bool = False
     tool_call_cutoff: int = _default("compaction.tool_call_cutoff")
     fallback: bool = False
+    min_retention: float | None = None  # reject a summary whose retention (ctxtool.score) is below this
     tool_clip: int = sp.TOOL_RESULT_CLIP
     summary_max_tokens: int = _default("summarizer.max_tokens")
     context: Any = None  # ctxtool.context.ContextSettings: the flags and config for the window
@@ -100,4 +101,5 @@ class CompactOptions:
             "style": self.summary_style(),
             "tool_digest": self.tool_digest,
             "fallback": self.fallback,
+            "min_retention": self.min_retention,
         }

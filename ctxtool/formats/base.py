@@ -167,6 +167,12 @@ class Format:
         kept = next((m for m in t.messages if m.id == c.first_kept_id), None) if c.first_kept_id else None
         return c.summary, kept
 
+    def source_line(self, ln: Line) -> Line | None:
+        """``ln`` as its source wrote it, when this format changed it only for bookkeeping
+        (a re-linked parent); ``None``: ``ln`` is its source form. Restore finds a line by
+        the bytes it had when an operation recorded it."""
+        return None
+
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """Every output element of ``t`` in order, reusing source lines where unchanged."""
         for e in t.entries:

@@ -233,6 +233,14 @@ class ClaudeCodeFormat(Format):
         yield t
 
     # -- writing -------------------------------------------------------------------
+    def source_line(self, ln: Line) -> Line | None:
+        """A re-linked line with the parent it had in its source (``relinked_from``)."""
+        o = ln.obj
+        meta = o.get(META_KEY) if isinstance(o, dict) else None
+        if not isinstance(meta, dict) or RELINKED not in meta:
+            return None
+        return relink(ln, meta[RELINKED])
+
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """The lines, with the resume chain kept: a line whose parent was dropped (window, cut,
         repair, archive) points at its nearest ancestor still written (``relink``)."""

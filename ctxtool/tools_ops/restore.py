@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import jsonio
+from .. import formats, jsonio
 from ..cache import RefCache
 from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
@@ -137,11 +137,16 @@ def _fix_entries(t: Transcript, drop: set[int], restored: dict[int, list[str]]) 
         for part, key in enumerate(restored[k][1:], 1):
             pending.setdefault(key, []).append(Cont(m, part))
     out: list[Any] = []
+    fmt = formats.get_format(t.format) if t.format in formats.format_names() else None
 
     def place(line: Line) -> None:
         todo = [line]
         while todo:
-            key = line_key(todo.pop())
+            ln = todo.pop()
+            key = line_key(ln)
+            if key not in pending and fmt is not None:  # a line re-linked since: its source bytes
+                src = fmt.source_line(ln)
+                key = line_key(src) if src is not None else key
             conts = pending.get(key)
             if not conts:
                 continue

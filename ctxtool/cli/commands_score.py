@@ -1,0 +1,125 @@
+"""score: what a compaction kept (probes from BEFORE checked against AFTER)."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from ..summarizers import Closeable, summarizer_names
+from . import common
+from .common import resolve_model
+from .render import JsonlOpt, emit
+
+if TYPE_CHECKING:
+    from ..score import ScoreReport
+
+JUDGES = [n for n in summarizer_names() if n != "heuristic"]
+
+
+def score_cmd(
+    before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, or - for stdin).", show_default=False)],
+    after: Annotated[str, typer.Argument(help="The same transcript after compaction.", show_default=False)],
+    fmt: common.FormatOpt = None,
+    after_fmt: Annotated[str | None, typer.Option("--after-format", help="Format of AFTER (default: detected).")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=f"Also ask a model ({', '.join(JUDGES)}) questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="The judge's model name.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per judge request (default 120).", min=1)] = None,
+    max_lost: Annotated[int, typer.Option("--max-lost", help="Lost probes listed per transcript in the text report.", min=0)] = 20,
+    tokenizer: common.TokenizerOpt = None,
+    model: common.ModelOpt = None,
+    as_json: common.JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> None:
+    """Score what AFTER (a compaction of BEFORE) kept: probes drawn from the part of BEFORE that
+    AFTER no longer holds verbatim (the goal and every user request, constraints and corrections,
+    files modified and read, failures with their error, identifiers and values, the last plan and
+    next step), each checked against AFTER. Prints retention per kind and overall, the compression
+    ratio and each lost probe. Deterministic and offline unless --judge is given."""
+    from ..config import Config
+    from ..score import score_files
+    from ..tokens import get_tokenizer
+
+    if judge is not None and judge not in JUDGES:
+        raise CtxtoolError(f"--judge: unknown backend {judge!r}; choose one of: {', '.join(JUDGES)}", code=ExitCode.USAGE)
+    _, tok_name = resolve_model(model, tokenizer)
+    tok = get_tokenizer(tok_name)
+    jm = None
+    if judge is not None:
+        from .commands_compact import _summarizer
+
+        cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
+                      "summarizer.command": command, "summarizer.timeout": timeout})
+        if judge != "command" and not cfg["summarizer.model"]:
+            raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
+                               code=ExitCode.USAGE)
+        jm = _summarizer(cfg, None, True)
+    try:
+        reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, judge=jm)
+        if as_json or as_jsonl:
+            done: list[ScoreReport] = []
+
+            def items() -> Any:
+                for r in reports:
+                    done.append(r)
+                    yield r.to_json()
+
+            emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "judge": judge},
+                 items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
+        else:
+            _render(list(reports), sys.stdout, max_lost)
+    finally:
+        if isinstance(jm, Closeable):
+            jm.close()
+
+
+def totals(reps: list[ScoreReport]) -> dict[str, Any]:
+    tb, ta = sum(r.tokens_before for r in reps), sum(r.tokens_after for r in reps)
+    return {
+        "transcripts": len(reps),
+        "tokens_before": tb,
+        "tokens_after": ta,
+        "ratio": round(tb / ta, 3) if ta else None,
+        "probes": sum(len(r.results) for r in reps),
+        "lost": sum(len(r.lost) for r in reps),
+        "retention": round(sum(r.retention for r in reps) / len(reps), 4) if reps else None,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _render(reps: list[ScoreReport], out: IO[str], max_lost: int) -> None:
+    from ..score.text import one_line
+
+    for r in reps:
+        ratio = f"{r.ratio:.1f}x" if r.ratio else "-"
+        out.write(f"{common.short_label(r.before)} → {common.short_label(r.after)}: {r.tokens_before:,} → "
+                  f"{r.tokens_after:,} tokens ({ratio}); {r.lost_messages:,} of {r.messages_before:,} messages "
+                  f"not kept verbatim; {len(r.results):,} probes, retention {r.retention:.1%}\n")
+        kinds = [k for k in r.kinds if k.probes]
+        if kinds:
+            out.write("  " + " · ".join(f"{k.kind} {k.kept}/{k.probes}" for k in kinds) + "\n")
+        if r.judge is not None:
+            out.write(f"  judge ({r.judge.backend}): {_pct(r.judge.score)} · "
+                      + " · ".join(f"{a.category} {a.correct}/{a.probes}" for a in r.judge.answers) + "\n")
+        lost = r.lost
+        for p in lost[:max_lost]:
+            note = f" ({p.note})" if p.note else ""
+            out.write(f"  lost {p.kind}: {one_line(p.text, 160)}{note}\n")
+        if len(lost) > max_lost:
+            out.write(f"  ... and {len(lost) - max_lost:,} more lost (--max-lost, or --json for all)\n")
+    if len(reps) > 1:
+        t = totals(reps)
+        out.write(f"{t['transcripts']:,} transcript(s): {t['tokens_before']:,} → {t['tokens_after']:,} tokens; "
+                  f"{t['probes']:,} probes, {t['lost']:,} lost; mean retention {_pct(t['retention'])}\n")
+    out.flush()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score")(score_cmd)

@@ -1,0 +1,54 @@
+"""The compactions a session recorded itself (Claude Code compact_boundary, pi compaction,
+Codex compacted, found by :mod:`ctxtool.compactions`), each scored on the probes of the part
+it replaced: BEFORE is the session up to the compaction, AFTER up to and with its summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..model import Message, Transcript
+from ..tokens import Tokenizer
+from .core import ScoreReport, score
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    number: int  # the compaction's number in the session (1-based)
+    kind: str  # boundary | compaction | compacted | summary
+    before: Transcript
+    after: Transcript
+
+
+def _prefix(t: Transcript, n: int) -> Transcript:
+    return Transcript(t.format, list(t.entries[:n]), t.path, t.index, t.id, t.record, t.messages_key, t.lineno, t.extra)
+
+
+def recorded(t: Transcript) -> Iterator[Recorded]:
+    """BEFORE and AFTER of each compaction ``t`` recorded."""
+    from ..compactions import transcript_compactions
+    from ..context import is_summary
+    from ..model import source_lines
+
+    at_line: dict[int, int] = {}
+    for i, e in enumerate(t.entries):
+        lines = source_lines(e)
+        if lines and lines[0].lineno is not None:
+            at_line.setdefault(lines[0].lineno, i)
+    for c in transcript_compactions(t).compactions:
+        at = at_line.get(c.line) if c.line is not None else None
+        if at is None:
+            continue
+        j = at + 1  # the summary message(s) written with it belong to AFTER
+        while j < len(t.entries):
+            e = t.entries[j]
+            if isinstance(e, Message) and not is_summary(e):
+                break
+            j += 1
+        yield Recorded(c.number, c.kind, _prefix(t, at), _prefix(t, j))
+
+
+def score_recorded(t: Transcript, *, tok: Tokenizer | None = None) -> Iterator[tuple[Recorded, ScoreReport]]:
+    """Each recorded compaction of ``t`` with its score."""
+    for r in recorded(t):
+        yield r, score(r.before, r.after, tok=tok)

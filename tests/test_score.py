@@ -1,0 +1,237 @@
+"""ctxtool score: probes from what AFTER lost, on a hand-built transcript where the lost
+probes are known; the CLI (CliRunner and a subprocess); --judge over loopback HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import FakeLLM, RecordedRequest
+from test_json_shapes import check_json, check_jsonl
+from typer.testing import CliRunner
+
+from ctxtool import formats
+from ctxtool.cli import app
+from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Transcript
+from ctxtool.score import Probe, ProbeKind, probe_kinds, register_probe, score, unregister_probe
+from ctxtool.score.text import Haystack
+from ctxtool.summarizers import get_summarizer
+from ctxtool.summary_prompt import SUMMARY_PREFIX
+
+runner = CliRunner()
+
+
+def text(s: str) -> Block:
+    return Block("text", text=s)
+
+
+def call(cid: str, name: str, **args: Any) -> Block:
+    return Block("tool_call", id=cid, name=name, arguments=args)
+
+
+def result(cid: str, s: str, err: bool = False) -> Block:
+    return Block("tool_result", id=cid, text=s, is_error=err)
+
+
+GOAL = "Fix the failing login test in src/auth/login.py. Do not change the public API."
+LATER = "Also set AUTH_TOKEN_TTL to 3600 and use https://auth.example.com/v2 for the endpoint."
+ERROR = "E   AssertionError: expected token, got None"
+NEXT = "Next I will run the tests again to check `validate_token()` works."
+
+
+def lost_part() -> list[Message]:
+    return [
+        Message("user", [text(GOAL)]),
+        Message("assistant", [text("Let me read the module."), call("c1", "read_file", path="src/auth/login.py")]),
+        Message("tool", [result("c1", "def login(user):\n    return check(user)\n")]),
+        Message("user", [text("<system-reminder>Remember the to-do list.</system-reminder>")]),  # injected: no probe
+        Message("assistant", [call("c2", "bash", command="pytest tests/test_login.py")]),
+        Message("tool", [result("c2", f"{ERROR}\nFAILED tests/test_login.py::test_login", err=True)]),
+        Message("user", [text(LATER)]),
+        Message("assistant", [text("I changed `validate_token()` in the edit below."),
+                              call("c3", "edit_file", path="src/auth/token.py", old="a", new="b")]),
+        Message("tool", [result("c3", "ok")]),
+        Message("assistant", [text(NEXT)]),
+    ]
+
+
+def kept_part() -> list[Message]:
+    return [Message("user", [text("Now update the changelog please.")]), Message("assistant", [text("Done.")])]
+
+
+SUMMARY = f"""{SUMMARY_PREFIX}
+
+## Goal
+fix the failing   LOGIN test in src/auth/login.py.  Do not change the public API.
+
+## Critical Context
+- Files: src/auth/login.py (read), src/auth/token.py (modified)
+- AUTH_TOKEN_TTL must be set
+"""
+
+
+def transcript(msgs: list[Message], path: str = "t.jsonl") -> Transcript:
+    return Transcript("ctxtool", [Message("system", [text("You are a coding agent.")]), *msgs], path)
+
+
+def before_after() -> tuple[Transcript, Transcript]:
+    summary = Message("user", [text(SUMMARY)], metadata=Metadata(kind=KIND_COMPACTION_SUMMARY))
+    return transcript(lost_part() + kept_part(), "before.jsonl"), transcript([summary, *kept_part()], "after.jsonl")
+
+
+def write(t: Transcript, path: Path) -> Path:
+    with path.open("wb") as fh:
+        formats.write([t], fh, "ctxtool")
+    return path
+
+
+def test_the_known_lost_probes() -> None:
+    before, after = before_after()
+    rep = score(before, after)
+    per = {k.kind: (k.kept, k.probes) for k in rep.kinds}
+    assert per == {"goal": (1, 1), "request": (0, 1), "constraint": (1, 1), "file_modified": (1, 1),
+                   "file_read": (1, 1), "failure": (0, 1), "identifier": (1, 3), "next_step": (0, 1)}
+    lost = {(p.kind, p.target) for p in rep.lost}
+    assert lost == {("request", LATER), ("failure", "E AssertionError: expected token, got None"),
+                    ("identifier", "https://auth.example.com/v2"), ("identifier", "validate_token()"),
+                    ("next_step", NEXT)}
+    failure = next(p for p in rep.lost if p.kind == "failure")
+    assert failure.note == "unresolved" and failure.text.startswith("pytest tests/test_login.py failed: ")
+    assert rep.retention == pytest.approx((1 + 0 + 1 + 1 + 1 + 0 + 1 / 3 + 0) / 8)
+    assert rep.lost_messages == len(lost_part()) and rep.messages_before == 13 and rep.messages_after == 4
+    assert rep.tokens_before > rep.tokens_after > 0 and rep.ratio == rep.tokens_before / rep.tokens_after
+    # the user's own words only: the injected reminder is no request
+    assert not any("to-do list" in r.probe.text for r in rep.results)
+
+
+def test_nothing_lost_scores_one() -> None:
+    before, _ = before_after()
+    rep = score(before, before)
+    assert rep.results == [] and rep.retention == 1.0 and rep.ratio == 1.0 and rep.lost_messages == 0
+
+
+def test_a_failure_fixed_later_is_marked_resolved() -> None:
+    msgs = lost_part()
+    msgs += [Message("assistant", [call("c4", "bash", command="pytest tests/test_login.py -x")]),
+             Message("tool", [result("c4", "1 passed")])]
+    rep = score(transcript(msgs), transcript(kept_part()))
+    assert next(p for p in rep.lost if p.kind == "failure").note == "resolved later"
+
+
+def test_normalized_matching() -> None:
+    hay = Haystack.of(["The user said: PLEASE   keep the\nold config format; the rest is fine."])
+    assert hay.has_words("please keep the old config format")  # case, whitespace, punctuation aside
+    assert not hay.has_words("keep the config format")  # words in order and contiguous
+    long = "please keep the old config format and also migrate every test to pytest fixtures"
+    assert not hay.has_passage(long)
+    assert Haystack.of([long.replace("also ", "")]).has_passage(long)  # most key phrases kept
+    assert hay.has_value("CONFIG FORMAT") and not hay.has_value("config.yaml")
+
+
+def test_a_new_probe_kind() -> None:
+    @register_probe
+    class Tickets(ProbeKind):
+        name = "ticket"
+        help = "ticket numbers the user gave"
+
+        def extract(self, part: Any) -> list[Probe]:
+            return [self.probe("AUTH-42", message=i) for i, t in part.user_words() if "login" in t]
+
+        def check(self, probe: Probe, after: Haystack) -> bool:
+            return after.has_value(probe.target)
+
+    try:
+        assert "ticket" in [k.name for k in probe_kinds()]
+        rep = score(*before_after())
+        assert [p.target for p in rep.lost if p.kind == "ticket"] == ["AUTH-42"]
+    finally:
+        unregister_probe("ticket")
+    assert "ticket" not in [k.name for k in probe_kinds()]
+
+
+def test_cli_text_json_and_jsonl(tmp_path: Path) -> None:
+    before, after = before_after()
+    b, a = write(before, tmp_path / "before.jsonl"), write(after, tmp_path / "after.jsonl")
+    r = runner.invoke(app, ["score", str(b), str(a)])
+    assert r.exit_code == 0, r.output
+    assert "retention 54.2%" in r.stdout and "lost request: Also set AUTH_TOKEN_TTL" in r.stdout
+    assert "identifier 1/3" in r.stdout
+    d = check_json("score", "score", runner.invoke(app, ["score", str(b), str(a), "--json"]).stdout)
+    item = d["transcripts"][0]
+    assert item["retention"] == pytest.approx(0.5417, abs=1e-4) and len(item["lost"]) == 5
+    assert d["totals"]["lost"] == 5 and d["judge"] is None
+    lines = check_jsonl("score", "score", runner.invoke(app, ["score", str(b), str(a), "--jsonl"]).stdout)
+    assert len(lines) == 2
+
+
+def test_cli_subprocess_and_errors(tmp_path: Path) -> None:
+    before, after = before_after()
+    b, a = write(before, tmp_path / "before.jsonl"), write(after, tmp_path / "after.jsonl")
+    p = subprocess.run([sys.executable, "-m", "ctxtool", "score", str(b), str(a)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and "retention" in p.stdout and p.stderr == ""
+    two = tmp_path / "two.jsonl"
+    two.write_bytes(b.read_bytes() + b.read_bytes())
+    p = subprocess.run([sys.executable, "-m", "ctxtool", "score", str(two), str(a)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and "one to one" in p.stderr and "Traceback" not in p.stderr
+    r = runner.invoke(app, ["score", str(b), str(a), "--judge", "heuristic"])
+    assert r.exit_code == 2 and "unknown backend" in r.stderr
+    r = runner.invoke(app, ["score", str(b), str(a), "--judge", "openai"], env={"CTXTOOL_SUMMARIZER_MODEL": ""})
+    assert r.exit_code == 2 and "--judge-model" in r.stderr
+
+
+def _answers(req: RecordedRequest) -> str:
+    q = req.prompt.rsplit("Question:", 1)[-1]
+    if "What did the user ask" in q:
+        return f'The user first asked: "{GOAL}" Later: "{LATER}"'
+    if "Which files" in q:
+        return "src/auth/login.py and src/auth/token.py; AUTH_TOKEN_TTL."
+    return "unknown"
+
+
+def test_judge_over_loopback_http(tmp_path: Path) -> None:
+    before, after = before_after()
+    with FakeLLM(reply=_answers) as llm:
+        judge = get_summarizer("openai", base_url=llm.openai_base, model="judge-model", api_key="k", retries=0)
+        rep = score(before, after, judge=judge)
+        reqs = list(llm.requests)
+    assert rep.judge is not None
+    by = {a.category: (a.correct, a.probes) for a in rep.judge.answers}
+    # graded against BEFORE: the answer holds the goal and the later request (recall), the two
+    # files and one of three identifiers (artifacts); "unknown" earns nothing
+    assert by == {"recall": (2, 2), "artifacts": (3, 5), "continuation": (0, 1), "decisions": (0, 2)}
+    assert rep.judge.score == pytest.approx((1 + 3 / 5 + 0 + 0) / 4)
+    assert len(reqs) == 4 and all(r.body["model"] == "judge-model" for r in reqs)
+    assert all("<context>" in r.prompt and "fix the failing   LOGIN test" in r.prompt for r in reqs)
+    assert not any("https://auth.example.com" in r.prompt for r in reqs)  # AFTER only: the lost URL is not shown
+
+
+def test_cli_judge(tmp_path: Path) -> None:
+    before, after = before_after()
+    b, a = write(before, tmp_path / "before.jsonl"), write(after, tmp_path / "after.jsonl")
+    with FakeLLM(reply=_answers) as llm:
+        r = runner.invoke(app, ["score", str(b), str(a), "--judge", "openai", "--judge-model", "j",
+                                "--base-url", llm.openai_base, "--json"], env={"OPENAI_API_KEY": "k"})
+    assert r.exit_code == 0, r.output
+    d = check_json("score", "score", r.stdout)
+    assert d["judge"] == "openai" and d["transcripts"][0]["judge"]["score"] == pytest.approx(0.4)
+
+
+def test_the_sessions_own_compactions_are_scored_on_what_they_replaced() -> None:
+    """pi's two recorded compactions: BEFORE ends at each compaction entry, AFTER holds its
+    summary (and the messages pi kept); the probes come from what the summary replaced."""
+    from conftest import corpus_file
+
+    from ctxtool.score import score_recorded
+
+    t = next(iter(formats.read(corpus_file("pi", "pi_before-compaction.jsonl"))))
+    got = list(score_recorded(t))
+    assert [(r.number, r.kind) for r, _ in got] == [(1, "compaction"), (2, "compaction")]
+    for r, rep in got:
+        assert len(r.before.entries) < len(r.after.entries) <= len(t.entries)
+        assert rep.results and rep.tokens_before > 5 * rep.tokens_after and 0 < rep.retention < 1
+        assert {p.kind for p in rep.lost} >= {"request", "identifier"}

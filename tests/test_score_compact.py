@@ -1,0 +1,165 @@
+"""compact and score together: the retention figure in compact's report, --min-retention,
+the rejection rules (template echo, input echo, cycles) on a model's output over loopback
+HTTP, and the tau-bench refusal that says what would help."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLES, corpus_file
+from fake_llm import FakeLLM, RecordedRequest
+from test_compact import opts, write_chat
+from test_json_shapes import check_json
+from typer.testing import CliRunner
+
+from ctxtool import compaction as cp
+from ctxtool import formats
+from ctxtool import summary_prompt as sp
+from ctxtool.cli import app
+from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.score import Part, Probe, ProbeKind, quality, register_probe, score_files, unregister_probe
+from ctxtool.score.text import Haystack
+from ctxtool.summarizers import get_summarizer
+
+runner = CliRunner()
+JUNK = "## Goal\nWork on the project.\n\n## Next Steps\n1. Keep going with it.\n"
+
+
+def remote(llm: FakeLLM) -> Any:
+    return get_summarizer("openai", base_url=llm.openai_base, model="small", api_key="k", retries=0)
+
+
+def test_compact_reports_the_retention_score_measures(tmp_path: Path) -> None:
+    src = write_chat(tmp_path / "c.json", turns=6)
+    out = tmp_path / "o.json"
+    rep = cp.compact_file(src, out, options=opts())
+    r = rep.records[0]
+    assert r.status == "compacted" and r.retention is not None and 0 < r.retention <= 1
+    assert r.retention == round(next(score_files(src, out)).retention, 4)
+    res = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "400", "-o",
+                              str(tmp_path / "o2.json"), "--json"])
+    assert res.exit_code == 0, res.output
+    d = check_json("compact", "compact", res.stdout)
+    assert d["transcripts"][0]["retention"] == r.retention == d["totals"]["retention"]
+    text = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "400", "-o",
+                               str(tmp_path / "o3.json")])
+    assert f"retention {r.retention:.0%}" in text.stdout
+    dry = check_json("compact", "compact", runner.invoke(app, ["compact", str(src), "--dry-run", "--force", "--json"]).stdout)
+    assert dry["transcripts"][0]["retention"] is None
+
+
+def test_min_retention_rejects_a_poor_summary_and_falls_back(tmp_path: Path) -> None:
+    src = write_chat(tmp_path / "c.json", turns=6)
+    heuristic = cp.compact_file(src, tmp_path / "h.json", options=opts()).records[0].retention
+    with FakeLLM(reply=JUNK) as llm:
+        junk = cp.compact_file(src, tmp_path / "j.json", options=opts(), summarizer=remote(llm)).records[0].retention
+        assert heuristic is not None and junk is not None and junk < heuristic
+        bar = (junk + heuristic) / 2
+        with pytest.raises(CtxtoolError) as e:
+            cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar), summarizer=remote(llm))
+        assert "below --min-retention" in e.value.message and "use --fallback" in e.value.message
+        assert e.value.code == ExitCode.REMOTE and not (tmp_path / "o.json").exists()
+        r = cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar, fallback=True),
+                            summarizer=remote(llm)).records[0]
+    assert r.status == "compacted" and r.fallback_used and r.retention == heuristic
+
+
+
+@pytest.fixture
+def unkeepable() -> Iterator[None]:
+    """A probe kind no summary keeps (a registered kind, as a user would add one)."""
+
+    @register_probe
+    class Unkeepable(ProbeKind):
+        name = "unkeepable"
+
+        def extract(self, part: Part) -> list[Probe]:
+            return [self.probe("a value no summary holds", target="\x00never\x00")]
+
+        def check(self, probe: Probe, after: Haystack) -> bool:
+            return False
+
+    yield
+    unregister_probe("unkeepable")
+
+
+def test_the_heuristic_below_the_bar_fails_saying_what_would_help(tmp_path: Path, unkeepable: None) -> None:
+    src = write_chat(tmp_path / "c.json", turns=6)
+    with pytest.raises(CtxtoolError) as e:
+        cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=0.95))
+    msg = e.value.message
+    assert "below --min-retention 95.0%" in msg and "lost 1 probe(s): unkeepable: a value no summary holds" in msg
+    assert "the heuristic summary is in use" in msg and "--on-error skip" in msg and "use --fallback" not in msg
+    r = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "400", "--min-retention", "0.95",
+                            "-o", str(tmp_path / "o.json")])
+    assert r.exit_code == ExitCode.REMOTE and "below --min-retention 95.0%" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_min_retention_is_a_share(tmp_path: Path) -> None:
+    src = write_chat(tmp_path / "c.json", turns=6)
+    r = runner.invoke(app, ["compact", str(src), "--force", "--min-retention", "1.5", "-o", str(tmp_path / "o.json")])
+    assert r.exit_code == ExitCode.USAGE
+
+
+def _echo(req: RecordedRequest) -> str:
+    return req.prompt.split("<conversation>\n", 1)[1].split("\n</conversation>", 1)[0]
+
+
+CYCLE = "The user wants the test fixed.\nI will fix the test now.\n" * 6
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    (sp.STRUCTURED_FORMAT, "echoes the prompt's section template"),
+    ("## Goal\nFix the test\n" + sp.STRUCTURED_FORMAT.split("\n", 2)[2], "echoes the prompt's section template"),
+    (_echo, "echoes its input"),
+    (lambda req: req.prompt, "echoes the prompt"),
+    (CYCLE, "repeats a cycle of 2 lines"),
+    ("## Goal\n" + "- fix the parser\n" * 8, "repeats one line"),
+])
+def test_model_outputs_that_are_no_summary_are_rejected(reply: Any, why: str, tmp_path: Path) -> None:
+    src = write_chat(tmp_path / "c.json", turns=6, filler=60)
+    with FakeLLM(reply=reply) as llm:
+        with pytest.raises(CtxtoolError, match=why):
+            cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=remote(llm))
+        assert not (tmp_path / "o.json").exists()
+        r = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=remote(llm)).records[0]
+    assert r.status == "compacted" and r.fallback_used
+    assert "## Goal" in json.loads((tmp_path / "o.json").read_text())[1]["content"]
+
+
+def test_short_and_structured_summaries_pass() -> None:
+    assert quality.reject("## Goal\nfix it\n") is None
+    assert quality.reject("## Goal\nFix the parser\n## Progress\n" + "".join(f"- [x] edit src/m{i}.py\n" for i in range(20))) is None
+    assert quality.reject("   ") is not None
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SAMPLES.glob("*.json*")), ids=lambda p: p.name)
+def test_heuristic_summaries_of_the_samples_pass_the_rules(path: Path) -> None:
+    for t in formats.read(path):
+        try:
+            o = cp.compact_transcript(t, options=opts(keep_recent_tokens=50))
+        except CtxtoolError as e:  # a tiny record: its summary would not make it smaller
+            assert "would not be smaller" in e.message
+            continue
+        if o.summary is not None:
+            assert quality.reject(o.summary) is None
+            assert o.report.retention is not None
+
+
+def test_taubench_refusal_says_what_would_help(tmp_path: Path) -> None:
+    """The heuristic summary of a short tau-bench record is larger than what it replaces: the
+    refusal names the record and what would help, not --fallback as if a model were in use."""
+    src = corpus_file("openai_chat", "taubench_gpt-4o-airline.json")
+    r = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "2000", "-o", str(tmp_path / "o.json")])
+    assert r.exit_code == ExitCode.REMOTE and not (tmp_path / "o.json").exists()
+    err = r.stderr
+    assert "record task-" in err and "would not be smaller" in err and "fewer than the heuristic summary" in err
+    assert "smaller --keep-recent-tokens (now 2,000)" in err and "--on-error skip" in err
+    assert "use --fallback to use the heuristic summary instead" not in err
+    r = runner.invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "2000", "--on-error", "skip",
+                            "-o", str(tmp_path / "o.json")])
+    assert r.exit_code == 0 and "failed and were left unchanged" in r.stderr
