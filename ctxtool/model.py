@@ -392,9 +392,12 @@ class Transcript:
         ]
 
 
+#: how a pinned instruction starts (``compact --pin``: ctxtool.compaction.pins)
+PINNED_PREFIX = "[Pinned instructions]"
 #: how agents mark what they inject into a user-role message (text prefixes, first match wins):
 #: Claude Code's reminders, slash-command lines, caveats, hook output, skill documents and
-#: continuation summaries; Codex's context. The one table every reader of user words asks.
+#: continuation summaries; Codex's context; ctxtool's pinned instructions. The one table every
+#: reader of user words asks.
 INJECTED_PREFIXES: tuple[tuple[str, str], ...] = (
     ("<system-reminder>", "reminder"),
     ("<command-name>", "command"), ("<command-message>", "command"), ("<command-args>", "command"),
@@ -408,6 +411,7 @@ INJECTED_PREFIXES: tuple[tuple[str, str], ...] = (
     ("<turn_aborted", "interrupt"), ("[Request interrupted", "interrupt"),
     ("Base directory for this skill:", "skill"),
     ("This session is being continued from a previous conversation", "summary"),
+    (PINNED_PREFIX, "pinned"),
 )
 
 

@@ -14,6 +14,7 @@ One module per job:
 * ``summarize``  the summary over the typed ``Summarizer`` protocol, chunked when needed.
 * ``rebuild``    the new transcript; each format records the compaction its own way
                  (``Format.record_compaction``); seed 000's tool digest via ``ctxtool.archive``.
+* ``pins``       pinned instructions (``--pin``): kept beside the summary, checked present.
 * ``core``       one transcript, with the guardrails on the summary (``--fallback``).
 * ``op``         :class:`CompactOp`: compaction as an operation of the one runner
                  (``ctxtool.runner``): threads, errors, events, validation of the output.
@@ -23,6 +24,7 @@ One module per job:
 
 from __future__ import annotations
 
+from . import pins
 from .core import Outcome, compact_transcript
 from .layouts import Cut, CutContext, Layout, get_layout, layout_names, register_layout
 from .op import CompactOp, CompactPart
@@ -59,6 +61,7 @@ __all__ = [
     "decide",
     "get_layout",
     "layout_names",
+    "pins",
     "plan",
     "rebuild",
     "register_layout",

@@ -11,6 +11,7 @@ from ..errors import CtxtoolError, ExitCode
 from ..formats.base import Format
 from ..model import Transcript
 from ..summarizers import Summarizer
+from ..summarizers.heuristic.ledger import read_set
 from ..tokens import Tokenizer, count_messages, get_tokenizer
 from .plan import Plan, plan
 from .rebuild import Rebuilt, Summary, rebuild
@@ -80,6 +81,7 @@ def compact_transcript(
         rep.seconds = time.perf_counter() - t0
         return Outcome(t, rep, events)
     rep.summarized_messages, rep.kept_messages = len(p.summarize), len(p.keep)
+    rep.read_set = [r.to_json() for r in read_set(p.summarize)]
     rep.first_kept_id = p.keep[0].id if p.keep else None
     rep.split_turn = p.split_turn
     popts = _prompt_options(opts, p)

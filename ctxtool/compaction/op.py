@@ -30,6 +30,7 @@ from ..formats.base import Format
 from ..model import Transcript
 from ..runner import Operation, RunContext, Task
 from ..summarizers import CacheCounts, Summarizer
+from . import pins
 from .core import Outcome, compact_transcript
 from .report import RecordReport
 from .settings import CompactOptions
@@ -204,7 +205,9 @@ def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts:
     for i, (b, old) in enumerate(zip(back, old_ts, strict=True)):
         before = [(p.code, p.message) for p in check_messages(old.messages)]
         new = introduced(before, [(p.code, p.message) for p in check_messages(b.messages, b.path, b.label)])
-        if new:
+        if lost := pins.missing(pins.recorded(new_ts[i]), b):
+            bad[i] = pins.error(lost, old.path)
+        elif new:
             code, text = new[0]
             bad[i] = CtxtoolError(f"compacted output would be invalid: {code}: {text} (transcript {old.label})",
                                   code=ExitCode.ERROR, path=old.path, line=old.lineno if old.record is not None else None)

@@ -27,6 +27,7 @@ from ..model import (
     Record,
     Transcript,
 )
+from . import pins
 from .plan import Plan
 from .settings import CompactOptions
 
@@ -106,10 +107,12 @@ def rebuild(t: Transcript, p: Plan, summary: Summary, opts: CompactOptions, targ
     out = Transcript(format=t.format, entries=[], path=t.path, index=t.index, id=t.id, record=t.record,
                      messages_key=t.messages_key, lineno=t.lineno, extra=dict(t.extra))
     text = summary.text()
+    pinned = pins.to_record(opts.pins, (m for m in p.view.messages if id(m) in doomed), p.keep)
     note = CompactionNote(text=text, prefixed=f"{sp.SUMMARY_PREFIX}\n\n{text}", messages=summary.messages(),
                           first_kept=first_kept, tokens_before=p.context_tokens,
                           trigger="manual" if opts.force else "auto",
-                          read_files=summary.read_files, modified_files=summary.modified_files)
+                          read_files=summary.read_files, modified_files=summary.modified_files,
+                          pins=[pins.pin_text(x) for x in pinned])
     new_entries: list[Entry] = []
     visible: list[Message] = []
     first_doomed_seen = inserted = False
@@ -119,6 +122,7 @@ def rebuild(t: Transcript, p: Plan, summary: Summary, opts: CompactOptions, targ
                 new_entries.append(x)
                 if isinstance(x, Compaction):  # the agent reads its summary as a message
                     visible.append(summary_message(x.summary))
+                    visible += [Message("user", [Block("text", text=b)]) for b in x.details.get("pins") or ()]
                 elif isinstance(x, Message):
                     visible.append(x)
             inserted = True
@@ -141,4 +145,7 @@ def rebuild(t: Transcript, p: Plan, summary: Summary, opts: CompactOptions, targ
         new_entries.append(digest)
         visible.append(digest)
     out.entries = new_entries
+    lost = pins.missing_in(pinned, visible)
+    if lost:
+        raise pins.error(lost, t.path)
     return Rebuilt(out, [m for m in visible if m.agent_visible], len(doomed))

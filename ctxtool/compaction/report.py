@@ -40,6 +40,7 @@ class RecordReport:
     cut: dict[str, Any] | None = None
     error: str | None = None
     seconds: float = 0.0
+    read_set: list[dict[str, Any]] = field(default_factory=list)  # files read in the summarized part (the ledger)
 
     @property
     def ratio(self) -> float | None:

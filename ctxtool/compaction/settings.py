@@ -56,6 +56,7 @@ class CompactOptions:
     summary_directives: Sequence[str] = ()
     retain_directives: Sequence[str] = ()
     instructions: str | None = None
+    pins: Sequence[str] = ()  # pinned instructions, kept verbatim beside the summary (compaction.pins)
     tool_digest: bool = False
     tool_call_cutoff: int = _default("compaction.tool_call_cutoff")
     fallback: bool = False

@@ -154,7 +154,7 @@ class Format:
         """The entries that record a compaction in ``t`` (the new transcript, whose ``extra`` a
         format may update), placed before ``note.first_kept``. Default: the summary messages
         (and ``compaction_ack`` when the first kept message is not the assistant's)."""
-        out: list[Message | Compaction] = list(note.messages)
+        out: list[Message | Compaction] = [*note.messages, *note.pin_messages()]
         if self.compaction_ack and note.first_kept.role != "assistant":
             ack = Message("assistant", [Block("text", text=self.compaction_ack)],
                           metadata=Metadata(kind="compaction_summary"), dirty=True)
@@ -398,6 +398,11 @@ class CompactionNote:
     trigger: str = "auto"  # auto | manual
     read_files: list[str] = field(default_factory=list)
     modified_files: list[str] = field(default_factory=list)
+    pins: list[str] = field(default_factory=list)  # pinned instructions, as the agent reads them (compaction.pins)
+
+    def pin_messages(self) -> list[Message]:
+        """The pinned instructions as user messages, recorded beside the summary."""
+        return [Message("user", [Block("text", text=p)], dirty=True) for p in self.pins]
 
     def entry(self, summary: str) -> Compaction:
         """A new compaction entry carrying ``summary`` (for formats that persist one)."""

@@ -185,7 +185,7 @@ class CanonicalFormat(Format):
 
     def record_compaction(self, t: Transcript, note: CompactionNote) -> list[Message | Compaction]:
         """A ``compaction`` entry with ``first_kept_id``; the summary as is."""
-        return [note.entry(note.text)]
+        return [note.entry(note.text), *note.pin_messages()]
 
     def write(self, transcripts: Iterable[Transcript], out: IO[bytes]) -> None:
         for t in transcripts:

@@ -339,7 +339,10 @@ class ClaudeCodeFormat(Format):
 
     def record_compaction(self, t: Transcript, note: CompactionNote) -> list[Message | Compaction]:
         """A compaction entry, written as Claude Code's boundary + summary lines (``render_compaction``)."""
-        return [note.entry(note.prefixed)]
+        c = note.entry(note.prefixed)
+        if note.pins:  # blocks of the summary line: Claude Code's chain runs kept lines -> summary -> boundary
+            c.details["pins"] = list(note.pins)
+        return [c]
 
     def render_compaction(self, c: Compaction, t: Transcript) -> list[Any]:
         """What Claude Code writes on /compact: a compact_boundary line, then the summary as a user line."""
@@ -369,7 +372,9 @@ class ClaudeCodeFormat(Format):
         boundary.update({"uuid": b_uuid, "level": "info", "compactMetadata": cm})
         summary = self._line_head(t, b_uuid, near)
         summary["type"] = "user"
-        summary["message"] = {"role": "user", "content": c.summary}
+        pins = c.details.get("pins") or []
+        content: Any = [{"type": "text", "text": x} for x in [c.summary, *pins]] if pins else c.summary
+        summary["message"] = {"role": "user", "content": content}
         summary["isVisibleInTranscriptOnly"] = True
         summary["isCompactSummary"] = True
         summary["uuid"] = s_uuid

@@ -349,7 +349,7 @@ class CodexFormat(Format):
 
     def record_compaction(self, t: Transcript, note: CompactionNote) -> list[Message | Compaction]:
         """A ``compacted`` item (its replacement_history: the summary as a user message)."""
-        return [note.entry(note.prefixed)]
+        return [note.entry(note.prefixed), *note.pin_messages()]
 
     def read_compaction(self, t: Transcript, c: Compaction) -> tuple[str, Message | None]:
         """The summary; when it is short, the messages of its replacement_history carry the rest."""

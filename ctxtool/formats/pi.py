@@ -251,8 +251,13 @@ class PiFormat(Format):
         """A ``compaction`` entry (the summary as is, with pi's file lists) pointing at the first kept entry."""
         c = note.entry(note.text)
         c.details["details"] = {"readFiles": note.read_files, "modifiedFiles": note.modified_files}
-        t.extra["pi_refs"] = [*(t.extra.get("pi_refs") or ()), (c, note.first_kept)]
-        return [c]
+        pins = note.pin_messages()  # kept from the first pin on: the pins sit between the entry and the kept part
+        for i, m in enumerate(pins):
+            m.id = det_hex(t.id, "pin", note.first_kept.id, i)[:8]
+        if pins:
+            c.first_kept_id = pins[0].id
+        t.extra["pi_refs"] = [*(t.extra.get("pi_refs") or ()), (c, pins[0] if pins else note.first_kept)]
+        return [c, *pins]
 
     def read_compaction(self, t: Transcript, c: Compaction) -> tuple[str, Message | None]:
         target = next((e for cc, e in t.extra.get("pi_refs") or () if cc is c), None)

@@ -1,0 +1,82 @@
+"""What the assistant said: decisions as whole sentences (rejected designs marked rejected, no
+fragments such as "Let me try a different approach:"), its latest intentions (next steps) and
+its last statements (the current state)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...model import Message
+from .text import one_line, sentences
+
+MAX_DECISIONS = 10
+DECISION_CLIP = 300
+
+_DECISION_RE = re.compile(
+    r"\b(decided|decide to|i'll use|we'll use|i will use|going with|instead of|chose|choose|approach|"
+    r"because|the fix is|the cause|root cause|the issue (?:is|was)|the problem (?:is|was)|turns out|"
+    r"rejected|won't work|doesn't work|does not work|too complex|over-?engineered|simpler)\b",
+    re.I,
+)
+_REJECTED_RE = re.compile(
+    r"\b(rejected|won't work|doesn't work|does not work|didn't work|did not work|not going to|abandon(?:ed)?|"
+    r"too complex|over-?engineered|reverted?|dropped|no longer)\b",
+    re.I,
+)
+#: intentions and narration, not decisions
+_FRAGMENT_RE = re.compile(
+    r"^(?:let me|now let me|let's|now,? i'll|i'll now|i will now|first,? (?:let me|i'll)|next,? (?:let me|i'll)|"
+    r"perfect|great|good|okay|ok|now)\b",
+    re.I,
+)
+_NEXT_RE = re.compile(
+    r"\b(next step|next,? (?:i|we)\b|(?:i|we)'ll next|then (?:i|we)'ll|(?:i|we) will now|now (?:i|we)'ll|"
+    r"let me (?!know)|todo|remaining|still need|(?:i|we) need to)",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Said:
+    statements: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)  # "**Decided**: ..." / "**Rejected**: ..."
+    next_hints: list[str] = field(default_factory=list)
+
+
+def is_decision(s: str) -> bool:
+    """A whole sentence stating a decision or a finding, not a fragment or a narration."""
+    s = s.strip()
+    if len(s) < 25 or len(s) > 500 or s.endswith(":") or _FRAGMENT_RE.match(s):
+        return False
+    if unicodedata.category(s[0]) == "So":  # "✅ Simpler structure": a status bullet, not a sentence
+        return False
+    words = re.findall(r"[A-Za-z]+", s)
+    if not s.endswith((".", "!", "?", "`", '"')) and sum(w[0].isupper() for w in words) >= 0.6 * len(words):
+        return False  # a heading ("Key Benefits of This Approach"), not a sentence
+    return bool(_DECISION_RE.search(s))
+
+
+def decision_item(s: str) -> str:
+    kind = "Rejected" if _REJECTED_RE.search(s) else "Decided"
+    return f"**{kind}**: {one_line(s, DECISION_CLIP)}"
+
+
+def said(msgs: Sequence[Message]) -> Said:
+    out = Said()
+    for m in msgs:
+        if m.role != "assistant":
+            continue
+        txt = "\n".join(b.text for b in m.content if b.type == "text").strip()
+        if not txt:
+            continue
+        out.statements.append(txt)
+        for s in sentences(txt):
+            if is_decision(s):
+                out.decisions.append(decision_item(s))
+    for s in sentences(out.statements[-1] if out.statements else ""):  # only the latest intentions
+        if _NEXT_RE.search(s) and len(s) <= 400 and not s.endswith(":"):
+            out.next_hints.append(one_line(s, 240))
+    return out
