@@ -259,14 +259,16 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
         style = Style(style.item_sep, style.key_sep, style.ascii)
     if style.compact and indent is None:
         try:
-            return orjson.dumps(obj)
+            return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)  # IntText("-0"): exact encoder
         except (TypeError, orjson.JSONEncodeError):
             pass
     elif not style.ascii and indent == 2:
         try:
-            return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+            return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_SUBCLASS)
         except (TypeError, orjson.JSONEncodeError):
             pass
+    if (fast := _c_encoded(obj, style, indent)) is not None:
+        return fast
     parts: list[str] = []
     enc = _Encoder(style, indent, parts)
     # whatever the readers accept (orjson reads up to 1,024 levels) can be written: the
@@ -287,6 +289,27 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _c_encoded(obj: Any, style: Style, indent: int | None) -> bytes | None:
+    """Any other style through the standard library's C encoder, which writes what
+    :class:`_Encoder` writes for plain values. orjson accepting ``obj`` with subclasses
+    passed through proves the values are plain: no :class:`FloatText` or :class:`IntText`,
+    no integer beyond 64 bits, no lone surrogate, no non-string key, no ``orjson.Fragment``
+    (None then: the exact encoder writes it)."""
+    try:
+        orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if indent is None:
+        seps = (style.item_sep, style.key_sep)
+    else:
+        seps = (style.item_sep.rstrip(" "), ": ")
+    try:
+        text = json.dumps(obj, ensure_ascii=style.ascii, indent=indent, check_circular=False, separators=seps)
+    except (TypeError, ValueError):
+        return None
+    return text.encode("utf-8")
 
 
 class _Encoder:

@@ -194,3 +194,36 @@ def test_json_documents_keep_their_indentation_and_escaping(tmp_path: Path) -> N
     out = tmp_path / "out.json"
     assert runner.invoke(app, ["convert", str(src), "--to", "openai", "-o", str(out)]).exit_code == 0
     assert out.read_bytes() == src.read_bytes()
+
+
+_scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True, allow_infinity=True)
+            | st.text() | st.sampled_from([jsontext.FloatText("1.50"), jsontext.IntText("-0"), "\x7f\u2028é\ud800"]))
+_values = st.recursive(_scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=5), kids, max_size=4),
+                       max_leaves=20)
+
+
+def _exact(obj: object, style: jsontext.Style, indent: int | None) -> bytes:
+    """What the exact (Python) encoder writes, with no fast path."""
+    parts: list[str] = []
+    enc = jsontext._Encoder(style, indent, parts)
+    enc.value(obj, 0)
+    text = "".join(parts)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return jsontext._SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, st.sampled_from([",", ", "]), st.sampled_from([":", ": "]), st.booleans(), st.sampled_from([None, 1, 2, 4]))
+def test_the_c_encoder_path_writes_what_the_exact_encoder_writes(obj, item_sep, key_sep, ascii, indent) -> None:  # type: ignore[no-untyped-def]
+    """Styles orjson cannot write (spaced separators, ASCII escaping, other indents) go through
+    the standard library's C encoder when the values are plain, else the exact encoder."""
+    style = jsontext.Style(item_sep, key_sep, ascii)
+    fast = jsontext._c_encoded(obj, style, indent)
+    assert fast is None or fast == _exact(obj, style, indent)
+
+
+def test_remembered_integers_never_take_a_fast_path() -> None:
+    for style, indent in ((jsontext.COMPACT, None), (jsontext.Style(",", ":", False), 2), (jsontext.Style(", ", ": ", True), None)):
+        assert b"-0" in jsontext.encode({"n": jsontext.IntText("-0")}, style, indent)
