@@ -95,7 +95,7 @@ def _pct(x: float | None) -> str:
 
 
 def _render(reps: list[ScoreReport], out: IO[str], max_lost: int) -> None:
-    from ..score.text import one_line
+    from ..prose import one_line
 
     for r in reps:
         ratio = f"{r.ratio:.1f}x" if r.ratio else "-"

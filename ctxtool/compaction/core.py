@@ -170,8 +170,8 @@ def _summarized_tokens(p: Plan) -> int:
 def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: CompactOptions, tok: Tokenizer,
             rep: RecordReport, files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
+    from ..prose import one_line
     from ..score import quality, score
-    from ..score.text import one_line
 
     retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)
     body = sp.strip_prefix(body)

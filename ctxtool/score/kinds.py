@@ -9,24 +9,16 @@ from bisect import bisect_right
 
 from .. import summary_prompt as sp
 from ..model import Block, Message
+from ..prose import one_line, sentences
 from .probes import Part, Probe, ProbeKind, register_probe
-from .text import Haystack, one_line, words
+from .text import Haystack, words
 
 REQUEST_CAP = 2000  # a request longer than this is probed on its head
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _sentences(text: str) -> list[str]:
-    out = []
-    in_code = False
-    for raw in text.split("\n"):
-        if raw.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        out += [s.strip(" -*#>\t") for s in _SENT.split(raw) if s.strip(" -*#>\t")]
-    return out
+    return sentences(text, _SENT)
 
 
 @register_probe

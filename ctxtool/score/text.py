@@ -73,8 +73,3 @@ class Haystack:
         if self.has_words(text):
             return True
         return len(words(text)) >= 6 and self.phrase_share(text) >= share
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    s = re.sub(r"\s+", " ", text).strip()
-    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"

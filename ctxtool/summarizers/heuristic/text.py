@@ -5,32 +5,17 @@ from __future__ import annotations
 
 import re
 
+from ...prose import one_line as one_line  # re-exported for the extractors
+from ...prose import sentences as _sentences
 from ...summary_prompt import strip_file_lists
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
 _HEADING_RE = re.compile(r"^(#{2,3})\s+(.+?)\s*$")
 
 
-def one_line(text: str, limit: int) -> str:
-    s = re.sub(r"\s+", " ", text).strip()
-    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
-
-
 def sentences(text: str) -> list[str]:
     """The sentences of a text outside code fences (12 characters or more)."""
-    out = []
-    in_code = False
-    for raw in text.split("\n"):
-        if raw.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        for s in _SENT_RE.split(raw):
-            s = s.strip(" -*#>\t")
-            if 12 <= len(s):
-                out.append(s)
-    return out
+    return _sentences(text, _SENT_RE, 12)
 
 
 def dedupe(items: list[str], limit: int, keep: str = "first") -> list[str]:
