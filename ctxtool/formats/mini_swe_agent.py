@@ -22,10 +22,9 @@ from typing import Any
 
 from ..jsonio import Source
 from ..model import Line, Message, Transcript
-from .base import template
 from .dataset import DatasetFormat
-from .openai import _is_message, _looks_openai, decode_message, render_message
-from .swe_agent import _without_in_text, pair_in_text, render_in_text
+from .openai import _is_message, _looks_openai, decode_message
+from .swe_agent import pair_in_text, render_with_in_text
 
 __all__ = ["FORMAT", "MiniSweAgentFormat"]
 
@@ -86,11 +85,7 @@ class MiniSweAgentFormat(DatasetFormat):
         return t
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:
-        tmpl = template(msg)
-        if tmpl and not _is_message(tmpl):
-            tmpl = {}
-        done = render_in_text(msg, tmpl)
-        return done if done is not None else render_message(_without_in_text(msg), tmpl)
+        return render_with_in_text(msg)
 
 
 FORMAT = MiniSweAgentFormat()

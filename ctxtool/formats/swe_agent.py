@@ -34,7 +34,7 @@ from .base import META_KEY, ErrorPolicy, is_synthetic, put_meta, read_meta, temp
 from .dataset import DatasetFormat
 from .openai import _is_message, _looks_openai, decode_message, render_message
 
-__all__ = ["FORMAT", "IN_TEXT", "TRAJECTORY", "SweAgentFormat", "pair_in_text", "render_in_text"]
+__all__ = ["FORMAT", "IN_TEXT", "TRAJECTORY", "SweAgentFormat", "pair_in_text", "render_in_text", "render_with_in_text"]
 
 #: a call written in the assistant's text, or a result that is a user message (no ids)
 IN_TEXT = "in_text"
@@ -73,6 +73,16 @@ def render_in_text(msg: Message, tmpl: dict[str, Any]) -> list[dict[str, Any]] |
         put_meta(o, msg)
         return [o]
     return None
+
+
+def render_with_in_text(msg: Message) -> list[dict[str, Any]]:
+    """A message as OpenAI-style objects, tool calls and results of the text protocol put
+    back into the text they were read from (SWE-agent and mini-swe-agent)."""
+    tmpl = template(msg)
+    if tmpl and not _is_message(tmpl):
+        tmpl = {}
+    done = render_in_text(msg, tmpl)
+    return done if done is not None else render_message(_without_in_text(msg), tmpl)
 
 
 def _without_in_text(msg: Message) -> Message:
@@ -131,13 +141,7 @@ class SweAgentFormat(DatasetFormat):
         return t
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:
-        tmpl = template(msg)
-        if tmpl and not _is_message(tmpl):
-            tmpl = {}
-        done = render_in_text(msg, tmpl)
-        if done is not None:
-            return done
-        out = render_message(_without_in_text(msg), tmpl)
+        out = render_with_in_text(msg)
         results = [b for b in msg.content if b.type == "tool_result"]
         for o, b in zip((o for o in out if o.get("role") == "tool"), results, strict=False):
             o.pop("tool_call_id", None)
