@@ -66,8 +66,17 @@ class ToolOutput:
     tokens: int
     chars: int
     lines: int
+    text: str | None = field(default=None, repr=False, compare=False)  # lines not counted yet (see counted)
+
+    def counted(self) -> ToolOutput:
+        """Itself with ``lines`` counted from ``text``, which it then lets go: an output may
+        carry its text until it is known to be reported (most never are, on a large dataset)."""
+        if self.text is not None:
+            self.lines, self.text = self.text.count("\n") + 1, None
+        return self
 
     def to_json(self) -> dict[str, Any]:
+        self.counted()
         return {
             "transcript": self.transcript,
             "message_id": self.message_id,

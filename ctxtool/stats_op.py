@@ -50,6 +50,7 @@ _FIGURE_FIELDS = (
 
 
 def _pack_output(o: ToolOutput) -> tuple[Any, ...]:
+    o.counted()
     return (o.transcript, o.message_id, o.line, o.tool, o.tokens, o.chars, o.lines)
 
 
@@ -129,9 +130,15 @@ class StatsPart:
 
     def kept(self) -> list[TranscriptStats]:
         """The transcripts to report: all in input order, or the ``keep`` with most context."""
+        kept = self.transcripts
         if self.keep is not None and self.overview.count > self.keep:
-            return most_context(self.transcripts, self.keep)
-        return self.transcripts
+            kept = most_context(kept, self.keep)
+        for t in kept:
+            for o in t.largest:
+                o.counted()
+        for o in self.largest:
+            o.counted()
+        return kept
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a worker's result crosses to the parent as plain tuples: several times cheaper to
@@ -244,7 +251,7 @@ class _StatsTask(Task[StatsPart]):
         if ctx.worker and isinstance(self.tok, TiktokenTokenizer):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
-                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context),
+                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
                      "level": threshold_levels(op.warning_chars, op.critical_chars)}
         self.fast = op.fast and not op.per_message  # per-message rows need the model
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
