@@ -462,6 +462,7 @@ def stats(
     fast: bool = True,
     engine: Any = None,
     keep: int | None = None,
+    each: Callable[[TranscriptStats], None] | None = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -476,21 +477,19 @@ def stats(
     transcript into the full model. ``engine``: each file run as shards
     (:class:`ctxtool.engines.Sharding`). ``keep``: hold only the ``keep`` transcripts with
     the most context tokens (memory flat however many there are; the totals, levels, models
-    and timestamps still count every one); None: all, in input order.
+    and timestamps still count every one); None: all, in input order. ``each``: called with
+    every transcript's figures in input order as they are known, none of them held (the
+    report's ``transcripts`` is empty): a stream in flat memory.
     """
-    from .config import Config
     from .runner import run_file
     from .stats_op import StatsOp, StatsPart
 
-    tok = get_tokenizer(tokenizer or "heuristic")
-    cfg = settings if settings is not None else Config()
-    cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
-    window = cs.resolve(None).window if (context_window or model) else None
+    tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, keep)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
-    total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=keep)
+    total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
     for p in formats.iter_paths(paths):
         try:
             run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
@@ -512,5 +511,23 @@ def stats(
         skipped=total.skipped,
         rows=total.rows,
         overview=total.overview,
-        kept=keep,
+        kept=op.keep,
     )
+
+
+def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, context_window: int | None = None,
+                settings: Any = None) -> dict[str, Any]:
+    """The fields of :meth:`StatsReport.to_json` known before any transcript is read (the
+    tokenizer, the model, the window the flags give), as :func:`stats` sets them."""
+    tok, _, window, _ = _setup(tokenizer, model, context_window, settings)
+    return {"tokenizer": tok.name, "model": model.to_json() if model else None, "context_window": window}
+
+
+def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int | None,
+           settings: Any) -> tuple[Tokenizer, ContextSettings, int | None, Any]:
+    from .config import Config
+
+    tok = get_tokenizer(tokenizer or "heuristic")
+    cfg = settings if settings is not None else Config()
+    cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
+    return tok, cs, cs.resolve(None).window if (context_window or model) else None, cfg
