@@ -32,8 +32,8 @@ from .tokens import (
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
+    exact_counter,
     get_tokenizer,
-    load_encoding,
     message_texts,
 )
 
@@ -205,7 +205,7 @@ class StatsOp(Operation[StatsPart]):
 
     def prepare(self) -> None:
         if self.tokenizer != "heuristic":
-            load_encoding(self.tokenizer)  # once here; the forked workers share it
+            exact_counter(self.tokenizer)  # once here; the forked workers share it
 
     def start(self, ctx: RunContext) -> Task[StatsPart]:
         return _StatsTask(self, ctx)
