@@ -116,15 +116,39 @@ class TiktokenTokenizer:
 BACKEND_ENV = "CTXTOOL_TOKENS_BACKEND"
 
 
-@dataclass(frozen=True, slots=True)
 class ExactCounter:
-    """One encoding's exact counter: ``count(text)``, and whether it releases the GIL while it
-    counts (threads help) or not (only processes do)."""
+    """One encoding's exact counter (``count(text)``), with whether its backend releases the
+    GIL while it counts (threads help) or not (only processes do).
 
-    backend: str
-    encoding: str
-    count: Callable[[str], int]
-    releases_gil: bool
+    Texts of at least :attr:`MEMO_MIN` characters are remembered with their counts (up to
+    :attr:`MEMO_CHARS` characters, then forgotten at once): datasets repeat the same system
+    prompt and tool schemas in every record, and a dictionary look-up costs a hundredth of
+    counting the text again."""
+
+    __slots__ = ("backend", "encoding", "releases_gil", "_count", "_memo", "_memo_chars")
+    MEMO_MIN = 64
+    MEMO_CHARS = 1 << 22
+
+    def __init__(self, backend: str, encoding: str, count: Callable[[str], int], releases_gil: bool) -> None:
+        self.backend = backend
+        self.encoding = encoding
+        self.releases_gil = releases_gil
+        self._count = count
+        self._memo: dict[str, int] = {}
+        self._memo_chars = 0
+
+    def count(self, text: str) -> int:
+        if len(text) < self.MEMO_MIN:
+            return self._count(text)
+        n = self._memo.get(text)
+        if n is None:
+            n = self._count(text)
+            if self._memo_chars > self.MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[text] = n
+            self._memo_chars += len(text)
+        return n
 
 
 class ExactBackend(Protocol):

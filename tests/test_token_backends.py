@@ -151,3 +151,23 @@ def test_stats_figures_do_not_depend_on_the_backend(tmp_path: Path) -> None:
             runs[name, jobs] = out.stdout
     assert len(set(runs.values())) == 1
     assert stats.stats([str(p)], tokenizer="o200k_base").to_json()["totals"]["tokens"] > 0
+
+
+def test_long_texts_are_counted_once() -> None:
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text.split())
+
+    c = tokens.ExactCounter("words", "o200k_base", count, releases_gil=False)
+    prompt = "You are a careful agent. " * 10
+    assert [c.count(prompt) for _ in range(5)] == [50] * 5 and seen == [prompt]
+    assert [c.count("ab") for _ in range(3)] == [1] * 3 and len(seen) == 4  # short: counted each time
+    big = "x " * (c.MEMO_CHARS // 2 + 1)
+    c.count(big), c.count(big + " ")  # past the limit: what was remembered is forgotten
+    c.count(prompt)
+    assert seen.count(prompt) == 2
+    # a real counter gives the same counts remembered or not
+    real = tokens.exact_counter("o200k_base")
+    assert real.count(prompt) == real.count(prompt) == reference("o200k_base", prompt)
