@@ -218,8 +218,10 @@ class _BpeOpenAI:
 
 
 class _Tiktoken:
-    """tiktoken itself (always installed): the reference. It lets go of the GIL while it
-    encodes, not while it builds the list of ids."""
+    """tiktoken itself (always installed): the reference. Counts come from its Rust core's
+    ``encode_to_tiktoken_buffer`` with no special token allowed, the same encoding as
+    ``encode_ordinary`` (one regex pass over the whole text, the same merges), returned as
+    one buffer instead of a list of ints: the GIL is released for all of it, so threads help."""
 
     name = "tiktoken"
 
@@ -227,10 +229,21 @@ class _Tiktoken:
         return True
 
     def load(self, encoding: str) -> ExactCounter:
-        encode = load_encoding(encoding).encode_ordinary  # handles lone surrogates itself
+        enc = load_encoding(encoding)
+        to_buffer = getattr(getattr(enc, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
+        if to_buffer is None:  # another tiktoken: its public call
+            encode = enc.encode_ordinary
 
-        def count(text: str) -> int:
-            return len(encode(text))
+            def count(text: str) -> int:
+                return len(encode(text))
+        else:
+            none: frozenset[str] = frozenset()
+
+            def count(text: str) -> int:
+                try:
+                    return memoryview(to_buffer(text, none)).nbytes >> 2  # 4-byte ranks
+                except UnicodeEncodeError:  # lone surrogates: as encode_ordinary encodes them
+                    return memoryview(to_buffer(_utf8(text), none)).nbytes >> 2
 
         return ExactCounter(self.name, encoding, count, releases_gil=True)
 
