@@ -343,7 +343,7 @@ def run_file(
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if n > 1 and to is None and size is not None and op.parallel and not op.checks_output:
         min_bytes = PARALLEL_MIN_BYTES if jobs is None else 1
-        plan = formats.split_plan(path, fmt, n * op.ranges_per_job(), min_bytes)
+        plan = formats.split_plan(path, fmt, n * op.ranges_per_job(), min_bytes, lines=False)  # numbered as they run
     if plan is not None:
         from .parallel import run_parallel
 

@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .config import BY_KEY
@@ -27,6 +27,9 @@ from .tokens import (
     Tokenizer,
     get_tokenizer,
 )
+
+if TYPE_CHECKING:
+    from .stats_op import Overview
 
 #: the rows of ``by_role``: the roles, with injected user-role lines apart
 STATS_ROWS = (*ROLES[:2], KIND_INJECTED, *ROLES[2:])
@@ -63,8 +66,17 @@ class ToolOutput:
     tokens: int
     chars: int
     lines: int
+    text: str | None = field(default=None, repr=False, compare=False)  # lines not counted yet (see counted)
+
+    def counted(self) -> ToolOutput:
+        """Itself with ``lines`` counted from ``text``, which it then lets go: an output may
+        carry its text until it is known to be reported (most never are, on a large dataset)."""
+        if self.text is not None:
+            self.lines, self.text = self.text.count("\n") + 1, None
+        return self
 
     def to_json(self) -> dict[str, Any]:
+        self.counted()
         return {
             "transcript": self.transcript,
             "message_id": self.message_id,
@@ -214,6 +226,10 @@ class TranscriptStats:
 
 @dataclass(slots=True)
 class StatsReport:
+    """``transcripts``: every transcript's figures, in input order; with ``kept`` set, only
+    the ``kept`` with the most context tokens (most first) when there are more, and
+    ``overview`` counts them all."""
+
     tokenizer: str
     model: ModelInfo | None
     context_window: int | None
@@ -224,19 +240,35 @@ class StatsReport:
     largest: list[ToolOutput]
     skipped: list[str]
     rows: list[dict[str, Any]] | None = None
+    overview: Overview | None = None  # None: counted from ``transcripts``
+    kept: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.overview is None:
+            from .stats_op import Overview
+
+            self.overview = Overview()
+            for t in self.transcripts:
+                self.overview.add(t)
+
+    @property
+    def count(self) -> int:
+        """How many transcripts the figures cover (``transcripts`` may keep fewer)."""
+        assert self.overview is not None
+        return self.overview.count
 
     @property
     def level(self) -> str:
-        worst = 0
-        for t in self.transcripts:
-            worst = max(worst, LEVELS.index(t.level))
-        return LEVELS[worst]
+        assert self.overview is not None
+        return max((lv for lv in LEVELS if self.overview.levels[lv]), key=LEVELS.index, default=LEVELS[0])
 
     def to_json(self, *, transcripts: bool = True) -> dict[str, Any]:
         """The report as JSON; ``transcripts=False`` leaves out the per-transcript list
         (the CLI streams it instead of building it in memory)."""
+        ov = self.overview
+        assert ov is not None
         totals = self.totals.to_json()
-        totals["transcripts"] = len(self.transcripts)
+        totals["transcripts"] = ov.count
         d = {
             "tokenizer": self.tokenizer,
             "model": self.model.to_json() if self.model else None,
@@ -249,13 +281,13 @@ class StatsReport:
                 "warning_chars": self.warning_chars,
                 "critical_chars": self.critical_chars,
                 "level": self.level,
-                "counts": {lv: sum(1 for t in self.transcripts if t.level == lv) for lv in LEVELS},
+                "counts": {lv: ov.levels[lv] for lv in LEVELS},
             },
             "skipped": len(self.skipped),
             "skipped_errors": self.skipped[:20],
-            "models": sorted({t.model for t in self.transcripts if t.model}),
-            "first_timestamp": min((t.first_timestamp for t in self.transcripts if t.first_timestamp), default=None),
-            "last_timestamp": max((t.last_timestamp for t in self.transcripts if t.last_timestamp), default=None),
+            "models": sorted(ov.models),
+            "first_timestamp": ov.first_timestamp,
+            "last_timestamp": ov.last_timestamp,
         }
         if transcripts:
             d["transcripts"] = [t.to_json() for t in self.transcripts]
@@ -429,6 +461,7 @@ def stats(
     settings: Any = None,
     fast: bool = True,
     engine: Any = None,
+    keep: int | None = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -441,7 +474,9 @@ def stats(
     ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
     values where that gives the same figures (:mod:`ctxtool.stats_fast`); False reads every
     transcript into the full model. ``engine``: each file run as shards
-    (:class:`ctxtool.engines.Sharding`).
+    (:class:`ctxtool.engines.Sharding`). ``keep``: hold only the ``keep`` transcripts with
+    the most context tokens (memory flat however many there are; the totals, levels, models
+    and timestamps still count every one); None: all, in input order.
     """
     from .config import Config
     from .runner import run_file
@@ -453,9 +488,9 @@ def stats(
     window = cs.resolve(None).window if (context_window or model) else None
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, keep)
     policy = ErrorPolicy(on_error)
-    total = StatsPart(Figures(), [], [], [], [] if per_message else None)
+    total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=keep)
     for p in formats.iter_paths(paths):
         try:
             run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
@@ -472,28 +507,10 @@ def stats(
         warning_chars=warning_chars,
         critical_chars=critical_chars,
         totals=total.totals,
-        transcripts=total.transcripts,
+        transcripts=total.kept(),
         largest=total.largest,
         skipped=total.skipped,
         rows=total.rows,
+        overview=total.overview,
+        kept=keep,
     )
-
-
-def write_rows(rows: list[dict[str, Any]], path: str) -> None:
-    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
-    import os
-
-    import polars as pl
-
-    from .errors import ExitCode
-    from .jsonio import atomic_output
-
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in (".csv", ".parquet"):
-        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
-    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
-    with atomic_output(path) as fh:
-        if suffix == ".csv":
-            df.write_csv(fh)
-        else:
-            df.write_parquet(fh)

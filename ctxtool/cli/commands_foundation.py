@@ -99,6 +99,7 @@ def stats(
             progress=progress_cb,
             workers=jobs,
             engine=sh,
+            keep=None if (as_json or as_jsonl) else CONTEXT_ROWS,  # the table shows only these
         )
     finally:
         stack.close()
@@ -107,7 +108,9 @@ def stats(
     machine = as_json or as_jsonl
     report.largest = report.largest[:top] if not machine else report.largest
     if per_message and output:
-        st.write_rows(report.rows or [], output)
+        from ..stats_op import write_rows
+
+        write_rows(report.rows or [], output)
         err_line(f"wrote {len(report.rows or []):,} rows to {output}")
     warn_skipped(report.skipped)
     if count:
@@ -141,12 +144,17 @@ def _plain_text(path: str, tok: str | None, count: bool, machine: bool) -> bool:
     return True
 
 
+CONTEXT_ROWS = 20  # transcripts in the context table: those with the most context tokens
+
+
 def _render_stats(report, top: int) -> None:
     from rich.table import Table
 
+    from ..stats_op import most_context
+
     con = stdout_console()
     tot = report.totals
-    n = len(report.transcripts)
+    n = report.count
     title = f"{n:,} transcript{'s' if n != 1 else ''} · tokenizer {report.tokenizer}"
     if report.model:
         title += f" · model {report.model.name}"
@@ -202,13 +210,11 @@ def _render_stats(report, top: int) -> None:
     ct.add_column("window", justify="right")
     ct.add_column("used", justify="right")
     ct.add_column("threshold")
-    shown = report.transcripts if len(report.transcripts) <= 20 else sorted(
-        report.transcripts, key=lambda x: -x.context_tokens
-    )[:20]
+    shown = report.transcripts if n <= CONTEXT_ROWS else most_context(report.transcripts, CONTEXT_ROWS)
     for ts in shown:
         pct = ts.context_percent
         ct.add_row(
-            short_label(ts.path) if ts.index == 0 and len(report.transcripts) == 1 else f"{short_label(ts.path)}#{ts.id or ts.index}",
+            short_label(ts.path) if ts.index == 0 and n == 1 else f"{short_label(ts.path)}#{ts.id or ts.index}",
             fmt_int(ts.figures.messages),
             fmt_int(ts.context_tokens),
             ts.context_source,
@@ -216,10 +222,11 @@ def _render_stats(report, top: int) -> None:
             "-" if pct is None else f"{pct:.1f}%",
             ts.level,
         )
-    if len(report.transcripts) > 20:
-        ct.caption = f"20 largest of {len(report.transcripts):,}"
+    if n > CONTEXT_ROWS:
+        ct.caption = f"{CONTEXT_ROWS} largest of {n:,}"
     con.print(ct)
-    levels = {lv: sum(1 for x in report.transcripts if x.level == lv) for lv in ("ok", "warning", "critical")}
+    assert report.overview is not None
+    levels = report.overview.levels
     con.print(
         f"seed 002 thresholds: warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,}:"
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
