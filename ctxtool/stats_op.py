@@ -28,11 +28,11 @@ from .stats import (
     transcript_stats,
 )
 from .stats_fast import TALLY_KEY, Tally
+from .token_backends import exact_counter
 from .tokens import (
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
-    exact_counter,
     get_tokenizer,
     message_texts,
 )

@@ -1,4 +1,4 @@
-"""Exact token counting backends (ctxtool.tokens.EXACT_BACKENDS): every installed backend
+"""Exact token counting backends (ctxtool.token_backends.EXACT_BACKENDS): every installed backend
 (tiktoken's own counter included) gives tiktoken's counts (``len(encode_ordinary(text))``) for o200k_base and cl100k_base, on
 generated text and on every text of every sample and corpus file; the choice follows
 CTXTOOL_TOKENS_BACKEND; stats figures do not depend on it."""
@@ -16,12 +16,12 @@ from conftest import all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import formats, stats, tokens
+from ctxtool import formats, stats, token_backends, tokens
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import ErrorPolicy
 
 ENCODINGS = ("o200k_base", "cl100k_base")
-INSTALLED = [name for name, b in tokens.EXACT_BACKENDS.items() if b.available()]
+INSTALLED = [name for name, b in token_backends.EXACT_BACKENDS.items() if b.available()]
 OTHERS = [name for name in INSTALLED if name != "tiktoken"]
 
 
@@ -30,8 +30,8 @@ def reference(encoding: str, text: str) -> int:
 
 
 def test_the_backends_are_registered_and_tiktoken_is_always_there() -> None:
-    assert list(tokens.EXACT_BACKENDS)[-1] == "tiktoken" and "tiktoken" in INSTALLED
-    assert "bpe-openai" in tokens.EXACT_BACKENDS
+    assert list(token_backends.EXACT_BACKENDS)[-1] == "tiktoken" and "tiktoken" in INSTALLED
+    assert "bpe-openai" in token_backends.EXACT_BACKENDS
 
 
 # pieces where pre-tokenizers and BPE implementations part ways: whitespace runs before a
@@ -59,7 +59,7 @@ def test_every_backend_counts_what_tiktoken_counts(text: str) -> None:
     for encoding in ENCODINGS:
         want = reference(encoding, text)
         for name in INSTALLED:
-            assert tokens.exact_counter(encoding, name).count(text) == want, (name, encoding)
+            assert token_backends.exact_counter(encoding, name).count(text) == want, (name, encoding)
 
 
 def test_long_texts_and_edges() -> None:
@@ -67,7 +67,7 @@ def test_long_texts_and_edges() -> None:
              "word " * 40_000, "<|endoftext|>" * 1000]
     for encoding in ENCODINGS:
         for name in INSTALLED:
-            c = tokens.exact_counter(encoding, name)
+            c = token_backends.exact_counter(encoding, name)
             assert [c.count(t) for t in texts] == [reference(encoding, t) for t in texts], (name, encoding)
 
 
@@ -85,38 +85,38 @@ def test_every_backend_agrees_on_every_text_of_every_file(path: Path) -> None:
     for encoding in ENCODINGS:
         want = [reference(encoding, t) for t in texts]
         for name in INSTALLED:
-            c = tokens.exact_counter(encoding, name).count
+            c = token_backends.exact_counter(encoding, name).count
             assert [c(t) for t in texts] == want, (name, encoding)
 
 
 def test_the_environment_picks_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tokens.BACKEND_ENV, "tiktoken")
-    assert tokens.exact_backend().name == "tiktoken"
+    monkeypatch.setenv(token_backends.BACKEND_ENV, "tiktoken")
+    assert token_backends.exact_backend().name == "tiktoken"
     tok = tokens.get_tokenizer("o200k_base")
     assert isinstance(tok, tokens.TiktokenTokenizer) and tok.counter.backend == "tiktoken"
-    monkeypatch.setenv(tokens.BACKEND_ENV, "no-such-backend")
+    monkeypatch.setenv(token_backends.BACKEND_ENV, "no-such-backend")
     with pytest.raises(CtxtoolError) as e:
-        tokens.exact_counter("o200k_base")
+        token_backends.exact_counter("o200k_base")
     assert e.value.code == ExitCode.USAGE and "tiktoken" in str(e.value)
-    monkeypatch.delenv(tokens.BACKEND_ENV)
-    assert tokens.exact_backend().name == INSTALLED[0]  # the first one installed
+    monkeypatch.delenv(token_backends.BACKEND_ENV)
+    assert token_backends.exact_backend().name == INSTALLED[0]  # the first one installed
 
 
 def test_a_missing_backend_is_a_usage_error() -> None:
-    b = tokens._BpeOpenAI()
+    b = token_backends._BpeOpenAI()
     b._module = False  # as when the package is not installed
     assert not b.available()
     with pytest.raises(CtxtoolError) as e:
         b.load("o200k_base")
     assert e.value.code == ExitCode.USAGE and "fast-tokens" in str(e.value)
-    assert tokens._load_extension("ctxtool", "no_such_module") is None
-    assert tokens._load_extension("no_such_package_xyz", "_bindings") is None
+    assert token_backends._load_extension("ctxtool", "no_such_module") is None
+    assert token_backends._load_extension("no_such_package_xyz", "_bindings") is None
 
 
 @pytest.mark.skipif("bpe-openai" not in INSTALLED, reason="bpe-openai not installed")
 def test_the_package_still_imports_after_its_module_was_loaded_alone() -> None:
     code = (
-        "from ctxtool import tokens; n = tokens.exact_counter('o200k_base', 'bpe-openai').count('hello world'); "
+        "from ctxtool import token_backends; n = token_backends.exact_counter('o200k_base', 'bpe-openai').count('hello world'); "
         "import bpe_openai; print(n, len(bpe_openai.get_encoding('o200k_base').encode('hello world')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -124,7 +124,7 @@ def test_the_package_still_imports_after_its_module_was_loaded_alone() -> None:
 
 
 def test_import_ctxtool_loads_no_backend() -> None:
-    code = "import sys, ctxtool.tokens; print([m for m in sys.modules if m.startswith(('bpe_openai', 'tiktoken'))])"
+    code = "import sys, ctxtool.tokens, ctxtool.token_backends; print([m for m in sys.modules if m.startswith(('bpe_openai', 'tiktoken'))])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -141,7 +141,7 @@ def test_stats_figures_do_not_depend_on_the_backend(tmp_path: Path) -> None:
     env = dict(os.environ)
     runs = {}
     for name in ("tiktoken", *OTHERS):
-        env[tokens.BACKEND_ENV] = name
+        env[token_backends.BACKEND_ENV] = name
         for jobs in ("1", "2"):
             out = subprocess.run([sys.executable, "-m", "ctxtool", "stats", "--json", "--tokenizer", "cl100k_base",
                                   "--jobs", jobs, str(p)], capture_output=True, text=True, env=env, check=True)
@@ -157,7 +157,7 @@ def test_long_texts_are_counted_once() -> None:
         seen.append(text)
         return len(text.split())
 
-    c = tokens.ExactCounter("words", "o200k_base", count, releases_gil=False)
+    c = token_backends.ExactCounter("words", "o200k_base", count, releases_gil=False)
     prompt = "You are a careful agent. " * 10
     assert [c.count(prompt) for _ in range(5)] == [50] * 5 and seen == [prompt]
     assert [c.count("ab") for _ in range(3)] == [1] * 3 and len(seen) == 4  # short: counted each time
@@ -166,5 +166,5 @@ def test_long_texts_are_counted_once() -> None:
     c.count(prompt)
     assert seen.count(prompt) == 2
     # a real counter gives the same counts remembered or not
-    real = tokens.exact_counter("o200k_base")
+    real = token_backends.exact_counter("o200k_base")
     assert real.count(prompt) == real.count(prompt) == reference("o200k_base", prompt)
