@@ -18,7 +18,7 @@ from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext, merge_reports
+from .runner import FileRun, Operation, R, RunContext
 from .serial import TaskStream
 
 
@@ -104,14 +104,20 @@ def run_parallel(
         ]
         with worker_pool(workers, gc_enabled=op.collect_garbage) as ex, gc_paused():
             futures = [ex.submit(run_range, job) for job in _numbered_jobs(jobs)]
-            results = [f.result() for f in futures]
+            results: list[RangeResult[R]] = []
+
+            def reports() -> Iterator[R]:
+                for f in futures:
+                    results.append(f.result())
+                    yield results[-1].report
+
+            report = op.collect(reports())
         if output is not None:
             with jsonio.atomic_output(output, check) as out:
                 _join([j.part for j in jobs if j.part], out)
     finally:
         if parts is not None:
             shutil.rmtree(parts, ignore_errors=True)
-    report = merge_reports(r.report for r in results)
     if log is not None:
         for r in results:
             log.events.extend(r.events)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -15,7 +15,7 @@ from .context import ContextSettings
 from .formats.base import ErrorPolicy, Format
 from .jsonio import Source
 from .model import IMAGE_TOKENS, Transcript
-from .runner import Operation, RunContext, Task
+from .runner import Operation, RunContext, Task, merge_reports
 from .stats import (
     BATCH_MESSAGES,
     TOP_OUTPUTS,
@@ -109,10 +109,14 @@ class StatsPart:
     rows: list[dict[str, Any]] | None
     overview: Overview = field(default_factory=lambda: Overview())
     keep: int | None = None
+    sink: Callable[[TranscriptStats], None] | None = None  # gets each transcript (then not held)
 
     def add(self, ts: TranscriptStats) -> None:
         self.totals.add(ts.figures)
         self.overview.add(ts)
+        if self.sink is not None:
+            self.sink(ts)
+            return
         self.transcripts.append(ts)
         if self.keep is not None and len(self.transcripts) > 2 * self.keep:
             self.transcripts = most_context(self.transcripts, self.keep)
@@ -120,7 +124,11 @@ class StatsPart:
     def merge(self, other: StatsPart) -> None:
         self.totals.add(other.totals)
         self.overview.merge(other.overview)
-        self.transcripts.extend(other.transcripts)
+        if self.sink is not None:
+            for ts in other.transcripts:
+                self.sink(ts)
+        else:
+            self.transcripts.extend(other.transcripts)
         if self.keep is not None and len(self.transcripts) > 2 * self.keep:
             self.transcripts = most_context(self.transcripts, self.keep)
         self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
@@ -224,6 +232,7 @@ class StatsOp(Operation[StatsPart]):
     name: ClassVar[str] = "stats"
     writes: ClassVar[bool] = False
     collect_garbage: ClassVar[bool] = False  # its figures live to the end: nothing to collect
+    max_range_bytes: ClassVar[int | None] = 128 << 20  # a range's transcripts, held until streamed or kept
     tokenizer: str = "heuristic"
     context: ContextSettings | None = None  # the window's flags and config (each transcript's resolved from it)
     warning_chars: int = 200_000
@@ -231,6 +240,21 @@ class StatsOp(Operation[StatsPart]):
     per_message: bool = False
     fast: bool = True  # tally dataset records from their parsed values (False: always the full model)
     keep: int | None = None  # transcripts held (those with most context); None: all
+    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see stats.stats
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a callback stays in its process: a worker holds its range's transcripts and the
+        # parent passes them on (collect)
+        return dict(self.__dict__, each=None, keep=None if self.each is not None else self.keep)
+
+    def collect(self, reports: Iterable[StatsPart]) -> StatsPart:
+        if self.each is None:
+            return merge_reports(reports)
+        total = StatsPart(Figures(), [], [], [], None if not self.per_message else [], keep=0, sink=self.each)
+        for part in reports:  # in input order as each range is done: its transcripts passed on, then let go
+            total.merge(part)
+            part.transcripts = []
+        return total
 
     def ranges_per_job(self) -> int:
         return 2 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
@@ -255,7 +279,8 @@ class _StatsTask(Task[StatsPart]):
                      "level": threshold_levels(op.warning_chars, op.critical_chars)}
         self.fast = op.fast and not op.per_message  # per-message rows need the model
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
-        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep)
+        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
+                              sink=None if ctx.worker else op.each)
         self.batch: list[Transcript] = []
         self.entries = 0
 

@@ -99,3 +99,25 @@ def test_a_part_holds_at_most_twice_keep() -> None:
 @pytest.mark.parametrize("path", all_transcript_params())
 def test_keep_on_every_file(path: Path) -> None:
     check_keep(str(path), 2, on_error="skip", workers=1)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_each_streams_every_transcript_in_order_holding_none(tmp_path: Path, workers: int) -> None:
+    path = write(tmp_path, [(i * 37) % 11 * 50 + 1 for i in range(300)])
+    full = stats.stats([path], workers=workers)
+    seen: list[dict[str, Any]] = []
+    streamed = stats.stats([path], workers=workers, each=lambda t: seen.append(t.to_json()))
+    assert seen == [t.to_json() for t in full.transcripts]
+    assert streamed.transcripts == [] and streamed.count == 300
+    assert without_transcripts(streamed) == without_transcripts(full)
+
+
+def test_each_over_several_files_and_skipped_records(tmp_path: Path) -> None:
+    a = write(tmp_path, [3, 1, 2])
+    b = tmp_path / "b.jsonl"
+    b.write_text(json.dumps(record(9, 4)) + "\nnot json\n" + json.dumps(record(10, 5)) + "\n")
+    full = stats.stats([a, str(b)], on_error="skip", workers=1)
+    seen: list[str] = []
+    streamed = stats.stats([a, str(b)], on_error="skip", workers=1, each=lambda t: seen.append(t.label))
+    assert seen == [t.label for t in full.transcripts] and len(seen) == 5
+    assert streamed.skipped == full.skipped and streamed.skipped

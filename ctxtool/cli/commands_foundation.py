@@ -20,7 +20,7 @@ from .common import (
     stdout_console,
     warn_skipped,
 )
-from .render import JsonlOpt, emit
+from .render import Emitter, JsonlOpt, emit
 
 
 class FailOn(StrEnum):
@@ -83,6 +83,10 @@ def stats(
         prog.start()
     from contextlib import ExitStack
 
+    em = None
+    if (as_json or as_jsonl) and not count:  # each transcript written as it is known: none held
+        em = Emitter("stats", st.report_head(tok, info, context_window), jsonl=as_jsonl)
+
     stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
         sh = stack.enter_context(common.sharding(engine, files, None, address, False, jobs))
@@ -99,7 +103,8 @@ def stats(
             progress=progress_cb,
             workers=jobs,
             engine=sh,
-            keep=None if (as_json or as_jsonl) else CONTEXT_ROWS,  # the table shows only these
+            keep=CONTEXT_ROWS,  # the table shows only these
+            each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
         )
     finally:
         stack.close()
@@ -115,10 +120,11 @@ def stats(
     warn_skipped(report.skipped)
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
-    elif machine:
+    elif em is not None:
         d = report.to_json(transcripts=False)
-        head = {k: d.pop(k) for k in ("tokenizer", "model", "context_window")}
-        emit("stats", head, items=(t.to_json() for t in report.transcripts), tail=d, jsonl=as_jsonl)
+        for k in ("tokenizer", "model", "context_window"):
+            del d[k]  # in the head, written with the first transcript
+        em.finish(d)
     else:
         _render_stats(report, top)
     if fail_on is not None:
