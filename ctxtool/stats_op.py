@@ -28,12 +28,12 @@ from .stats import (
     transcript_stats,
 )
 from .stats_fast import TALLY_KEY, Tally
+from .token_backends import exact_counter
 from .tokens import (
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
     get_tokenizer,
-    load_encoding,
     message_texts,
 )
 
@@ -261,7 +261,7 @@ class StatsOp(Operation[StatsPart]):
 
     def prepare(self) -> None:
         if self.tokenizer != "heuristic":
-            load_encoding(self.tokenizer)  # once here; the forked workers share it
+            exact_counter(self.tokenizer)  # once here; the forked workers share it
 
     def start(self, ctx: RunContext) -> Task[StatsPart]:
         return _StatsTask(self, ctx)
