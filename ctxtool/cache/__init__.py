@@ -4,7 +4,9 @@ Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, 
 the user cache directory; a local path or an fsspec URL such as ``s3://bucket/cache``,
 :mod:`ctxtool.cache.objstore`)::
 
-    refs/<sha256>             the content, zlib-compressed (as git stores loose objects), mode 0600
+    refs/<sha256>             the content as one zstd frame (level 1), mode 0600; refs written
+                              by older versions are zlib streams (as git stores loose objects),
+                              told apart by their first bytes and read alike
     manifest/<task>.jsonl     one JSON line per stored ref: hash, size, lines, kind, source;
                               one shard per task (a process, a Ray task), written whole at its end
     manifest.jsonl            the single manifest of older versions: still read, rewritten by gc
@@ -35,7 +37,6 @@ import secrets
 import stat
 import threading
 import time
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from typing import Any
 from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
 from ..paths import owner_pid
-from .content import COMPRESS_LEVEL, Corrupt, as_int, line_count, read_ref
+from .content import Corrupt, as_int, compress, line_count, read_ref
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
 from .privdir import cache_error, not_regular
@@ -246,7 +247,7 @@ class RefCache(Reading):
                         path=str(sub(self.refs_dir, ref)),
                         code=ExitCode.INPUT,
                     )
-                refs.write_atomic(ref, zlib.compress(b, COMPRESS_LEVEL))
+                refs.write_atomic(ref, compress(b))
                 info.new = True
             self._known.add(ref)
         self._append_manifest(info)
