@@ -47,7 +47,7 @@ from .content import Corrupt, as_int, compress, line_count, read_ref
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
 from .packs import DIR as PACKS_DIR
-from .packs import PACK_BYTES, PACK_MIN, Loc, Packs
+from .packs import PACK_BYTES, PACK_MIN, Loc, PackBuilder, Packs
 from .privdir import cache_error
 from .reading import Reading
 from .results import GcResult, GrepMatch, GrepResult, RefInfo, ShowResult, VerifyResult
@@ -116,8 +116,7 @@ class RefCache(Upkeep, Reading):
         self._refs_dir: CacheDir | None = None
         self._open_lock = threading.Lock()
         self._pack = pack
-        self._batch: dict[str, bytes] = {}  # new refs not written yet (``pack``): id -> stored bytes
-        self._batch_bytes = 0
+        self._batch = PackBuilder()  # new refs not written yet (``pack``)
         self._packs_written = 0
         self._packs_dir: CacheDir | None = None
         self.packs = Packs(self._open_packs)
@@ -271,11 +270,9 @@ class RefCache(Upkeep, Reading):
             if st is None and self.packs.find(ref) is not None:
                 pass  # in a pack already
             elif st is None and self._pack:  # gathered, written as a pack at flush()
-                blob = compress(b)
-                self._batch[ref] = blob
-                self._batch_bytes += len(blob)
+                self._batch.add(ref, compress(b))
                 info.new = True
-                if self._batch_bytes >= PACK_BYTES:
+                if self._batch.size >= PACK_BYTES:
                     self._write_batch(last=False)
             elif st is None or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
                 if st is not None and stat.S_ISDIR(st.st_mode):
@@ -293,20 +290,18 @@ class RefCache(Upkeep, Reading):
     def _write_batch(self, *, last: bool) -> None:
         """Write the gathered refs: a pack, or (``last``, fewer than :data:`PACK_MIN`, no pack
         written by this task yet) a file each."""
-        if not self._batch:
+        if not len(self._batch):
             return
-        entries = list(self._batch.items())
-        if last and len(entries) < PACK_MIN and not self._packs_written:
+        if last and len(self._batch) < PACK_MIN and not self._packs_written:
             refs = self._refs(True)
             assert refs is not None
-            for ref, blob in entries:
+            for ref, blob in self._batch.entries():
                 refs.write_atomic(ref, blob)
+            self._batch = PackBuilder()
         else:
             n = self._packs_written
-            self.packs.write(entries, self.task if not n else f"{self.task}.{n}")
+            self.packs.write(self._batch, self.task if not n else f"{self.task}.{n}")
             self._packs_written += 1
-        self._batch.clear()
-        self._batch_bytes = 0
 
     def put_json(self, obj: Any, *, kind: str = "source", source: dict[str, Any] | None = None) -> RefInfo:
         return self.put(jsonio.dumps(obj), kind=kind, source=source)
@@ -322,7 +317,7 @@ class RefCache(Upkeep, Reading):
         }
         if info.sources:
             entry["source"] = info.sources[0]
-        line = jsonio.dumps(entry) + b"\n"
+        line = jsonio.dumps(entry) + b"\n"  # a copy of its own size (orjson's buffer is larger)
         self._pending.append(line)
         self._pending_bytes += len(line)
         if self._pending_bytes >= MANIFEST_BATCH:

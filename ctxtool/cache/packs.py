@@ -41,7 +41,7 @@ MAGIC = b"ctxtool-pack-1\n"
 _LEN = struct.Struct(">Q")
 TAIL = _LEN.size + len(MAGIC)
 #: refs gathered before a pack is written (and a worker's memory stays flat)
-PACK_BYTES = 32 << 20
+PACK_BYTES = 4 << 20
 #: fewer new refs than this at the end of a task are written as ref files (a pack earns its
 #: place when it replaces many files)
 PACK_MIN = 16
@@ -65,18 +65,44 @@ def pack_name(stem: str | None = None) -> str:
     return f"{stem or f'{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}'}.pack"
 
 
-def build(entries: list[tuple[str, bytes]]) -> tuple[bytes, list[tuple[str, int, int]]]:
-    """A pack of ``entries`` (ref, stored bytes), and its index."""
-    parts = [MAGIC]
-    index = []
-    at = len(MAGIC)
-    for ref, blob in entries:
-        index.append((ref, at, len(blob)))
-        parts.append(blob)
-        at += len(blob)
-    idx = jsonio.dumps([list(e) for e in index])
-    parts += [idx, _LEN.pack(len(idx)), MAGIC]
-    return b"".join(parts), index
+class PackBuilder:
+    """A pack being gathered: its entries in one buffer (each stored ref copied in as it
+    comes, so memory holds the pack's bytes once), and where each is."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(MAGIC)
+        self.index: dict[str, tuple[int, int]] = {}  # ref -> (offset, length)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self.index
+
+    @property
+    def size(self) -> int:
+        return len(self.buf) - len(MAGIC)
+
+    def add(self, ref: str, blob: bytes) -> None:
+        if ref not in self.index:
+            self.index[ref] = (len(self.buf), len(blob))
+            self.buf += blob
+
+    def entries(self) -> list[tuple[str, bytes]]:
+        """Each ref and its stored bytes (to write them as files instead)."""
+        return [(ref, bytes(self.buf[at : at + n])) for ref, (at, n) in self.index.items()]
+
+    def finish(self) -> tuple[bytes, list[tuple[str, int, int]]]:
+        """The whole pack (entries, index, trailer), and its index."""
+        index = [(ref, at, n) for ref, (at, n) in self.index.items()]
+        idx = jsonio.dumps([list(e) for e in index])
+        self.buf += idx
+        self.buf += _LEN.pack(len(idx))
+        self.buf += MAGIC
+        data = bytes(self.buf)
+        self.buf = bytearray(MAGIC)
+        self.index = {}
+        return data, index
 
 
 def read_index(fh: IO[bytes]) -> list[tuple[str, int, int]]:
@@ -162,12 +188,12 @@ class Packs:
         d = self._open(False)
         return sorted(n for n in d.listdir() if NAME_RE.match(n)) if d is not None else []
 
-    def write(self, entries: list[tuple[str, bytes]], stem: str | None = None) -> str:
-        """Write ``entries`` as one new pack; returns its name."""
+    def write(self, pack: PackBuilder, stem: str | None = None) -> str:
+        """Write ``pack`` as one new pack file (and empty it); returns its name."""
         self.load()  # the packs there before this one
         d = self._open(True)
         name = pack_name(stem)
-        data, index = build(entries)
+        data, index = pack.finish()
         d.write_atomic(name, data)
         self._seen.add(name)
         for ref, at, length in index:
@@ -194,12 +220,12 @@ class Packs:
             return
         for name in sorted(hit):
             with d.open_reader(name) as fh:
-                keep = []
+                keep = PackBuilder()
                 for ref, at, length in read_index(fh):
                     if ref not in refs:
                         fh.seek(at)
-                        keep.append((ref, fh.read(length)))
-            if keep:
+                        keep.add(ref, fh.read(length))
+            if len(keep):
                 self.write(keep)
             d.unlink(name)
         self.where.clear()
