@@ -148,3 +148,20 @@ def test_a_link_in_place_of_packs_is_refused_and_never_followed(tmp_path: Path) 
     with pytest.raises(CtxtoolError, match="symbolic link"):
         RefCache(root).verify()
     assert not list(outside.iterdir())
+
+
+def test_a_task_run_again_under_its_name_never_replaces_its_first_pack(tmp_path: Path) -> None:
+    """An engine re-runs a shard under a stable task name: the refs its first run packed are
+    found there and not written again, so the second pack must not replace the first."""
+    root = tmp_path / "c"
+    first = texts(PACK_MIN)
+    with RefCache(root, task="shard-0", pack=True) as c:
+        for t in first:
+            c.put(t)
+    with RefCache(root, task="shard-0", pack=True) as c:
+        assert not any(c.put(t).new for t in first)
+        for t in texts(PACK_MIN, "new "):
+            assert c.put(t).new
+    c = RefCache(root)
+    assert len(list((root / "packs").iterdir())) == 2
+    assert all(c.read_text(sha(t)) == t for t in first) and c.verify().clean

@@ -7,6 +7,10 @@ the user cache directory; a local path or an fsspec URL such as ``s3://bucket/ca
     refs/<sha256>             the content as one zstd frame (level 1), mode 0600; refs written
                               by older versions are zlib streams (as git stores loose objects),
                               told apart by their first bytes and read alike
+    packs/<task>[.<n>].pack   the refs a worker of a parallel run made, many to a file (a file
+                              per ref costs a file creation each): each entry stored as a ref
+                              file is, found, read, verified and collected by its id alike
+                              (:mod:`ctxtool.cache.packs`)
     manifest/<task>.jsonl     one JSON line per stored ref: hash, size, lines, kind, source;
                               one shard per task (a process, a Ray task), written whole at its end
     manifest.jsonl            the single manifest of older versions: still read, rewritten by gc
@@ -23,7 +27,7 @@ small writes are slow, of the time. Ids (or unique prefixes of at least
 file outside the cache; content is checked against its hash when read.
 
 Nothing inside the cache is reached through a link (:mod:`ctxtool.cache.privdir`):
-``refs/`` and every file are opened relative to the open cache directory with
+``refs/``, ``packs/`` and every file are opened relative to the open cache directory with
 ``O_NOFOLLOW``, a ref that is a link, a directory or any other non-regular file is refused
 (``refs verify`` reports it as corrupted), and a hostile layout is a one-line error naming
 the path (exit 3).
@@ -299,8 +303,7 @@ class RefCache(Upkeep, Reading):
                 refs.write_atomic(ref, blob)
             self._batch = PackBuilder()
         else:
-            n = self._packs_written
-            self.packs.write(self._batch, self.task if not n else f"{self.task}.{n}")
+            self.packs.write(self._batch, self.task)
             self._packs_written += 1
 
     def put_json(self, obj: Any, *, kind: str = "source", source: dict[str, Any] | None = None) -> RefInfo:

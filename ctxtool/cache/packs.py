@@ -5,6 +5,7 @@ large ``truncate`` (thousands of refs). A worker process of a parallel run
 (:mod:`ctxtool.parallel`) therefore gathers its new refs and writes them as one pack when
 it finishes (or whenever the pack reaches :data:`PACK_BYTES`), before its part of the
 output is joined into the output: a transcript never names a ref that is not stored.
+A pack's name is its task's with a random suffix: a new pack never replaces one.
 
 A pack is written whole (a temporary file renamed, or one object) and never changed: gc
 writes a new pack of the refs it keeps and removes the old one. Layout::
@@ -36,7 +37,7 @@ from ..errors import CtxtoolError
 from .ids import REF_RE
 
 DIR = "packs"
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,120}\.pack$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,160}\.pack$")
 MAGIC = b"ctxtool-pack-1\n"
 _LEN = struct.Struct(">Q")
 TAIL = _LEN.size + len(MAGIC)
@@ -61,8 +62,11 @@ class Loc:
 
 
 def pack_name(stem: str | None = None) -> str:
-    """A new pack's name: the task's, else fresh (a pack gc writes)."""
-    return f"{stem or f'{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}'}.pack"
+    """A new pack's name, never one that exists: the task's with a random suffix (a task
+    run again under the same name must not replace the pack its first run wrote: the refs
+    found there are not written again), else fresh (a pack gc writes)."""
+    name = f"{stem}.{secrets.token_hex(4)}.pack" if stem else ""
+    return name if NAME_RE.match(name) else f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}.pack"
 
 
 class PackBuilder:
