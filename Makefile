@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.lock
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -q ctxtool
 	touch $(STAMP)
 
 $(DEVSTAMP): $(STAMP) requirements-dev.lock
@@ -56,6 +57,7 @@ $(BENCHSTAMP): bench/requirements-peers.lock
 	touch $(BENCHSTAMP)
 
 bench: $(DEVSTAMP) $(BENCHSTAMP)
+	$(BIN)/python -m compileall -q ctxtool  # bytecode as an installed package has it (an editable install writes none under PYTHONDONTWRITEBYTECODE)
 	CTXTOOL_BENCH_PEERS=$(BENCHVENV)/bin/python LITELLM_LOCAL_MODEL_COST_MAP=True $(BIN)/python -m bench.run
 
 lint: $(DEVSTAMP)

@@ -6,9 +6,12 @@ Offline: litellm reads its bundled cost map (LITELLM_LOCAL_MODEL_COST_MAP=True) 
 its BPE files from TIKTOKEN_CACHE_DIR (ctxtool's verified copies, set by bench/run.py).
 
     python bench/peers.py NAME FILE REPEAT   ->  {"name": ..., "times": [loop seconds, ...], "result": ...}
+    python bench/peers.py NAME FILE whole    ->  the loop once, cold: timed from outside as a whole process
 
 Each time is the loop alone (the file parsed record by record inside it; imports and
-warm-up outside), as the peer's user would run it.
+warm-up outside), as the peer's user would run it. ``whole``: the process runs the loop
+once after its imports (and, for ``tiktoken_loop``, loading the encoding), as a user's
+script would; bench/run.py times it from outside, start-up included.
 """
 
 from __future__ import annotations
@@ -48,6 +51,35 @@ def orjson_loop(path: str) -> int:
     return total
 
 
+def openai_texts(rec: dict[str, Any]) -> list[str]:
+    """The texts of an OpenAI chat record that occupy context, as ctxtool counts them:
+    content, reasoning, each call's name and arguments."""
+    out: list[str] = []
+    for m in rec["messages"]:
+        for key in ("reasoning_content", "content"):
+            c = m.get(key)
+            if isinstance(c, str) and c:
+                out.append(c)
+        for tc in m.get("tool_calls") or ():
+            fn = tc.get("function") or {}
+            out.extend(x for x in (fn.get("name"), fn.get("arguments")) if isinstance(x, str) and x)
+    return out
+
+
+_ENC: Any = None
+
+
+def tiktoken_loop(path: str) -> int:
+    """One tiktoken thread (o200k_base) over every text of every record: the exact baseline."""
+    global _ENC
+    if _ENC is None:
+        import tiktoken
+
+        _ENC = tiktoken.get_encoding("o200k_base")
+    enc = _ENC
+    return sum(len(enc.encode_ordinary(x)) for rec in records(path) for x in openai_texts(rec))
+
+
 def lc_count(path: str) -> int:
     """LangChain's count_tokens_approximately over each record's messages."""
     from langchain_core.messages.utils import count_tokens_approximately
@@ -77,6 +109,7 @@ def litellm_count(path: str) -> int:
 
 PEERS: dict[str, Callable[[str], int]] = {
     "orjson_loop": orjson_loop,
+    "tiktoken_loop": tiktoken_loop,
     "lc_count": lc_count,
     "lc_trim": lc_trim,
     "litellm_count": litellm_count,
@@ -84,8 +117,12 @@ PEERS: dict[str, Callable[[str], int]] = {
 
 
 def main() -> int:
-    name, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    name, path = sys.argv[1], sys.argv[2]
     fn = PEERS[name]
+    if sys.argv[3] == "whole":
+        print(json.dumps({"name": name, "result": fn(path)}))
+        return 0
+    repeat = int(sys.argv[3])
     fn(path)  # warm: imports, page cache, lazy tables
     times = []
     result = 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import IO, Any, Generic
 
 from . import formats, jsonio
@@ -18,7 +18,7 @@ from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext, merge_reports
+from .runner import FileRun, Operation, R, RunContext
 from .serial import TaskStream
 
 
@@ -103,14 +103,21 @@ def run_parallel(
             for k, (a, b, line) in enumerate(ranges)
         ]
         with worker_pool(workers, gc_enabled=op.collect_garbage) as ex, gc_paused():
-            results = list(ex.map(run_range, jobs))
+            futures = [ex.submit(run_range, job) for job in _numbered_jobs(jobs)]
+            results: list[RangeResult[R]] = []
+
+            def reports() -> Iterator[R]:
+                for f in futures:
+                    results.append(f.result())
+                    yield results[-1].report
+
+            report = op.collect(reports())
         if output is not None:
             with jsonio.atomic_output(output, check) as out:
                 _join([j.part for j in jobs if j.part], out)
     finally:
         if parts is not None:
             shutil.rmtree(parts, ignore_errors=True)
-    report = merge_reports(r.report for r in results)
     if log is not None:
         for r in results:
             log.events.extend(r.events)
@@ -118,6 +125,24 @@ def run_parallel(
     return FileRun(
         report, path, output, fmt, sum(r.transcripts for r in results), [e for r in results for e in r.errors], workers
     )
+
+
+def _numbered_jobs(jobs: list[RangeJob[R]]) -> Iterator[RangeJob[R]]:
+    """The jobs, each with its first line number, yielded as soon as it is known: a range
+    planned without line numbers (first line 0) gets the newlines before it counted here,
+    one range at a time, while the workers already run the ranges before it. Numbering
+    lines is then off the critical path (it used to be a read of the whole file before
+    any worker started)."""
+    line = 1
+    prev: RangeJob[R] | None = None
+    for job in jobs:
+        if job.first_line == 0:
+            if prev is not None:
+                line += jsonio.count_newlines(prev.path, prev.start, prev.end)
+            job = replace(job, first_line=line)
+        prev = job
+        line = job.first_line
+        yield job
 
 
 def _join(parts: list[str], out: IO[bytes]) -> None:

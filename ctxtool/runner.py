@@ -176,12 +176,21 @@ class Operation(Generic[R]):
     #: True: ``Task.check`` validates the written output against the input (one process)
     checks_output: ClassVar[bool] = False
 
+    #: the largest byte range a process is given (None: no limit): what a range's report
+    #: holds until the parent takes it stays bounded however large the file
+    max_range_bytes: ClassVar[int | None] = None
+
     def ranges_per_job(self) -> int:
         """Byte ranges per process: more than one when the cost of a byte varies."""
         return 1
 
     def prepare(self) -> None:
         """Called once in the parent before workers start (create directories, load tables)."""
+
+    def collect(self, reports: Iterable[R]) -> R:
+        """One file's report from its parts (byte ranges, shards), given in input order as
+        each is done: merged (an operation may pass on what it streams and let it go)."""
+        return merge_reports(reports)
 
     def start(self, ctx: RunContext) -> Task[R]:
         raise NotImplementedError
@@ -343,7 +352,10 @@ def run_file(
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if n > 1 and to is None and size is not None and op.parallel and not op.checks_output:
         min_bytes = PARALLEL_MIN_BYTES if jobs is None else 1
-        plan = formats.split_plan(path, fmt, n * op.ranges_per_job(), min_bytes)
+        ranges = n * op.ranges_per_job()
+        if op.max_range_bytes:
+            ranges = max(ranges, -(-size // op.max_range_bytes))
+        plan = formats.split_plan(path, fmt, ranges, min_bytes, lines=False)  # numbered as they run
     if plan is not None:
         from .parallel import run_parallel
 

@@ -1,25 +1,37 @@
 """What is in a transcript: messages, characters and tokens by role, tool calls and
 outputs, thinking, images, system prompt, recorded usage, context percentage and the
-seed 002 warning/critical thresholds.
+seed 002 warning/critical thresholds: how they are counted (the figures themselves:
+:mod:`ctxtool.stats_figures`, re-exported here).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import formats
-from .config import BY_KEY
 from .context import ContextSettings, last_model, resolve
 from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
-from .model import IMAGE_CHARS, IMAGE_TOKENS, KIND_INJECTED, ROLES, Message, Transcript, is_injected
+from .model import IMAGE_CHARS, IMAGE_TOKENS, KIND_INJECTED, Message, Transcript, is_injected
 from .pairing import tool_names
 from .registry import ModelInfo
+from .stats_figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
+    BATCH_MESSAGES,
+    CRITICAL_CHARS,
+    LEVELS,
+    STATS_ROWS,
+    TOP_OUTPUTS,
+    WARNING_CHARS,
+    Figures,
+    RoleStats,
+    StatsReport,
+    ToolOutput,
+    TranscriptStats,
+    UsageTotals,
+)
 from .timestamps import iso, span
 from .tokens import (
     FRAMING_PER_MESSAGE,
@@ -27,239 +39,6 @@ from .tokens import (
     Tokenizer,
     get_tokenizer,
 )
-
-#: the rows of ``by_role``: the roles, with injected user-role lines apart
-STATS_ROWS = (*ROLES[:2], KIND_INJECTED, *ROLES[2:])
-
-# Seed 002 check_size defaults, in characters (the chars policy's settings: ctxtool.policies).
-WARNING_CHARS = int(BY_KEY["context.warning_chars"].default)
-CRITICAL_CHARS = int(BY_KEY["context.critical_chars"].default)
-LEVELS = ("ok", "warning", "critical")
-TOP_OUTPUTS = 10
-BATCH_MESSAGES = 1024
-
-
-@dataclass(slots=True)
-class RoleStats:
-    messages: int = 0
-    tokens: int = 0
-    chars: int = 0
-
-    def add(self, other: RoleStats) -> None:
-        self.messages += other.messages
-        self.tokens += other.tokens
-        self.chars += other.chars
-
-    def to_json(self) -> dict[str, int]:
-        return {"messages": self.messages, "tokens": self.tokens, "chars": self.chars}
-
-
-@dataclass(slots=True)
-class ToolOutput:
-    transcript: str
-    message_id: str | None
-    line: int | None
-    tool: str | None
-    tokens: int
-    chars: int
-    lines: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "transcript": self.transcript,
-            "message_id": self.message_id,
-            "line": self.line,
-            "tool": self.tool,
-            "tokens": self.tokens,
-            "chars": self.chars,
-            "lines": self.lines,
-        }
-
-
-@dataclass(slots=True)
-class UsageTotals:
-    input: int = 0
-    output: int = 0
-    cache_creation: int = 0
-    cache_read: int = 0
-    api_messages: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_creation + self.cache_read
-
-    def add(self, o: UsageTotals) -> None:
-        self.input += o.input
-        self.output += o.output
-        self.cache_creation += o.cache_creation
-        self.cache_read += o.cache_read
-        self.api_messages += o.api_messages
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "cache_creation": self.cache_creation,
-            "cache_read": self.cache_read,
-            "total": self.total,
-            "api_messages": self.api_messages,
-        }
-
-
-@dataclass(slots=True)
-class Figures:
-    """Counts shared by one transcript and the totals."""
-
-    messages: int = 0
-    tokens: int = 0
-    chars: int = 0
-    tool_calls: int = 0
-    tool_results: int = 0
-    tool_errors: int = 0
-    thinking_blocks: int = 0
-    thinking_tokens: int = 0
-    thinking_chars: int = 0
-    images: int = 0
-    system_prompt_chars: int = 0
-    system_prompt_tokens: int = 0
-    framing_tokens: int = 0
-    # user-role lines the agent injected (skill text, command output, reminders, summaries) have
-    # their own row: "user" counts only the user's words
-    by_role: dict[str, RoleStats] = field(default_factory=lambda: {r: RoleStats() for r in STATS_ROWS})
-    tool_calls_by_name: Counter[str] = field(default_factory=Counter)
-    usage: UsageTotals = field(default_factory=UsageTotals)
-
-    def add(self, o: Figures) -> None:
-        # field by field (no getattr loop): called once per transcript
-        self.messages += o.messages
-        self.tokens += o.tokens
-        self.chars += o.chars
-        self.tool_calls += o.tool_calls
-        self.tool_results += o.tool_results
-        self.tool_errors += o.tool_errors
-        self.thinking_blocks += o.thinking_blocks
-        self.thinking_tokens += o.thinking_tokens
-        self.thinking_chars += o.thinking_chars
-        self.images += o.images
-        self.system_prompt_chars += o.system_prompt_chars
-        self.system_prompt_tokens += o.system_prompt_tokens
-        self.framing_tokens += o.framing_tokens
-        by_role = self.by_role
-        for r, s in o.by_role.items():
-            if s.messages:
-                mine = by_role.get(r)
-                if mine is None:
-                    mine = by_role[r] = RoleStats()
-                mine.add(s)
-        if o.tool_calls_by_name:
-            self.tool_calls_by_name.update(o.tool_calls_by_name)
-        if o.usage.api_messages:
-            self.usage.add(o.usage)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "messages": self.messages,
-            "tokens": self.tokens,
-            "chars": self.chars,
-            "tool_calls": self.tool_calls,
-            "tool_results": self.tool_results,
-            "tool_errors": self.tool_errors,
-            "thinking": {"blocks": self.thinking_blocks, "tokens": self.thinking_tokens, "chars": self.thinking_chars},
-            "images": self.images,
-            "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
-            "framing_tokens": self.framing_tokens,
-            "usage": self.usage.to_json(),
-        }
-
-
-@dataclass(slots=True)
-class TranscriptStats:
-    path: str
-    index: int
-    id: str | None
-    format: str
-    figures: Figures
-    context_tokens: int
-    context_source: str
-    context_window: int | None
-    level: str
-    largest: list[ToolOutput]
-    label: str = ""  # path#id for a dataset record, else the path
-    model: str | None = None  # the model the transcript records (the context resolver's)
-    first_timestamp: str | None = None  # the earliest and latest times its lines record
-    last_timestamp: str | None = None
-
-    @property
-    def context_percent(self) -> float | None:
-        if not self.context_window:
-            return None
-        return round(100.0 * self.context_tokens / self.context_window, 2)
-
-    def to_json(self) -> dict[str, Any]:
-        d = {"transcript": self.label or self.path, "path": self.path, "index": self.index, "id": self.id, "format": self.format,
-             "model": self.model, "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp}
-        d.update(self.figures.to_json())
-        d["by_role"] = {r: s.to_json() for r, s in self.figures.by_role.items()}
-        d["tool_calls_by_name"] = dict(self.figures.tool_calls_by_name.most_common())
-        d["context"] = {
-            "tokens": self.context_tokens,
-            "source": self.context_source,
-            "window": self.context_window,
-            "percent": self.context_percent,
-        }
-        d["threshold"] = self.level
-        d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
-        return d
-
-
-@dataclass(slots=True)
-class StatsReport:
-    tokenizer: str
-    model: ModelInfo | None
-    context_window: int | None
-    warning_chars: int
-    critical_chars: int
-    totals: Figures
-    transcripts: list[TranscriptStats]
-    largest: list[ToolOutput]
-    skipped: list[str]
-    rows: list[dict[str, Any]] | None = None
-
-    @property
-    def level(self) -> str:
-        worst = 0
-        for t in self.transcripts:
-            worst = max(worst, LEVELS.index(t.level))
-        return LEVELS[worst]
-
-    def to_json(self, *, transcripts: bool = True) -> dict[str, Any]:
-        """The report as JSON; ``transcripts=False`` leaves out the per-transcript list
-        (the CLI streams it instead of building it in memory)."""
-        totals = self.totals.to_json()
-        totals["transcripts"] = len(self.transcripts)
-        d = {
-            "tokenizer": self.tokenizer,
-            "model": self.model.to_json() if self.model else None,
-            "context_window": self.context_window,
-            "totals": totals,
-            "by_role": {r: s.to_json() for r, s in self.totals.by_role.items()},
-            "tool_calls_by_name": dict(self.totals.tool_calls_by_name.most_common()),
-            "largest_tool_outputs": [o.to_json() for o in self.largest],
-            "thresholds": {
-                "warning_chars": self.warning_chars,
-                "critical_chars": self.critical_chars,
-                "level": self.level,
-                "counts": {lv: sum(1 for t in self.transcripts if t.level == lv) for lv in LEVELS},
-            },
-            "skipped": len(self.skipped),
-            "skipped_errors": self.skipped[:20],
-            "models": sorted({t.model for t in self.transcripts if t.model}),
-            "first_timestamp": min((t.first_timestamp for t in self.transcripts if t.first_timestamp), default=None),
-            "last_timestamp": max((t.last_timestamp for t in self.transcripts if t.last_timestamp), default=None),
-        }
-        if transcripts:
-            d["transcripts"] = [t.to_json() for t in self.transcripts]
-        return d
 
 
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
@@ -429,6 +208,8 @@ def stats(
     settings: Any = None,
     fast: bool = True,
     engine: Any = None,
+    keep: int | None = None,
+    each: Callable[[TranscriptStats], None] | None = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -441,21 +222,21 @@ def stats(
     ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
     values where that gives the same figures (:mod:`ctxtool.stats_fast`); False reads every
     transcript into the full model. ``engine``: each file run as shards
-    (:class:`ctxtool.engines.Sharding`).
+    (:class:`ctxtool.engines.Sharding`). ``keep``: hold only the ``keep`` transcripts with
+    the most context tokens (memory flat however many there are; the totals, levels, models
+    and timestamps still count every one); None: all, in input order. ``each``: called with
+    every transcript's figures in input order as they are known, none of them held (the
+    report's ``transcripts`` is empty): a stream in flat memory.
     """
-    from .config import Config
     from .runner import run_file
     from .stats_op import StatsOp, StatsPart
 
-    tok = get_tokenizer(tokenizer or "heuristic")
-    cfg = settings if settings is not None else Config()
-    cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
-    window = cs.resolve(None).window if (context_window or model) else None
+    tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
-    total = StatsPart(Figures(), [], [], [], [] if per_message else None)
+    total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
     for p in formats.iter_paths(paths):
         try:
             run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
@@ -472,28 +253,28 @@ def stats(
         warning_chars=warning_chars,
         critical_chars=critical_chars,
         totals=total.totals,
-        transcripts=total.transcripts,
+        transcripts=total.kept(),
         largest=total.largest,
         skipped=total.skipped,
         rows=total.rows,
+        overview=total.overview,
+        kept=op.keep,
     )
 
 
-def write_rows(rows: list[dict[str, Any]], path: str) -> None:
-    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
-    import os
+def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, context_window: int | None = None,
+                settings: Any = None) -> dict[str, Any]:
+    """The fields of :meth:`StatsReport.to_json` known before any transcript is read (the
+    tokenizer, the model, the window the flags give), as :func:`stats` sets them."""
+    tok, _, window, _ = _setup(tokenizer, model, context_window, settings)
+    return {"tokenizer": tok.name, "model": model.to_json() if model else None, "context_window": window}
 
-    import polars as pl
 
-    from .errors import ExitCode
-    from .jsonio import atomic_output
+def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int | None,
+           settings: Any) -> tuple[Tokenizer, ContextSettings, int | None, Any]:
+    from .config import Config
 
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in (".csv", ".parquet"):
-        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
-    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
-    with atomic_output(path) as fh:
-        if suffix == ".csv":
-            df.write_csv(fh)
-        else:
-            df.write_parquet(fh)
+    tok = get_tokenizer(tokenizer or "heuristic")
+    cfg = settings if settings is not None else Config()
+    cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
+    return tok, cs, cs.resolve(None).window if (context_window or model) else None, cfg

@@ -246,8 +246,10 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     if tl.outputs:
         label = t.label
         names = tl.names
+        lazy = opts["keep"] is not None  # only a few transcripts are held: count lines when reported
         for n_out, i, text, cid, name, mid in heapq.nlargest(TOP_OUTPUTS, tl.outputs, key=lambda o: o[0]):
-            largest.append(ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, text.count("\n") + 1))
+            o = ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, 0, text)
+            largest.append(o if lazy else o.counted())
     return TranscriptStats(
         path=t.path,
         index=t.index,

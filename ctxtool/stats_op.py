@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import stats_fast
@@ -15,7 +15,7 @@ from .context import ContextSettings
 from .formats.base import ErrorPolicy, Format
 from .jsonio import Source
 from .model import IMAGE_TOKENS, Transcript
-from .runner import Operation, RunContext, Task
+from .runner import Operation, RunContext, Task, merge_reports
 from .stats import (
     BATCH_MESSAGES,
     TOP_OUTPUTS,
@@ -38,7 +38,8 @@ from .tokens import (
 )
 
 # With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
-# so one that finishes early takes the next. The heuristic's cost follows the bytes: one each.
+# so one that finishes early takes the next. The heuristic's cost follows the bytes: two each,
+# so the second worker starts once the first range's lines are numbered (half the wait of one).
 RANGES_PER_WORKER = 4
 
 
@@ -49,6 +50,7 @@ _FIGURE_FIELDS = (
 
 
 def _pack_output(o: ToolOutput) -> tuple[Any, ...]:
+    o.counted()
     return (o.transcript, o.message_id, o.line, o.tool, o.tokens, o.chars, o.lines)
 
 
@@ -86,29 +88,65 @@ def _unpack_transcript(p: tuple[Any, ...]) -> TranscriptStats:
 
 
 def _part_from(totals: tuple[Any, ...], transcripts: list[tuple[Any, ...]], largest: list[tuple[Any, ...]],
-                  skipped: list[str], rows: list[dict[str, Any]] | None) -> StatsPart:
+               skipped: list[str], rows: list[dict[str, Any]] | None, overview: Overview, keep: int | None) -> StatsPart:
     return StatsPart(
-        _unpack_figures(totals), [_unpack_transcript(t) for t in transcripts], [ToolOutput(*o) for o in largest], skipped, rows
+        _unpack_figures(totals), [_unpack_transcript(t) for t in transcripts], [ToolOutput(*o) for o in largest], skipped, rows,
+        overview, keep,
     )
 
 
 @dataclass(slots=True)
 class StatsPart:
-    """The figures of some transcripts: what one file, or one byte range of one, adds up to."""
+    """The figures of some transcripts: what one file, or one byte range of one, adds up to.
+    ``keep``: hold only the ``keep`` transcripts with the most context tokens (``overview``
+    counts them all), so memory and what a worker sends back stay flat in the input's size;
+    None: every transcript, in input order."""
 
     totals: Figures
     transcripts: list[TranscriptStats]
     largest: list[ToolOutput]
     skipped: list[str]
     rows: list[dict[str, Any]] | None
+    overview: Overview = field(default_factory=lambda: Overview())
+    keep: int | None = None
+    sink: Callable[[TranscriptStats], None] | None = None  # gets each transcript (then not held)
+
+    def add(self, ts: TranscriptStats) -> None:
+        self.totals.add(ts.figures)
+        self.overview.add(ts)
+        if self.sink is not None:
+            self.sink(ts)
+            return
+        self.transcripts.append(ts)
+        if self.keep is not None and len(self.transcripts) > 2 * self.keep:
+            self.transcripts = most_context(self.transcripts, self.keep)
 
     def merge(self, other: StatsPart) -> None:
         self.totals.add(other.totals)
-        self.transcripts.extend(other.transcripts)
+        self.overview.merge(other.overview)
+        if self.sink is not None:
+            for ts in other.transcripts:
+                self.sink(ts)
+        else:
+            self.transcripts.extend(other.transcripts)
+        if self.keep is not None and len(self.transcripts) > 2 * self.keep:
+            self.transcripts = most_context(self.transcripts, self.keep)
         self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
         self.skipped.extend(other.skipped)
         if self.rows is not None and other.rows:
             self.rows.extend(other.rows)
+
+    def kept(self) -> list[TranscriptStats]:
+        """The transcripts to report: all in input order, or the ``keep`` with most context."""
+        kept = self.transcripts
+        if self.keep is not None and self.overview.count > self.keep:
+            kept = most_context(kept, self.keep)
+        for t in kept:
+            for o in t.largest:
+                o.counted()
+        for o in self.largest:
+            o.counted()
+        return kept
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a worker's result crosses to the parent as plain tuples: several times cheaper to
@@ -121,6 +159,8 @@ class StatsPart:
                 [_pack_output(o) for o in self.largest],
                 self.skipped,
                 self.rows,
+                self.overview,
+                self.keep,
             ),
         )
 
@@ -173,8 +213,7 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
                 t, None if exact is None else exact[k][0], tok, context=opts["context"],
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
             )
-        part.totals.add(ts.figures)
-        part.transcripts.append(ts)
+        part.add(ts)
         if ts.largest:
             top = part.largest
             # nlargest keeps the earlier of equal keys: outputs no larger than the smallest kept change nothing
@@ -193,15 +232,32 @@ class StatsOp(Operation[StatsPart]):
     name: ClassVar[str] = "stats"
     writes: ClassVar[bool] = False
     collect_garbage: ClassVar[bool] = False  # its figures live to the end: nothing to collect
+    max_range_bytes: ClassVar[int | None] = 128 << 20  # a range's transcripts, held until streamed or kept
     tokenizer: str = "heuristic"
     context: ContextSettings | None = None  # the window's flags and config (each transcript's resolved from it)
     warning_chars: int = 200_000
     critical_chars: int = 400_000
     per_message: bool = False
     fast: bool = True  # tally dataset records from their parsed values (False: always the full model)
+    keep: int | None = None  # transcripts held (those with most context); None: all
+    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see stats.stats
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a callback stays in its process: a worker holds its range's transcripts and the
+        # parent passes them on (collect)
+        return dict(self.__dict__, each=None, keep=None if self.each is not None else self.keep)
+
+    def collect(self, reports: Iterable[StatsPart]) -> StatsPart:
+        if self.each is None:
+            return merge_reports(reports)
+        total = StatsPart(Figures(), [], [], [], None if not self.per_message else [], keep=0, sink=self.each)
+        for part in reports:  # in input order as each range is done: its transcripts passed on, then let go
+            total.merge(part)
+            part.transcripts = []
+        return total
 
     def ranges_per_job(self) -> int:
-        return 1 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
+        return 2 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
 
     def prepare(self) -> None:
         if self.tokenizer != "heuristic":
@@ -219,11 +275,12 @@ class _StatsTask(Task[StatsPart]):
         if ctx.worker and isinstance(self.tok, TiktokenTokenizer):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
-                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context),
+                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
                      "level": threshold_levels(op.warning_chars, op.critical_chars)}
         self.fast = op.fast and not op.per_message  # per-message rows need the model
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
-        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None)
+        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
+                              sink=None if ctx.worker else op.each)
         self.batch: list[Transcript] = []
         self.entries = 0
 
@@ -246,3 +303,61 @@ class _StatsTask(Task[StatsPart]):
     def finish(self) -> StatsPart:
         self._fold()
         return self.part
+
+
+@dataclass(slots=True)
+class Overview:
+    """What a report says of all its transcripts, counted as they come (so that it holds
+    when only some transcripts are kept): how many, how many at each seed 002 level, the
+    models they record, their earliest and latest timestamps."""
+
+    count: int = 0
+    levels: Counter[str] = field(default_factory=Counter)
+    models: set[str] = field(default_factory=set)
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+
+    def add(self, t: TranscriptStats) -> None:
+        self.count += 1
+        self.levels[t.level] += 1
+        if t.model:
+            self.models.add(t.model)
+        self._times(t.first_timestamp, t.last_timestamp)
+
+    def merge(self, o: Overview) -> None:
+        self.count += o.count
+        self.levels.update(o.levels)
+        self.models |= o.models
+        self._times(o.first_timestamp, o.last_timestamp)
+
+    def _times(self, first: str | None, last: str | None) -> None:
+        if first and (self.first_timestamp is None or first < self.first_timestamp):
+            self.first_timestamp = first
+        if last and (self.last_timestamp is None or last > self.last_timestamp):
+            self.last_timestamp = last
+
+
+def most_context(transcripts: list[TranscriptStats], k: int) -> list[TranscriptStats]:
+    """The ``k`` transcripts with the most context tokens, the earlier first among equals
+    (applied again to its result plus later transcripts, it gives the same as on them all)."""
+    return sorted(transcripts, key=lambda x: -x.context_tokens)[:k]
+
+
+def write_rows(rows: list[dict[str, Any]], path: str) -> None:
+    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
+    import os
+
+    import polars as pl
+
+    from .errors import CtxtoolError, ExitCode
+    from .jsonio import atomic_output
+
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in (".csv", ".parquet"):
+        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
+    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    with atomic_output(path) as fh:
+        if suffix == ".csv":
+            df.write_csv(fh)
+        else:
+            df.write_parquet(fh)

@@ -20,7 +20,7 @@ from .common import (
     stdout_console,
     warn_skipped,
 )
-from .render import JsonlOpt, emit
+from .render import Emitter, JsonlOpt, emit
 
 
 class FailOn(StrEnum):
@@ -83,6 +83,10 @@ def stats(
         prog.start()
     from contextlib import ExitStack
 
+    em = None
+    if (as_json or as_jsonl) and not count:  # each transcript written as it is known: none held
+        em = Emitter("stats", st.report_head(tok, info, context_window), jsonl=as_jsonl)
+
     stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
         sh = stack.enter_context(common.sharding(engine, files, None, address, False, jobs))
@@ -99,6 +103,8 @@ def stats(
             progress=progress_cb,
             workers=jobs,
             engine=sh,
+            keep=CONTEXT_ROWS,  # the table shows only these
+            each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
         )
     finally:
         stack.close()
@@ -107,15 +113,18 @@ def stats(
     machine = as_json or as_jsonl
     report.largest = report.largest[:top] if not machine else report.largest
     if per_message and output:
-        st.write_rows(report.rows or [], output)
+        from ..stats_op import write_rows
+
+        write_rows(report.rows or [], output)
         err_line(f"wrote {len(report.rows or []):,} rows to {output}")
     warn_skipped(report.skipped)
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
-    elif machine:
+    elif em is not None:
         d = report.to_json(transcripts=False)
-        head = {k: d.pop(k) for k in ("tokenizer", "model", "context_window")}
-        emit("stats", head, items=(t.to_json() for t in report.transcripts), tail=d, jsonl=as_jsonl)
+        for k in ("tokenizer", "model", "context_window"):
+            del d[k]  # in the head, written with the first transcript
+        em.finish(d)
     else:
         _render_stats(report, top)
     if fail_on is not None:
@@ -141,12 +150,17 @@ def _plain_text(path: str, tok: str | None, count: bool, machine: bool) -> bool:
     return True
 
 
+CONTEXT_ROWS = 20  # transcripts in the context table: those with the most context tokens
+
+
 def _render_stats(report, top: int) -> None:
     from rich.table import Table
 
+    from ..stats_op import most_context
+
     con = stdout_console()
     tot = report.totals
-    n = len(report.transcripts)
+    n = report.count
     title = f"{n:,} transcript{'s' if n != 1 else ''} · tokenizer {report.tokenizer}"
     if report.model:
         title += f" · model {report.model.name}"
@@ -202,13 +216,11 @@ def _render_stats(report, top: int) -> None:
     ct.add_column("window", justify="right")
     ct.add_column("used", justify="right")
     ct.add_column("threshold")
-    shown = report.transcripts if len(report.transcripts) <= 20 else sorted(
-        report.transcripts, key=lambda x: -x.context_tokens
-    )[:20]
+    shown = report.transcripts if n <= CONTEXT_ROWS else most_context(report.transcripts, CONTEXT_ROWS)
     for ts in shown:
         pct = ts.context_percent
         ct.add_row(
-            short_label(ts.path) if ts.index == 0 and len(report.transcripts) == 1 else f"{short_label(ts.path)}#{ts.id or ts.index}",
+            short_label(ts.path) if ts.index == 0 and n == 1 else f"{short_label(ts.path)}#{ts.id or ts.index}",
             fmt_int(ts.figures.messages),
             fmt_int(ts.context_tokens),
             ts.context_source,
@@ -216,10 +228,11 @@ def _render_stats(report, top: int) -> None:
             "-" if pct is None else f"{pct:.1f}%",
             ts.level,
         )
-    if len(report.transcripts) > 20:
-        ct.caption = f"20 largest of {len(report.transcripts):,}"
+    if n > CONTEXT_ROWS:
+        ct.caption = f"{CONTEXT_ROWS} largest of {n:,}"
     con.print(ct)
-    levels = {lv: sum(1 for x in report.transcripts if x.level == lv) for lv in ("ok", "warning", "critical")}
+    assert report.overview is not None
+    levels = report.overview.levels
     con.print(
         f"seed 002 thresholds: warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,}:"
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from itertools import chain, islice
 from typing import IO, Annotated, Any
 
 import typer
@@ -58,33 +57,66 @@ def emit(
     """Write one command's output: the envelope ``{command, version, **head, key: items,
     **tail}`` as one JSON object, or (``jsonl``) one line per item and a summary line.
     ``tail`` may be a function: it is called after the items were written (totals of a
-    stream). ``to_stderr`` when stdout carries a transcript."""
-    stream = sys.stderr if to_stderr else sys.stdout
-    stream.flush()
-    out: IO[bytes] = stream.buffer
-    envelope = {"command": command, "version": JSON_VERSION, **_fields(head)}
-    if items is not None:
-        # the first item before any output: an error in reading the first transcript (a bad
-        # file, a missing setting) leaves stdout empty rather than holding half an object
-        it = iter(items)
-        first = list(islice(it, 1))
-        items = chain(first, it)
-    if jsonl:
-        _emit_lines(out, envelope, items, key, tail)
-    else:
-        _emit_object(out, envelope, items, key, tail)
-    out.flush()
-
-
-def _emit_lines(out: IO[bytes], envelope: dict[str, Any], items: Iterable[Mapping[str, Any]] | None,
-                key: str, tail: Fields) -> None:
-    from ..jsonio import dumps
-
-    kind = ITEM_TYPES.get(key, key)
+    stream). ``to_stderr`` when stdout carries a transcript. (:class:`Emitter` when the
+    items are pushed by the work rather than pulled from an iterable.)"""
+    em = Emitter(command, head, key=key if items is not None else None, jsonl=jsonl, to_stderr=to_stderr)
     for item in items or ():
-        out.write(dumps({"type": kind, **item}) + b"\n")
-        out.flush()  # a line per transcript as it comes, for the reader of a pipe
-    out.write(dumps({"type": "summary", **envelope, **_fields(tail)}) + b"\n")
+        em.item(item)
+    em.finish(tail)
+
+
+class Emitter:
+    """:func:`emit` written as the items come: ``item(obj)`` for each, then ``finish(tail)``.
+    Nothing is written before the first item (or ``finish``): an error in reading the first
+    transcript (a bad file, a missing setting) leaves stdout empty rather than holding half
+    an object. ``key`` None: an envelope without an item list."""
+
+    def __init__(self, command: str, head: Fields = None, *, key: str | None = "transcripts", jsonl: bool = False,
+                 to_stderr: bool = False) -> None:
+        self.command, self.head, self.key, self.jsonl, self.to_stderr = command, head, key, jsonl, to_stderr
+        self.out: IO[bytes] | None = None
+        self.envelope: dict[str, Any] = {}
+        self.count = 0
+
+    def _open(self) -> IO[bytes]:
+        if self.out is None:
+            stream = sys.stderr if self.to_stderr else sys.stdout
+            stream.flush()
+            self.out = stream.buffer
+            self.envelope = {"command": self.command, "version": JSON_VERSION, **_fields(self.head)}
+            if not self.jsonl:
+                self.out.write(b"{\n" + _members(self.envelope))
+                if self.key is not None:
+                    self.out.write(f',\n  "{self.key}": ['.encode())
+        return self.out
+
+    def item(self, item: Mapping[str, Any]) -> None:
+        from ..jsonio import dumps
+
+        out = self._open()
+        if self.jsonl:
+            kind = ITEM_TYPES.get(self.key or "", self.key)
+            out.write(dumps({"type": kind, **item}) + b"\n")
+            out.flush()  # a line per transcript as it comes, for the reader of a pipe
+        else:
+            out.write(b",\n    " if self.count else b"\n    ")
+            out.write(dumps(item))
+        self.count += 1
+
+    def finish(self, tail: Fields = None) -> None:
+        from ..jsonio import dumps
+
+        out = self._open()
+        if self.jsonl:
+            out.write(dumps({"type": "summary", **self.envelope, **_fields(tail)}) + b"\n")
+        else:
+            if self.key is not None:
+                out.write(b"\n  ]" if self.count else b"]")
+            rest = _members(_fields(tail))
+            if rest:
+                out.write(b",\n" + rest)
+            out.write(b"\n}\n")
+        out.flush()
 
 
 def _members(obj: Mapping[str, Any]) -> bytes:
@@ -95,22 +127,3 @@ def _members(obj: Mapping[str, Any]) -> bytes:
         return b""
     body = dumps_pretty(dict(obj)).rstrip()
     return body[1:-1].strip(b"\n")
-
-
-def _emit_object(out: IO[bytes], envelope: dict[str, Any], items: Iterable[Mapping[str, Any]] | None,
-                 key: str, tail: Fields) -> None:
-    from ..jsonio import dumps
-
-    out.write(b"{\n" + _members(envelope))
-    if items is not None:
-        out.write(f',\n  "{key}": ['.encode())
-        first = True
-        for item in items:
-            out.write(b"\n    " if first else b",\n    ")
-            out.write(dumps(item))
-            first = False
-        out.write(b"]" if first else b"\n  ]")
-    rest = _members(_fields(tail))
-    if rest:
-        out.write(b",\n" + rest)
-    out.write(b"\n}\n")

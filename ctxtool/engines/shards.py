@@ -32,7 +32,7 @@ from .. import formats, jsonio, urls
 from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
 from ..formats.base import ErrorPolicy
-from ..runner import FileRun, Operation, R, RunContext, merge_reports
+from ..runner import FileRun, Operation, R, RunContext
 from .base import Engine
 
 SHARD_BYTES = 32 << 20  # a dataset file is cut into ranges of about this size
@@ -337,7 +337,7 @@ class Sharding:
         if log is not None:
             for r in done:
                 log.events.extend(r.events)
-        return ShardedRun(merge_reports(reports), path, output, next((r.format for r in done if r.format), None),
+        return ShardedRun(op.collect(reports), path, output, next((r.format for r in done if r.format), None),
                           sum(r.transcripts for r in done), [e for r in done for e in r.errors], len(jobs),
                           shards=[r.to_json(s) for r, s in zip(done, shards, strict=True)], engine=self.engine.name)
 
