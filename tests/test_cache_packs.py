@@ -165,3 +165,20 @@ def test_a_task_run_again_under_its_name_never_replaces_its_first_pack(tmp_path:
     c = RefCache(root)
     assert len(list((root / "packs").iterdir())) == 2
     assert all(c.read_text(sha(t)) == t for t in first) and c.verify().clean
+
+
+def test_packs_on_object_storage_are_read_verified_and_collected() -> None:
+    pytest.importorskip("fsspec")
+    import uuid
+
+    root = f"memory://packs-{uuid.uuid4().hex}"
+    outs = texts(PACK_MIN + 3)
+    with RefCache(root, pack=True) as c:
+        for t in outs:
+            c.put(t)
+    c = RefCache(root)
+    assert len(c.packs.names()) == 1 and all(c.read_text(sha(t)) == t for t in outs)
+    assert c.verify().ok == len(outs)
+    res = c.gc({sha(outs[0])}, dry_run=False)
+    assert len(res.deleted) == len(outs) - 1 and c.read_text(sha(outs[0])) == outs[0]
+    assert c.verify().ok == 1
