@@ -108,7 +108,8 @@ class HeadTail(TruncationMode):
         tail_whole = count_lines(tail)
         if tail and not _starts_line(text, len(text) - len(tail)):
             tail_whole -= 1
-        markers = (head + tail).count("[... omitted ")
+        # markers already in the kept text (an output cut before): none without a "["
+        markers = (head + tail).count("[... omitted ") if "[" in head or "[" in tail else 0
         whole = max(0, min(kept_lines, head_whole + tail_whole - markers))
         head_part = head if head.endswith("\n") or not head else head + "\n"
         return head_part + marker(total_lines - whole, total_lines) + "\n" + tail, whole
