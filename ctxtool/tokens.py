@@ -16,10 +16,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import CtxtoolError, ExitCode
 from .model import IMAGE_TOKENS, Message
+
+if TYPE_CHECKING:
+    from .token_backends import ExactCounter
 
 TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
 
@@ -58,12 +61,15 @@ class HeuristicTokenizer:
 
 
 class TiktokenTokenizer:
-    """An exact tiktoken encoding, loaded offline on first use."""
+    """An official tiktoken encoding, loaded offline on first use. It counts with the fastest
+    exact backend installed (:func:`ctxtool.token_backends.exact_counter`: the same counts as
+    tiktoken's ``encode_ordinary``); :attr:`encoding` is tiktoken's own, for token ids."""
 
     def __init__(self, name: str, threads: int | None = None) -> None:
         self.name = name
         self.threads = threads or os.cpu_count() or 1
         self._enc: Any = None
+        self._counter: Any = None  # token_backends.ExactCounter
         self._pool: Any = None
 
     @property
@@ -72,14 +78,23 @@ class TiktokenTokenizer:
             self._enc = load_encoding(self.name)
         return self._enc
 
+    @property
+    def counter(self) -> ExactCounter:
+        if self._counter is None:
+            from .token_backends import exact_counter
+
+            self._counter = exact_counter(self.name)
+        return self._counter
+
     def count(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text))
+        return self.counter.count(text)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        enc = self.encoding
-        if len(texts) < 8 or self.threads < 2:
-            return [len(enc.encode_ordinary(t)) for t in texts]
-        # tiktoken releases the GIL while encoding: one slice per core, on a pool kept for reuse
+        counter = self.counter
+        count = counter.count
+        if len(texts) < 8 or self.threads < 2 or not counter.releases_gil:
+            return [count(t) for t in texts]
+        # the backend lets go of the GIL while it encodes: one slice per core, on a pool kept for reuse
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -89,7 +104,7 @@ class TiktokenTokenizer:
         bounds = [n * i // k for i in range(k + 1)]
 
         def work(a: int, b: int) -> list[int]:
-            return [len(enc.encode_ordinary(t)) for t in texts[a:b]]
+            return [count(t) for t in texts[a:b]]
 
         out: list[int] = []
         for part in self._pool.map(work, bounds[:-1], bounds[1:]):
