@@ -1,4 +1,4 @@
-"""Ref packs: the refs one worker writes, many to a file (``packs/<task>.pack``).
+"""Ref packs: the refs one worker writes, many to a file (``packs/<task>.<random>.pack``).
 
 A file per ref costs a file creation each, and on a disk that is most of the time of a
 large ``truncate`` (thousands of refs). A worker process of a parallel run
