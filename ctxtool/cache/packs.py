@@ -96,14 +96,15 @@ class PackBuilder:
         """Each ref and its stored bytes (to write them as files instead)."""
         return [(ref, bytes(self.buf[at : at + n])) for ref, (at, n) in self.index.items()]
 
-    def finish(self) -> tuple[bytes, list[tuple[str, int, int]]]:
-        """The whole pack (entries, index, trailer), and its index."""
+    def finish(self) -> tuple[bytearray, list[tuple[str, int, int]]]:
+        """The whole pack (entries, index, trailer: handed over, never changed after), and
+        its index; the builder starts a new pack."""
         index = [(ref, at, n) for ref, (at, n) in self.index.items()]
         idx = jsonio.dumps([list(e) for e in index])
-        self.buf += idx
-        self.buf += _LEN.pack(len(idx))
-        self.buf += MAGIC
-        data = bytes(self.buf)
+        data = self.buf
+        data += idx
+        data += _LEN.pack(len(idx))
+        data += MAGIC
         self.buf = bytearray(MAGIC)
         self.index = {}
         return data, index

@@ -252,7 +252,7 @@ class PrivateDir:
         finally:
             os.close(fd)
 
-    def write_atomic(self, name: str, data: bytes, *, fsync: bool = False) -> None:
+    def write_atomic(self, name: str, data: bytes | bytearray, *, fsync: bool = False) -> None:
         """Replace ``name`` by ``data`` (0600): a fresh private file here, then a rename.
 
         The rename replaces whatever sits at ``name`` (a link is replaced, its target untouched);
