@@ -256,7 +256,8 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
     style's) pretty-prints."""
     if indent is None:
         indent = style.indent
-        style = Style(style.item_sep, style.key_sep, style.ascii)
+        if indent is not None or style.final_newline is not None:
+            style = Style(style.item_sep, style.key_sep, style.ascii)
     if style.compact and indent is None:
         try:
             return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)  # IntText("-0"): exact encoder

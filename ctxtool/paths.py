@@ -119,6 +119,8 @@ def sweep_leftovers(directory: str | Path, *, dir_fd: int | None = None) -> list
     except OSError:
         return removed
     for entry in entries:
+        if entry.name[:1] != ".":  # every temporary's name starts with a dot; refs do not
+            continue
         pid = owner_pid(entry.name)
         if pid is None or pid_alive(pid):
             continue

@@ -108,7 +108,8 @@ class HeadTail(TruncationMode):
         tail_whole = count_lines(tail)
         if tail and not _starts_line(text, len(text) - len(tail)):
             tail_whole -= 1
-        markers = (head + tail).count("[... omitted ")
+        # markers already in the kept text (an output cut before): none without a "["
+        markers = (head + tail).count("[... omitted ") if "[" in head or "[" in tail else 0
         whole = max(0, min(kept_lines, head_whole + tail_whole - markers))
         head_part = head if head.endswith("\n") or not head else head + "\n"
         return head_part + marker(total_lines - whole, total_lines) + "\n" + tail, whole
@@ -299,9 +300,9 @@ def _cut_lines(text: str, split: tuple[int, int], total: int) -> tuple[str, int]
     kept_head = "\n".join(text.split("\n", head)[:head]) + "\n" if head else ""
     if not tail:
         return kept_head, head
-    body = text[:-1] if text.endswith("\n") else text
-    last = body.rsplit("\n", tail)[-tail:]
-    kept_tail = text[len(text) - (sum(map(len, last)) + tail - 1 + len(text) - len(body)) :]
+    nl = text.endswith("\n")  # the last line's newline: kept, not a line of its own
+    last = text.rsplit("\n", tail + nl)[-tail - nl :]
+    kept_tail = text[len(text) - (sum(map(len, last)) + tail - 1 + nl) :]
     if kept_head and not kept_head.endswith("\n"):
         kept_head += "\n"
     return kept_head + marker(total - head - tail, total) + "\n" + kept_tail, head + tail

@@ -6,11 +6,14 @@ import hashlib
 import os
 import stat
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from ctxtool.cache import RefCache
+from ctxtool.cache.content import ZSTD_MAGIC
 from ctxtool.errors import CtxtoolError, ExitCode
 
 
@@ -44,12 +47,70 @@ def test_refs_are_stored_compressed_and_checked_whole(cache: RefCache) -> None:
     info = cache.put(log)
     cache.close()
     stored = cache.path_for(info.id).read_bytes()
-    assert zlib.decompress(stored) == log.encode() and len(stored) * 5 < len(log)
+    assert stored.startswith(ZSTD_MAGIC)  # one zstd frame
+    assert zstandard.ZstdDecompressor().decompress(stored) == log.encode() and len(stored) * 5 < len(log)
     assert info.byte_size == len(log) and cache.manifest()[info.id].byte_size == len(log)  # content sizes
     cache.path_for(info.id).write_bytes(stored[: len(stored) // 2])  # a torn write
     with pytest.raises(CtxtoolError, match="corrupted"):
         cache.read_text(info.id)
     assert cache.verify().corrupted == [info.id]
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda b: b + b"GARBAGE", "bytes after the end of its compressed stream"),
+        (lambda b: b + b, "bytes after the end of its compressed stream"),  # a second whole stream
+        (lambda b: b[:-4], "its compressed stream is cut short"),
+        (lambda b: b[:6], "its compressed stream is cut short"),
+        (lambda b: b"", "its compressed stream is cut short"),
+    ],
+    ids=["garbage", "twice", "cut", "header-only", "empty"],
+)
+@pytest.mark.parametrize("codec", ["zstd", "zlib"])
+def test_verify_names_each_damage_of_either_codec(
+    cache: RefCache, codec: str, damage: Callable[[bytes], bytes], problem: str
+) -> None:
+    text = "".join(f"line {i}\n" for i in range(2000))
+    info = cache.put(text)
+    cache.close()
+    p = cache.path_for(info.id)
+    if codec == "zlib":  # a ref as older versions wrote it
+        p.write_bytes(zlib.compress(text.encode(), 1))
+        assert cache.read_text(info.id) == text and cache.verify().clean
+    p.write_bytes(damage(p.read_bytes()))
+    with pytest.raises(CtxtoolError, match="corrupted"):
+        cache.read_text(info.id)
+    v = cache.verify()
+    assert v.corrupted == [info.id] and v.problems[info.id] == problem
+
+
+@pytest.mark.parametrize("codec", ["zstd", "zlib"])
+def test_wrong_content_in_a_valid_stream_is_caught(cache: RefCache, codec: str) -> None:
+    info = cache.put("the real output\n")
+    cache.close()
+    fake = b"another output\n"
+    stream = zstandard.ZstdCompressor().compress(fake) if codec == "zstd" else zlib.compress(fake)
+    cache.path_for(info.id).write_bytes(stream)
+    v = cache.verify()
+    assert v.corrupted == [info.id] and v.problems[info.id] == "its content does not match its sha256"
+
+
+def test_refs_of_older_versions_zlib_are_read_shown_grepped_and_collected(cache: RefCache) -> None:
+    """Refs written by older versions (one zlib stream each) stay readable beside new ones."""
+    old_text = "".join(f"old row {i}\n" for i in range(1, 21))
+    old = hashlib.sha256(old_text.encode()).hexdigest()
+    new = cache.put("new row\n").id
+    cache.close()
+    cache.path_for(old).write_bytes(zlib.compress(old_text.encode(), 1))
+    assert cache.read_text(old) == old_text and cache.read_text(old[:12]) == old_text
+    assert cache.show(old, offset=20, limit=5).lines == [(20, "old row 20")]
+    assert [m.line for m in cache.grep("row 7", [old]).matches] == [7]
+    v = cache.verify()
+    assert v.clean and v.ok == 2 and v.unlisted == [old]
+    res = cache.gc([new], dry_run=False)
+    assert [r.id for r in res.deleted] == [old] and not cache.path_for(old).exists()
+    assert cache.read_text(new) == "new row\n"
 
 
 @pytest.mark.parametrize(

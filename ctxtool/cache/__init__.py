@@ -4,7 +4,13 @@ Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, 
 the user cache directory; a local path or an fsspec URL such as ``s3://bucket/cache``,
 :mod:`ctxtool.cache.objstore`)::
 
-    refs/<sha256>             the content, zlib-compressed (as git stores loose objects), mode 0600
+    refs/<sha256>             the content as one zstd frame (level 1), mode 0600; refs written
+                              by older versions are zlib streams (as git stores loose objects),
+                              told apart by their first bytes and read alike
+    packs/<task>.<rand>.pack  the refs a worker of a parallel run made, many to a file (a file
+                              per ref costs a file creation each): each entry stored as a ref
+                              file is, found, read, verified and collected by its id alike
+                              (:mod:`ctxtool.cache.packs`)
     manifest/<task>.jsonl     one JSON line per stored ref: hash, size, lines, kind, source;
                               one shard per task (a process, a Ray task), written whole at its end
     manifest.jsonl            the single manifest of older versions: still read, rewritten by gc
@@ -21,7 +27,7 @@ small writes are slow, of the time. Ids (or unique prefixes of at least
 file outside the cache; content is checked against its hash when read.
 
 Nothing inside the cache is reached through a link (:mod:`ctxtool.cache.privdir`):
-``refs/`` and every file are opened relative to the open cache directory with
+``refs/``, ``packs/`` and every file are opened relative to the open cache directory with
 ``O_NOFOLLOW``, a ref that is a link, a directory or any other non-regular file is refused
 (``refs verify`` reports it as corrupted), and a hostile layout is a one-line error naming
 the path (exit 3).
@@ -35,20 +41,21 @@ import secrets
 import stat
 import threading
 import time
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
-from ..paths import owner_pid
-from .content import COMPRESS_LEVEL, Corrupt, as_int, line_count, read_ref
+from .content import Corrupt, as_int, compress, line_count, read_ref
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
-from .privdir import cache_error, not_regular
+from .packs import DIR as PACKS_DIR
+from .packs import PACK_BYTES, PACK_MIN, Loc, PackBuilder, Packs
+from .privdir import cache_error
 from .reading import Reading
 from .results import GcResult, GrepMatch, GrepResult, RefInfo, ShowResult, VerifyResult
+from .upkeep import Upkeep
 
 __all__ = [
     "MANIFEST",
@@ -69,7 +76,6 @@ __all__ = [
 MANIFEST = "manifest.jsonl"  # the single manifest of older versions (read; gc rewrites it)
 SHARDS = "manifest"  # manifest/<task>.jsonl: one per task
 SHARD_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]{1,120}\.jsonl$")
-STASH_PREFIX = b'{"ctxtool_stash'  # a message's stash, or a transcript's pack of them
 
 
 def default_dir(cache_dir: str | Path | None = None) -> Path | str:
@@ -89,14 +95,18 @@ def task_id() -> str:
     return f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}"
 
 
-class RefCache(Reading):
+class RefCache(Upkeep, Reading):
     """A content-addressed store of tool outputs and message source stashes.
 
     ``task``: the name of this writer's manifest shard (``manifest/<task>.jsonl``; default:
     fresh and unique). An engine gives a shard of work a stable name, so that a re-run of
-    it replaces its manifest shard instead of adding another."""
+    it replaces its manifest shard instead of adding another.
 
-    def __init__(self, root: str | Path | None = None, *, task: str | None = None) -> None:
+    ``pack``: gather new refs and write them as packs (:mod:`ctxtool.cache.packs`) at
+    :meth:`flush`, instead of a file each as they come; for a task whose output is not
+    visible before its ``flush`` (a worker of a parallel run)."""
+
+    def __init__(self, root: str | Path | None = None, *, task: str | None = None, pack: bool = False) -> None:
         self.root = default_dir(root)
         self.refs_dir = sub(self.root, "refs")
         self.manifest_path = sub(self.root, MANIFEST)
@@ -109,6 +119,11 @@ class RefCache(Reading):
         self._root_dir: CacheDir | None = None
         self._refs_dir: CacheDir | None = None
         self._open_lock = threading.Lock()
+        self._pack = pack
+        self._batch = PackBuilder()  # new refs not written yet (``pack``)
+        self._packs_written = 0
+        self._packs_dir: CacheDir | None = None
+        self.packs = Packs(self._open_packs)
 
     # -- setup ----------------------------------------------------------------------
     def _dirs(self, create: bool) -> tuple[CacheDir, CacheDir] | None:
@@ -132,6 +147,12 @@ class RefCache(Reading):
         d = self._dirs(create)
         return d[0].subdir(SHARDS, create=create) if d else None
 
+    def _open_packs(self, create: bool) -> CacheDir | None:
+        if self._packs_dir is None:
+            d = self._dirs(create)
+            self._packs_dir = d[0].subdir(PACKS_DIR, create=create) if d else None
+        return self._packs_dir
+
     def ensure(self) -> None:
         """Create the cache (0700) with ``refs/`` and ``manifest/`` if needed, so that a hostile
         layout is an error before anything is written."""
@@ -141,8 +162,10 @@ class RefCache(Reading):
         self._ready = True
 
     def flush(self) -> None:
-        """Write the buffered manifest entries as this task's shard (a further batch of a
-        very large task: a further shard), whole, never appended to."""
+        """Write the gathered refs (a pack; a few: a file each), then the buffered manifest
+        entries as this task's shard (a further batch of a very large task: a further
+        shard), whole, never appended to."""
+        self._write_batch(last=True)
         if not self._pending:
             return
         d = self._shards(True)
@@ -162,13 +185,14 @@ class RefCache(Reading):
             self.flush()
         finally:
             with self._open_lock:
-                for d in (self._refs_dir, self._root_dir):
+                for d in (self._packs_dir, self._refs_dir, self._root_dir):
                     if d is not None:
                         d.close()
-                self._refs_dir = self._root_dir = None
+                self._packs_dir = self._refs_dir = self._root_dir = None
 
-    def __del__(self) -> None:  # descriptors only: pending manifest lines need close()
-        for d in (getattr(self, "_refs_dir", None), getattr(self, "_root_dir", None)):
+    def __del__(self) -> None:  # descriptors only: pending refs and manifest lines need close()
+        for name in ("_packs_dir", "_refs_dir", "_root_dir"):
+            d = getattr(self, name, None)
             if d is not None:
                 d.close()
 
@@ -204,10 +228,15 @@ class RefCache(Reading):
         return sub(self.refs_dir, ref)
 
     def exists(self, ref: str) -> bool:
-        """Is ``ref`` stored as a regular file (a link or a directory does not count)?"""
-        refs = self._refs() if REF_RE.match(ref) else None
+        """Is ``ref`` stored, as a regular file (a link or a directory does not count) or in
+        a pack?"""
+        if not REF_RE.match(ref):
+            return False
+        if ref in self._batch:
+            return True
+        refs = self._refs()
         st = refs.lstat(ref) if refs is not None else None
-        return st is not None and stat.S_ISREG(st.st_mode)
+        return (st is not None and stat.S_ISREG(st.st_mode)) or self.packs.find(ref) is not None
 
     def _entries(self) -> tuple[list[str], list[str]]:
         """Ref-named entries of ``refs/``: (regular files, anything else), each sorted."""
@@ -222,7 +251,10 @@ class RefCache(Reading):
         return sorted(files), sorted(odd)
 
     def _names(self) -> list[str]:
-        return self._entries()[0]
+        """Every stored ref: the regular files and the refs in packs."""
+        files = self._entries()[0]
+        packed = self.packs.load(again=True)
+        return sorted(set(files).union(packed)) if packed else files
 
     def put(self, data: bytes | str, *, kind: str = "output", source: dict[str, Any] | None = None) -> RefInfo:
         """Store ``data`` (if not there yet) and record where it came from."""
@@ -239,18 +271,40 @@ class RefCache(Reading):
             st = refs.lstat(ref)
             # a regular, non-empty file is kept (a damaged one is for `refs verify` to find);
             # anything else at the name (a link, a FIFO) is replaced by the rename, never followed
-            if st is None or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            if st is None and self.packs.find(ref) is not None:
+                pass  # in a pack already
+            elif st is None and self._pack:  # gathered, written as a pack at flush()
+                self._batch.add(ref, compress(b))
+                info.new = True
+                if self._batch.size >= PACK_BYTES:
+                    self._write_batch(last=False)
+            elif st is None or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
                 if st is not None and stat.S_ISDIR(st.st_mode):
                     raise CtxtoolError(
                         "is a directory where a ref file belongs (run ctxtool refs verify)",
                         path=str(sub(self.refs_dir, ref)),
                         code=ExitCode.INPUT,
                     )
-                refs.write_atomic(ref, zlib.compress(b, COMPRESS_LEVEL))
+                refs.write_atomic(ref, compress(b))
                 info.new = True
             self._known.add(ref)
         self._append_manifest(info)
         return info
+
+    def _write_batch(self, *, last: bool) -> None:
+        """Write the gathered refs: a pack, or (``last``, fewer than :data:`PACK_MIN`, no pack
+        written by this task yet) a file each."""
+        if not len(self._batch):
+            return
+        if last and len(self._batch) < PACK_MIN and not self._packs_written:
+            refs = self._refs(True)
+            assert refs is not None
+            for ref, blob in self._batch.entries():
+                refs.write_atomic(ref, blob)
+            self._batch = PackBuilder()
+        else:
+            self.packs.write(self._batch, self.task)
+            self._packs_written += 1
 
     def put_json(self, obj: Any, *, kind: str = "source", source: dict[str, Any] | None = None) -> RefInfo:
         return self.put(jsonio.dumps(obj), kind=kind, source=source)
@@ -266,14 +320,17 @@ class RefCache(Reading):
         }
         if info.sources:
             entry["source"] = info.sources[0]
-        line = jsonio.dumps(entry) + b"\n"
+        line = jsonio.dumps(entry) + b"\n"  # a copy of its own size (orjson's buffer is larger)
         self._pending.append(line)
         self._pending_bytes += len(line)
         if self._pending_bytes >= MANIFEST_BATCH:
             self.flush()
 
     def _load(self, ref: str, *, keep: bool = True) -> bytes:
-        """The checked content of the full id ``ref`` (see :func:`read_ref`)."""
+        """The checked content of the full id ``ref`` (see :func:`read_ref`): its file, else
+        its first place in a pack."""
+        if ref in self._batch:
+            self._write_batch(last=False)
         refs = self._refs()
         p = sub(self.refs_dir, ref)
         try:
@@ -281,7 +338,10 @@ class RefCache(Reading):
                 raise FileNotFoundError
             fh = refs.open_reader(ref)
         except FileNotFoundError:
-            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+            loc = self.packs.find(ref, again=True)
+            if loc is None:
+                raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+            return self._load_packed(ref, loc, keep=keep)
         try:
             return read_ref(fh, ref, keep=keep)
         except Corrupt as e:
@@ -290,6 +350,17 @@ class RefCache(Reading):
             raise cache_error(e, p, "cannot read: ") from e
         finally:
             fh.close()
+
+    def _load_packed(self, ref: str, loc: Loc, *, keep: bool) -> bytes:
+        p = sub(self.root, PACKS_DIR, loc.pack)
+        try:
+            return read_ref(self.packs.open_entry(loc), ref, keep=keep)
+        except FileNotFoundError:
+            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+        except Corrupt as e:
+            raise CtxtoolError(f"ref {ref} is corrupted: {e} (run ctxtool refs verify)", path=str(p)) from None
+        except OSError as e:
+            raise cache_error(e, p, "cannot read: ") from e
 
     def read_bytes(self, ref: str) -> bytes:
         return self._load(self.resolve(ref))
@@ -361,69 +432,6 @@ class RefCache(Reading):
                 info.sources.append(src)
         return out
 
-    def list_refs(self) -> list[RefInfo]:
-        """Every ref: manifest entries (marked absent when the file is gone) and unlisted files."""
-        man = self.manifest()
-        refs = self._refs()
-        names = self._names()
-        sizes = {}
-        for n in names:
-            st = refs.lstat(n) if refs is not None else None
-            sizes[n] = (st.st_size, st.st_mtime) if st is not None else (0, None)
-        out = []
-        for ref, info in man.items():
-            info.present = ref in sizes
-            info.stored_bytes = sizes.get(ref, (0, None))[0]
-            out.append(info)
-        for ref in names:
-            if ref in man:
-                continue
-            try:
-                data: bytes | None = self._load(ref)
-            except CtxtoolError:
-                data = None
-            size, mtime = sizes[ref]
-            n_bytes, n_lines = (-1, -1) if data is None else (len(data), line_count(data))
-            out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
-        return out
-
-    def verify(self) -> VerifyResult:
-        """Check every ref file with the same check every read makes (:func:`read_ref`)."""
-        res = VerifyResult()
-        man = self.manifest()
-        refs = self._refs()
-        listing = refs.listdir() if refs is not None else []
-        res.stray = sorted(n for n in listing if not REF_RE.match(n) and owner_pid(n) is None)
-        files, odd = self._entries()
-        for ref in sorted(files + odd):
-            res.checked += 1
-            problem = ""
-            if ref in odd:  # never opened: a link is not followed, a FIFO not waited on
-                st = refs.lstat(ref) if refs is not None else None
-                problem = not_regular(st.st_mode) if st is not None else "vanished while checked"
-            else:
-                try:
-                    self._load(ref, keep=False)
-                except CtxtoolError as e:
-                    problem = e.message
-            if problem:
-                res.corrupted.append(ref)
-                res.problems[ref] = problem.removeprefix(f"ref {ref} is corrupted: ").removesuffix(
-                    " (run ctxtool refs verify)"
-                )
-            else:
-                res.ok += 1
-            if ref not in man:
-                res.unlisted.append(ref)
-        res.missing = sorted(set(man) - set(files) - set(odd))
-        return res
-
-    def delete(self, refs: Iterable[str]) -> None:
-        d = self._refs()
-        for ref in refs:
-            if d is not None and REF_RE.match(ref):
-                d.unlink(ref)
-
     def rewrite_manifest(self, keep: set[str]) -> None:
         """Drop manifest lines of refs not in ``keep``: the kept ones in one manifest file
         (atomic replace), then the shards they came from removed."""
@@ -444,35 +452,3 @@ class RefCache(Reading):
         for sd, name in files:
             if name != MANIFEST:
                 sd.unlink(name)
-
-    # -- garbage collection (seed 001 1.9) ------------------------------------------------
-    def closure(self, roots: Iterable[str]) -> set[str]:
-        """``roots`` plus every ref named inside the stashes they reach (refs of refs)."""
-        seen: set[str] = set()
-        todo = [r for r in roots if isinstance(r, str) and REF_RE.match(r)]
-        while todo:
-            r = todo.pop()
-            if r in seen:
-                continue
-            seen.add(r)
-            try:
-                data = self._load(r)
-            except CtxtoolError:
-                continue  # absent or damaged: names nothing
-            if data.startswith(STASH_PREFIX):  # a message's source stash: may name older refs
-                for m in REF_IN_TEXT_RE.findall(data.decode("utf-8", "replace")):
-                    if m not in seen:
-                        todo.append(m)
-        return seen
-
-    def gc(self, referenced: Iterable[str], *, dry_run: bool = True) -> GcResult:
-        """Delete the ref files nothing in ``referenced`` reaches; ``bytes_freed`` counts their
-        size on disk. Only regular files are deleted (``refs verify`` reports anything else)."""
-        keep = self.closure(referenced)
-        present = [r for r in self.list_refs() if r.present]
-        doomed = [r for r in present if r.id not in keep]
-        freed = sum(max(0, r.stored_bytes) for r in doomed)
-        if not dry_run:
-            self.delete(r.id for r in doomed)
-            self.rewrite_manifest(keep)
-        return GcResult(len(keep), len(present) - len(doomed), doomed, freed, dry_run)

@@ -111,7 +111,7 @@ class ObjectDir:
         except Exception as e:
             raise _error(e, urls.join(self.path, name), "cannot read: ") from e
 
-    def write_atomic(self, name: str, data: bytes, *, fsync: bool = False) -> None:
+    def write_atomic(self, name: str, data: bytes | bytearray, *, fsync: bool = False) -> None:
         """One whole object: nothing partial is ever visible under ``name``."""
         try:
             self.fs.pipe_file(self._k(name), data)

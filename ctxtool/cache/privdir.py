@@ -34,6 +34,10 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC
 # O_NONBLOCK: a FIFO planted in place of a file must not block the open (fstat refuses it)
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 
+#: (device, inode) of each cache directory this process (or the parent it was forked from)
+#: has swept: a directory is swept once per process, not at every open
+_SWEPT: set[tuple[int, int]] = set()
+
 LINK = "is a symbolic link; links inside the cache are never followed"
 HARD_LINKS = "has other hard links: it may be a file outside the cache, refused"
 _REASONS = {
@@ -151,9 +155,19 @@ class PrivateDir:
         return d
 
     def sweep(self) -> None:
-        """Remove the temporaries here whose owner process is gone (a killed write), once."""
-        if not self._swept:
-            self._swept = True
+        """Remove the temporaries here whose owner process is gone (a killed write), once per
+        process and directory: ``refs/`` may hold many thousands of entries, and a run opens it
+        in every worker (forked after the parent's own sweep, they inherit its record)."""
+        if self._swept:
+            return
+        self._swept = True
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            return
+        key = (st.st_dev, st.st_ino)
+        if key not in _SWEPT:
+            _SWEPT.add(key)
             sweep_leftovers(self.path, dir_fd=self.fd)
 
     def close(self) -> None:
@@ -238,7 +252,7 @@ class PrivateDir:
         finally:
             os.close(fd)
 
-    def write_atomic(self, name: str, data: bytes, *, fsync: bool = False) -> None:
+    def write_atomic(self, name: str, data: bytes | bytearray, *, fsync: bool = False) -> None:
         """Replace ``name`` by ``data`` (0600): a fresh private file here, then a rename.
 
         The rename replaces whatever sits at ``name`` (a link is replaced, its target untouched);

@@ -28,7 +28,8 @@ class _OpsTask(Task[OpsReport]):
     def __init__(
         self, op: _CacheOp, rctx: RunContext, fn: Callable[[Ctx, Transcript], None], budget: int | None = None
     ) -> None:
-        self.cache = RefCache(op.cache)
+        # a worker's output part is joined only after it finishes: its refs go in packs
+        self.cache = RefCache(op.cache, pack=rctx.worker)
         tok = get_tokenizer(op.tokenizer)
         if rctx.worker and isinstance(tok, TiktokenTokenizer):
             tok.threads = 1  # one process per core already

@@ -22,14 +22,41 @@ def _escaped(text: str) -> str | None:
         return None
 
 
-def _stash_refs(item: dict[str, Any], big: dict[str, str]) -> None:
+class _BigTexts:
+    """The big texts of a message's changes and their refs, matched by equality as a dict
+    would (a later equal text's ref wins), without hashing them: a dict hashes each text
+    whole, many kilobytes apiece, once per cut."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.pairs)
+
+    def add(self, text: str, ref: str) -> None:
+        for k, (t, _) in enumerate(self.pairs):
+            if len(t) == len(text) and (t is text or t == text):
+                self.pairs[k] = (t, ref)
+                return
+        self.pairs.append((text, ref))
+
+    def get(self, o: str) -> str | None:
+        for t, ref in self.pairs:
+            if len(t) == len(o) and (t is o or t == o):
+                return ref
+        return None
+
+
+def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
     """Take the texts already stored as refs out of a stashed source line, recording where
     they were (``cut``: raw offsets; ``refs_at``: paths into the object), so the stash does
     not hold every output twice. :func:`unstash_refs` puts them back exactly."""
     if "raw" in item:
         raw: str = item["raw"]
         cuts = []
-        for text, ref in big.items():
+        for text, ref in big.pairs:
             esc = _escaped(text)
             at = raw.find(esc) if esc else -1
             if esc and at >= 0:
@@ -96,13 +123,12 @@ def apply_changes(ctx: Ctx, t: Transcript, msg: Message, changes: list[Change]) 
                 d["restore_from"] = {"ref": c.entry["id"], "field": c.field, "json": bool(c.entry.get("json"))}
             content.append(d)
         # the big texts are in their own refs already: the stashed lines point at them
-        big = {
-            txt: c.entry["id"]
-            for c in changes
-            if c.field in ("text", "arguments")
-            and isinstance(txt := getattr(msg.content[c.index], c.field), str)
-            and len(txt) >= STASH_DEDUPE_CHARS
-        }
+        big = _BigTexts()
+        for c in changes:
+            if c.field in ("text", "arguments"):
+                txt = getattr(msg.content[c.index], c.field)
+                if isinstance(txt, str) and len(txt) >= STASH_DEDUPE_CHARS:
+                    big.add(txt, c.entry["id"])
         lines = []
         preds = ctx.predecessors(t, msg) if len(msg.lines) > 1 else {}
         for ln in msg.lines:

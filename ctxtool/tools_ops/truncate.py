@@ -97,6 +97,7 @@ def truncate(ctx: Ctx, t: Transcript, limits: Limits, include: set[str]) -> None
                 nb = Block("text", text=new_text)
                 ev = "spill"
                 fld = "data"
+                after_b = utf8_len(new_text)
             else:
                 if cut.spilled:
                     new_text = spill_notice(cut, ref_id, ntok)
@@ -104,7 +105,8 @@ def truncate(ctx: Ctx, t: Transcript, limits: Limits, include: set[str]) -> None
                 else:
                     new_text = with_notice(cut.text, truncation_notice(cut, ref_id, ntok))
                     ev = "truncate"
-                if utf8_len(new_text) >= nbytes:  # the notice would cost more than the cut saves
+                after_b = utf8_len(new_text)
+                if after_b >= nbytes:  # the notice would cost more than the cut saves
                     rep.bytes_after += nbytes
                     rep.tokens_after += ntok
                     continue
@@ -125,7 +127,6 @@ def truncate(ctx: Ctx, t: Transcript, limits: Limits, include: set[str]) -> None
                 entry["json"] = True
             entry["mode"] = ev
             changes.append(Change(i, nb, entry, fld))
-            after_b = utf8_len(new_text)
             after_t = ctx.tok.count(new_text)
             rep.bytes_after += after_b
             rep.tokens_after += after_t

@@ -1,0 +1,239 @@
+"""Ref packs: the refs one worker writes, many to a file (``packs/<task>.<random>.pack``).
+
+A file per ref costs a file creation each, and on a disk that is most of the time of a
+large ``truncate`` (thousands of refs). A worker process of a parallel run
+(:mod:`ctxtool.parallel`) therefore gathers its new refs and writes them as one pack when
+it finishes (or whenever the pack reaches :data:`PACK_BYTES`), before its part of the
+output is joined into the output: a transcript never names a ref that is not stored.
+A pack's name is its task's with a random suffix: a new pack never replaces one.
+
+A pack is written whole (a temporary file renamed, or one object) and never changed: gc
+writes a new pack of the refs it keeps and removes the old one. Layout::
+
+    MAGIC                     b"ctxtool-pack-1\\n"
+    entry ...                 each ref exactly as a ref file holds it (one zstd frame)
+    index                     JSON: [[ref, offset, length], ...], offsets from the file start
+    trailer                   the index's length (8 bytes, big-endian), then MAGIC again
+
+Each entry is checked like a ref file (:func:`ctxtool.cache.content.read_ref`: a complete
+stream, nothing after it, the right sha256) on every read and by ``refs verify``; a pack
+whose index cannot be read is reported by ``refs verify`` and its refs are missing. Every
+ref in a pack is found, read, listed, verified and collected by its id like a ref file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import struct
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .. import jsonio
+from ..errors import CtxtoolError
+from .ids import REF_RE
+
+DIR = "packs"
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,160}\.pack$")
+MAGIC = b"ctxtool-pack-1\n"
+_LEN = struct.Struct(">Q")
+TAIL = _LEN.size + len(MAGIC)
+#: refs gathered before a pack is written (and a worker's memory stays flat)
+PACK_BYTES = 4 << 20
+#: fewer new refs than this at the end of a task are written as ref files (a pack earns its
+#: place when it replaces many files)
+PACK_MIN = 16
+
+
+class BadPack(Exception):
+    """A pack whose frame or index cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """Where one ref is in a pack: the pack's name, the entry's offset and length."""
+
+    pack: str
+    offset: int
+    length: int
+
+
+def pack_name(stem: str | None = None) -> str:
+    """A new pack's name, never one that exists: the task's with a random suffix (a task
+    run again under the same name must not replace the pack its first run wrote: the refs
+    found there are not written again), else fresh (a pack gc writes)."""
+    name = f"{stem}.{secrets.token_hex(4)}.pack" if stem else ""
+    return name if NAME_RE.match(name) else f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(6)}.pack"
+
+
+class PackBuilder:
+    """A pack being gathered: its entries in one buffer (each stored ref copied in as it
+    comes, so memory holds the pack's bytes once), and where each is."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(MAGIC)
+        self.index: dict[str, tuple[int, int]] = {}  # ref -> (offset, length)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self.index
+
+    @property
+    def size(self) -> int:
+        return len(self.buf) - len(MAGIC)
+
+    def add(self, ref: str, blob: bytes) -> None:
+        if ref not in self.index:
+            self.index[ref] = (len(self.buf), len(blob))
+            self.buf += blob
+
+    def entries(self) -> list[tuple[str, bytes]]:
+        """Each ref and its stored bytes (to write them as files instead)."""
+        return [(ref, bytes(self.buf[at : at + n])) for ref, (at, n) in self.index.items()]
+
+    def finish(self) -> tuple[bytearray, list[tuple[str, int, int]]]:
+        """The whole pack (entries, index, trailer: handed over, never changed after), and
+        its index; the builder starts a new pack."""
+        index = [(ref, at, n) for ref, (at, n) in self.index.items()]
+        idx = jsonio.dumps([list(e) for e in index])
+        data = self.buf
+        data += idx
+        data += _LEN.pack(len(idx))
+        data += MAGIC
+        self.buf = bytearray(MAGIC)
+        self.index = {}
+        return data, index
+
+
+def read_index(fh: IO[bytes]) -> list[tuple[str, int, int]]:
+    """The index of the pack open as ``fh``, checked against the file's frame; :class:`BadPack`."""
+    try:
+        size = fh.seek(0, io.SEEK_END)
+        if size < len(MAGIC) + TAIL:
+            raise BadPack("too short to be a pack")
+        fh.seek(0)
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise BadPack("does not start as a pack")
+        fh.seek(size - TAIL)
+        tail = fh.read(TAIL)
+        if tail[_LEN.size :] != MAGIC:
+            raise BadPack("does not end as a pack (cut short?)")
+        (n,) = _LEN.unpack(tail[: _LEN.size])
+        end = size - TAIL - n
+        if n <= 0 or end < len(MAGIC):
+            raise BadPack("its index is out of bounds")
+        fh.seek(end)
+        raw = fh.read(n)
+    except OSError as e:
+        raise BadPack(f"cannot read: {e.strerror or e}") from e
+    try:
+        index = jsonio.loads(raw)
+    except CtxtoolError:
+        raise BadPack("its index is not JSON") from None
+    out = []
+    for item in index if isinstance(index, list) else [None]:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) and REF_RE.match(item[0])):
+            raise BadPack("its index is damaged")
+        ref, at, length = item
+        if not (type(at) is int and type(length) is int and len(MAGIC) <= at and 0 < length <= end - at):
+            raise BadPack("its index is damaged")
+        out.append((ref, at, length))
+    return out
+
+
+class Packs:
+    """The packs of one cache directory, as an index of ref -> where it is (read once,
+    read again when a ref is not found: another process may have written a pack since)."""
+
+    def __init__(self, opener: Any) -> None:
+        self._open = opener  # (create: bool) -> the packs directory, or None when absent
+        self.where: dict[str, list[Loc]] = {}
+        self.bad: dict[str, str] = {}  # pack name -> why it cannot be read
+        self._seen: set[str] = set()
+        self._loaded = False
+
+    def load(self, *, again: bool = False) -> dict[str, list[Loc]]:
+        """ref -> its places in the packs (the packs not read yet are read now)."""
+        if self._loaded and not again:
+            return self.where
+        self._loaded = True
+        d = self._open(False)
+        if d is None:
+            return self.where
+        for name in sorted(d.listdir()):
+            if name in self._seen or not NAME_RE.match(name):
+                continue
+            try:
+                fh = d.open_reader(name)
+            except FileNotFoundError:
+                continue  # removed by a gc meanwhile
+            self._seen.add(name)
+            try:
+                with fh:
+                    index = read_index(fh)
+            except BadPack as e:
+                self.bad[name] = str(e)
+                continue
+            for ref, at, length in index:
+                self.where.setdefault(ref, []).append(Loc(name, at, length))
+        return self.where
+
+    def find(self, ref: str, *, again: bool = False) -> Loc | None:
+        """Where ``ref`` is first packed; ``again``: on a miss, read the packs written since."""
+        locs = self.load().get(ref) or (self.load(again=True).get(ref) if again else None)
+        return locs[0] if locs else None
+
+    def names(self) -> list[str]:
+        """Every pack file's name, readable or not."""
+        d = self._open(False)
+        return sorted(n for n in d.listdir() if NAME_RE.match(n)) if d is not None else []
+
+    def write(self, pack: PackBuilder, stem: str | None = None) -> str:
+        """Write ``pack`` as one new pack file (and empty it); returns its name."""
+        self.load()  # the packs there before this one
+        d = self._open(True)
+        name = pack_name(stem)
+        data, index = pack.finish()
+        d.write_atomic(name, data)
+        self._seen.add(name)
+        for ref, at, length in index:
+            self.where.setdefault(ref, []).append(Loc(name, at, length))
+        return name
+
+    def open_entry(self, loc: Loc) -> IO[bytes]:
+        """The stored bytes of one entry, to check with :func:`read_ref` (``FileNotFoundError``
+        when its pack is gone)."""
+        d = self._open(False)
+        if d is None:
+            raise FileNotFoundError(loc.pack)
+        with d.open_reader(loc.pack) as fh:
+            fh.seek(loc.offset)
+            return io.BytesIO(fh.read(loc.length))
+
+    def remove(self, refs: set[str]) -> None:
+        """Take ``refs`` out of the packs: each pack holding one is written again without
+        them (a new pack, then the old one removed), or removed when nothing is left."""
+        where = self.load(again=True)
+        hit = {loc.pack for r in refs for loc in where.get(r, ())}
+        d = self._open(False)
+        if d is None or not hit:
+            return
+        for name in sorted(hit):
+            with d.open_reader(name) as fh:
+                keep = PackBuilder()
+                for ref, at, length in read_index(fh):
+                    if ref not in refs:
+                        fh.seek(at)
+                        keep.add(ref, fh.read(length))
+            if len(keep):
+                self.write(keep)
+            d.unlink(name)
+        self.where.clear()
+        self.bad.clear()
+        self._seen.clear()
+        self._loaded = False
