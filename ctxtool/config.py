@@ -12,7 +12,6 @@ Keys are ``section.name``; the environment variable is ``CTXTOOL_SECTION_NAME``
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +132,8 @@ def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] |
 
 
 def _read_toml(p: Path) -> dict[str, Any]:
+    import tomllib  # only when there is a file to read
+
     try:
         return tomllib.loads(p.read_text("utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as e:

@@ -33,10 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
 from .tokens import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
+
+if TYPE_CHECKING:
+    from .registry import ModelInfo
 
 SUMMARY_PREFIX = "[Previous conversation summary]"
 #: Claude Code's boundary line, as its reader names the record
@@ -57,6 +60,15 @@ class WindowInfo:
         return {"window": self.window, "source": self.source, "model": self.model, "model_source": self.model_source}
 
 
+def _lookup(name: str | None) -> ModelInfo | None:
+    """:func:`ctxtool.registry.lookup`; the registry is imported only when there is a name."""
+    if not name:
+        return None
+    from .registry import lookup
+
+    return lookup(name)
+
+
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
     """What the flags and the config say about the window, read once per command (plain
@@ -69,10 +81,10 @@ class ContextSettings:
     config_model: str | None = None
 
     def __post_init__(self) -> None:
-        from .registry import require
-
         for name in (self.model, self.config_model):
             if name:
+                from .registry import require
+
                 require(name)  # a name the user gave: unknown is a usage error
 
     @classmethod
@@ -97,15 +109,13 @@ class ContextSettings:
 
     def resolve(self, t: Transcript | None) -> WindowInfo:
         """The window for ``t`` (``None``: no transcript, flags and config only)."""
-        from .registry import lookup
-
         recorded = last_model(t) if t is not None else None
         model, msrc = (self.model, "flag") if self.model else (recorded, "transcript") if recorded else (
             (self.config_model, "config") if self.config_model else (None, "none"))
         if self.window:
             return WindowInfo(self.window, "flag", model, msrc)
         if self.model:
-            info = lookup(self.model)
+            info = _lookup(self.model)
             assert info is not None
             return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
         if self.config_window:
@@ -114,11 +124,11 @@ class ContextSettings:
             cw = t.extra.get("context_window")
             if isinstance(cw, int) and not isinstance(cw, bool) and cw > 0:
                 return WindowInfo(cw, "transcript", model, msrc)
-            info = lookup(recorded)
+            info = _lookup(recorded)
             if info is not None and info.context_window:
                 return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
         if self.config_model:
-            info = lookup(self.config_model)
+            info = _lookup(self.config_model)
             if info is not None and info.context_window:
                 return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
         return WindowInfo(None, "none", model, msrc)

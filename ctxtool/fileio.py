@@ -18,7 +18,6 @@ import contextlib
 import errno
 import io
 import os
-import re
 import shutil
 import stat
 import sys
@@ -27,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
-from . import urls
+from . import lazyre, urls
 from .errors import CtxtoolError, ExitCode
 from .paths import make_temp, remove_quietly
 
@@ -275,7 +274,7 @@ def _umask() -> int:
     return mask
 
 
-_DESCRIPTOR = re.compile(r"^/(?:dev/fd|proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd)/\d+$|^/dev/std(?:out|err)$")
+_DESCRIPTOR = lazyre.compile(r"^/(?:dev/fd|proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd)/\d+$|^/dev/std(?:out|err)$")
 
 
 def _names_a_descriptor(path: str) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-_SPACE = re.compile(r"\s+")
+from . import lazyre
+
+_SPACE = lazyre.compile(r"\s+")
 
 
 def one_line(text: str, limit: int = 300) -> str:

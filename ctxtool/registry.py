@@ -24,7 +24,6 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import date
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +161,8 @@ def user_models_file() -> Path:
 
 @functools.lru_cache(maxsize=4)
 def _load(user_file: str) -> dict[str, ModelInfo]:
+    from importlib import resources  # the registry is read on the first lookup, not at import
+
     data = json.loads(resources.files("ctxtool").joinpath("data/models.json").read_text("utf-8"))
     entries: dict[str, dict[str, Any]] = dict(data["models"])
     p = Path(user_file)

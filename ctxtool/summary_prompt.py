@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import lazyre
 from .model import Block, Message, is_injected
 from .summarizers import SummaryRequest
 
@@ -176,8 +177,8 @@ WRITE_TOOLS = {
 SEARCH_TOOLS = {"grep", "glob", "ls", "find", "search", "list_dir", "list_directory"}
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_terminal_cmd", "execute_command", "run_command", "terminal"}
 PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file", "filename", "file")
-_PATCH_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
-_MOVE_RE = re.compile(r"^\*\*\* Move to: (.+)$", re.M)
+_PATCH_RE = lazyre.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_MOVE_RE = lazyre.compile(r"^\*\*\* Move to: (.+)$", re.M)
 READ_COMMANDS = {"cat", "head", "tail", "less", "more", "nl", "bat"}
 WRITE_COMMANDS = {"touch", "rm", "mv", "cp", "mkdir", "tee"}
 
@@ -247,7 +248,7 @@ def _files_in_command(cmd: str) -> tuple[list[str], list[str]]:
     return read, written
 
 
-_SED_SCRIPT = re.compile(r"^(?:\d+(?:,\d+)?)?s(.).*\1.*\1[gipI0-9]*$|^/.*/[dp]$")
+_SED_SCRIPT = lazyre.compile(r"^(?:\d+(?:,\d+)?)?s(.).*\1.*\1[gipI0-9]*$|^/.*/[dp]$")
 
 
 def _looks_like_file(s: str) -> bool:
@@ -297,7 +298,7 @@ def extract_files(msgs: Iterable[Message]) -> tuple[list[str], list[str]]:
     return [p for p in read if p not in modified], list(modified)
 
 
-_FILES_RE = re.compile(r"\n*<(read-files|modified-files)>\n?(.*?)\n?</\1>", re.S)
+_FILES_RE = lazyre.compile(r"\n*<(read-files|modified-files)>\n?(.*?)\n?</\1>", re.S)
 
 
 def parse_file_lists(summary: str) -> tuple[list[str], list[str]]:
@@ -346,7 +347,7 @@ def strip_prefix(summary: str) -> str:
 
 
 # -- seed 001 <retain>/<summary> ---------------------------------------------------------------------
-_TAG_RE = {t: re.compile(rf"<{t}>\s*(.*?)\s*</{t}>", re.S) for t in ("retain", "summary")}
+_TAG_RE = {t: lazyre.compile(rf"<{t}>\s*(.*?)\s*</{t}>", re.S) for t in ("retain", "summary")}
 
 
 def parse_retain(text: str) -> tuple[str, str]:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import glob as _glob
 import posixpath
-import re
 from typing import IO, Any
 
+from . import lazyre
 from .errors import CtxtoolError, ExitCode
 
-_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+_SCHEME = lazyre.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 GLOB_CHARS = frozenset("*?[")
 
 

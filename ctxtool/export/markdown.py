@@ -3,14 +3,14 @@ with a note; thinking and compaction summaries folded in ``<details>`` (GitHub r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from .. import lazyre
 from .base import Renderer, clip_note, plural, register, short_label
 from .walk import Marker, Part, Turn, View
 
 ROLE_NAMES = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
-_TICKS = re.compile(r"`{3,}")
+_TICKS = lazyre.compile(r"`{3,}")
 
 
 def fence(text: str, info: str = "") -> str:

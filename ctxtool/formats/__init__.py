@@ -8,36 +8,107 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, ExitCode
-from ..jsonio import Source, atomic_output, open_source  # noqa: F401  (re-exported)
-from ..model import Transcript
-from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, malformed, source_style
 
-# The format registry: name -> the dotted name of a module exposing ``FORMAT`` (imported on
-# first use) or a Format instance. A new format is one module plus one line here (or one
-# call to :func:`register`); detection, ``--format``, ``--to`` and ``ctxtool formats`` ask it.
-_REGISTRY: dict[str, str | Format] = {
-    "ctxtool": "ctxtool.formats.canonical",
-    "openai": "ctxtool.formats.openai",
-    "anthropic": "ctxtool.formats.anthropic",
-    "claude-code": "ctxtool.formats.claude_code",
-    "codex": "ctxtool.formats.codex",
-    "pi": "ctxtool.formats.pi",
-    "sharegpt": "ctxtool.formats.sharegpt",
-    "cline": "ctxtool.formats.cline",
-    "responses": "ctxtool.formats.responses",
-    "inspect": "ctxtool.formats.inspect_log",
-    "inspect-eval": "ctxtool.formats.inspect_eval",
-    "atif": "ctxtool.formats.atif",
-    "gemini": "ctxtool.formats.gemini",
-    "gemini-jsonl": "ctxtool.formats.gemini_jsonl",
-    "swe-agent": "ctxtool.formats.swe_agent",
-    "mini-swe-agent": "ctxtool.formats.mini_swe_agent",
-    "openhands": "ctxtool.formats.openhands",
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..jsonio import Source
+    from ..model import Transcript
+    from .base import ErrorPolicy, Format
+
+# What this package re-exports from the modules it stands on, imported on first use (PEP
+# 562): the registry and its names (``ctxtool formats``, ``--format``'s help) cost nothing.
+_REEXPORTS = {
+    "Source": "ctxtool.jsonio",
+    "atomic_output": "ctxtool.jsonio",
+    "open_source": "ctxtool.jsonio",
+    "Transcript": "ctxtool.model",
+    "STRUCTURE_ERRORS": "ctxtool.formats.base",
+    "ErrorPolicy": "ctxtool.formats.base",
+    "Format": "ctxtool.formats.base",
+    "malformed": "ctxtool.formats.base",
+    "source_style": "ctxtool.formats.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REEXPORTS:
+        return getattr(importlib.import_module(_REEXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout)
+
+
+class Lazy:
+    """A registered format whose module is not imported yet: the dotted name of the module
+    exposing it as ``FORMAT``, and the detection hints that let :func:`detect` pass it by
+    without importing it. Each hint is a necessary condition of the format's own ``sniff``
+    (a test checks them against every sample): ``layouts``, the source layouts its sniff
+    accepts; ``keys``, top-level keys one of which its sampled values carry (a JSONL line, the
+    JSON document, or the first element of a JSON array); ``records``: or one of the keys a
+    dataset record holds its messages under (:data:`ctxtool.formats.dataset.MESSAGE_KEYS`).
+    No ``keys`` and no ``records``: any value of those layouts may be this format's."""
+
+    __slots__ = ("keys", "layouts", "module", "records")
+
+    def __init__(self, module: str, layouts: Sequence[str] = LAYOUTS, keys: Sequence[str] = (), *,
+                 records: bool = False) -> None:
+        self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
+
+    def may_sniff(self, layout: str, heads: Sequence[Mapping[str, Any]]) -> bool:
+        """False when this format's sniff is known to say 0 (its module need not be imported)."""
+        if layout not in self.layouts:
+            return False
+        if not self.keys and not self.records:
+            return True
+        keys = self.keys
+        if self.records:
+            from .dataset import MESSAGE_KEYS
+
+            keys += MESSAGE_KEYS
+        return any(k in h for h in heads for k in keys)
+
+
+def _heads(sample: list[Any], layout: str) -> list[Mapping[str, Any]]:
+    """The objects of a detection sample whose top-level keys the hints look at."""
+    if layout == "jsonl":
+        return [o for o in sample if isinstance(o, dict)]
+    if layout == "json" and sample:
+        doc = sample[0]
+        if isinstance(doc, list):
+            doc = doc[0] if doc else None
+        return [doc] if isinstance(doc, dict) else []
+    return []
+
+
+_JSONL, _JSON, _DOCS = ("jsonl",), ("json",), ("json", "jsonl")
+
+# The format registry: name -> a Lazy entry (the module is imported on first use) or a Format
+# instance. A new format is one module plus one line here (or one call to :func:`register`);
+# detection, ``--format``, ``--to`` and ``ctxtool formats`` ask it.
+_REGISTRY: dict[str, Lazy | Format] = {
+    "ctxtool": Lazy("ctxtool.formats.canonical", _JSONL, ("ctxtool",)),
+    "openai": Lazy("ctxtool.formats.openai", _DOCS, ("role",), records=True),
+    "anthropic": Lazy("ctxtool.formats.anthropic", _DOCS, ("role",), records=True),
+    "claude-code": Lazy("ctxtool.formats.claude_code", _JSONL, ("type",)),
+    "codex": Lazy("ctxtool.formats.codex", _JSONL, ("payload", "instructions", "git")),
+    "pi": Lazy("ctxtool.formats.pi", _JSONL, ("type",)),
+    "sharegpt": Lazy("ctxtool.formats.sharegpt", _DOCS, records=True),
+    "cline": Lazy("ctxtool.formats.cline", _DOCS, ("role",)),
+    "responses": Lazy("ctxtool.formats.responses", _DOCS, ("input", "type", "role"), records=True),
+    "inspect": Lazy("ctxtool.formats.inspect_log", _JSON, ("eval",)),
+    "inspect-eval": Lazy("ctxtool.formats.inspect_eval", ("zip",)),
+    "atif": Lazy("ctxtool.formats.atif", _JSON, ("schema_version",)),
+    "gemini": Lazy("ctxtool.formats.gemini", _JSON, ("sessionId",)),
+    "gemini-jsonl": Lazy("ctxtool.formats.gemini_jsonl", _JSONL, ("projectHash",)),
+    "swe-agent": Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)),
+    "mini-swe-agent": Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "role")),
+    "openhands": Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")),
 }
 _ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
 FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
@@ -47,6 +118,7 @@ __all__ = [
     "FORMAT_NAMES",
     "ErrorPolicy",
     "Format",
+    "Lazy",
     "detect",
     "format_names",
     "get_format",
@@ -62,13 +134,14 @@ __all__ = [
 ]
 
 
-def register(fmt: Format | str, name: str | None = None) -> None:
+def register(fmt: Format | str | Lazy, name: str | None = None) -> None:
     """Add a format: a :class:`Format` instance, or the dotted name of a module that exposes
-    one as ``FORMAT`` (then ``name`` is required; the module is imported on first use)."""
-    if isinstance(fmt, str):
+    one as ``FORMAT``, or a :class:`Lazy` entry naming that module with detection hints (then
+    ``name`` is required; the module is imported on first use)."""
+    if isinstance(fmt, (str, Lazy)):
         if not name:
             raise ValueError("register(module_name, name): the name is required")
-        _REGISTRY[name] = fmt
+        _REGISTRY[name] = Lazy(fmt) if isinstance(fmt, str) else fmt
     else:
         _REGISTRY[name or fmt.name] = fmt
 
@@ -104,16 +177,20 @@ def get_format(name: str) -> Format:
         raise CtxtoolError(
             f"unknown format {name!r}; choose one of: {', '.join(format_names())}", code=ExitCode.USAGE
         )
-    if isinstance(entry, str):
-        fmt: Format = importlib.import_module(entry).FORMAT
+    if isinstance(entry, Lazy):
+        fmt: Format = importlib.import_module(entry.module).FORMAT
         return fmt
     return entry
 
 
 def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:
-    """Every format's confidence in ``sample``, best first (formats that say 0 left out)."""
+    """Every format's confidence in ``sample``, best first (formats that say 0 left out). A
+    format whose detection hints rule the sample out says 0 without being imported."""
     scores = []
-    for name in format_names():
+    heads = _heads(sample, src.layout)
+    for name, entry in list(_REGISTRY.items()):
+        if isinstance(entry, Lazy) and not entry.may_sniff(src.layout, heads):
+            continue
         fmt = get_format(name)
         try:
             s = fmt.sniff(sample, src)
@@ -145,6 +222,8 @@ def detect(src: Source) -> Format:
 def read_source(
     src: Source, fmt: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
+    from .base import STRUCTURE_ERRORS, ErrorPolicy, malformed
+
     f = get_format(fmt) if isinstance(fmt, str) else fmt
     policy = policy or ErrorPolicy()
     try:
@@ -182,6 +261,8 @@ def read(
     path: str | Path, format: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
     """Read every transcript in ``path`` (``-`` for stdin), detecting the format unless given."""
+    from ..jsonio import open_source
+
     yield from read_source(open_source(path), format, policy)
 
 
@@ -222,6 +303,8 @@ def write(transcripts: Iterable[Transcript], out, format: str | Format | None = 
 
 def write_path(transcripts: Iterable[Transcript], path: str | Path | None, format: str | Format | None = None) -> None:
     """Write atomically to ``path`` (``-`` or None: stdout)."""
+    from ..jsonio import atomic_output
+
     with atomic_output(path) as out:
         write(transcripts, out, format)
 
@@ -233,8 +316,8 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     as it came (source lines reused); otherwise every message is rendered anew
     and bookkeeping lines, which ``f`` has no place for, are left out.
     """
-    from ..model import Compaction, Entry, Message, Record
-    from .base import make_exact
+    from ..model import Compaction, Entry, Message, Record, Transcript
+    from .base import make_exact, source_style
 
     make_exact(t)  # the record's bytes stay behind
     same_origin = t.extra.get("source_format") == f.name
@@ -292,7 +375,7 @@ def split_plan(
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
     ``lines=False``: first lines are not counted (see :func:`ctxtool.jsonio.split_ranges`)."""
-    from ..jsonio import input_size, split_ranges, splittable
+    from ..jsonio import input_size, open_source, split_ranges, splittable
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None
@@ -309,6 +392,8 @@ def split_plan(
 def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
     and ``-`` pass through."""
+    from pathlib import Path
+
     from .. import urls
 
     for p in paths:

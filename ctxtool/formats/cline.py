@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import lazyre
 from ..jsonio import Source
 from ..model import Block, Line, Message, Transcript
 from . import anthropic_blocks as codec
@@ -42,10 +43,10 @@ TOOLS = frozenset(
         "run_slash_command", "generate_image", "list_files_top_level", "list_files_recursive",
     }
 )
-_CALL = re.compile(r"<(?P<name>[a-z_]+)>(?P<body>.*?)</(?P=name)>", re.S)
-_PARAM = re.compile(r"<(?P<k>[a-z_]+)>\n?(?P<v>.*?)\n?</(?P=k)>", re.S)
+_CALL = lazyre.compile(r"<(?P<name>[a-z_]+)>(?P<body>.*?)</(?P=name)>", re.S)
+_PARAM = lazyre.compile(r"<(?P<k>[a-z_]+)>\n?(?P<v>.*?)\n?</(?P=k)>", re.S)
 # a multi-line argument (a command of several lines) stays in the header, up to a bound
-_HEAD = re.compile(r"\[(?P<name>[a-z_]+)(?: for (?P<arg>.{0,4000}?))?\] Result:", re.S)
+_HEAD = lazyre.compile(r"\[(?P<name>[a-z_]+)(?: for (?P<arg>.{0,4000}?))?\] Result:", re.S)
 JOIN = "cline_text"  # pieces of one source text block: (block number, piece number)
 XML = "cline_xml"  # the tag a call was read from
 HEAD = "cline_head"  # the header a result was read from

@@ -23,7 +23,6 @@ lines) are read and written back in that layout too.
 from __future__ import annotations
 
 import copy
-import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -76,6 +75,8 @@ class _WriteState:
 
 
 def _det_uuid(*parts: Any) -> str:
+    import hashlib  # not at import: detection imports this module, and hashlib loads OpenSSL
+
     h = hashlib.sha1("|".join(str(p) for p in parts).encode("utf-8")).hexdigest()
     return str(uuid.UUID(hex=h[:32]))
 

@@ -31,7 +31,6 @@ another format a metadata line first. ``restore`` gives the versions back where 
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -310,6 +309,8 @@ class _Writer:
         """The metadata line Gemini's loader needs (a session id and a project hash, which
         ctxtool cannot know: the hash of the session id stands in for it)."""
         sid = self.t.id or str(uuid.uuid5(UUID_NS, self.t.path))
+        import hashlib  # not at import: hashlib loads OpenSSL
+
         return {"sessionId": sid, "projectHash": hashlib.sha256(sid.encode()).hexdigest()}
 
     def _holders(self) -> dict[int, dict[str, _Group]]:

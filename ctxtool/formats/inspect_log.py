@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import io
-import zipfile
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -280,6 +279,8 @@ def sample_transcript(s: Any, log: dict[str, Any], path: str, i: int) -> Transcr
 def is_eval_archive(data: Any) -> bool:
     if not isinstance(data, bytes):
         return False
+    import zipfile  # .eval archives only (a JSON log needs none)
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             names = z.namelist()
@@ -290,6 +291,8 @@ def is_eval_archive(data: Any) -> bool:
 
 def read_eval_archive(data: bytes, path: str, policy: ErrorPolicy) -> Iterator[Transcript]:
     """The samples of a ``.eval`` zip archive (``header.json`` + ``samples/*.json``)."""
+    import zipfile
+
     try:
         z = zipfile.ZipFile(io.BytesIO(data))
     except (OSError, zipfile.BadZipFile) as e:

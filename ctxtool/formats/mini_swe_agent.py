@@ -17,9 +17,9 @@ real ``tool_calls`` / ``role: tool`` (later versions) are OpenAI chat messages.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from .. import lazyre
 from ..jsonio import Source
 from ..model import Line, Message, Transcript
 from .dataset import DatasetFormat
@@ -28,8 +28,8 @@ from .swe_agent import pair_in_text, render_with_in_text
 
 __all__ = ["FORMAT", "MiniSweAgentFormat"]
 
-OBSERVATION = re.compile(r"\s*<returncode>")
-ACTION = re.compile(r"```[\w-]*[ \t]*\n")  # the fenced action (bash, mswea_bash_command...)
+OBSERVATION = lazyre.compile(r"\s*<returncode>")
+ACTION = lazyre.compile(r"```[\w-]*[ \t]*\n")  # the fenced action (bash, mswea_bash_command...)
 SUFFIX = ".traj.json"
 
 

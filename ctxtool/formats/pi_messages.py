@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +45,8 @@ lines_of = source_lines
 
 
 def det_hex(*parts: Any) -> str:
+    import hashlib  # not at import: hashlib loads OpenSSL
+
     return hashlib.sha1("|".join(str(p) for p in parts).encode("utf-8")).hexdigest()
 
 

@@ -30,7 +30,7 @@ import json
 import re
 from typing import Any
 
-from .. import jsonio
+from .. import jsonio, lazyre
 from ..errors import CtxtoolError
 from ..jsonio import Source
 from ..model import Block, Line, Message, Transcript
@@ -58,7 +58,7 @@ FROM_ROLE = {
 KEYS = ("conversations", *(k for k in MESSAGE_KEYS if k != "conversations"))
 SYSTEM_HINT = "sharegpt_system"  # a record's system field
 ITEM_HINT = "sharegpt_system_item"  # a {"from": "system"} turn
-_THINK = re.compile(r"<think>(.*?)</think>(\s*)", re.DOTALL)
+_THINK = lazyre.compile(r"<think>(.*?)</think>(\s*)", re.DOTALL)
 
 
 def _is_turn(o: Any) -> bool:

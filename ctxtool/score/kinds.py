@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+from .. import lazyre
 from .. import summary_prompt as sp
 from ..model import Block, Message
 from ..prose import one_line, sentences
@@ -14,7 +15,7 @@ from .probes import Part, Probe, ProbeKind, register_probe
 from .text import Haystack, words
 
 REQUEST_CAP = 2000  # a request longer than this is probed on its head
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENT = lazyre.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _sentences(text: str) -> list[str]:
@@ -44,10 +45,10 @@ class Request(ProbeKind):
                 if i != first and len(words(txt)) >= 2]
 
 
-_CONSTRAINT = re.compile(
+_CONSTRAINT = lazyre.compile(
     r"\b(must|must not|mustn't|never|always|don't|do not|avoid|prefer|make sure|ensure|only|without|instead|"
     r"should|shouldn't|required?|no need|not allowed|keep)\b", re.I)
-_CORRECTION = re.compile(
+_CORRECTION = lazyre.compile(
     r"^(no[,!.]\s|nope\b|actually\b|wrong\b|that's (?:not|wrong)|that is not|stop\b|wait\b|i said\b|i meant\b|not that\b|"
     r"undo\b|revert\b)", re.I)
 
@@ -106,8 +107,8 @@ class FileRead(_Files):
     help = "files the lost part read (and did not modify)"
 
 
-_ERROR_LINE = re.compile(r"error|exception|failed|failure|fatal|denied|not found|no such|cannot|can't|invalid|"
-                         r"refused|timed out|traceback|panic", re.I)
+_ERROR_LINE = lazyre.compile(r"error|exception|failed|failure|fatal|denied|not found|no such|cannot|can't|invalid|"
+                             r"refused|timed out|traceback|panic", re.I)
 
 
 def error_line(text: str) -> str:
@@ -168,18 +169,18 @@ class Failure(ProbeKind):
 
 
 _VALUE_RES = (
-    re.compile(r"https?://[^\s)>\]\"'`,]+"),  # URLs
-    re.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*\.\w{1,8}\b"),  # paths with an extension
-    re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+.][\w.]+)?\b"),  # versions
-    re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # environment variables, constants
-    re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),  # uuids
-    re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"),  # hashes, commit ids
-    re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),  # codes, ticket and booking ids
-    re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),  # snake_case names
-    re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b"),  # camelCase names
-    re.compile(r"\b[A-Za-z_][\w.]*(?=\(\))"),  # function() names
+    lazyre.compile(r"https?://[^\s)>\]\"'`,]+"),  # URLs
+    lazyre.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*\.\w{1,8}\b"),  # paths with an extension
+    lazyre.compile(r"\bv?\d+\.\d+\.\d+(?:[-+.][\w.]+)?\b"),  # versions
+    lazyre.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # environment variables, constants
+    lazyre.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),  # uuids
+    lazyre.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"),  # hashes, commit ids
+    lazyre.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),  # codes, ticket and booking ids
+    lazyre.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),  # snake_case names
+    lazyre.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b"),  # camelCase names
+    lazyre.compile(r"\b[A-Za-z_][\w.]*(?=\(\))"),  # function() names
 )
-_TICKED = re.compile(r"`([^`\s]{3,80})`")
+_TICKED = lazyre.compile(r"`([^`\s]{3,80})`")
 
 
 def values(text: str) -> list[str]:
@@ -256,8 +257,8 @@ class Identifier(ProbeKind):
         return after.has_value(probe.target)
 
 
-_NEXT = re.compile(r"\b(next|then|i'll|i will|we'll|we will|let me|let's|todo|remaining|still need|need to|plan|"
-                   r"going to|step \d)\b", re.I)
+_NEXT = lazyre.compile(r"\b(next|then|i'll|i will|we'll|we will|let me|let's|todo|remaining|still need|need to|plan|"
+                       r"going to|step \d)\b", re.I)
 PLAN_TOOLS = {"todowrite": ("todos", "content"), "update_plan": ("plan", "step"), "todo_write": ("todos", "content")}
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 
+from .. import lazyre
 from .. import summary_prompt as sp
 from .text import Haystack, words
 
@@ -26,9 +27,9 @@ TEMPLATE_MIN_WORDS = 5  # words of its own a suspect summary must have
 TEMPLATE_SHARE = 0.6  # or: this share of its lines is template
 ECHO_SHARE = 0.8
 ECHO_MIN_WORDS = 5
-_DIGITS = re.compile(r"\d+")
-_BULLET = re.compile(r"^(?:[-*+]\s*|\d+[.)]\s*)?(?:\[[ xX]?\]\s*)?")
-_PLACEHOLDER = re.compile(r"^(?:\*\*)?\[[^\]]*\](?:\*\*)?(?::\s*\[[^\]]*\])?$")
+_DIGITS = lazyre.compile(r"\d+")
+_BULLET = lazyre.compile(r"^(?:[-*+]\s*|\d+[.)]\s*)?(?:\[[ xX]?\]\s*)?")
+_PLACEHOLDER = lazyre.compile(r"^(?:\*\*)?\[[^\]]*\](?:\*\*)?(?::\s*\[[^\]]*\])?$")
 
 Source = str | Callable[[], str]
 

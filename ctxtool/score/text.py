@@ -8,10 +8,11 @@ do; a value (a path, an id, a version) is kept when it appears, case aside.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-_WORD = re.compile(r"\w+")
+from .. import lazyre
+
+_WORD = lazyre.compile(r"\w+")
 SHINGLE = 3  # words per key phrase
 PASSAGE_SHARE = 0.7  # share of a passage's key phrases that must be kept
 

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .. import lazyre
 from ..errors import CtxtoolError, ExitCode
 from . import ContextOverflowError, SummaryRequest
 from .deadline import deadline_at, keep_deadlines
@@ -59,7 +60,7 @@ RETRY_STATUSES = frozenset({408, 409, 425, 429})
 
 # What providers (and OpenAI-compatible servers such as llama.cpp, vLLM, Ollama) say
 # when the prompt does not fit the model's window.
-_OVERFLOW_RE = re.compile(
+_OVERFLOW_RE = lazyre.compile(
     r"context_length_exceeded|context[ _-]length|context window|context size|exceed_context_size"
     r"|prompt is too long|too many (input )?tokens|maximum context|request_too_large|input is too long"
     r"|reduce the length",

@@ -3,12 +3,12 @@ filtered by date in a time zone, priced from the model registry."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 
+from .. import lazyre
 from ..errors import CtxtoolError, ExitCode
 from .events import UsageEvent
 
@@ -170,7 +170,7 @@ def today_in(tz: tzinfo | None, now: datetime | None = None) -> date:
     return now.astimezone(tz).date()
 
 
-_DAYS = re.compile(r"^(\d{1,5})d$")
+_DAYS = lazyre.compile(r"^(\d{1,5})d$")
 
 
 def parse_day(text: str, today: date) -> date:

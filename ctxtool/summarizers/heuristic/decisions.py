@@ -9,30 +9,31 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ... import lazyre
 from ...model import Message
 from .text import one_line, sentences
 
 MAX_DECISIONS = 10
 DECISION_CLIP = 300
 
-_DECISION_RE = re.compile(
+_DECISION_RE = lazyre.compile(
     r"\b(decided|decide to|i'll use|we'll use|i will use|going with|instead of|chose|choose|approach|"
     r"because|the fix is|the cause|root cause|the issue (?:is|was)|the problem (?:is|was)|turns out|"
     r"rejected|won't work|doesn't work|does not work|too complex|over-?engineered|simpler)\b",
     re.I,
 )
-_REJECTED_RE = re.compile(
+_REJECTED_RE = lazyre.compile(
     r"\b(rejected|won't work|doesn't work|does not work|didn't work|did not work|not going to|abandon(?:ed)?|"
     r"too complex|over-?engineered|reverted?|dropped|no longer)\b",
     re.I,
 )
 #: intentions and narration, not decisions
-_FRAGMENT_RE = re.compile(
+_FRAGMENT_RE = lazyre.compile(
     r"^(?:let me|now let me|let's|now,? i'll|i'll now|i will now|first,? (?:let me|i'll)|next,? (?:let me|i'll)|"
     r"perfect|great|good|okay|ok|now)\b",
     re.I,
 )
-_NEXT_RE = re.compile(
+_NEXT_RE = lazyre.compile(
     r"\b(next step|next,? (?:i|we)\b|(?:i|we)'ll next|then (?:i|we)'ll|(?:i|we) will now|now (?:i|we)'ll|"
     r"let me (?!know)|todo|remaining|still need|(?:i|we) need to)",
     re.I,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ... import lazyre
 from ...cache.ids import REF_IN_TEXT_RE
 from ...model import Block, Message
 from ...summary_prompt import PATH_KEYS, READ_TOOLS, call_args, command_of, extract_files
@@ -19,12 +20,12 @@ from .text import items
 
 MAX_ENTRIES = 40
 HASH_CHARS = 16
-_GUTTER = re.compile(r"^ *\d+(?:→|\t)")  # Claude Code's `cat -n` view and the like
-_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
-_SED_RANGE = re.compile(r"^\d+(?:,\d+)?p$")
-_EXEC_HEADER = re.compile(r"^(?:Chunk ID|Wall time|Exit code|Process exited)", re.M)
-_RUNNING = re.compile(r"^Process running with session ID \d+", re.M)
-_CTX_NOTICE = re.compile(r"\[ctxtool: tool output (?:truncated|too large)[^\]]*\]|\[tool output trimmed; ref=[0-9a-f]+\]")
+_GUTTER = lazyre.compile(r"^ *\d+(?:→|\t)")  # Claude Code's `cat -n` view and the like
+_REMINDER = lazyre.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+_SED_RANGE = lazyre.compile(r"^\d+(?:,\d+)?p$")
+_EXEC_HEADER = lazyre.compile(r"^(?:Chunk ID|Wall time|Exit code|Process exited)", re.M)
+_RUNNING = lazyre.compile(r"^Process running with session ID \d+", re.M)
+_CTX_NOTICE = lazyre.compile(r"\[ctxtool: tool output (?:truncated|too large)[^\]]*\]|\[tool output trimmed; ref=[0-9a-f]+\]")
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ... import lazyre
 from ...model import PINNED_PREFIX
 from ...summary_prompt import clip, strip_file_lists
 from .text import quote, split_headings, unquote
@@ -21,7 +22,7 @@ SECTIONS = ("Goal", "Constraints & Preferences", "Progress", "Key Decisions", "N
 EARLIER = "Earlier: "
 #: (title pattern, our section, importance: lower goes first when over budget)
 SECTION_MAP: tuple[tuple[re.Pattern[str], str, int], ...] = tuple(
-    (re.compile(rx, re.I), target, rank) for rx, target, rank in (
+    (lazyre.compile(rx, re.I), target, rank) for rx, target, rank in (
         (r"primary request|intent|\bgoal|objective", "Goal", 90),
         (r"user messages|user requests|user feedback", "Goal", 85),
         (r"constraint|preference|\brules?\b|requirement|instruction", "Constraints & Preferences", 80),
@@ -35,8 +36,8 @@ SECTION_MAP: tuple[tuple[re.Pattern[str], str, int], ...] = tuple(
     )
 )
 DEFAULT_TARGET = ("Critical Context", 20)
-_CC_SUMMARY = re.compile(r"^Summary:\s*$", re.M)
-_CC_HEADING = re.compile(r"^(?:#{1,3}\s*)?(\d{1,2})\.\s+\**([A-Z][^:\n*]{2,60}?)\**:?\s*$")
+_CC_SUMMARY = lazyre.compile(r"^Summary:\s*$", re.M)
+_CC_HEADING = lazyre.compile(r"^(?:#{1,3}\s*)?(\d{1,2})\.\s+\**([A-Z][^:\n*]{2,60}?)\**:?\s*$")
 _CC_INTRO = "This session is being continued from a previous conversation"
 
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ... import lazyre
 from ...model import Message, injected_text, is_injected
 from ...summary_prompt import clip
 from .text import one_line, sentences
@@ -20,12 +21,12 @@ SHORT_CLIP = 300
 CONSTRAINT_CLIP = 240
 MAX_CONSTRAINTS = 12
 
-_CONSTRAINT_RE = re.compile(
+_CONSTRAINT_RE = lazyre.compile(
     r"\b(must|must not|mustn't|should|shouldn't|never|always|don't|do not|avoid|prefer|please|make sure|"
     r"ensure|only|without|no need|required?|need to|needs to|keep|use)\b",
     re.I,
 )
-_CORRECTION_RE = re.compile(
+_CORRECTION_RE = lazyre.compile(
     r"^(?:no\b|nope\b|wait\b|actually\b|stop\b|wrong\b|not (?:what|like)|that'?s not|that is not|it'?s not|"
     r"it is not|don'?t\b|do not\b|wtf\b|i said\b|i meant\b|instead\b|revert\b|undo\b|"
     r"hmm+\b|ugh\b)"

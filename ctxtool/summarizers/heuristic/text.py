@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 
+from ... import lazyre
 from ...prose import one_line as one_line  # re-exported for the extractors
 from ...prose import sentences as _sentences
 from ...summary_prompt import strip_file_lists
 
-_SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
-_HEADING_RE = re.compile(r"^(#{2,3})\s+(.+?)\s*$")
+_SENT_RE = lazyre.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
+_HEADING_RE = lazyre.compile(r"^(#{2,3})\s+(.+?)\s*$")
 
 
 def sentences(text: str) -> list[str]:

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ... import lazyre
 from ...model import Block, Message
 from ...summary_prompt import READ_TOOLS, SEARCH_TOOLS, WRITE_TOOLS, call_args, command_of, extract_files
 from .text import one_line
@@ -24,26 +25,26 @@ _READONLY = {"rg", "grep", "sed", "cat", "ls", "find", "head", "tail", "strings"
              "git-show", "git-grep", "git-branch"}
 _NOT_THE_STEP = {"cd", "echo", "printf", "true", "source", ".", "export", "set", "sleep"}
 #: lines that state an error (3), that name a failure precisely (2); _GENERIC: that mention one (1)
-_ERROR = re.compile(
+_ERROR = lazyre.compile(
     r"\b\w*(?:Error|Exception)\b\s*[:(]|\berror(?:\[\w+\]|\s+TS\d+)?:|^\s*error\b|\bTraceback\b|\bpanic:|\bfatal:|"
     r"can never match|no local return|not found in file|pattern_match|(?-i:\bFAILED\b)|AssertionError|module_not_found|"
     r"command not found|permission denied",
     re.I,
 )
-_SPECIFIC = re.compile(
+_SPECIFIC = lazyre.compile(
     r"does not exist|no such file|cannot find|could not find|could not|couldn't|cannot|can't|not formatted|"
     r"too complex|no changes made|is not defined|undefined (?:function|variable|method)",
     re.I,
 )
-_GENERIC = re.compile(r"\b(errors?|failed|failure|denied|refused|invalid|unexpected|expected|mismatch|timed out|"
-                      r"aborted|warning|rejected|not allowed)\b", re.I)
-_TRIVIAL = re.compile(r"^(?:exit code \d+|(?:command|process) exited with code \d+|exit status \d+|\(no output\)|"
-                      r"\[output truncated.*|fix these issues.*|:?error|end|total errors:.*|\d+ errors?.*|done in .*|"
-                      r"output:|wall time:.*|chunk id:.*|original token count:.*|\W*metadata\W+exit_code.*)$",
-                      re.I)
-_LOCATION = re.compile(r"^\S+:\d+(?::\d+)?(?::\w+)?$")
-_EXIT = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status|process exited with code)[: ]+([1-9]\d*)", re.I)
-_TAGS = re.compile(r"</?tool_use_error>")
+_GENERIC = lazyre.compile(r"\b(errors?|failed|failure|denied|refused|invalid|unexpected|expected|mismatch|timed out|"
+                          r"aborted|warning|rejected|not allowed)\b", re.I)
+_TRIVIAL = lazyre.compile(r"^(?:exit code \d+|(?:command|process) exited with code \d+|exit status \d+|\(no output\)|"
+                          r"\[output truncated.*|fix these issues.*|:?error|end|total errors:.*|\d+ errors?.*|done in .*|"
+                          r"output:|wall time:.*|chunk id:.*|original token count:.*|\W*metadata\W+exit_code.*)$",
+                          re.I)
+_LOCATION = lazyre.compile(r"^\S+:\d+(?::\d+)?(?::\w+)?$")
+_EXIT = lazyre.compile(r"(?:exit(?:ed)? (?:with )?code|exit status|process exited with code)[: ]+([1-9]\d*)", re.I)
+_TAGS = lazyre.compile(r"</?tool_use_error>")
 
 
 @dataclass(slots=True)

@@ -8,18 +8,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ... import lazyre
 from ...model import Message
 from ...summary_prompt import call_args
 
 MAX_PER_KIND = 12
-_ENV = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
-_ERROR_TYPE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror TS\d{4}\b|\bE\d{4}\b")
-_URL = re.compile(r"https?://[^\s)>\]`'\"]+")
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![\w.])")
-_TICKED = re.compile(r"`([^`\n]{2,80})`")
-_DEFINED = re.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|trait|impl)\s+"
-                      r"([A-Za-z_][\w.!?]{2,60})")
-_IDENT = re.compile(r"^[\w.:/@$-]+(?:\(\))?$")
+_ENV = lazyre.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_ERROR_TYPE = lazyre.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror TS\d{4}\b|\bE\d{4}\b")
+_URL = lazyre.compile(r"https?://[^\s)>\]`'\"]+")
+_VERSION = lazyre.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![\w.])")
+_TICKED = lazyre.compile(r"`([^`\n]{2,80})`")
+_DEFINED = lazyre.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|trait|impl)\s+"
+                          r"([A-Za-z_][\w.!?]{2,60})")
+_IDENT = lazyre.compile(r"^[\w.:/@$-]+(?:\(\))?$")
 KINDS = ("Environment variables and constants", "Error types", "Functions and types changed", "Identifiers and keys",
          "Paths", "Versions", "URLs")
 #: how many of each kind at most (the most mentioned)
