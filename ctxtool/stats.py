@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .context import ContextSettings, last_model, resolve
@@ -17,7 +17,6 @@ from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
 from .model import IMAGE_CHARS, IMAGE_TOKENS, KIND_INJECTED, Message, Transcript, is_injected
 from .pairing import tool_names
-from .registry import ModelInfo
 from .stats_figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,
     CRITICAL_CHARS,
@@ -39,6 +38,9 @@ from .tokens import (
     Tokenizer,
     get_tokenizer,
 )
+
+if TYPE_CHECKING:
+    from .registry import ModelInfo
 
 
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from .config import BY_KEY
 from .model import KIND_INJECTED, ROLES
-from .registry import ModelInfo
 
 if TYPE_CHECKING:
+    from .registry import ModelInfo
     from .stats_op import Overview
 
 #: the rows of ``by_role``: the roles, with injected user-role lines apart

@@ -8,8 +8,6 @@ tiktoken's official sha256, and are placed in a private tiktoken cache directory
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import math
 import os
 import threading
@@ -124,6 +122,8 @@ def bpe_cache_dir() -> Path:
 
 def install_bpe_files(names: Iterable[str] = OFFICIAL_BPE) -> Path:
     """Put the official BPE files where tiktoken looks for them, verified by sha256."""
+    import gzip
+    import hashlib
     from importlib import resources
 
     from .paths import ensure_private_dir
@@ -179,6 +179,7 @@ def load_encoding(name: str) -> Any:
 def _mergeable_ranks(name: str, d: Path) -> dict[bytes, int]:
     """The merge table of a verified BPE file in ``d``: from its marshal copy (named by the
     BPE file's sha256), else decoded and the copy written (atomically, 0600)."""
+    import hashlib
     import marshal
 
     url, sha = OFFICIAL_BPE[name]

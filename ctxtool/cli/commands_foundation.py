@@ -83,9 +83,12 @@ def stats(
         prog.start()
     from contextlib import ExitStack
 
+    from ..config import Config
+
+    cfg = Config()  # read once: the head and the run resolve the same settings
     em = None
     if (as_json or as_jsonl) and not count:  # each transcript written as it is known: none held
-        em = Emitter("stats", st.report_head(tok, info, context_window), jsonl=as_jsonl)
+        em = Emitter("stats", st.report_head(tok, info, context_window, cfg), jsonl=as_jsonl)
 
     stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
@@ -103,6 +106,7 @@ def stats(
             progress=progress_cb,
             workers=jobs,
             engine=sh,
+            settings=cfg,
             keep=CONTEXT_ROWS,  # the table shows only these
             each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
         )
