@@ -184,11 +184,6 @@ class Operation(Generic[R]):
         """Byte ranges per process: more than one when the cost of a byte varies."""
         return 1
 
-    def parallel_min_bytes(self) -> int:
-        """The size from which a dataset file is split across processes by default: where the
-        work saved outweighs starting them (less for operations that cost more per byte)."""
-        return PARALLEL_MIN_BYTES
-
     def prepare(self) -> None:
         """Called once in the parent before workers start (create directories, load tables)."""
 
@@ -322,7 +317,7 @@ def run_file(
     """Run ``op`` over every transcript of ``path`` and write them to ``output``.
 
     ``jobs``: processes for a dataset file (one transcript per line); None: one per core
-    when the file is at least :meth:`Operation.parallel_min_bytes`; 1: this process only.
+    when the file is at least :data:`PARALLEL_MIN_BYTES`; 1: this process only.
     ``check`` gets the finished output file before it replaces anything (see
     :func:`ctxtool.jsonio.atomic_output`). ``progress`` is called per transcript (serial runs).
     ``threads``: transcripts in flight at once in each process (for operations that wait on
@@ -356,7 +351,7 @@ def run_file(
     plan = None
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if n > 1 and to is None and size is not None and op.parallel and not op.checks_output:
-        min_bytes = op.parallel_min_bytes() if jobs is None else 1
+        min_bytes = PARALLEL_MIN_BYTES if jobs is None else 1
         ranges = n * op.ranges_per_job()
         if op.max_range_bytes:
             ranges = max(ranges, -(-size // op.max_range_bytes))

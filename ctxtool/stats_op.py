@@ -41,7 +41,6 @@ from .tokens import (
 # so one that finishes early takes the next. The heuristic's cost follows the bytes: two each,
 # so the second worker starts once the first range's lines are numbered (half the wait of one).
 RANGES_PER_WORKER = 4
-EXACT_PARALLEL_MIN_BYTES = 1 << 20
 
 
 _FIGURE_FIELDS = (
@@ -259,10 +258,6 @@ class StatsOp(Operation[StatsPart]):
 
     def ranges_per_job(self) -> int:
         return 2 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
-
-    def parallel_min_bytes(self) -> int:
-        # exact counting costs about twenty times the heuristic per byte: worth a process sooner
-        return super().parallel_min_bytes() if self.tokenizer == "heuristic" else EXACT_PARALLEL_MIN_BYTES
 
     def prepare(self) -> None:
         if self.tokenizer != "heuristic":
