@@ -128,21 +128,16 @@ def run_parallel(
 
 
 def _numbered_jobs(jobs: list[RangeJob[R]]) -> Iterator[RangeJob[R]]:
-    """The jobs, each with its first line number, yielded as soon as it is known: a range
-    planned without line numbers (first line 0) gets the newlines before it counted here,
-    one range at a time, while the workers already run the ranges before it. Numbering
-    lines is then off the critical path (it used to be a read of the whole file before
-    any worker started)."""
+    """The jobs, each with its first line number, yielded as soon as it is known: the
+    newlines before a range are counted here, one range at a time, while the workers already
+    run the ranges before it (numbering is off the critical path: no read of the whole file
+    before any worker starts)."""
     line = 1
-    prev: RangeJob[R] | None = None
-    for job in jobs:
-        if job.first_line == 0:
-            if prev is not None:
-                line += jsonio.count_newlines(prev.path, prev.start, prev.end)
-            job = replace(job, first_line=line)
-        prev = job
-        line = job.first_line
-        yield job
+    for k, job in enumerate(jobs):
+        if k:
+            prev = jobs[k - 1]
+            line += jsonio.count_newlines(prev.path, prev.start, prev.end)
+        yield job if job.first_line == line else replace(job, first_line=line)
 
 
 def _join(parts: list[str], out: IO[bytes]) -> None:
