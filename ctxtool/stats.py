@@ -25,11 +25,13 @@ from .stats_figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures 
     TOP_OUTPUTS,
     WARNING_CHARS,
     Figures,
+    Overview,
     RoleStats,
     StatsReport,
     ToolOutput,
     TranscriptStats,
     UsageTotals,
+    most_context,
 )
 from .timestamps import iso, span
 from .tokens import (
@@ -280,3 +282,23 @@ def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int |
     cfg = settings if settings is not None else Config()
     cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
     return tok, cs, cs.resolve(None).window if (context_window or model) else None, cfg
+
+
+def write_rows(rows: list[dict[str, Any]], path: str) -> None:
+    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
+    import os
+
+    import polars as pl
+
+    from .errors import CtxtoolError, ExitCode
+    from .jsonio import atomic_output
+
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in (".csv", ".parquet"):
+        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
+    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    with atomic_output(path) as fh:
+        if suffix == ".csv":
+            df.write_csv(fh)
+        else:
+            df.write_parquet(fh)

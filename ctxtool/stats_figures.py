@@ -13,7 +13,6 @@ from .model import KIND_INJECTED, ROLES
 
 if TYPE_CHECKING:
     from .registry import ModelInfo
-    from .stats_op import Overview
 
 #: the rows of ``by_role``: the roles, with injected user-role lines apart
 STATS_ROWS = (*ROLES[:2], KIND_INJECTED, *ROLES[2:])
@@ -209,6 +208,44 @@ class TranscriptStats:
 
 
 @dataclass(slots=True)
+class Overview:
+    """What a report says of all its transcripts, counted as they come (so that it holds
+    when only some transcripts are kept): how many, how many at each seed 002 level, the
+    models they record, their earliest and latest timestamps."""
+
+    count: int = 0
+    levels: Counter[str] = field(default_factory=Counter)
+    models: set[str] = field(default_factory=set)
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+
+    def add(self, t: TranscriptStats) -> None:
+        self.count += 1
+        self.levels[t.level] += 1
+        if t.model:
+            self.models.add(t.model)
+        self._times(t.first_timestamp, t.last_timestamp)
+
+    def merge(self, o: Overview) -> None:
+        self.count += o.count
+        self.levels.update(o.levels)
+        self.models |= o.models
+        self._times(o.first_timestamp, o.last_timestamp)
+
+    def _times(self, first: str | None, last: str | None) -> None:
+        if first and (self.first_timestamp is None or first < self.first_timestamp):
+            self.first_timestamp = first
+        if last and (self.last_timestamp is None or last > self.last_timestamp):
+            self.last_timestamp = last
+
+
+def most_context(transcripts: list[TranscriptStats], k: int) -> list[TranscriptStats]:
+    """The ``k`` transcripts with the most context tokens, the earlier first among equals
+    (applied again to its result plus later transcripts, it gives the same as on them all)."""
+    return sorted(transcripts, key=lambda x: -x.context_tokens)[:k]
+
+
+@dataclass(slots=True)
 class StatsReport:
     """``transcripts``: every transcript's figures, in input order; with ``kept`` set, only
     the ``kept`` with the most context tokens (most first) when there are more, and
@@ -229,8 +266,6 @@ class StatsReport:
 
     def __post_init__(self) -> None:
         if self.overview is None:
-            from .stats_op import Overview
-
             self.overview = Overview()
             for t in self.transcripts:
                 self.overview.add(t)

@@ -20,10 +20,12 @@ from .stats import (
     BATCH_MESSAGES,
     TOP_OUTPUTS,
     Figures,
+    Overview,
     RoleStats,
     ToolOutput,
     TranscriptStats,
     UsageTotals,
+    most_context,
     threshold_levels,
     transcript_stats,
 )
@@ -114,27 +116,26 @@ class StatsPart:
     def add(self, ts: TranscriptStats) -> None:
         self.totals.add(ts.figures)
         self.overview.add(ts)
-        if self.sink is not None:
-            self.sink(ts)
-            return
-        self.transcripts.append(ts)
-        if self.keep is not None and len(self.transcripts) > 2 * self.keep:
-            self.transcripts = most_context(self.transcripts, self.keep)
+        self._hold((ts,))
 
     def merge(self, other: StatsPart) -> None:
         self.totals.add(other.totals)
         self.overview.merge(other.overview)
-        if self.sink is not None:
-            for ts in other.transcripts:
-                self.sink(ts)
-        else:
-            self.transcripts.extend(other.transcripts)
-        if self.keep is not None and len(self.transcripts) > 2 * self.keep:
-            self.transcripts = most_context(self.transcripts, self.keep)
+        self._hold(other.transcripts)
         self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
         self.skipped.extend(other.skipped)
         if self.rows is not None and other.rows:
             self.rows.extend(other.rows)
+
+    def _hold(self, transcripts: Iterable[TranscriptStats]) -> None:
+        """Pass transcripts to the sink, or hold them (at most twice ``keep``)."""
+        if self.sink is not None:
+            for ts in transcripts:
+                self.sink(ts)
+            return
+        self.transcripts.extend(transcripts)
+        if self.keep is not None and len(self.transcripts) > 2 * self.keep:
+            self.transcripts = most_context(self.transcripts, self.keep)
 
     def kept(self) -> list[TranscriptStats]:
         """The transcripts to report: all in input order, or the ``keep`` with most context."""
@@ -250,7 +251,7 @@ class StatsOp(Operation[StatsPart]):
     def collect(self, reports: Iterable[StatsPart]) -> StatsPart:
         if self.each is None:
             return merge_reports(reports)
-        total = StatsPart(Figures(), [], [], [], None if not self.per_message else [], keep=0, sink=self.each)
+        total = StatsPart(Figures(), [], [], [], [] if self.per_message else None, keep=0, sink=self.each)
         for part in reports:  # in input order as each range is done: its transcripts passed on, then let go
             total.merge(part)
             part.transcripts = []
@@ -303,61 +304,3 @@ class _StatsTask(Task[StatsPart]):
     def finish(self) -> StatsPart:
         self._fold()
         return self.part
-
-
-@dataclass(slots=True)
-class Overview:
-    """What a report says of all its transcripts, counted as they come (so that it holds
-    when only some transcripts are kept): how many, how many at each seed 002 level, the
-    models they record, their earliest and latest timestamps."""
-
-    count: int = 0
-    levels: Counter[str] = field(default_factory=Counter)
-    models: set[str] = field(default_factory=set)
-    first_timestamp: str | None = None
-    last_timestamp: str | None = None
-
-    def add(self, t: TranscriptStats) -> None:
-        self.count += 1
-        self.levels[t.level] += 1
-        if t.model:
-            self.models.add(t.model)
-        self._times(t.first_timestamp, t.last_timestamp)
-
-    def merge(self, o: Overview) -> None:
-        self.count += o.count
-        self.levels.update(o.levels)
-        self.models |= o.models
-        self._times(o.first_timestamp, o.last_timestamp)
-
-    def _times(self, first: str | None, last: str | None) -> None:
-        if first and (self.first_timestamp is None or first < self.first_timestamp):
-            self.first_timestamp = first
-        if last and (self.last_timestamp is None or last > self.last_timestamp):
-            self.last_timestamp = last
-
-
-def most_context(transcripts: list[TranscriptStats], k: int) -> list[TranscriptStats]:
-    """The ``k`` transcripts with the most context tokens, the earlier first among equals
-    (applied again to its result plus later transcripts, it gives the same as on them all)."""
-    return sorted(transcripts, key=lambda x: -x.context_tokens)[:k]
-
-
-def write_rows(rows: list[dict[str, Any]], path: str) -> None:
-    """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
-    import os
-
-    import polars as pl
-
-    from .errors import CtxtoolError, ExitCode
-    from .jsonio import atomic_output
-
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in (".csv", ".parquet"):
-        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
-    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
-    with atomic_output(path) as fh:
-        if suffix == ".csv":
-            df.write_csv(fh)
-        else:
-            df.write_parquet(fh)

@@ -117,9 +117,7 @@ def stats(
     machine = as_json or as_jsonl
     report.largest = report.largest[:top] if not machine else report.largest
     if per_message and output:
-        from ..stats_op import write_rows
-
-        write_rows(report.rows or [], output)
+        st.write_rows(report.rows or [], output)
         err_line(f"wrote {len(report.rows or []):,} rows to {output}")
     warn_skipped(report.skipped)
     if count:
@@ -160,7 +158,7 @@ CONTEXT_ROWS = 20  # transcripts in the context table: those with the most conte
 def _render_stats(report, top: int) -> None:
     from rich.table import Table
 
-    from ..stats_op import most_context
+    from ..stats_figures import most_context
 
     con = stdout_console()
     tot = report.totals
