@@ -90,7 +90,6 @@ def transcript_stats(
     heuristic = counts is None
     all_counts: list[int] = []
     all_chars: list[int] = []
-    by_role = f.by_role
     calls_by_name = f.tool_calls_by_name
     for i, m in enumerate(msgs):
         chars = 0
@@ -128,13 +127,7 @@ def transcript_stats(
         all_chars.append(chars)
         f.tokens += n
         f.chars += chars
-        row = KIND_INJECTED if is_injected(m) else m.role
-        rs = by_role.get(row)
-        if rs is None:
-            rs = by_role[row] = RoleStats()
-        rs.messages += 1
-        rs.tokens += n
-        rs.chars += chars
+        f.add_message(KIND_INJECTED if is_injected(m) else m.role, n, chars)
         if m.role == "system":
             f.system_prompt_chars += chars
             f.system_prompt_tokens += n

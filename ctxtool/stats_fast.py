@@ -213,22 +213,17 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    from .stats import TOP_OUTPUTS, Figures, RoleStats, ToolOutput, TranscriptStats
+    from .stats import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
     from .tokens import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
 
     f = Figures()
-    by_role = f.by_role
     chars = tl.chars
+    add = f.add_message
     for row, n, c in zip(tl.rows, counts, chars, strict=True):
-        rs = by_role.get(row)
-        if rs is None:
-            rs = by_role[row] = RoleStats()
-        rs.messages += 1
-        rs.tokens += n
-        rs.chars += c
+        add(row, n, c)
     tokens = sum(counts)
     total_chars = sum(chars)
-    sysr = by_role.get("system")
+    sysr = f.by_role.get("system")
     f.messages = len(chars)
     f.tokens = tokens
     f.chars = total_chars

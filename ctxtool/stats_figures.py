@@ -124,6 +124,15 @@ class Figures:
     tool_calls_by_name: Counter[str] = field(default_factory=Counter)
     usage: UsageTotals = field(default_factory=UsageTotals)
 
+    def add_message(self, row: str, tokens: int, chars: int) -> None:
+        """One message's tokens and characters to its ``by_role`` row (the totals apart)."""
+        rs = self.by_role.get(row)
+        if rs is None:
+            rs = self.by_role[row] = RoleStats()
+        rs.messages += 1
+        rs.tokens += tokens
+        rs.chars += chars
+
     def add(self, o: Figures) -> None:
         # field by field (no getattr loop): called once per transcript
         self.messages += o.messages
