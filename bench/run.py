@@ -85,9 +85,17 @@ def peer_env() -> dict[str, str]:
     return env
 
 
-def peer_times(name: str, path: Path, repeat: int = REPEAT) -> list[float] | None:
+def peers_python(any_python: bool = False) -> str | None:
+    """The bench environment's python; without it, this one when ``any_python`` (a baseline
+    that needs only orjson and tiktoken), else None."""
+    if Path(PEERS_PY).exists():
+        return PEERS_PY
+    return sys.executable if any_python else None
+
+
+def peer_times(name: str, path: Path, repeat: int = REPEAT, any_python: bool = False) -> list[float] | None:
     """The peer's loop times (bench/peers.py in the bench environment), None without it."""
-    py = PEERS_PY if Path(PEERS_PY).exists() else None
+    py = peers_python(any_python)
     if py is None:
         return None
     out = subprocess.run([py, str(ROOT / "bench" / "peers.py"), name, str(path), str(repeat)],
@@ -122,8 +130,7 @@ def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: st
 def peer_whole(name: str, path: Path, repeat: int = REPEAT) -> tuple[list[float], int]:
     """A baseline script (bench/peers.py NAME FILE whole) timed as a whole process, like
     ctxtool: python's start, its imports, the loop once. Its result is returned too."""
-    py = PEERS_PY if Path(PEERS_PY).exists() else sys.executable
-    args = [py, str(ROOT / "bench" / "peers.py"), name, str(path), "whole"]
+    args = [peers_python(any_python=True) or sys.executable, str(ROOT / "bench" / "peers.py"), name, str(path), "whole"]
     env = peer_env()
     out = subprocess.run(args, capture_output=True, text=True, env=env, check=True)  # warm the page cache
     result: int = json.loads(out.stdout)["result"]
@@ -146,10 +153,7 @@ def bench_stats_vs_parse(big: Path) -> None:
     row(f"stats --tokenizer heuristic, {mb:.0f} MB (whole processes)",
         f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"orjson loop script {statistics.median(whole):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
-    py = PEERS_PY if Path(PEERS_PY).exists() else sys.executable
-    out = subprocess.run([py, str(ROOT / "bench" / "peers.py"), "orjson_loop", str(big), str(REPEAT)],
-                         capture_output=True, text=True, check=True)
-    base = json.loads(out.stdout)["times"]
+    base = peer_times("orjson_loop", big, any_python=True) or []
     from ctxtool import stats
 
     inproc = in_process(lambda: stats.stats([str(big)]))
@@ -173,7 +177,7 @@ def bench_stats_tiktoken(path: Path) -> None:
     row(f"stats --tokenizer o200k_base, {mb:.0f} MB ({os.cpu_count()} cores, whole processes)",
         f"{statistics.median(ours):.2f} s ({total:,} tokens, same as the script: {same})",
         f"1-thread tiktoken script {statistics.median(whole):.2f} s", spread(ratios), ">= 1.60x")
-    base = peer_times("tiktoken_loop", path) or []
+    base = peer_times("tiktoken_loop", path, any_python=True) or []
     if base:
         inproc = in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base"))
         ratios = [b / o for b, o in zip(sorted(base), sorted(inproc), strict=False)]
