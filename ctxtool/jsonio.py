@@ -144,50 +144,28 @@ CHUNK = 1 << 22
 def _numbered(
     fh: IO[bytes], first_line: int = 1, end: int | None = None, ends: list[bool] | None = None
 ) -> Iterator[tuple[int, bytes]]:
-    """Non-blank lines with their 1-based numbers, read in large chunks (long lines are common).
-    ``end`` stops at that byte offset (a range of the file, see :func:`open_range`); ``ends``
-    gets, at the end of the input, whether its last byte was a newline."""
+    """Non-blank lines with their 1-based numbers, without their ending ("\\n", "\\r\\n", or a
+    "\\r" that ends the input), each copied once out of the reader's buffer (files are opened
+    with a large one: long lines are common); a pipe's lines flow as they arrive. ``end``
+    stops at that byte offset (a range of the file, see :func:`open_range`; ranges end on line
+    boundaries); ``ends`` gets, at the end of the input, whether its last byte was a newline."""
     n = first_line - 1
-    rest = b""
-    remaining = end - fh.tell() if end is not None else None
-    if not fh.seekable():  # a pipe: line by line, so records flow as they arrive
-        raw = b"\n"
-        for n, raw in enumerate(fh, 1):
-            s = raw.rstrip(b"\r\n")
-            if s.strip():
-                yield n, s
-        if ends is not None:
-            ends.append(raw.endswith(b"\n"))
-        return
-    read = fh.read
-    while True:
-        if remaining is not None:
-            if remaining <= 0:
-                break
-            chunk = read(min(CHUNK, remaining))
-            remaining -= len(chunk)
-        else:
-            chunk = read(CHUNK)
-        if not chunk:
+    left = end - fh.tell() if end is not None else sys.maxsize
+    line = b"\n"
+    for line in fh:
+        if left <= 0:
             break
-        if rest:
-            chunk = rest + chunk
-        parts = chunk.split(b"\n")
-        rest = parts.pop()
-        for s in parts:
-            n += 1
-            if s[-1:] == b"\r":
-                s = s[:-1]
-            if s and (s[:1] not in b" \t\r" or s.strip()):
-                yield n, s
-    if ends is not None:
-        ends.append(not rest)
-    if rest:
+        left -= len(line)
         n += 1
-        if rest[-1:] == b"\r":
-            rest = rest[:-1]
-        if rest.strip():
-            yield n, rest
+        s = line
+        if s[-1:] == b"\n":
+            s = s[:-2] if s[-2:-1] == b"\r" else s[:-1]
+        elif s[-1:] == b"\r":
+            s = s[:-1]
+        if s and (s[:1] not in b" \t\r" or s.strip()):
+            yield n, s
+    if ends is not None:
+        ends.append(line[-1:] == b"\n")
 
 
 def open_source(path: str | Path, name: str | None = None) -> Source:
@@ -314,7 +292,36 @@ def split_ranges(path: str, parts: int, *, lines: bool = True) -> list[tuple[int
 def count_newlines(path: str, start: int, end: int) -> int:
     """The newlines in bytes ``start``..``end`` of a file or URL (line numbers of later ranges)."""
     with open_raw(path) as fh:
+        if end > start and isinstance(fh, io.BufferedReader):  # a local file: counted where it lies
+            import mmap
+
+            try:
+                with mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as m:
+                    return _mapped_newlines(m, start, min(end, len(m)))
+            except (OSError, ValueError):  # not mappable (a FIFO, a file that shrank): read it
+                pass
         return _newlines(fh, start, end)
+
+
+def _mapped_newlines(m: Any, start: int, end: int) -> int:
+    """The newlines of a mapped file's bytes ``start``..``end``, without copying them out:
+    agent transcripts' lines are long, and ``find`` jumps from one to the next; a stretch of
+    short lines is counted per megabyte."""
+    n = 0
+    find = m.find
+    pos = start
+    while pos < end:
+        stop = min(pos + (1 << 20), end)
+        p = find(b"\n", pos, stop)
+        hits = 0
+        while p >= 0 and hits < 64:
+            hits += 1
+            p = find(b"\n", p + 1, stop)
+        if p >= 0:  # short lines: the rest of this megabyte at once
+            hits += m[p:stop].count(b"\n")
+        n += hits
+        pos = stop
+    return n
 
 
 def _newlines(fh: IO[bytes], start: int, end: int) -> int:

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from ctxtool import stats, toolout, tools_ops
+from ctxtool import jsonio, stats, toolout, tools_ops
 from ctxtool.errors import CtxtoolError
 
 
@@ -89,3 +91,28 @@ def test_workers_number_lines_like_the_serial_reader(tmp_path: Path, monkeypatch
     with pytest.raises(CtxtoolError) as parallel_err:
         stats.stats([str(src)], workers=2)
     assert str(parallel_err.value) == str(serial_err.value) and parallel_err.value.line == 31
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.integers(0, 3000), st.sampled_from([b"\n", b"\r\n", b""])), max_size=60),
+    st.data(),
+)
+def test_newlines_counted_in_place_equal_the_read_count(tmp_path: Path, lines: list[tuple[int, bytes]], data: st.DataObject) -> None:
+    """count_newlines maps a local file and jumps from newline to newline (long lines) or
+    counts a megabyte at once (short ones): the same count as reading the range, for any
+    range, with runs of short lines past the jump limit."""
+    body = b"".join(b"x" * n + end for n, end in lines) + b"\n" * data.draw(st.integers(0, 200))
+    p = tmp_path / "nl.jsonl"
+    p.write_bytes(body)
+    a = data.draw(st.integers(0, len(body)))
+    b = data.draw(st.integers(a, len(body)))
+    assert jsonio.count_newlines(str(p), a, b) == body[a:b].count(b"\n")
+
+
+def test_newlines_counted_across_megabytes(tmp_path: Path) -> None:
+    p = tmp_path / "big.jsonl"
+    body = (b"y" * 70_000 + b"\n") * 40 + b"\n" * 150_000 + b"z" * (3 << 20) + b"\n"
+    p.write_bytes(body)
+    for a, b in [(0, len(body)), (12345, len(body) - 7), (1 << 20, 3 << 20), (5, 5)]:
+        assert jsonio.count_newlines(str(p), a, b) == body[a:b].count(b"\n")
