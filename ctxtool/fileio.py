@@ -101,7 +101,7 @@ def open_raw(path: str) -> IO[bytes]:
     decompressed): for byte ranges of a dataset file."""
     if urls.is_url(path):
         return urls.open_read(path)
-    return open(urls.local(path), "rb")  # noqa: SIM115 - returned to the caller
+    return open(urls.local(path), "rb", buffering=BUFFER)  # noqa: SIM115 - returned to the caller
 
 
 class _Reader(io.RawIOBase):
