@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Annotated, Any
 
@@ -106,5 +107,39 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
-def entry() -> None:  # pragma: no cover - console script
-    sys.exit(main())
+def entry() -> None:  # pragma: no cover - console script (tests/test_startup.py runs it)
+    """The process entry (the ``ctxtool`` script, ``python -m ctxtool``): :func:`main`, then
+    the end of the process without tearing the interpreter down. What a run leaves behind is
+    settled first (stdout and stderr flushed, the exit handlers run: pending finalizers, the
+    process pool's joins, logging); freeing every module and object one by one afterwards
+    would only cost time (about 40 ms after ``stats`` on a 200 MB dataset). While a thread
+    other than a daemon is still running, the interpreter ends as usual and joins it."""
+    code = main()
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    code = _settle(code)
+    os._exit(code)
+
+
+def _settle(code: int) -> int:
+    """Flush stdout and stderr and run the exit handlers, as the interpreter's exit would;
+    a stdout that fails now is reported (a closed pipe ends quietly)."""
+    import atexit
+
+    from ..errors import ExitCode
+    from .common import closed_pipe, err_line
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:
+            closed_pipe()
+        except (OSError, ValueError) as e:
+            if stream is sys.stdout:
+                err_line(f"ctxtool: error: <stdout>: cannot write the output: {getattr(e, 'strerror', None) or e}")
+                code = code or int(ExitCode.IO)
+    atexit._run_exitfuncs()
+    return code
