@@ -7,6 +7,7 @@ format's ``sniff``, so detection answers what it answered when it asked every fo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -133,3 +134,21 @@ def test_a_format_registered_by_module_name_is_always_asked(tmp_path: Path) -> N
             formats.detect(open_source(src))
     finally:
         formats.unregister("openai-again")
+
+
+def test_the_process_ends_flushed_with_its_exit_handlers_run(tmp_path: Path) -> None:
+    """``ctxtool`` ends its process without tearing the interpreter down (cli.entry): the
+    output is whole, the exit handlers ran, and a thread still running is joined first."""
+    sample = str(SAMPLES / "openai_dataset.jsonl")
+    code = ("import atexit, sys; from ctxtool.cli import entry; "
+            "atexit.register(lambda: sys.stderr.write('handlers ran\\n')); "
+            f"sys.argv = ['ctxtool', 'stats', '--json', {sample!r}]; entry()")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["command"] == "stats" and proc.stderr.endswith("handlers ran\n")
+    marker = tmp_path / "joined"
+    code = ("import sys, threading, time; from ctxtool.cli import entry; "
+            f"threading.Thread(target=lambda: (time.sleep(0.3), open({str(marker)!r}, 'w').write('x'))).start(); "
+            "sys.argv = ['ctxtool', 'stats', '--nonsense']; entry()")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and marker.read_text() == "x", proc.stderr
