@@ -13,7 +13,15 @@ import typer
 from .. import policies
 from ..errors import CtxtoolError, ExitCode
 from . import common
-from .common import fmt_int, json_needs_output, resolve_model, short_label, stdout_console, warn_skipped
+from .common import (
+    fmt_int,
+    json_needs_output,
+    resolve_model,
+    short_label,
+    stdout_console,
+    table_rows,
+    warn_skipped,
+)
 from .render import JsonlOpt, emit
 
 #: ``check --policy`` choices: the trigger policy registry's names
@@ -205,7 +213,8 @@ def _render_cut(reports: list[Any]) -> None:
     t = Table(title=f"cut points · {cap}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("transcript", "msgs", "cut_index", "first_kept_id", "tokens", "kept", "summarized", "kept msgs", "split"):
         t.add_column(col, justify="left" if col in ("transcript", "first_kept_id", "split") else "right")
-    for r in reports:
+    shown, t.caption = table_rows(reports, lambda r: r.cut.tokens_before, "with the most tokens")
+    for r in shown:
         c = r.cut
         t.add_row(
             short_label(r.transcript),
@@ -346,7 +355,8 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
     t = Table(title=f"policy {policy} · context window {window}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("transcript", "messages", "used tokens", "window", "limit", "used %", "verdict"):
         t.add_column(col, justify="left" if col in ("transcript", "verdict") else "right")
-    for r in results:
+    shown, t.caption = table_rows(results, lambda r: (r.compact, r.verdict.percent or 0.0, r.context.tokens), "closest to compaction")
+    for r in shown:
         v = r.verdict
         t.add_row(
             short_label(r.transcript),

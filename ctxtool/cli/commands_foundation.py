@@ -152,7 +152,7 @@ def _plain_text(path: str, tok: str | None, count: bool, machine: bool) -> bool:
     return True
 
 
-CONTEXT_ROWS = 20  # transcripts in the context table: those with the most context tokens
+CONTEXT_ROWS = common.TABLE_ROWS  # transcripts in the context table: those with the most context tokens
 
 
 def _render_stats(report, top: int) -> None:

@@ -10,7 +10,15 @@ from typing import Annotated, Any
 import typer
 
 from . import common
-from .common import err_line, fmt_int, json_needs_output, short_label, stdout_console, warn_skipped
+from .common import (
+    err_line,
+    fmt_int,
+    json_needs_output,
+    short_label,
+    stdout_console,
+    table_rows,
+    warn_skipped,
+)
 from .render import JsonlOpt, emit
 
 
@@ -94,7 +102,8 @@ def window(
     )
     for col in ("transcript", "msgs", "kept", "dropped", "calls dropped", "chars", "chars kept", "note"):
         t.add_column(col, justify="left" if col in ("transcript", "note") else "right")
-    for r in reports:
+    shown, t.caption = table_rows(reports, lambda r: (r.dropped, r.chars_before - r.chars_after), "with the most dropped")
+    for r in shown:
         note = ", ".join(x for x in ("first user kept" if r.kept_first_user else "", "over limit" if r.over_limit else "") if x)
         t.add_row(short_label(r.transcript), fmt_int(r.messages_before), fmt_int(r.messages_after), fmt_int(r.dropped),
                   fmt_int(r.dropped_tool_calls), fmt_int(r.chars_before), fmt_int(r.chars_after), note)

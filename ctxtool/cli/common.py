@@ -243,6 +243,21 @@ def fmt_int(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+#: the rows of a per-transcript table over a dataset; ``--json`` lists every transcript
+TABLE_ROWS = 20
+
+
+def table_rows(items: list[Any], key: Any, what: str) -> tuple[list[Any], str | None]:
+    """The rows a per-transcript table shows: every item when there are at most
+    :data:`TABLE_ROWS`, else the first :data:`TABLE_ROWS` by ``key`` (largest first, ties in
+    input order), with the caption that says so ("20 with the most dropped of 2,388")."""
+    if len(items) <= TABLE_ROWS:
+        return items, None
+    import heapq
+
+    return heapq.nlargest(TABLE_ROWS, items, key=key), f"{TABLE_ROWS} {what} of {len(items):,} (--json lists all)"
+
+
 def short_label(label: str) -> str:
     """A transcript label (``path#id``) with the path cut to its file name, for tables."""
     import os
