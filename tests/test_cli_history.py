@@ -373,3 +373,25 @@ def test_every_command_on_every_file(path: Path, tmp_path: Path) -> None:
     assert changed == 0 or sum(before.values()) > 0
     if not before:
         assert out.read_bytes() == path.read_bytes() or not verbatim
+
+
+def test_dataset_tables_show_twenty_rows_and_json_lists_all(tmp_path: Path) -> None:
+    """window, cut and check over a dataset: the table shows the 20 transcripts that matter
+    most (common.table_rows) and says so; --json lists every one."""
+    ds = tmp_path / "ds.jsonl"
+    recs = []
+    for i in range(30):
+        msgs = [{"role": "user", "content": f"task {i}"}]
+        msgs += [{"role": "assistant" if k % 2 else "user", "content": f"turn {k} " + "x" * 40} for k in range(i + 2)]
+        recs.append(json.dumps({"id": f"r{i}", "messages": msgs}))
+    ds.write_text("\n".join(recs) + "\n")
+    r = invoke("window", str(ds), "--max-messages", "3", "-o", str(tmp_path / "w.jsonl"))
+    assert r.exit_code == 0, r.output
+    assert "20 with the most dropped of 30" in r.output
+    shown = [f"r{i}" for i in range(30) if f"ds.jsonl#r{i} " in r.output]
+    assert shown == [f"r{i}" for i in range(10, 30)]  # the 20 longest histories lose the most
+    r = invoke("window", str(ds), "--max-messages", "3", "-o", str(tmp_path / "w2.jsonl"), "--json")
+    assert len(json.loads(r.output)["transcripts"]) == 30
+    r = invoke("cut", str(ds), "--keep-recent", "2")
+    assert r.exit_code == 0, r.output
+    assert "20 with the most tokens of 30" in r.output and "ds.jsonl#r29 " in r.output and "ds.jsonl#r0 " not in r.output
