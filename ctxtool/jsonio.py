@@ -16,16 +16,15 @@ from . import jsontext
 from .errors import CtxtoolError
 from .fileio import (  # noqa: F401  (re-exported)
     BOM,
-    atomic_output,
     check_input,
     input_size,
     open_input,
     open_raw,
-    output_error,
     reopenable,
     splittable,
 )
 from .model import Line
+from .outputs import atomic_output, output_error  # noqa: F401  (re-exported)
 
 PEEK_LINES = 64
 

@@ -6,7 +6,7 @@
 A transcript becomes a :class:`~ctxtool.export.walk.View` (turns and compaction markers,
 decided once in :mod:`ctxtool.export.walk`); a registered renderer
 (:func:`~ctxtool.export.base.register`: ``markdown``, ``html``) draws the views as a stream
-of text, written through :func:`ctxtool.fileio.atomic_output`.
+of text, written through :func:`ctxtool.outputs.atomic_output`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     """Export every transcript in ``path`` to ``output`` (``None``/``-``: stdout). ``to``
     defaults to what the output's suffix implies, else markdown. The input is read as it
     is written out (a large file is never held as one document)."""
-    from .. import fileio, formats
+    from .. import fileio, formats, outputs
 
     out = None if output is None or str(output) == "-" else str(output)
     name = to or renderer_for_output(out) or "markdown"
@@ -87,7 +87,7 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
     tally = _Tally()
     written = 0
-    with fileio.atomic_output(out) as fh:
+    with outputs.atomic_output(out) as fh:
         for piece in renderer.document(title, tally.count(view(t) for t in formats.read(path, fmt))):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
