@@ -414,20 +414,28 @@ def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | Path | None, check: Callable[[str], None] | None = None) -> Iterator[IO[bytes]]:
+def atomic_output(
+    path: str | Path | None, check: Callable[[str], None] | None = None, *, start_with: str | None = None
+) -> Iterator[IO[bytes]]:
     """Write an output (``None`` or ``-``: stdout) so that a failure leaves nothing half-done
     and nothing but a regular file is ever replaced (see the module's doc).
 
     ``check`` gets a finished temporary file holding the (uncompressed) output before it is
-    committed: if it raises, nothing is written, to stdout or a FIFO either."""
+    committed: if it raises, nothing is written, to stdout or a FIFO either.
+
+    ``start_with``: a file of ours (it is consumed) whose bytes begin the output, before what
+    the block writes: moved to be the temporary file when it can be (the first part of a
+    parallel run: not copied again), else copied."""
     if path is not None and urls.is_url(str(path)):
         with _url_output(str(path), check) as out:
+            _copy_start(start_with, out)
             yield out
         return
     if path is not None:
         path = urls.local(str(path))
     if check is None:
         with _sink(path) as out:
+            _copy_start(start_with, out)
             yield out
         return
     direct = path is not None and str(path) != "-" and not _compressed_name(str(path))
@@ -440,7 +448,11 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
     except OSError as e:
         raise output_error(e, path) from e
     try:
+        if start_with is not None:
+            fd = _move_start(start_with, tmp, fd)
         with _writer(fd) as fh:
+            if start_with is not None and os.path.exists(start_with):  # not moved: copied
+                _copy_start(start_with, fh)
             yield cast(IO[bytes], _Guarded(fh, path))
             try:
                 fh.flush()
@@ -463,6 +475,25 @@ def atomic_output(path: str | Path | None, check: Callable[[str], None] | None =
                 shutil.copyfileobj(src, out, BUFFER)
     finally:
         remove_quietly(tmp)
+
+
+def _move_start(start: str, tmp: str, fd: int) -> int:
+    """Move ``start`` to be the temporary file ``tmp`` (open on ``fd``): the descriptor of
+    the moved file, opened to append; ``fd`` itself when it cannot be moved (another file
+    system)."""
+    try:
+        os.replace(start, tmp)
+    except OSError:
+        return fd
+    os.close(fd)  # the empty temporary file it was (now replaced)
+    return os.open(tmp, os.O_WRONLY | os.O_APPEND)
+
+
+def _copy_start(start: str | None, out: IO[bytes]) -> None:
+    if start is not None:
+        with open(start, "rb") as src:
+            shutil.copyfileobj(src, out, BUFFER)
+        remove_quietly(start)
 
 
 @contextlib.contextmanager

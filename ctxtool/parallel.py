@@ -113,8 +113,9 @@ def run_parallel(
 
             report = op.collect(reports())
         if output is not None:
-            with jsonio.atomic_output(output, check) as out:
-                _join([j.part for j in jobs if j.part], out)
+            names = [j.part for j in jobs if j.part]
+            with jsonio.atomic_output(output, check, start_with=names[0] if names else None) as out:  # moved, not copied
+                _join(names[1:], out)
     finally:
         if parts is not None:
             shutil.rmtree(parts, ignore_errors=True)
