@@ -227,9 +227,12 @@ class Style:
                 break
         key_sep = key_sep or (": " if item_sep == ", " else ":")
         item_sep = item_sep or (", " if key_sep == ": " else ",")
-        hint = _ascii_hint(raw)
         # nothing to tell: Python's json.dumps escapes by default, compact writers do not
-        return cls(item_sep, key_sep, hint if hint is not None else item_sep == ", ")
+        default = item_sep == ", "
+        if default and raw.isascii() and b"\x7f" not in raw:
+            return cls(item_sep, key_sep, True)  # an escape found or none: escaped either way
+        hint = _ascii_hint(raw)
+        return cls(item_sep, key_sep, hint if hint is not None else default)
 
 
 COMPACT = Style()

@@ -67,8 +67,10 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
             item["cut"] = cuts
         return
     found: list[list[Any]] = []
+    path: list[Any] = []  # where walk is (copied into ``found`` at a hit)
 
-    def walk(o: Any, path: list[Any]) -> Any:
+    def walk(o: Any) -> Any:
+        """``o``, or a copy with the big texts taken out (None in their place)."""
         if isinstance(o, str):
             ref = big.get(o) if len(o) >= STASH_DEDUPE_CHARS else None
             if ref is not None:
@@ -76,14 +78,30 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
                 return None
             return o
         if isinstance(o, dict):
-            new = {k: walk(v, [*path, k]) for k, v in o.items()}
-            return new if any(new[k] is not v for k, v in o.items()) else o
+            new: dict[Any, Any] | None = None
+            for k, v in o.items():
+                path.append(k)
+                w = walk(v)
+                path.pop()
+                if w is not v:
+                    if new is None:
+                        new = dict(o)
+                    new[k] = w
+            return o if new is None else new
         if isinstance(o, list):
-            new_l = [walk(v, [*path, i]) for i, v in enumerate(o)]
-            return new_l if any(a is not b for a, b in zip(new_l, o, strict=True)) else o
+            new_l: list[Any] | None = None
+            for i, v in enumerate(o):
+                path.append(i)
+                w = walk(v)
+                path.pop()
+                if w is not v:
+                    if new_l is None:
+                        new_l = list(o)
+                    new_l[i] = w
+            return o if new_l is None else new_l
         return o
 
-    obj = walk(item.get("obj"), [])
+    obj = walk(item.get("obj"))
     if found:
         item["obj"] = obj
         item["refs_at"] = found
