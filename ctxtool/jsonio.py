@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -292,34 +293,42 @@ def count_newlines(path: str, start: int, end: int) -> int:
     """The newlines in bytes ``start``..``end`` of a file or URL (line numbers of later ranges)."""
     with open_raw(path) as fh:
         if end > start and isinstance(fh, io.BufferedReader):  # a local file: counted where it lies
-            import mmap
-
             try:
-                with mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as m:
-                    return _mapped_newlines(m, start, min(end, len(m)))
+                return _mapped_newlines(fh.fileno(), start, min(end, os.fstat(fh.fileno()).st_size))
             except (OSError, ValueError):  # not mappable (a FIFO, a file that shrank): read it
                 pass
         return _newlines(fh, start, end)
 
 
-def _mapped_newlines(m: Any, start: int, end: int) -> int:
-    """The newlines of a mapped file's bytes ``start``..``end``, without copying them out:
-    agent transcripts' lines are long, and ``find`` jumps from one to the next; a stretch of
-    short lines is counted per megabyte."""
+MAP_WINDOW = 16 << 20  # mapped at a time: the pages counted leave the process's resident set
+
+
+def _mapped_newlines(fd: int, start: int, end: int) -> int:
+    """The newlines of a file's bytes ``start``..``end``, counted where they lie (mapped a
+    window at a time, nothing copied out): agent transcripts' lines are long, and ``find``
+    jumps from one to the next; a stretch of short lines is counted per megabyte."""
+    import mmap
+
     n = 0
-    find = m.find
     pos = start
     while pos < end:
-        stop = min(pos + (1 << 20), end)
-        p = find(b"\n", pos, stop)
-        hits = 0
-        while p >= 0 and hits < 64:
-            hits += 1
-            p = find(b"\n", p + 1, stop)
-        if p >= 0:  # short lines: the rest of this megabyte at once
-            hits += m[p:stop].count(b"\n")
-        n += hits
-        pos = stop
+        base = pos - pos % mmap.ALLOCATIONGRANULARITY
+        length = min(base + MAP_WINDOW, end) - base
+        with mmap.mmap(fd, length, prot=mmap.PROT_READ, offset=base) as m:
+            find = m.find
+            a, stop_all = pos - base, length
+            while a < stop_all:
+                stop = min(a + (1 << 20), stop_all)
+                p = find(b"\n", a, stop)
+                hits = 0
+                while p >= 0 and hits < 64:
+                    hits += 1
+                    p = find(b"\n", p + 1, stop)
+                if p >= 0:  # short lines: the rest of this megabyte at once
+                    hits += m[p:stop].count(b"\n")
+                n += hits
+                a = stop
+        pos = base + length
     return n
 
 
