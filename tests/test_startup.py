@@ -152,3 +152,12 @@ def test_the_process_ends_flushed_with_its_exit_handlers_run(tmp_path: Path) -> 
             "sys.argv = ['ctxtool', 'stats', '--nonsense']; entry()")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and marker.read_text() == "x", proc.stderr
+
+
+def test_a_profiled_run_still_prints_its_profile(tmp_path: Path) -> None:
+    """Under ``python -m cProfile -m ctxtool`` the interpreter ends as usual: the profile,
+    written at exit, is printed."""
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-s", "tottime", "-m", "ctxtool", "--version"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ctxtool ") and "function calls" in proc.stdout
