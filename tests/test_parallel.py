@@ -116,3 +116,37 @@ def test_newlines_counted_across_megabytes(tmp_path: Path) -> None:
     p.write_bytes(body)
     for a, b in [(0, len(body)), (12345, len(body) - 7), (1 << 20, 3 << 20), (5, 5)]:
         assert jsonio.count_newlines(str(p), a, b) == body[a:b].count(b"\n")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from([b"", b" ", b"{}", b'{"a": 1}', b"\t\r", b"x" * 3000]),
+                          st.sampled_from([b"\n", b"\r\n", b"\r\r\n", b"\r", b""])), max_size=12))
+def test_a_pipe_and_a_file_give_the_same_lines(tmp_path: Path, parts: list[tuple[bytes, bytes]]) -> None:
+    """jsonio._numbered reads a file and a pipe with one loop: same lines, numbers and
+    line-ending rule (one "\\n" or "\\r\\n" removed, or a "\\r" that ends the input)."""
+    import io
+    import os
+    import threading
+
+    body = b"".join(a + b for a, b in parts)
+    p = tmp_path / "lines.jsonl"
+    p.write_bytes(body)
+    ends_file: list[bool] = []
+    with open(p, "rb", buffering=1 << 20) as fh:
+        from_file = list(jsonio._numbered(fh, ends=ends_file))
+    r, w = os.pipe()
+    t = threading.Thread(target=lambda: (os.write(w, body) if body else None, os.close(w)))
+    t.start()
+    ends_pipe: list[bool] = []
+    with io.BufferedReader(io.FileIO(r, "rb")) as fh:
+        from_pipe = list(jsonio._numbered(fh, ends=ends_pipe))
+    t.join()
+    assert from_pipe == from_file and ends_pipe == ends_file
+    expected = []
+    for n, line in enumerate(body.split(b"\n") if body else [], 1):
+        if n == len(body.split(b"\n")) and not line:
+            break
+        s = line[:-1] if line.endswith(b"\r") else line
+        if s.strip():
+            expected.append((n, s))
+    assert from_file == expected
