@@ -77,28 +77,17 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
                 found.append([*path, ref])
                 return None
             return o
-        if isinstance(o, dict):
-            new: dict[Any, Any] | None = None
-            for k, v in o.items():
+        if isinstance(o, (dict, list)):
+            new: Any = None  # the copy, made at the first child that changes
+            for k, v in o.items() if isinstance(o, dict) else enumerate(o):
                 path.append(k)
                 w = walk(v)
                 path.pop()
                 if w is not v:
                     if new is None:
-                        new = dict(o)
+                        new = dict(o) if isinstance(o, dict) else list(o)
                     new[k] = w
             return o if new is None else new
-        if isinstance(o, list):
-            new_l: list[Any] | None = None
-            for i, v in enumerate(o):
-                path.append(i)
-                w = walk(v)
-                path.pop()
-                if w is not v:
-                    if new_l is None:
-                        new_l = list(o)
-                    new_l[i] = w
-            return o if new_l is None else new_l
         return o
 
     obj = walk(item.get("obj"))
