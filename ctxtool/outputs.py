@@ -246,11 +246,10 @@ def atomic_output(
     except OSError as e:
         raise output_error(e, path) from e
     try:
-        if start_with is not None:
-            fd = _move_start(start_with, tmp, fd)
+        if start_with is not None and (moved := _move_start(start_with, tmp, fd)) is not None:
+            fd, start_with = moved, None
         with _writer(fd) as fh:
-            if start_with is not None and os.path.exists(start_with):  # not moved: copied
-                _copy_start(start_with, fh)
+            _copy_start(start_with, fh)  # not moved (another file system): copied
             yield cast(IO[bytes], _Guarded(fh, path))
             try:
                 fh.flush()
@@ -275,14 +274,14 @@ def atomic_output(
         remove_quietly(tmp)
 
 
-def _move_start(start: str, tmp: str, fd: int) -> int:
-    """Move ``start`` to be the temporary file ``tmp`` (open on ``fd``): the descriptor of
-    the moved file, opened to append; ``fd`` itself when it cannot be moved (another file
-    system)."""
+def _move_start(start: str, tmp: str, fd: int) -> int | None:
+    """Move ``start`` to be the temporary file ``tmp`` (open on ``fd``, then closed): the
+    descriptor of the moved file, opened to append; None when it cannot be moved (another
+    file system)."""
     try:
         os.replace(start, tmp)
     except OSError:
-        return fd
+        return None
     os.close(fd)  # the empty temporary file it was (now replaced)
     return os.open(tmp, os.O_WRONLY | os.O_APPEND)
 

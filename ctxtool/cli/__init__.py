@@ -118,12 +118,10 @@ def entry() -> None:  # pragma: no cover - console script (tests/test_startup.py
     code = main()
     import threading
 
-    if sys.gettrace() is not None or sys.getprofile() is not None:  # a profiler or coverage reports at exit
+    traced = sys.gettrace() is not None or sys.getprofile() is not None  # reports at interpreter exit
+    if traced or any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.exit(code)
-    code = _settle(code)
-    os._exit(code)
+    os._exit(_settle(code))
 
 
 def _settle(code: int) -> int:
@@ -131,7 +129,6 @@ def _settle(code: int) -> int:
     a stdout that fails now is reported (a closed pipe ends quietly)."""
     import atexit
 
-    from ..errors import ExitCode
     from .common import closed_pipe, err_line
 
     for stream in (sys.stdout, sys.stderr):
@@ -142,7 +139,10 @@ def _settle(code: int) -> int:
             closed_pipe()
         except (OSError, ValueError) as e:
             if stream is sys.stdout:
-                err_line(f"ctxtool: error: <stdout>: cannot write the output: {getattr(e, 'strerror', None) or e}")
-                code = code or int(ExitCode.IO)
+                from ..outputs import output_error
+
+                err = output_error(e if isinstance(e, OSError) else OSError(str(e)), None)
+                err_line(f"ctxtool: error: {err}")
+                code = code or int(err.code)
     atexit._run_exitfuncs()
     return code
