@@ -114,22 +114,29 @@ def parse_exact(text: str) -> Any:
         sys.setrecursionlimit(limit)
 
 
-# A number token outside a string follows ':' (an object value), '[' or ',' (an array
-# item), and blanks. Tokens inside strings may match too: that only sends a document to
-# the exact (slower) parser. Searches that start with a literal character are fast, so
-# object values are scanned by the first pattern and the full scan runs only when an
-# array starts with a number.
-_TOKEN = rb"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
-_VALUE = re.compile(rb":[ \t\r\n]*" + _TOKEN)
-_ARRAY_NUMBER = re.compile(rb"\[[ \t\r\n]*-?[0-9]")
-_ANY = re.compile(rb"[:,\[][ \t\r\n]*" + _TOKEN)
+# A number token outside a string follows ':' (an object value), '[' (an array's first
+# item) or ',' (any later item), and blanks. Only some tokens can change (:func:`_changes`):
+# a fraction or an exponent, an integer of 19 digits or more, and ``-0``; the scans match
+# only those, so the common integers cost nothing. A search that starts with a literal
+# character is fast: three such scans beat one over the class [:,[]. Tokens inside strings
+# may match too; a document with a match is scanned again with its strings emptied
+# (:data:`_STRING`), so text such as "took: 0.50s" in a tool output does not send its record
+# to the exact (slower) parser.
+_TOKEN = rb"(-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|-?[0-9]{19,}|-0(?![0-9]))"
+_SCANS = tuple(re.compile(sep + rb"[ \t\r\n]*" + _TOKEN) for sep in (rb":", rb",", rb"\["))
+#: a JSON string, or an unterminated one to the end of the text: it always matches at a
+#: quote, so the scan stays linear on any input
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
 
 
 def needs_exact(data: bytes) -> bool:
-    """Whether orjson would change a number of ``data``: an integer beyond 64 bits, or a
-    float whose text is not the one written back."""
-    scan = _ANY if _ARRAY_NUMBER.search(data) else _VALUE
-    return any(_changes(m.group(1)) for m in scan.finditer(data))
+    """Whether orjson would change a number of ``data`` (an object or an array): an integer
+    beyond 64 bits, ``-0``, or a float whose text is not the one written back."""
+    return _changing(data) and _changing(_STRING.sub(b'""', data))
+
+
+def _changing(data: bytes) -> bool:
+    return any(_changes(m.group(1)) for scan in _SCANS for m in scan.finditer(data))
 
 
 def _changes(tok: bytes) -> bool:
