@@ -94,12 +94,14 @@ def test_numbers_inside_strings_do_not_count() -> None:
 
 
 def test_unterminated_strings_scan_in_linear_time() -> None:
-    # a cut line full of escaped quotes, with a candidate inside: a string pattern that could
-    # fail at a quote would try again from each of the 100,000 quotes after it (minutes);
-    # this one matches at the first, to the end of the text, at once
+    # a cut line full of escaped quotes and candidates inside its last string: a string
+    # pattern that fails at a quote would try again from each of the 100,000 quotes after
+    # it (minutes); counting quotes once is linear
     line = b'{"a": 1, "t": "' + b'x \\"y\\" : 1.50 ' * 50_000
     assert not jsontext.needs_exact(line)
     assert jsontext.needs_exact(b'{"a": 1.50, "t": "\\')  # a lone backslash at the end
+    assert jsontext.needs_exact(b'{"t": "\\\\", "a": 1.50}')  # an escaped backslash, then the string's end
+    assert not jsontext.needs_exact(b'{"t": "\\\\\\" x: 1.50"}')  # \\ then \": still inside
 
 
 def test_a_rewritten_record_keeps_a_later_array_number(tmp_path: Path) -> None:
