@@ -10,7 +10,8 @@ The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
 see bench/peers.py. Without it those rows are skipped with a note.
 
 Datasets are generated into bench/data/ (gitignored): 20 MB and 200 MB, and 2 GB for the
-scaling rows when ``CTXTOOL_BENCH_2GB=1``.
+scaling rows when ``CTXTOOL_BENCH_2GB=1``; with the shared corpus present, a 20 MB set of
+real sessions too (bench/gen.py ``from_corpus``), where the peers run again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.gen import generate
+from bench.gen import from_corpus, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
@@ -112,19 +113,19 @@ def ours_times(args: Sequence[str], repeat: int = REPEAT) -> list[float]:
     return [run_process([*CTXTOOL, *args]) for _ in range(repeat)]
 
 
-def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float,
-           faster: bool = True) -> None:
-    """One row: ctxtool's whole process against a peer's loop on ``path``. ``faster``: the
-    figure is peer / ours (how many times faster ctxtool is); else ours' share of the peer's speed."""
+def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float) -> bool:
+    """One row: ctxtool's whole process against a peer's loop on ``path`` (how many times
+    faster ctxtool is). False when the peer is not installed."""
     peer_t = peer_times(peer, path)
     if peer_t is None:
         row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", f">= {target}x")
-        return
+        return False
     ours = ours_times(ours_args)
     ratios = [p / o for p, o in zip(sorted(peer_t), sorted(ours), strict=False)]
     mb = path.stat().st_size / 1e6
     row(name, f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"{label} {statistics.median(peer_t):.2f} s", spread(ratios), f">= {target:.2f}x")
+    return True
 
 
 def peer_whole(name: str, path: Path, repeat: int = REPEAT) -> tuple[list[float], int]:
@@ -195,27 +196,37 @@ def in_process(fn: Callable[[], object]) -> list[float]:
     return times
 
 
-def bench_peers(small: Path) -> None:
-    """ctxtool's whole process against each peer's loop alone (the issue's measure). The
-    first row is the floor of that measure: a whole python process that only parses the
-    file (the orjson loop script) against the count_tokens_approximately loop: no tool in a
-    python process can be faster than its own parse."""
+def bench_peers(small: Path, label: str = "") -> None:
+    """ctxtool's whole process against each peer's loop alone (the issue's measure), each
+    followed by the same as whole processes (the peer's script: python, its imports, the loop
+    once; no target). The first row is the floor of that measure: a whole python process that
+    only parses the file (the orjson loop script) against the count_tokens_approximately
+    loop: no tool in a python process can be faster than its own parse."""
+    on = f" [{label}]" if label else ""
     lc = peer_times("lc_count", small)
     if lc is not None:
         floor, _ = peer_whole("orjson_loop", small)
         ratios = [p / o for p, o in zip(sorted(lc), sorted(floor), strict=False)]
-        row("floor: orjson loop script (parse only, whole process) vs count_tokens_approximately loop",
+        row(f"floor: orjson loop script (parse only, whole process) vs count_tokens_approximately loop{on}",
             f"{statistics.median(floor):.2f} s", f"count_tokens_approximately loop {statistics.median(lc):.2f} s",
             spread(ratios), "(the best any whole process can reach)")
-    versus("stats vs LangChain count_tokens_approximately", ["stats", str(small)], "lc_count", small,
-           "count_tokens_approximately loop", 2.0)
     with tempfile.TemporaryDirectory() as d:
         out = str(Path(d) / "w.jsonl")
-        versus("window --max-chars 32000 vs LangChain trim_messages (last, 8,000 tokens)",
-               ["window", "--max-chars", "32000", "--max-messages", "1000000", "-o", out, str(small)], "lc_trim", small,
-               "trim_messages loop", 2.0)
-    versus("stats --tokenizer o200k_base vs litellm token_counter", ["stats", "--tokenizer", "o200k_base", str(small)],
-           "litellm_count", small, "token_counter loop", 2.0)
+        for name, ours, peer, what in (
+            ("stats vs LangChain count_tokens_approximately", ["stats", str(small)], "lc_count",
+             "count_tokens_approximately"),
+            ("window --max-chars 32000 vs LangChain trim_messages (last, 8,000 tokens)",
+             ["window", "--max-chars", "32000", "--max-messages", "1000000", "-o", out, str(small)], "lc_trim",
+             "trim_messages"),
+            ("stats --tokenizer o200k_base vs litellm token_counter", ["stats", "--tokenizer", "o200k_base", str(small)],
+             "litellm_count", "token_counter"),
+        ):
+            if versus(name + on, ours, peer, small, f"{what} loop", 2.0):
+                whole, _ = peer_whole(peer, small)
+                mine = ours_times(ours)
+                ratios = [p / o for p, o in zip(sorted(whole), sorted(mine), strict=False)]
+                row(f"  the same, whole processes{on}", f"{statistics.median(mine):.2f} s",
+                    f"{what} script {statistics.median(whole):.2f} s", spread(ratios), "(no target)")
 
 
 def bench_scaling(files: list[Path]) -> None:
@@ -260,7 +271,7 @@ def main() -> int:
     print(f"datasets: {big.name} {big.stat().st_size / 1e6:.0f} MB, {small.name} {small.stat().st_size / 1e6:.0f} MB\n")
     sections: list[tuple[str, list[Callable[[], None]]]] = [
         ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
-        ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small)]),
+        ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small, small.name)]),
         ("scaling", [lambda: bench_scaling(scaling), bench_startup]),
     ]
     try:
@@ -275,6 +286,10 @@ def main() -> int:
         sections.append(("compaction", [lambda: compact_bench.run(small, row, CORPUS)]))
     except ImportError:
         pass
+    sessions = from_corpus(DATA / "ds_sessions20.jsonl", CORPUS, BIG // 10)
+    if sessions is not None:
+        sections.insert(2, ("against the peers on real sessions (the corpus as OpenAI records, repeated to 20 MB)",
+                            [lambda: bench_peers(sessions, sessions.name)]))
     sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
     sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     for title, fns in sections:
