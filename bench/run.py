@@ -268,7 +268,9 @@ def main() -> int:
     scaling = [small, big]
     if os.environ.get("CTXTOOL_BENCH_2GB") == "1":
         scaling.append(generate(DATA / f"ds{BIG // 100_000}.jsonl", BIG * 10))
-    print(f"datasets: {big.name} {big.stat().st_size / 1e6:.0f} MB, {small.name} {small.stat().st_size / 1e6:.0f} MB\n")
+    sessions = from_corpus(DATA / "ds_sessions20.jsonl", CORPUS, BIG // 10)
+    print(f"datasets: {big.name} {big.stat().st_size / 1e6:.0f} MB, {small.name} {small.stat().st_size / 1e6:.0f} MB"
+          + (f", {sessions.name} {sessions.stat().st_size / 1e6:.0f} MB (real sessions)" if sessions else "") + "\n")
     sections: list[tuple[str, list[Callable[[], None]]]] = [
         ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
         ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small, small.name)]),
@@ -277,7 +279,7 @@ def main() -> int:
     try:
         from bench import tools as tools_bench
 
-        sections.append(("tool outputs", [lambda: tools_bench.run(big, row, CORPUS)]))
+        sections.append(("tool outputs", [lambda: tools_bench.run(big, row, CORPUS, sessions)]))
     except ImportError:
         pass
     try:
@@ -286,7 +288,6 @@ def main() -> int:
         sections.append(("compaction", [lambda: compact_bench.run(small, row, CORPUS)]))
     except ImportError:
         pass
-    sessions = from_corpus(DATA / "ds_sessions20.jsonl", CORPUS, BIG // 10)
     if sessions is not None:
         sections.insert(2, ("against the peers on real sessions (the corpus as OpenAI records, repeated to 20 MB)",
                             [lambda: bench_peers(sessions, sessions.name)]))

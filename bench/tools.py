@@ -9,43 +9,55 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def run(big: Path, row: Callable[..., None], corpus: Path) -> None:
+def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], label: str = "") -> None:
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, peak_rss_mb, run_process, spread
-    from ctxtool import toolout, tools_ops
+    from bench.run import CTXTOOL, REPEAT, run_process, spread
 
-    mb = big.stat().st_size / 1e6
+    mb = path.stat().st_size / 1e6
     cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(dir=base) as work:
+        st: list[float] = []
+        tr: list[float] = []
+        for k in range(REPEAT):
+            os.sync()
+            st.append(run_process([*CTXTOOL, "stats", str(path)]))
+            d = Path(work) / str(k)
+            os.sync()
+            tr.append(run_process([*CTXTOOL, "truncate", "--preset", "seed004", "--cache-dir", str(d / "cache"),
+                                   "-o", str(d / "out.jsonl"), str(path)]))
+        objs = sum(len(files) for _, _, files in os.walk(d / "cache"))
+    ratios = [s / t for s, t in zip(sorted(st), sorted(tr), strict=False)]
+    t_med, s_med = statistics.median(tr), statistics.median(st)
+    row(
+        f"truncate --preset seed004 ({cores} processes, writing to {where})" + (f" [{label}]" if label else ""),
+        f"{mb / t_med:.0f} MB/s ({t_med:.2f} s, {objs:,} cache files)",
+        f"stats {mb / s_med:.0f} MB/s ({s_med:.2f} s)",
+        spread(ratios) + " of stats' speed",
+        ">= 0.50x",
+    )
+
+
+def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None = None) -> None:
     # Both as the command runs them, whole processes (a dataset file: one process per core),
     # interleaved. stats only reads (from the page cache); truncate also writes the output and
     # the cache objects. Where /dev/shm exists the first row writes there, so both run at
     # memory speed and the figure is the code's; the second row writes beside the input, on
     # this machine's disk (synced before each timing), whose small-file writes vary from one
-    # run to the next.
-    places = [("memory, /dev/shm", Path("/dev/shm"))] if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else []
+    # run to the next. ``sessions`` (real sessions, bench/gen.py from_corpus): the first row
+    # again on them.
+    from bench.run import peak_rss_mb
+    from ctxtool import toolout, tools_ops
+
+    mb = big.stat().st_size / 1e6
+    shm = Path("/dev/shm")
+    places = [("memory, /dev/shm", shm)] if shm.is_dir() and os.access(shm, os.W_OK) else []
     places.append(("disk", big.parent))
     for where, base in places:
-        with tempfile.TemporaryDirectory(dir=base) as work:
-            st: list[float] = []
-            tr: list[float] = []
-            for k in range(REPEAT):
-                os.sync()
-                st.append(run_process([*CTXTOOL, "stats", str(big)]))
-                d = Path(work) / str(k)
-                os.sync()
-                tr.append(run_process([*CTXTOOL, "truncate", "--preset", "seed004", "--cache-dir", str(d / "cache"),
-                                       "-o", str(d / "out.jsonl"), str(big)]))
-            objs = sum(len(files) for _, _, files in os.walk(d / "cache"))
-        ratios = [s / t for s, t in zip(sorted(st), sorted(tr), strict=False)]
-        t_med, s_med = statistics.median(tr), statistics.median(st)
-        row(
-            f"truncate --preset seed004 ({cores} processes, writing to {where})",
-            f"{mb / t_med:.0f} MB/s ({t_med:.2f} s, {objs:,} cache files)",
-            f"stats {mb / s_med:.0f} MB/s ({s_med:.2f} s)",
-            spread(ratios) + " of stats' speed",
-            ">= 0.50x",
-        )
+        _versus_stats(big, where, base, row)
+    if sessions is not None:
+        _versus_stats(sessions, *places[0], row, sessions.name)
+
     from bench.gen import generate
 
     small = generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10)
