@@ -376,7 +376,7 @@ def test_every_command_on_every_file(path: Path, tmp_path: Path) -> None:
 
 
 def test_dataset_tables_show_twenty_rows_and_json_lists_all(tmp_path: Path) -> None:
-    """window, cut and check over a dataset: the table shows the 20 transcripts that matter
+    """window, cut, check and stats over a dataset: the table shows the 20 transcripts that matter
     most (common.table_rows) and says so; --json lists every one."""
     ds = tmp_path / "ds.jsonl"
     recs = []
@@ -395,3 +395,7 @@ def test_dataset_tables_show_twenty_rows_and_json_lists_all(tmp_path: Path) -> N
     r = invoke("cut", str(ds), "--keep-recent", "2")
     assert r.exit_code == 0, r.output
     assert "20 with the most tokens of 30" in r.output and "ds.jsonl#r29 " in r.output and "ds.jsonl#r0 " not in r.output
+    r = invoke("stats", str(ds))  # stats keeps only these while it reads (the same rule, the same caption)
+    assert r.exit_code == 0, r.output
+    assert "20 with the most context tokens of 30 (--json lists all)" in r.output
+    assert "ds.jsonl#r29 " in r.output and "ds.jsonl#r0 " not in r.output

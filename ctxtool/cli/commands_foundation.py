@@ -231,7 +231,7 @@ def _render_stats(report, top: int) -> None:
             ts.level,
         )
     if n > CONTEXT_ROWS:
-        ct.caption = f"{CONTEXT_ROWS} largest of {n:,}"
+        ct.caption = common.table_caption(n, "with the most context tokens")
     con.print(ct)
     assert report.overview is not None
     levels = report.overview.levels

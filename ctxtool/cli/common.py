@@ -255,7 +255,12 @@ def table_rows(items: list[Any], key: Any, what: str) -> tuple[list[Any], str | 
         return items, None
     import heapq
 
-    return heapq.nlargest(TABLE_ROWS, items, key=key), f"{TABLE_ROWS} {what} of {len(items):,} (--json lists all)"
+    return heapq.nlargest(TABLE_ROWS, items, key=key), table_caption(len(items), what)
+
+
+def table_caption(total: int, what: str) -> str:
+    """The caption of a per-transcript table that shows :data:`TABLE_ROWS` of ``total``."""
+    return f"{TABLE_ROWS} {what} of {total:,} (--json lists all)"
 
 
 def short_label(label: str) -> str:

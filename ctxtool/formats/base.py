@@ -317,12 +317,15 @@ def make_exact(t: Transcript) -> None:
     rec = jsonio.loads(raw)
     if not isinstance(rec, dict) or list(rec) != list(fast):
         return
-    swap: dict[int, Any] = {id(v): rec[k] for k, v in fast.items()}
+    # Source lines hold containers of the record (its messages, a field such as a system
+    # prompt): those are found by identity. Scalars are not (orjson's 0 for "0" and for "-0"
+    # is one object): a record field is swapped for the exact value of the same key.
+    swap: dict[int, Any] = {id(v): rec[k] for k, v in fast.items() if isinstance(v, dict | list)}
     items, exact_items = fast.get(t.messages_key or ""), rec.get(t.messages_key or "")
     if isinstance(items, list) and isinstance(exact_items, list) and len(items) == len(exact_items):
-        swap.update({id(a): b for a, b in zip(items, exact_items, strict=True)})
+        swap.update({id(a): b for a, b in zip(items, exact_items, strict=True) if isinstance(a, dict | list)})
     if t.record is not None:
-        t.record = {k: swap.get(id(v), v) if v is not None else v for k, v in t.record.items()}
+        t.record = {k: rec[k] if v is not None and k in fast and v is fast[k] else v for k, v in t.record.items()}
     for e in t.entries:
         for ln in source_lines(e):
             if id(ln.obj) in swap:

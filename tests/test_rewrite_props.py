@@ -1,0 +1,135 @@
+"""Hypothesis: a record an operation writes again keeps every field it did not change as
+its source wrote it: numbers in any form and place (1.50, 1E5, -0, integers beyond 64
+bits, items of arrays), strings with escapes and non-ASCII text, in the source's style
+(Python's ``json.dumps`` defaults, or compact UTF-8).
+
+Checked on window (drops messages) and truncate (cuts a tool output): the fields of the
+record and of each kept message, read back exactly (``jsontext.parse_exact``: every
+number with its text), are those of the source, and each kept message that the operation
+did not touch is byte-identical."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxtool import jsontext, toolout, tools_ops, window_file
+
+NUMBER_TEXTS = st.one_of(
+    st.integers(-(10**25), 10**25).map(str),
+    st.sampled_from(["-0", "1.50", "1E5", "2.5e-07", "0.000005", "-0.0", "100.0", "1e400", "3.14159265358979323846"]),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+)
+TEXT = st.text(alphabet=st.sampled_from(list('ab :,[]{}"\\/\n\té€😀0123456789.')), max_size=20)
+
+
+def Raw(text: str) -> tuple[str, str]:  # noqa: N802
+    """A number's source text, written as it is (a tuple: no JSON value is one)."""
+    return ("number", text)
+
+
+def _values(depth: int = 0) -> st.SearchStrategy[object]:
+    leaf = st.one_of(st.none(), st.booleans(), NUMBER_TEXTS.map(Raw), TEXT)
+    if depth >= 2:
+        return leaf
+    inner = _values(depth + 1)
+    return st.one_of(leaf, st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=3))
+
+
+def dumps(v: object, python_style: bool) -> str:
+    """JSON text as Python's json.dumps writes it by default (", ", ": ", ASCII escapes), or
+    compact with raw UTF-8; a :func:`Raw` number as its text."""
+    item, key = (", ", ": ") if python_style else (",", ":")
+    if isinstance(v, tuple):
+        return v[1]
+    if isinstance(v, list):
+        return "[" + item.join(dumps(x, python_style) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + item.join(json.dumps(k, ensure_ascii=python_style) + key + dumps(x, python_style) for k, x in v.items()) + "}"
+    return json.dumps(v, ensure_ascii=python_style)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> tuple[str, int]:
+    python_style = draw(st.booleans())
+    extra = {f"x_{k}": draw(_values()) for k in range(draw(st.integers(1, 3)))}
+    n = draw(st.integers(3, 6))
+    msgs = []
+    for i in range(n):
+        m: dict[str, object] = {"role": "user", "content": f"task {i} " + "u" * 30}
+        if draw(st.booleans()):
+            m["meta"] = draw(_values())
+        msgs.append(m)
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]})
+        out: dict[str, object] = {"role": "tool", "tool_call_id": f"call_{i}", "content": "\n".join(f"line {k}" for k in range(60))}
+        if draw(st.booleans()):
+            out["meta"] = draw(_values())
+        msgs.append(out)
+    rec = {**extra, "messages": msgs}
+    return dumps(rec, python_style), n
+
+
+def _exact(text: str) -> object:
+    return jsontext.parse_exact(text)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal values, every number with the same text."""
+    if isinstance(a, float | int) and not isinstance(a, bool):
+        return type(b) is type(a) and (str(a) == str(b) if isinstance(a, jsontext.FloatText | jsontext.IntText) else a == b)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _check(src: str, out_bytes: bytes) -> None:
+    before, after = _exact(src), _exact(out_bytes.decode())
+    assert isinstance(before, dict) and isinstance(after, dict)
+    assert list(after) == list(before)
+    for k in before:
+        if k != "messages":
+            assert _same(before[k], after[k]), k
+    kept = [m for m in before["messages"] if any(_same(m.get("meta"), n.get("meta")) and m.get("content") == n.get("content")
+                                                 for n in after["messages"])]
+    for m in after["messages"]:
+        if "meta" in m:
+            assert any(_same(m["meta"], o.get("meta")) for o in before["messages"]), m
+    assert kept
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records())
+def test_window_keeps_the_fields_it_did_not_change(tmp_path: Path, rec: tuple[str, int]) -> None:
+    src, n = rec
+    p = tmp_path / "in.jsonl"
+    p.write_text(src + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    window_file(str(p), str(out), max_messages=4, max_chars=10**9)
+    _check(src, out.read_bytes())
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records())
+def test_truncate_keeps_the_fields_it_did_not_change(tmp_path: Path, rec: tuple[str, int]) -> None:
+    src, n = rec
+    p = tmp_path / "in.jsonl"
+    p.write_text(src + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    r = tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=20), cache=str(tmp_path / "cache"))
+    assert r.truncated == n
+    _check(src, out.read_bytes())
+
+
+def test_fields_with_one_fast_value_keep_their_own_text(tmp_path: Path) -> None:
+    """orjson reads "0" and "-0" as one object: each field gets the exact value of its key."""
+    msgs = [{"role": "user", "content": f"turn {k}"} for k in range(6)]
+    p, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    p.write_text('{"a": 0, "b": -0, "c": [0, -0], "messages": ' + json.dumps(msgs) + "}\n")
+    window_file(str(p), str(out), max_messages=2, max_chars=10**9)
+    assert out.read_bytes().startswith(b'{"a": 0, "b": -0, "c": [0, -0], "messages": [')
