@@ -5,8 +5,8 @@ bits, items of arrays), strings with escapes and non-ASCII text, in the source's
 
 Checked on window (drops messages) and truncate (cuts a tool output): the fields of the
 record and of each kept message, read back exactly (``jsontext.parse_exact``: every
-number with its text), are those of the source, and each kept message that the operation
-did not touch is byte-identical."""
+number with its text), are those of the source; truncate or trim, then restore, gives the
+file back byte for byte."""
 
 from __future__ import annotations
 
@@ -133,3 +133,21 @@ def test_fields_with_one_fast_value_keep_their_own_text(tmp_path: Path) -> None:
     p.write_text('{"a": 0, "b": -0, "c": [0, -0], "messages": ' + json.dumps(msgs) + "}\n")
     window_file(str(p), str(out), max_messages=2, max_chars=10**9)
     assert out.read_bytes().startswith(b'{"a": 0, "b": -0, "c": [0, -0], "messages": [')
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records(), st.sampled_from(["truncate", "trim"]))
+def test_restore_gives_the_record_back_byte_for_byte(tmp_path: Path, rec: tuple[str, int], op: str) -> None:
+    """truncate or trim, then restore: the file as it was (the stash keeps each message's
+    numbers exact, and restore makes the record exact before writing it again)."""
+    src, n = rec
+    p, out, back = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "back.jsonl"
+    p.write_text(src + "\n", encoding="utf-8")
+    cache = str(tmp_path / "cache")
+    if op == "truncate":
+        tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=20), cache=cache)
+    else:
+        tools_ops.trim_file(str(p), str(out), budget=50, cache=cache)
+    assert out.read_bytes() != p.read_bytes()
+    tools_ops.restore_file(str(out), str(back), cache=cache)
+    assert back.read_bytes() == p.read_bytes()

@@ -8,7 +8,7 @@ from .. import formats, jsonio
 from ..cache import RefCache
 from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
-from ..formats.base import source_style
+from ..formats.base import make_exact, source_style
 from ..model import Compaction, Cont, Line, Message, Metadata, Record, Transcript
 from ..tokens import get_tokenizer
 from .common import Ctx, OpsReport, block_from, line_key
@@ -75,7 +75,9 @@ def restore(ctx: Ctx, t: Transcript) -> None:
     if drop or restored:
         _fix_entries(t, drop, restored)
     if rep_before != rep.restored and "record_raw" in t.extra:
-        # a dataset record: rebuilt from the restored lines, in the style it was read in
+        # a dataset record: rebuilt from the restored lines, in the style it was read in, with
+        # every value it read fast made exact first (its bytes go with record_raw)
+        make_exact(t)
         t.extra["source_style"] = source_style(t, document=True).to_json()
         del t.extra["record_raw"]
 

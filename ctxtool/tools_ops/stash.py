@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import jsonio
 from ..cache import RefCache
+from ..formats.base import make_exact
 from ..model import Message, Transcript
 from .common import Change, Ctx, block_json
 
@@ -137,6 +138,7 @@ def apply_changes(ctx: Ctx, t: Transcript, msg: Message, changes: list[Change]) 
                 if isinstance(txt, str) and len(txt) >= STASH_DEDUPE_CHARS:
                     big.add(txt, c.entry["id"])
         lines = []
+        make_exact(t)  # a dataset record read fast: its message objects stashed with exact numbers
         preds = ctx.predecessors(t, msg) if len(msg.lines) > 1 else {}
         for ln in msg.lines:
             item: dict[str, Any] = {"lineno": ln.lineno}
