@@ -39,22 +39,25 @@ def _values(depth: int = 0) -> st.SearchStrategy[object]:
     return st.one_of(leaf, st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=3))
 
 
-def dumps(v: object, python_style: bool) -> str:
-    """JSON text as Python's json.dumps writes it by default (", ", ": ", ASCII escapes), or
-    compact with raw UTF-8; a :func:`Raw` number as its text."""
-    item, key = (", ", ": ") if python_style else (",", ":")
+def dumps(v: object, spaced: bool, ascii: bool) -> str:
+    """JSON text with Python's separators (", ", ": ") or compact ones, non-ASCII escaped
+    (\\uXXXX) or raw UTF-8: each of the four ways real files are written; a :func:`Raw`
+    number as its text."""
+    item, key = (", ", ": ") if spaced else (",", ":")
     if isinstance(v, tuple):
         return v[1]
     if isinstance(v, list):
-        return "[" + item.join(dumps(x, python_style) for x in v) + "]"
+        return "[" + item.join(dumps(x, spaced, ascii) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + item.join(json.dumps(k, ensure_ascii=python_style) + key + dumps(x, python_style) for k, x in v.items()) + "}"
-    return json.dumps(v, ensure_ascii=python_style)
+        return "{" + item.join(json.dumps(k, ensure_ascii=ascii) + key + dumps(x, spaced, ascii) for k, x in v.items()) + "}"
+    return json.dumps(v, ensure_ascii=ascii)
 
 
 @st.composite
 def records(draw: st.DrawFn) -> tuple[str, int]:
-    python_style = draw(st.booleans())
+    spaced, ascii = draw(st.booleans()), draw(st.booleans())
+    # the only non-ASCII text may be in the output that is cut: the style must not be lost with it
+    accent = draw(st.sampled_from(["", "é", "€", "😀"]))
     extra = {f"x_{k}": draw(_values()) for k in range(draw(st.integers(1, 3)))}
     n = draw(st.integers(3, 6))
     msgs = []
@@ -65,12 +68,12 @@ def records(draw: st.DrawFn) -> tuple[str, int]:
         msgs.append(m)
         msgs.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]})
-        out: dict[str, object] = {"role": "tool", "tool_call_id": f"call_{i}", "content": "\n".join(f"line {k}" for k in range(60))}
+        out: dict[str, object] = {"role": "tool", "tool_call_id": f"call_{i}", "content": "\n".join(f"line {k}" + (accent if k == 30 else "") for k in range(60))}
         if draw(st.booleans()):
             out["meta"] = draw(_values())
         msgs.append(out)
     rec = {**extra, "messages": msgs}
-    return dumps(rec, python_style), n
+    return dumps(rec, spaced, ascii), n
 
 
 def _exact(text: str) -> object:

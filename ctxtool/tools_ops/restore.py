@@ -31,6 +31,7 @@ def restore(ctx: Ctx, t: Transcript) -> None:
     seen_refs: set[str] = set()
     drop: set[int] = set()
     packs: dict[str, Any] = {}  # this transcript's stash packs, read once
+    style: Any = None  # how the source was written, as truncate or trim read it (see flush_stashes)
     for msg in t.iter_messages():
         rep.messages += 1
         try:
@@ -57,6 +58,7 @@ def restore(ctx: Ctx, t: Transcript) -> None:
             ctx.handle(_in_transcript(e, t, msg))  # --on-error skip: the message stays as it is
             continue
         seen_refs.add(src)
+        style = style or (stash.get("style") if isinstance(stash.get("style"), dict) else None)
         msg.content = content
         msg.metadata = Metadata.from_json(stash.get("metadata"))
         if lines and stash.get("format") == t.format:
@@ -78,8 +80,10 @@ def restore(ctx: Ctx, t: Transcript) -> None:
         # a dataset record: rebuilt from the restored lines, in the style it was read in, with
         # every value it read fast made exact first (its bytes go with record_raw)
         make_exact(t)
-        t.extra["source_style"] = source_style(t, document=True).to_json()
+        t.extra["source_style"] = style or source_style(t, document=True).to_json()
         del t.extra["record_raw"]
+    elif rep_before != rep.restored and style is not None:
+        t.extra["source_style"] = style
 
 
 def _source_ref(msg: Message) -> str | None:

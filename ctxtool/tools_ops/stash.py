@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import jsonio
 from ..cache import RefCache
-from ..formats.base import make_exact
+from ..formats.base import make_exact, source_style
 from ..model import Message, Transcript
 from .common import Change, Ctx, block_json
 
@@ -188,6 +188,11 @@ def flush_stashes(ctx: Ctx, t: Transcript) -> None:
     stashes, ctx.stashes = ctx.stashes, []
     if not stashes:
         return
+    # how the source was written (separators, escaping, a document's layout), read from its
+    # bytes now: the text that showed it may be the text cut, so restore could not tell
+    style = source_style(t, document=True).to_json()
+    for _, st in stashes:
+        st["style"] = style
     if len(stashes) == 1:
         msg, stash = stashes[0]
         info = ctx.put(jsonio.dumps(stash), kind="source", source=ctx.source(t, msg, None, "message"))
