@@ -119,29 +119,60 @@ def parse_exact(text: str) -> Any:
 # a fraction or an exponent, an integer of 19 digits or more, and ``-0``; the scans match
 # only those, so the common integers cost nothing. A search that starts with a literal
 # character is fast: three such scans beat one over the class [:,[]. Tokens inside strings
-# match too ("took: 0.50s" in a tool output); a match counts only where an even number of
-# string quotes comes before it, so such a record keeps orjson's fast reading.
+# match too ("took: 0.50s" in a tool output) and are told apart: a ':' outside strings
+# always follows a key's closing quote; after ',' or '[', a match counts only where an even
+# number of the strings' quotes comes before it.
 _TOKEN = rb"(-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|-?[0-9]{19,}|-0(?![0-9]))"
-_SCANS = tuple(re.compile(sep + rb"[ \t\r\n]*" + _TOKEN) for sep in (rb":", rb",", rb"\["))
+_VALUE, _ITEM, _FIRST = (re.compile(sep + rb"[ \t\r\n]*" + _TOKEN) for sep in (rb":", rb",", rb"\["))
 
 
 def needs_exact(data: bytes) -> bool:
     """Whether orjson would change a number of ``data`` (an object or an array): an integer
     beyond 64 bits, ``-0``, or a float whose text is not the one written back."""
-    hits = sorted(m.start(1) for scan in _SCANS for m in scan.finditer(data) if _changes(m.group(1)))
+    hits = []  # matches told apart by counting quotes
+    for m in _VALUE.finditer(data):
+        if _changes(m.group(1)):
+            key = _after_key(data, m.start())
+            if key:
+                return True
+            if key is None:
+                hits.append(m.start(1))
+    hits.extend(m.start(1) for scan in (_ITEM, _FIRST) for m in scan.finditer(data) if _changes(m.group(1)))
     if not hits:
         return False
     # Escapes blanked at the same offsets (pairs of backslashes first, as JSON reads them),
-    # the quotes left are the strings' own: a match is outside every string when an even
-    # number of them comes before it. Linear on any input, JSON or not.
+    # the quotes left are the strings' own. Linear on any input, JSON or not.
     quotes = data.replace(b"\\\\", b"  ").replace(b'\\"', b"  ")
     seen, last = 0, 0
-    for at in hits:
+    for at in sorted(hits):
         seen += quotes.count(b'"', last, at)
         last = at
         if not seen & 1:
             return True
     return False
+
+
+_BLANK = b" \t\r\n"
+
+
+def _after_key(data: bytes, colon: int) -> bool | None:
+    """Whether the ':' at ``colon`` follows an object's key: True after a quote that closes
+    a string, False where it is text of a string (no quote before it, or an escaped one),
+    None when the quote may open one (it follows a '{', '[', ',' or ':')."""
+    j = colon - 1
+    while j >= 0 and data[j] in _BLANK:
+        j -= 1
+    if j < 0 or data[j] != 0x22:  # '"'
+        return False
+    k = j - 1
+    while k >= 0 and data[k] == 0x5C:  # '\\'
+        k -= 1
+    if k < j - 1:  # backslashes before the quote: text of a string, escaped or closed
+        return (j - 1 - k) % 2 == 0  # an odd run escapes the quote: inside a string
+    while k >= 0 and data[k] in _BLANK:
+        k -= 1
+    # an opening quote follows one of these (or nothing); a closing one may too ("{\"a,\": 1}")
+    return None if k < 0 or data[k] in b"{[,:" else True
 
 
 def _changes(tok: bytes) -> bool:

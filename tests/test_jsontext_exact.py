@@ -86,6 +86,15 @@ def test_a_later_array_item_counts() -> None:
     assert jsonio.dumps(jsonio.loads(b'{"a": ["x", 1.50]}'), jsontext.Style(", ", ": ")) == b'{"a": ["x", 1.50]}'
 
 
+def test_a_colon_is_a_key_separator_only_after_a_closing_quote() -> None:
+    assert not jsontext.needs_exact(b'[":-0"]')  # the quote before ':' opens a string
+    assert not jsontext.needs_exact(b'["x\\": 1.50"]')  # an escaped quote
+    assert jsontext.needs_exact(b'{":": 1.50}')  # a key that is ':'
+    assert jsontext.needs_exact(b'{"a,": 1.50}')  # a key that ends like a separator
+    assert jsontext.needs_exact(b'{"a\\\\": 1.50}')  # a key ending in an escaped backslash
+    assert jsontext.needs_exact(b'{"a" : 1.50}')
+
+
 def test_numbers_inside_strings_do_not_count() -> None:
     assert not jsontext.needs_exact(b'{"content": "Python: 3.10, took: 0.50s", "n": 3}')
     assert not jsontext.needs_exact(b'{"content": "args {\\"x\\": 1.50}"}')
