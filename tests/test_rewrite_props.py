@@ -6,7 +6,7 @@ bits, items of arrays), strings with escapes and non-ASCII text, in the source's
 Checked on window (drops messages) and truncate (cuts a tool output): the fields of the
 record and of each kept message, read back exactly (``jsontext.parse_exact``: every
 number with its text), are those of the source; truncate or trim, then restore, gives the
-file back byte for byte."""
+file back byte for byte, for dataset records, JSON documents and session files alike."""
 
 from __future__ import annotations
 
@@ -153,4 +153,46 @@ def test_restore_gives_the_record_back_byte_for_byte(tmp_path: Path, rec: tuple[
         tools_ops.trim_file(str(p), str(out), budget=50, cache=cache)
     assert out.read_bytes() != p.read_bytes()
     tools_ops.restore_file(str(out), str(back), cache=cache)
+    assert back.read_bytes() == p.read_bytes()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(records(), min_size=1, max_size=3), st.sampled_from([None, 2, 4]), st.booleans(), st.booleans())
+def test_a_document_comes_back_byte_for_byte(tmp_path: Path, recs: list[tuple[str, int]], indent: int | None,
+                                             ascii: bool, final_newline: bool) -> None:
+    """A JSON array of records, indented or on one line, escaped or raw, ending with a newline
+    or not: truncate, then restore, gives the file back."""
+    objs = [jsontext.parse_exact(r) for r, _ in recs]
+    data = jsontext.encode(objs, jsontext.Style(",", ": " if indent else ":", ascii, indent)) + (b"\n" if final_newline else b"")
+    p, out, back = tmp_path / "in.json", tmp_path / "out.json", tmp_path / "back.json"
+    p.write_bytes(data)
+    tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=20), cache=str(tmp_path / "cache"))
+    assert out.read_bytes() != data
+    tools_ops.restore_file(str(out), str(back), cache=str(tmp_path / "cache"))
+    assert back.read_bytes() == data
+
+
+SESSION_SAMPLES = ["claude_code_session.jsonl", "codex_rollout.jsonl", "codex_desktop_rollout.jsonl", "pi_session.jsonl",
+                   "gemini-jsonl_session.jsonl", "responses_items.jsonl"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.sampled_from(SESSION_SAMPLES), st.data())
+def test_a_session_file_with_any_numbers_comes_back_byte_for_byte(tmp_path: Path, name: str, data: st.DataObject) -> None:
+    """Session files (a JSON line per entry) with a field of any value added to some lines, in
+    the line's own style: truncate everything it can, then restore, gives the file back."""
+    src = Path(__file__).resolve().parent.parent / "samples" / name
+    lines = []
+    for raw in src.read_bytes().splitlines():
+        if raw.strip() and data.draw(st.booleans()):
+            text = raw.decode()
+            spaced = '", "' in text[:200]
+            text = text[:-1] + (", " if spaced else ",") + '"x_extra"' + (": " if spaced else ":") + dumps(data.draw(_values()), spaced, False) + "}"
+            raw = text.encode()
+        lines.append(raw)
+    p, out, back = tmp_path / ("in" + src.suffix), tmp_path / ("out" + src.suffix), tmp_path / ("back" + src.suffix)
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=3, max_bytes=200), include="all",
+                            cache=str(tmp_path / "cache"))
+    tools_ops.restore_file(str(out), str(back), cache=str(tmp_path / "cache"))
     assert back.read_bytes() == p.read_bytes()
