@@ -14,10 +14,12 @@ source was, and the unchanged parts inside it stay byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
@@ -103,15 +105,27 @@ def _constant(s: str) -> FloatText:
 _DECODER = json.JSONDecoder(parse_float=FloatText, parse_int=_parse_int, parse_constant=_constant)
 
 
-def parse_exact(text: str) -> Any:
-    """Parse with every float keeping its text and every integer exact (standard library).
-    Nesting as deep as orjson reads (1,024 levels) parses here too."""
+#: the recursion limit while a value is walked (:func:`deep`)
+WRITE_RECURSION = 6_000
+
+
+@contextlib.contextmanager
+def deep() -> Iterator[None]:
+    """Room for the frames a recursive walk of a value takes when it is nested as deeply as
+    the readers accept (orjson reads 1,024 levels); the usual limit comes back after."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, WRITE_RECURSION))
     try:
-        return _DECODER.decode(text)
+        yield
     finally:
         sys.setrecursionlimit(limit)
+
+
+def parse_exact(text: str) -> Any:
+    """Parse with every float keeping its text and every integer exact (standard library).
+    Nesting as deep as orjson reads (1,024 levels) parses here too."""
+    with deep():
+        return _DECODER.decode(text)
 
 
 # A number token outside a string follows ':' (an object value), '[' (an array's first
@@ -291,9 +305,6 @@ def _ascii_hint(raw: bytes) -> bool | None:
     return True if _NON_ASCII_ESCAPE.search(raw) is not None else None
 
 
-WRITE_RECURSION = 6_000
-
-
 def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes:
     """JSON bytes in ``style``; numbers read from a source keep their text.
 
@@ -318,16 +329,11 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
         return fast
     parts: list[str] = []
     enc = _Encoder(style, indent, parts)
-    # whatever the readers accept (orjson reads up to 1,024 levels) can be written: the
-    # recursive encoder gets the frames that takes, then the usual limit comes back
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, WRITE_RECURSION))
     try:
-        enc.value(obj, 0)
+        with deep():  # whatever the readers accept can be written
+            enc.value(obj, 0)
     except RecursionError:
         raise ValueError("JSON nested too deeply to write") from None
-    finally:
-        sys.setrecursionlimit(limit)
     text = "".join(parts)
     try:
         return text.encode("utf-8")

@@ -192,3 +192,26 @@ def test_stashes_point_at_output_refs_instead_of_copying_them(path: Path, tmp_pa
         for o in big:
             assert json.dumps(o, ensure_ascii=False)[1:-1].encode() not in s
             assert json.dumps(o)[1:-1].encode() not in s
+
+
+@pytest.mark.parametrize("op", ["truncate", "trim"])
+def test_a_message_nested_as_deep_as_the_readers_accept_is_stashed_and_restored(op: str, tmp_path: Path) -> None:
+    """A tool result with a field nested 1,000 levels deep (orjson reads 1,024): its stash is
+    walked for the texts already in refs without running out of frames (the bad-input suite,
+    seed 4242, case 2338: an internal error before)."""
+    deep = "[" * 1000 + "1" + "]" * 1000
+    big = json.dumps("\n".join(f"line {i}" for i in range(300)))
+    src = tmp_path / "deep.jsonl"
+    src.write_text('{"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": null, "tool_calls": '
+                   '[{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}, '
+                   '{"role": "tool", "tool_call_id": "c1", "content": ' + big + ', "meta": ' + deep + "}, "
+                   '{"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function", "function": '
+                   '{"name": "bash", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c2", "content": "ok"}]}\n')
+    short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
+    if op == "truncate":
+        tools_ops.truncate_file(str(src), str(short), limits=TIGHT, cache=tmp_path / "c")
+    else:
+        tools_ops.trim_file(str(src), str(short), budget=10, cache=tmp_path / "c")
+    assert len(short.read_bytes()) < len(src.read_bytes())
+    tools_ops.restore_file(str(short), str(back), cache=tmp_path / "c")
+    assert back.read_bytes() == src.read_bytes()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import jsonio
+from .. import jsonio, jsontext
 from ..cache import RefCache
 from ..formats.base import make_exact, source_style
 from ..model import Message, Transcript
@@ -91,7 +91,8 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
             return o if new is None else new
         return o
 
-    obj = walk(item.get("obj"))
+    with jsontext.deep():  # a source line nested as deeply as the readers accept
+        obj = walk(item.get("obj"))
     if found:
         item["obj"] = obj
         item["refs_at"] = found
