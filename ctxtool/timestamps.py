@@ -20,9 +20,8 @@ def parse(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        secs = value / 1000 if value > 1e11 else value
-        try:
-            return datetime.fromtimestamp(secs, UTC)
+        try:  # an integer too large for a float overflows in the division already
+            return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC)
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str) and value:

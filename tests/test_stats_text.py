@@ -95,3 +95,14 @@ def test_json_model_and_timestamps() -> None:
         t = pi["transcripts"][0]
         assert (t["model"], t["first_timestamp"], t["last_timestamp"]) == (
             "claude-opus-4-5", "2025-12-08T22:41:05.306Z", "2025-12-09T01:26:35.570Z")
+
+
+def test_a_timestamp_no_clock_can_hold_is_no_time() -> None:
+    """An epoch number past any date (an integer too large for a float, or past year 9999)
+    is read as no time, not an internal error (bad-input suite, seed 9, case 671)."""
+    from ctxtool.timestamps import parse
+
+    assert parse(10**400) is None and parse(-(10**400)) is None
+    assert parse(1e300) is None
+    assert parse(1_700_000_000_000) is not None  # milliseconds
+    assert parse(1_700_000_000) is not None  # seconds
