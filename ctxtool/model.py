@@ -339,6 +339,14 @@ class Compaction:
     lines: list[Line] = field(default_factory=list)
     dirty: bool = False
 
+    def __post_init__(self) -> None:
+        # as for a block: a value of the wrong type is the source's shape, an input error
+        tb = self.tokens_before
+        if not isinstance(self.summary, str) or not _opt_str(self.first_kept_id) or not (
+            tb is None or (isinstance(tb, int) and not isinstance(tb, bool))
+        ):
+            raise TypeError("compaction: summary and first kept id must be strings, tokens before an integer")
+
 
 Entry = Message | Record | Cont | Compaction
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -261,3 +262,23 @@ def test_bad_lines(tmp_path: Path) -> None:
     [t] = list(formats.read_source(open_source(p), "pi", policy))
     assert [e.line for e in policy.skipped] == [5, 6]
     assert len(t.messages) == 15
+
+
+@pytest.mark.parametrize("summary", ["NaN", "12", "[\"a\"]", "{\"text\": \"a\"}"])
+def test_a_compaction_whose_summary_is_not_text_is_an_input_error(summary: str, tmp_path: Path) -> None:
+    """A compaction entry's summary of another type is the source's shape: one error naming
+    the line (exit 3), not an internal error when its tokens are counted (bad-input suite,
+    seed 5150, case 4340: "summary": NaN through `check`)."""
+    import subprocess
+    import sys
+
+    lines = SAMPLE.read_text().splitlines()
+    k = next(i for i, x in enumerate(lines) if json.loads(x).get("type") == "compaction")
+    lines[k] = re.sub(r'"summary":"(?:[^"\\]|\\.)*"', '"summary":' + summary, lines[k], count=1)
+    assert '"summary":' + summary in lines[k]
+    bad = tmp_path / "pi.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    for cmd in (["check", "--context-window", "4000"], ["stats"], ["compact", "--dry-run"]):
+        r = subprocess.run([sys.executable, "-m", "ctxtool", *cmd, str(bad)], capture_output=True, text=True)
+        assert r.returncode == 3, (cmd, r.stderr)
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()] and f"pi.jsonl:{k + 1}: malformed pi entry" in r.stderr
