@@ -1,11 +1,12 @@
-"""The bad-input suite (issue 10): 2,000 seeded mutations of the samples and the real corpus
+"""The bad-input suite (issue 10): 6,000 seeded mutations of the samples and the real corpus
 (truncation, byte flips, BOM, CRLF, UTF-16, wrong types, NUL bytes, huge numbers, deep
 nesting, line damage, empty files) through every command that reads a transcript.
 
 No case may end as an internal error (exit 1) or show a traceback; a failure is one
 ``ctxtool: error:`` line naming the file; the input is never modified; a failed command
 leaves nothing at its output path. The seed is fixed, so CI runs the same cases every time;
-``CTXTOOL_BADINPUT_SEED``/``CTXTOOL_BADINPUT_CASES`` explore others.
+``CTXTOOL_BADINPUT_SEED``/``CTXTOOL_BADINPUT_CASES`` explore others (``python tests/badinput.py
+--cases N --seed S`` by hand: seeds 9, 77, 4242 and 5150 found the last internal errors).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import badinput
 import pytest
 
 SEED = int(os.environ.get("CTXTOOL_BADINPUT_SEED", "20261123"))
-CASES = int(os.environ.get("CTXTOOL_BADINPUT_CASES", "2000"))
+CASES = int(os.environ.get("CTXTOOL_BADINPUT_CASES", "6000"))
 CHUNKS = 16  # spread over the test workers
 
 
