@@ -40,11 +40,9 @@ def openai_conversation(draw):  # type: ignore[no-untyped-def]
 
 
 def _roundtrip(src_bytes: bytes, fmt: str | None = None) -> tuple[list, bytes, bytes]:  # type: ignore[type-arg]
-    from ctxtool.jsonio import open_source
-
-    p = Path("/dev/null")  # unused; sources are built from bytes below
-    del p
     import tempfile
+
+    from ctxtool.jsonio import open_source
 
     with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as f:
         f.write(src_bytes)
