@@ -114,6 +114,21 @@ def _output_kind(path: str) -> tuple[str, str]:
     return "special", path
 
 
+def seen_at_end(path: str | Path | None) -> bool:
+    """Whether an output's bytes reach a reader only when :func:`atomic_output` ends: a
+    regular file or a new path (renamed into place), a URL (uploaded whole); not stdout
+    (``None``, ``-``), a FIFO or a device, written as they come. A run may then gather what
+    it stores beside its output (refs, in packs) and store it just before the output is seen."""
+    if path is None or str(path) == "-":
+        return False
+    if urls.is_url(str(path)):
+        return True
+    try:
+        return _output_kind(urls.local(str(path)))[0] == "file"
+    except CtxtoolError:  # a directory or a symlink loop: atomic_output says so
+        return False
+
+
 def _compressed_name(name: str | None) -> bool:
     return (name or "").lower().endswith((".gz", ".zst"))
 

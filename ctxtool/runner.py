@@ -97,6 +97,9 @@ class RunContext:
     events: EventLog | None = None
     worker: bool = False
     to: str | None = None
+    #: the output is seen only when the run ends (a file renamed into place, an upload, no
+    #: output at all): the task may gather what it stores beside it, and store it at ``flush``
+    at_end: bool = False
 
 
 class Task(Generic[R]):
@@ -131,6 +134,10 @@ class Task(Generic[R]):
         reject it, or return the positions to write again as they were read (``last``: the
         rewrite itself: accept or raise)."""
         return ()
+
+    def flush(self) -> None:
+        """Store what the output written so far names (refs gathered for packs): called once
+        the transcripts are written, before the output replaces anything or reaches a reader."""
 
     def finish(self) -> R:
         raise NotImplementedError

@@ -29,6 +29,7 @@ from . import formats, jsonio
 from .errors import CtxtoolError, ExitCode
 from .formats.base import ErrorPolicy
 from .model import Transcript
+from .outputs import seen_at_end
 
 if TYPE_CHECKING:
     from .events import EventLog
@@ -138,7 +139,8 @@ def write_checked(
     pairs: list[tuple[Transcript, Transcript]] | None = None,
 ) -> None:
     """Write ``ts`` to ``output`` atomically (``to``: in that format, else the first one's),
-    ``check`` seeing the finished file first. With ``task`` and ``pairs`` (filled by the
+    ``check`` seeing the finished file first. ``task.flush`` stores what the output names
+    (refs) once it is written, before it is seen. With ``task`` and ``pairs`` (filled by the
     :class:`TaskStream` that produces ``ts``), ``task.check`` sees it too and may name
     positions to write as they were read: the file is then written again and checked once
     more (``last``: the task must accept it or raise)."""
@@ -146,6 +148,8 @@ def write_checked(
     if task is None or pairs is None:
         with jsonio.atomic_output(output, check) as out:
             formats.write(ts, out, target)
+            if task is not None:
+                task.flush()  # what the output names is stored before the output is seen
         return
 
     def checked(last: bool) -> Callable[[str], None]:
@@ -163,10 +167,12 @@ def write_checked(
     try:
         with jsonio.atomic_output(output, checked(False)) as out:
             formats.write(ts, out, target)
+            task.flush()
     except _Rewrite as r:
         pairs[:] = [(o, o if i in r.positions else w) for i, (o, w) in enumerate(pairs)]
         with jsonio.atomic_output(output, checked(True)) as out:
             formats.write([w for _, w in pairs], out, target)
+            task.flush()
 
 
 def run_serial(
@@ -185,7 +191,8 @@ def run_serial(
     from .runner import FileRun, RunContext
 
     policy = ErrorPolicy(on_error)
-    task = op.start(RunContext(name, policy, log, to=to))
+    at_end = output is None or seen_at_end(output)
+    task = op.start(RunContext(name, policy, log, to=to, at_end=at_end))
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output and output is not None else None
     stream = TaskStream(task, policy, threads, progress, read_first=op.read_first, keep_failed=op.keep_failed,
                         pairs=pairs)

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from io_pipes import run_ctxtool
 
-from ctxtool import tools_ops
+from ctxtool import runner, tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.cache.packs import MAGIC, PACK_MIN
 from ctxtool.errors import CtxtoolError, ExitCode
@@ -107,10 +108,10 @@ def test_verify_finds_a_damaged_entry_and_a_damaged_pack(tmp_path: Path) -> None
     assert len(v.missing) == len(outs) and not v.clean
 
 
-def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_path: Path) -> None:
-    src = tmp_path / "in.jsonl"
-    with src.open("w") as fh:
-        for k in range(120):
+def dataset(path: Path, n: int = 120) -> Path:
+    """``n`` records, each with one tool output of 400 lines (cut by seed 004's limits)."""
+    with path.open("w") as fh:
+        for k in range(n):
             out = "".join(f"record {k}: row {i} of the listing\n" for i in range(400))
             rec = {"id": f"r{k}", "messages": [
                 {"role": "user", "content": "list it"},
@@ -119,6 +120,11 @@ def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_p
                 {"role": "tool", "tool_call_id": f"c{k}", "content": out},
             ]}
             fh.write(json.dumps(rec) + "\n")
+    return path
+
+
+def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_path: Path) -> None:
+    src = dataset(tmp_path / "in.jsonl")
     cache = tmp_path / "cache"
     short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
     rep = tools_ops.truncate_file(str(src), str(short), limits=PRESETS["seed004"], cache=cache, jobs=2)
@@ -126,7 +132,7 @@ def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_p
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 2
     serial = tmp_path / "serial.jsonl"
     tools_ops.truncate_file(str(src), str(serial), limits=PRESETS["seed004"], cache=tmp_path / "c2", jobs=1)
-    assert short.read_bytes() == serial.read_bytes()  # the same output, refs in files or packs
+    assert short.read_bytes() == serial.read_bytes()  # the same output, from one process or two
     again = tools_ops.truncate_file(str(src), str(tmp_path / "again.jsonl"), limits=PRESETS["seed004"], cache=cache, jobs=2)
     assert again.refs_written == 0  # found in the packs
     tools_ops.restore_file(str(short), str(back), cache=cache, jobs=2)
@@ -182,3 +188,39 @@ def test_packs_on_object_storage_are_read_verified_and_collected() -> None:
     res = c.gc({sha(outs[0])}, dry_run=False)
     assert len(res.deleted) == len(outs) - 1 and c.read_text(sha(outs[0])) == outs[0]
     assert c.verify().ok == 1
+
+
+def test_one_process_writing_a_file_stores_its_refs_in_packs_before_the_file_is_seen(tmp_path: Path) -> None:
+    """A file output is renamed into place at the end: its refs are gathered into packs
+    (not a file each) and stored before that, so every ref the output names exists by the
+    time anything can read it (the check sees the finished output before it replaces anything)."""
+    src = dataset(tmp_path / "in.jsonl", 60)
+    cache, out = tmp_path / "cache", tmp_path / "short.jsonl"
+    seen: list[int] = []
+
+    def check(tmp: str) -> None:
+        named = tools_ops.referenced_refs([tmp], "openai")
+        c = RefCache(cache)
+        assert len(named) == 120 and all(c.exists(r) for r in named)
+        seen.append(len(named))
+
+    op = tools_ops.TruncateOp(cache=str(cache), limits=PRESETS["seed004"])
+    runner.run_file(op, str(src), str(out), jobs=1, check=check)
+    assert seen == [120]
+    assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
+    back = tmp_path / "back.jsonl"
+    tools_ops.restore_file(str(out), str(back), cache=cache, jobs=1)
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_one_process_writing_to_stdout_stores_each_ref_as_it_goes(tmp_path: Path) -> None:
+    """stdout (or a FIFO) is read while it is written: each ref is a file of its own, stored
+    before the line naming it is written; the bytes are those of the file output."""
+    src = dataset(tmp_path / "in.jsonl", 30)
+    cache = tmp_path / "cache"
+    r = run_ctxtool("truncate", "--preset", "seed004", "-j", "1", str(src), cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert len(list((cache / "refs").iterdir())) == 60 and not (cache / "packs").exists()
+    out = tmp_path / "short.jsonl"
+    tools_ops.truncate_file(str(src), str(out), limits=PRESETS["seed004"], cache=tmp_path / "c2", jobs=1)
+    assert r.stdout == out.read_bytes()

@@ -28,8 +28,9 @@ class _OpsTask(Task[OpsReport]):
     def __init__(
         self, op: _CacheOp, rctx: RunContext, fn: Callable[[Ctx, Transcript], None], budget: int | None = None
     ) -> None:
-        # a worker's output part is joined only after it finishes: its refs go in packs
-        self.cache = RefCache(op.cache, pack=rctx.worker)
+        # an output seen only at the end (a file, a worker's part): the refs go in packs,
+        # stored at flush(), before it is seen; stdout and FIFOs get a file per ref at once
+        self.cache = RefCache(op.cache, pack=rctx.at_end)
         tok = get_tokenizer(op.tokenizer)
         if rctx.worker and isinstance(tok, TiktokenTokenizer):
             tok.threads = 1  # one process per core already
@@ -48,6 +49,9 @@ class _OpsTask(Task[OpsReport]):
         item: dict[str, Any] = {"transcript": t.label, "path": t.path, "index": t.index, "id": t.id}
         item.update((k, getattr(rep, k) - b) for k, b in zip(SUMMED[1:], before, strict=True))
         rep.items.append(item)
+
+    def flush(self) -> None:
+        self.cache.flush()
 
     def finish(self) -> OpsReport:
         self.cache.flush()
