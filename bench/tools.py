@@ -38,6 +38,31 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
     )
 
 
+def _floor(path: Path, row: Callable[..., None], label: str = "") -> None:
+    """The truncate row's floor (bench/floor_truncate.py): the work no truncate can skip, as a
+    whole process, against stats over the same file, interleaved."""
+    import statistics
+
+    from bench.run import CTXTOOL, REPEAT, ROOT, run_process, spread
+
+    floor_cmd = [sys.executable, "-m", "bench.floor_truncate", str(path)]
+    st: list[float] = []
+    fl: list[float] = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(REPEAT):
+        st.append(run_process([*CTXTOOL, "stats", str(path)]))
+        fl.append(run_process(floor_cmd, env=env))
+    ratios = [s / f for s, f in zip(sorted(st), sorted(fl), strict=False)]
+    row(
+        "floor: parse, cut (toolout.truncate_text), sha256 and zstd each output truncate cuts; no output"
+        + (f" [{label}]" if label else ""),
+        f"{statistics.median(fl):.2f} s",
+        f"stats {statistics.median(st):.2f} s",
+        spread(ratios) + " of stats' speed",
+        "(the best the truncate row can read)",
+    )
+
+
 def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None = None) -> None:
     # Both as the command runs them, whole processes (a dataset file: one process per core),
     # interleaved. stats only reads (from the page cache); truncate also writes the output and
@@ -53,9 +78,11 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     shm = Path("/dev/shm")
     places = [("memory, /dev/shm", shm)] if shm.is_dir() and os.access(shm, os.W_OK) else []
     places.append(("disk", big.parent))
+    _floor(big, row)
     for where, base in places:
         _versus_stats(big, where, base, row)
     if sessions is not None:
+        _floor(sessions, row, sessions.name)
         _versus_stats(sessions, *places[0], row, sessions.name)
 
     from bench.gen import generate
