@@ -138,6 +138,14 @@ def peer_whole(name: str, path: Path, repeat: int = REPEAT) -> tuple[list[float]
     return [run_process(args, env=env) for _ in range(repeat)], result
 
 
+def floor_times(name: str, path: Path, repeat: int = REPEAT) -> list[float]:
+    """A floor of bench/floors.py (``truncate``, ``tokens``) timed as a whole process."""
+    args = [sys.executable, "-m", "bench.floors", name, str(path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run_process(args, env=env)  # warm the page cache
+    return [run_process(args, env=env) for _ in range(repeat)]
+
+
 def ctxtool_json(args: Sequence[str]) -> dict[str, Any]:
     out = subprocess.run([*CTXTOOL, *args, "--json"], capture_output=True, text=True, check=True)
     data: dict[str, Any] = json.loads(out.stdout)
@@ -199,9 +207,10 @@ def in_process(fn: Callable[[], object]) -> list[float]:
 def bench_peers(small: Path, label: str = "") -> None:
     """ctxtool's whole process against each peer's loop alone (the issue's measure), each
     followed by the same as whole processes (the peer's script: python, its imports, the loop
-    once; no target). The first row is the floor of that measure: a whole python process that
+    once; no target). The first rows are the floors of that measure: a whole python process that
     only parses the file (the orjson loop script) against the count_tokens_approximately
-    loop: no tool in a python process can be faster than its own parse."""
+    loop: no tool in a python process can be faster than its own parse; and one that only
+    parses and counts exactly (bench/floors.py tokens) against litellm's loop."""
     on = f" [{label}]" if label else ""
     lc = peer_times("lc_count", small)
     if lc is not None:
@@ -210,6 +219,13 @@ def bench_peers(small: Path, label: str = "") -> None:
         row(f"floor: orjson loop script (parse only, whole process) vs count_tokens_approximately loop{on}",
             f"{statistics.median(floor):.2f} s", f"count_tokens_approximately loop {statistics.median(lc):.2f} s",
             spread(ratios), "(the best any whole process can reach)")
+    lite = peer_times("litellm_count", small)
+    if lite is not None:
+        floor = floor_times("tokens", small)
+        ratios = [p / o for p, o in zip(sorted(lite), sorted(floor), strict=False)]
+        row(f"floor: the exact count alone (bench/floors.py tokens: parse, o200k_base, one process per core, whole "
+            f"process) vs token_counter loop{on}", f"{statistics.median(floor):.2f} s",
+            f"token_counter loop {statistics.median(lite):.2f} s", spread(ratios), "(the best an exact count can reach)")
     with tempfile.TemporaryDirectory() as d:
         out = str(Path(d) / "w.jsonl")
         for name, ours, peer, what in (

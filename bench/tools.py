@@ -39,19 +39,17 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
 
 
 def _floor(path: Path, row: Callable[..., None], label: str = "") -> None:
-    """The truncate row's floor (bench/floor_truncate.py): the work no truncate can skip, as a
+    """The truncate row's floor (bench/floors.py): the work no truncate can skip, as a
     whole process, against stats over the same file, interleaved."""
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, ROOT, run_process, spread
+    from bench.run import CTXTOOL, REPEAT, floor_times, run_process, spread
 
-    floor_cmd = [sys.executable, "-m", "bench.floor_truncate", str(path)]
     st: list[float] = []
     fl: list[float] = []
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(REPEAT):
+    for _ in range(REPEAT):  # interleaved
         st.append(run_process([*CTXTOOL, "stats", str(path)]))
-        fl.append(run_process(floor_cmd, env=env))
+        fl.extend(floor_times("truncate", path, repeat=1))
     ratios = [s / f for s, f in zip(sorted(st), sorted(fl), strict=False)]
     row(
         "floor: parse, cut (toolout.truncate_text), sha256 and zstd each output truncate cuts; no output"
