@@ -68,34 +68,35 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
             item["cut"] = cuts
         return
     found: list[list[Any]] = []
-    path: list[Any] = []  # where walk is (copied into ``found`` at a hit)
-
-    def walk(o: Any) -> Any:
-        """``o``, or a copy with the big texts taken out (None in their place)."""
-        if isinstance(o, str):
-            ref = big.get(o) if len(o) >= STASH_DEDUPE_CHARS else None
-            if ref is not None:
-                found.append([*path, ref])
-                return None
-            return o
-        if isinstance(o, (dict, list)):
-            new: Any = None  # the copy, made at the first child that changes
-            for k, v in o.items() if isinstance(o, dict) else enumerate(o):
-                path.append(k)
-                w = walk(v)
-                path.pop()
-                if w is not v:
-                    if new is None:
-                        new = dict(o) if isinstance(o, dict) else list(o)
-                    new[k] = w
-            return o if new is None else new
-        return o
-
     with jsontext.deep():  # a source line nested as deeply as the readers accept
-        obj = walk(item.get("obj"))
+        obj = _without(item.get("obj"), big, [], found)
     if found:
         item["obj"] = obj
         item["refs_at"] = found
+
+
+def _without(o: Any, big: _BigTexts, path: list[Any], found: list[list[Any]]) -> Any:
+    """``o``, or a copy with the big texts taken out (None in their place); each one's path
+    and ref appended to ``found``. (A function of its own, not a closure: a recursive closure
+    is a reference cycle per call, left for the cyclic collector.)"""
+    if isinstance(o, str):
+        ref = big.get(o) if len(o) >= STASH_DEDUPE_CHARS else None
+        if ref is not None:
+            found.append([*path, ref])
+            return None
+        return o
+    if isinstance(o, (dict, list)):
+        new: Any = None  # the copy, made at the first child that changes
+        for k, v in o.items() if isinstance(o, dict) else enumerate(o):
+            path.append(k)
+            w = _without(v, big, path, found)
+            path.pop()
+            if w is not v:
+                if new is None:
+                    new = dict(o) if isinstance(o, dict) else list(o)
+                new[k] = w
+        return o if new is None else new
+    return o
 
 
 def unstash_refs(item: dict[str, Any], cache: RefCache) -> dict[str, Any]:
