@@ -114,6 +114,35 @@ def _output_kind(path: str) -> tuple[str, str]:
     return "special", path
 
 
+#: a streamed output's bytes held at most (:class:`HeldOutput`)
+HOLD_BYTES = 4 << 20
+
+
+class HeldOutput:
+    """A streamed output's bytes held back until ``ready`` has run, then passed on, about
+    ``limit`` bytes at a time. ``ready`` stores what the bytes name (a run's refs, gathered
+    into packs), so a reader of stdout or a FIFO never meets a ref that is not stored yet.
+    :meth:`release` passes on the rest."""
+
+    def __init__(self, out: IO[bytes], ready: Callable[[], None], limit: int = HOLD_BYTES) -> None:
+        self._out, self._ready, self._limit = out, ready, limit
+        self._held: list[bytes] = []
+        self._size = 0
+
+    def write(self, b: bytes) -> int:
+        self._held.append(bytes(b))
+        self._size += len(b)
+        if self._size >= self._limit:
+            self.release()
+        return len(b)
+
+    def release(self) -> None:
+        self._ready()
+        if self._held:
+            self._out.write(b"".join(self._held))
+            self._held, self._size = [], 0
+
+
 def seen_at_end(path: str | Path | None) -> bool:
     """Whether an output's bytes reach a reader only when :func:`atomic_output` ends: a
     regular file or a new path (renamed into place), a URL (uploaded whole); not stdout

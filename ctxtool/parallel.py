@@ -52,7 +52,7 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
     """Run one :class:`RangeJob` (in any process, on any machine that sees the file)."""
     policy = ErrorPolicy(job.on_error)
     log = EventLog(None) if job.events else None
-    task = job.op.start(RunContext(job.path, policy, log, worker=True, at_end=True))  # parts are joined after
+    task = job.op.start(RunContext(job.path, policy, log, worker=True))
     f = formats.get_format(job.format)
     stream = TaskStream(task, policy, job.threads, read_first=job.op.read_first, keep_failed=job.op.keep_failed)
     try:

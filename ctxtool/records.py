@@ -78,7 +78,7 @@ def process(
         raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.runner.run_file",
                            path=path, line=line)
     log = EventLog(None) if events else None
-    task = op.start(RunContext(path, policy, log, worker=True, at_end=True))
+    task = op.start(RunContext(path, policy, log, worker=True))
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output else None
     stream = TaskStream(task, policy, read_first=op.read_first, keep_failed=op.keep_failed, pairs=pairs)
     try:

@@ -97,9 +97,6 @@ class RunContext:
     events: EventLog | None = None
     worker: bool = False
     to: str | None = None
-    #: the output is seen only when the run ends (a file renamed into place, an upload, no
-    #: output at all): the task may gather what it stores beside it, and store it at ``flush``
-    at_end: bool = False
 
 
 class Task(Generic[R]):
@@ -135,9 +132,14 @@ class Task(Generic[R]):
         rewrite itself: accept or raise)."""
         return ()
 
+    #: the task gathers what it stores beside the output (refs, into packs) until ``flush``:
+    #: an output read as it is written (stdout, a FIFO) is held back until then
+    gathers: ClassVar[bool] = False
+
     def flush(self) -> None:
-        """Store what the output written so far names (refs gathered for packs): called once
-        the transcripts are written, before the output replaces anything or reaches a reader."""
+        """Store what the output written so far names (refs gathered for packs): called before
+        any of it replaces a file or reaches a reader (:func:`ctxtool.serial.write_checked`;
+        a worker's part is joined after ``finish``)."""
 
     def finish(self) -> R:
         raise NotImplementedError

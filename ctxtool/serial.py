@@ -29,7 +29,7 @@ from . import formats, jsonio
 from .errors import CtxtoolError, ExitCode
 from .formats.base import ErrorPolicy
 from .model import Transcript
-from .outputs import seen_at_end
+from .outputs import HeldOutput, seen_at_end
 
 if TYPE_CHECKING:
     from .events import EventLog
@@ -140,16 +140,22 @@ def write_checked(
 ) -> None:
     """Write ``ts`` to ``output`` atomically (``to``: in that format, else the first one's),
     ``check`` seeing the finished file first. ``task.flush`` stores what the output names
-    (refs) once it is written, before it is seen. With ``task`` and ``pairs`` (filled by the
+    (refs) before it is seen: once it is written, or, for stdout or a FIFO, read as it is
+    written, before each chunk is passed on. With ``task`` and ``pairs`` (filled by the
     :class:`TaskStream` that produces ``ts``), ``task.check`` sees it too and may name
     positions to write as they were read: the file is then written again and checked once
     more (``last``: the task must accept it or raise)."""
     target = formats.get_format(to) if to else None
     if task is None or pairs is None:
         with jsonio.atomic_output(output, check) as out:
-            formats.write(ts, out, target)
-            if task is not None:
-                task.flush()  # what the output names is stored before the output is seen
+            # stdout or a FIFO, read as it is written: held in chunks until what they name is stored
+            streamed = task is not None and task.gathers and check is None and not seen_at_end(output)
+            held = HeldOutput(out, task.flush) if streamed and task is not None else None
+            formats.write(ts, held or out, target)
+            if held is not None:
+                held.release()
+            elif task is not None:
+                task.flush()  # before the output is seen
         return
 
     def checked(last: bool) -> Callable[[str], None]:
@@ -191,8 +197,7 @@ def run_serial(
     from .runner import FileRun, RunContext
 
     policy = ErrorPolicy(on_error)
-    at_end = output is None or seen_at_end(output)
-    task = op.start(RunContext(name, policy, log, to=to, at_end=at_end))
+    task = op.start(RunContext(name, policy, log, to=to))
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output and output is not None else None
     stream = TaskStream(task, policy, threads, progress, read_first=op.read_first, keep_failed=op.keep_failed,
                         pairs=pairs)

@@ -4,8 +4,14 @@ read, listed, verified and collected by its id like a ref file."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import IO, cast
 
 import pytest
 from io_pipes import run_ctxtool
@@ -14,6 +20,7 @@ from ctxtool import runner, tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.cache.packs import MAGIC, PACK_MIN
 from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.outputs import HeldOutput
 from ctxtool.toolout import PRESETS
 
 
@@ -213,14 +220,63 @@ def test_one_process_writing_a_file_stores_its_refs_in_packs_before_the_file_is_
     assert back.read_bytes() == src.read_bytes()
 
 
-def test_one_process_writing_to_stdout_stores_each_ref_as_it_goes(tmp_path: Path) -> None:
-    """stdout (or a FIFO) is read while it is written: each ref is a file of its own, stored
-    before the line naming it is written; the bytes are those of the file output."""
+def test_one_process_writing_to_stdout_holds_each_chunk_until_its_refs_are_stored(tmp_path: Path) -> None:
+    """stdout (or a FIFO) is read while it is written: the output is passed on in chunks,
+    each after the refs it names are stored (in packs too); the bytes are the file output's."""
     src = dataset(tmp_path / "in.jsonl", 30)
     cache = tmp_path / "cache"
     r = run_ctxtool("truncate", "--preset", "seed004", "-j", "1", str(src), cache=cache)
     assert r.returncode == 0, r.stderr
-    assert len(list((cache / "refs").iterdir())) == 60 and not (cache / "packs").exists()
+    assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
     out = tmp_path / "short.jsonl"
     tools_ops.truncate_file(str(src), str(out), limits=PRESETS["seed004"], cache=tmp_path / "c2", jobs=1)
     assert r.stdout == out.read_bytes()
+
+
+def test_a_held_output_passes_nothing_on_before_what_it_names_is_stored() -> None:
+    sink = io.BytesIO()
+    stored: list[int] = []  # the bytes passed on when each store ran
+
+    def ready() -> None:
+        stored.append(len(sink.getvalue()))
+
+    held = HeldOutput(cast(IO[bytes], sink), ready, limit=10)
+    held.write(b"12345")
+    assert sink.getvalue() == b"" and stored == []  # held
+    held.write(b"678901")  # 11 bytes: stored first, then passed on
+    assert stored == [0] and sink.getvalue() == b"12345678901"
+    held.write(b"ab")
+    held.release()
+    assert stored == [0, 11] and sink.getvalue() == b"12345678901ab"
+
+
+def test_a_reader_of_stdout_finds_every_ref_a_line_names_when_it_reads_the_line(tmp_path: Path) -> None:
+    """An output of several chunks (more than HOLD_BYTES), read line by line while the command
+    runs: each ref a line names is already in the cache (a pack) when the line arrives."""
+    src = tmp_path / "in.jsonl"
+    with src.open("w") as fh:
+        for k in range(220):  # 30 KB kept per record: about 6.6 MB of output, two chunks or more
+            cut = "".join(f"record {k}: row {i} of the listing\n" for i in range(400))
+            rec = {"id": f"r{k}", "messages": [
+                {"role": "user", "content": f"{k} " + "keep this text " * 2000},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{k}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{k}", "content": cut},
+            ]}
+            fh.write(json.dumps(rec) + "\n")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "CTXTOOL_CACHE_DIR": str(cache)}
+    env.pop("CTXTOOL_DEBUG", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ctxtool", "truncate", "--preset", "seed004", "-j", "1", str(src)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    lines = named = 0
+    for line in proc.stdout:
+        refs = set(re.findall(rb"[0-9a-f]{64}", line))
+        c = RefCache(cache)
+        assert refs and all(c.exists(r.decode()) for r in refs), f"line {lines + 1} names a ref not stored yet"
+        lines += 1
+        named += len(refs)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    assert lines == 220 and named >= 440
+    assert len(list((cache / "packs").iterdir())) >= 2  # one per chunk

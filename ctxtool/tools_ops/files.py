@@ -25,12 +25,13 @@ from .truncate import trim, truncate
 
 
 class _OpsTask(Task[OpsReport]):
+    gathers = True  # refs, into packs (stored at flush)
+
     def __init__(
         self, op: _CacheOp, rctx: RunContext, fn: Callable[[Ctx, Transcript], None], budget: int | None = None
     ) -> None:
-        # an output seen only at the end (a file, a worker's part): the refs go in packs,
-        # stored at flush(), before it is seen; stdout and FIFOs get a file per ref at once
-        self.cache = RefCache(op.cache, pack=rctx.at_end)
+        # refs are gathered into packs, stored at flush() before the output naming them is seen
+        self.cache = RefCache(op.cache, pack=True)
         tok = get_tokenizer(op.tokenizer)
         if rctx.worker and isinstance(tok, TiktokenTokenizer):
             tok.threads = 1  # one process per core already
