@@ -103,14 +103,17 @@ def plan_window(
     max_messages: int = 100,
     max_chars: int = 500_000,
     keep_first_user: bool = True,
+    chars: Sequence[int] | None = None,
 ) -> tuple[list[bool], bool, bool]:
-    """Which messages to keep: ``(keep, kept_first_user, over_limit)``."""
+    """Which messages to keep: ``(keep, kept_first_user, over_limit)``. ``chars``: each
+    message's characters as :func:`message_chars` gives them, when the caller has them."""
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
         raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
     n = len(msgs)
     keep = [m.role == "system" for m in msgs]
-    chars = [0 if m.role == "system" else m.chars() for m in msgs]
+    if chars is None:
+        chars = message_chars(msgs)
     units = _units(msgs)
     if not units:
         return [True] * n, False, False
@@ -178,6 +181,11 @@ def plan_window(
     return keep, kept_first_user, over
 
 
+def message_chars(msgs: Sequence[Message]) -> list[int]:
+    """Each message's characters toward the limit (a system message: 0, it is always kept)."""
+    return [0 if m.role == "system" else m.chars() for m in msgs]
+
+
 def _contiguous_tail(chosen: set[int], last: int) -> set[int]:
     out = set()
     k = last
@@ -214,15 +222,17 @@ def window(
     """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
     strategy = normalize_strategy(strategy)
     msgs = t.messages
+    chars = message_chars(msgs)
     keep, kept_first, over = plan_window(
-        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
+        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user,
+        chars=chars,
     )
-    dropped = [i for i, k in enumerate(keep) if not k]
+    dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
     before_n = sum(1 for m in msgs if m.role != "system")
-    before_c = sum(m.chars() for m in msgs if m.role != "system")
+    before_c = sum(chars)
     dc = sum(len(msgs[i].tool_calls()) for i in dropped)
     dr = sum(len(msgs[i].tool_results()) for i in dropped)
-    dc_chars = sum(msgs[i].chars() for i in dropped)
+    dc_chars = sum(chars[i] for i in dropped)
     if dropped:
         t.remove({id(msgs[i]) for i in dropped})
     return WindowResult(
