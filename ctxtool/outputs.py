@@ -146,8 +146,8 @@ class HeldOutput:
 def seen_at_end(path: str | Path | None) -> bool:
     """Whether an output's bytes reach a reader only when :func:`atomic_output` ends: a
     regular file or a new path (renamed into place), a URL (uploaded whole); not stdout
-    (``None``, ``-``), a FIFO or a device, written as they come. A run may then gather what
-    it stores beside its output (refs, in packs) and store it just before the output is seen."""
+    (``None``, ``-``), a FIFO or a device, written as they come (what a run stores beside
+    such an output is stored chunk by chunk: :class:`HeldOutput`)."""
     if path is None or str(path) == "-":
         return False
     if urls.is_url(str(path)):

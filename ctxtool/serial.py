@@ -148,9 +148,9 @@ def write_checked(
     target = formats.get_format(to) if to else None
     if task is None or pairs is None:
         with jsonio.atomic_output(output, check) as out:
-            # stdout or a FIFO, read as it is written: held in chunks until what they name is stored
-            streamed = task is not None and task.gathers and check is None and not seen_at_end(output)
-            held = HeldOutput(out, task.flush) if streamed and task is not None else None
+            held = None
+            if task is not None and task.gathers and check is None and not seen_at_end(output):
+                held = HeldOutput(out, task.flush)  # stdout or a FIFO, read as it is written
             formats.write(ts, held or out, target)
             if held is not None:
                 held.release()
