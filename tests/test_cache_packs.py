@@ -269,14 +269,21 @@ def test_a_reader_of_stdout_finds_every_ref_a_line_names_when_it_reads_the_line(
     env.pop("CTXTOOL_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "ctxtool", "truncate", "--preset", "seed004", "-j", "1", str(src)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
     lines = named = 0
-    for line in proc.stdout:
-        refs = set(re.findall(rb"[0-9a-f]{64}", line))
-        c = RefCache(cache)
-        assert refs and all(c.exists(r.decode()) for r in refs), f"line {lines + 1} names a ref not stored yet"
-        lines += 1
-        named += len(refs)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    try:
+        for line in proc.stdout:
+            refs = set(re.findall(rb"[0-9a-f]{64}", line))
+            c = RefCache(cache)
+            assert refs and all(c.exists(r.decode()) for r in refs), f"line {lines + 1} names a ref not stored yet"
+            lines += 1
+            named += len(refs)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
     assert lines == 220 and named >= 440
     assert len(list((cache / "packs").iterdir())) >= 2  # one per chunk
