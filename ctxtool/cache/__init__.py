@@ -7,7 +7,7 @@ the user cache directory; a local path or an fsspec URL such as ``s3://bucket/ca
     refs/<sha256>             the content as one zstd frame (level 1), mode 0600; refs written
                               by older versions are zlib streams (as git stores loose objects),
                               told apart by their first bytes and read alike
-    packs/<task>.<rand>.pack  the refs a worker of a parallel run made, many to a file (a file
+    packs/<task>.<rand>.pack  the refs a truncate, trim or restore task made, many to a file (a file
                               per ref costs a file creation each): each entry stored as a ref
                               file is, found, read, verified and collected by its id alike
                               (:mod:`ctxtool.cache.packs`)

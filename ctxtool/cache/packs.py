@@ -1,10 +1,11 @@
-"""Ref packs: the refs one worker writes, many to a file (``packs/<task>.<random>.pack``).
+"""Ref packs: the refs one task writes, many to a file (``packs/<task>.<random>.pack``).
 
 A file per ref costs a file creation each, and on a disk that is most of the time of a
-large ``truncate`` (thousands of refs). A worker process of a parallel run
-(:mod:`ctxtool.parallel`) therefore gathers its new refs and writes them as one pack when
-it finishes (or whenever the pack reaches :data:`PACK_BYTES`), before its part of the
-output is joined into the output: a transcript never names a ref that is not stored.
+large ``truncate`` (thousands of refs). truncate, trim and restore therefore gather their
+new refs and write them as one pack whenever the pack reaches :data:`PACK_BYTES`, and when
+the task is flushed: before its output is seen (a file before it is renamed into place, a
+worker's part before it is joined, each chunk of stdout or a FIFO before it is passed on:
+:func:`ctxtool.serial.write_checked`). A transcript never names a ref that is not stored.
 A pack's name is its task's with a random suffix: a new pack never replaces one.
 
 A pack is written whole (a temporary file renamed, or one object) and never changed: gc
