@@ -138,11 +138,13 @@ def peer_whole(name: str, path: Path, repeat: int = REPEAT) -> tuple[list[float]
     return [run_process(args, env=env) for _ in range(repeat)], result
 
 
-def floor_times(name: str, path: Path, repeat: int = REPEAT) -> list[float]:
-    """A floor of bench/floors.py (``truncate``, ``tokens``) timed as a whole process."""
+def floor_times(name: str, path: Path, repeat: int = REPEAT, warm: bool = True) -> list[float]:
+    """A floor of bench/floors.py (``truncate``, ``tokens``) timed as a whole process
+    (``warm``: run once untimed first, for the page cache)."""
     args = [sys.executable, "-m", "bench.floors", name, str(path)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run_process(args, env=env)  # warm the page cache
+    if warm:
+        run_process(args, env=env)
     return [run_process(args, env=env) for _ in range(repeat)]
 
 

@@ -55,7 +55,7 @@ class _OpsTask(Task[OpsReport]):
         self.cache.flush()
 
     def finish(self) -> OpsReport:
-        self.cache.flush()
+        self.flush()
         return self.report
 
     def close(self) -> None:
