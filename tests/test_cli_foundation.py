@@ -97,6 +97,37 @@ def test_stats_human_table(chat_jsonl: Path) -> None:
     assert "assistant" in r.stdout and "tool calls" in r.stdout
 
 
+def test_text_from_transcripts_is_printed_as_it_is(tmp_path: Path) -> None:
+    """Tool names, ids and paths are data: brackets are not read as rich markup (``[/b]``
+    used to end the run with an internal error) nor ``:codes:`` as emoji."""
+    rec = {"id": "x[/y]z", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "[/b]:smile:", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out [red]x"}]}
+    f = tmp_path / "ids[bold].jsonl"
+    f.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "id": "q[/y]"}) + "\n")
+    r = invoke("stats", str(f))
+    assert r.exit_code == 0, r.stderr
+    assert "[/b]:smile:" in r.stdout and "ids[bold].jsonl#x[/y]z" in r.stdout and "ids[bold].jsonl#q[/y]" in r.stdout
+
+
+def test_an_existing_name_with_glob_characters_is_that_file(tmp_path: Path, chat_jsonl: Path) -> None:
+    """``run[1].jsonl`` names the file when it exists; otherwise it is a pattern (and
+    ``run[12].jsonl`` matches neither ``run1`` nor ``run2`` here: nothing matches)."""
+    lit = tmp_path / "run[1].jsonl"
+    lit.write_bytes(chat_jsonl.read_bytes())
+    r = invoke("stats", str(lit), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["totals"]["transcripts"] == 1 and "run[1].jsonl" in r.stdout
+    r = invoke("stats", str(tmp_path / "run[12].jsonl"))
+    assert r.exit_code == ExitCode.NOT_FOUND and "no file matches" in r.stderr
+    (tmp_path / "run2.jsonl").write_bytes(chat_jsonl.read_bytes())
+    r = invoke("stats", str(tmp_path / "run[12].jsonl"), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["totals"]["transcripts"] == 1
+    assert "run2.jsonl" in r.stdout and "run[1].jsonl" not in r.stdout
+
+
 def test_validate_clean_and_broken(chat_jsonl: Path, tmp_path: Path) -> None:
     assert invoke("validate", str(chat_jsonl)).exit_code == 0
     bad = tmp_path / "bad.jsonl"

@@ -171,3 +171,23 @@ def test_validate_reads_a_compressed_canonical_file_twice(tmp_path: Path) -> Non
     r = runner.invoke(app, ["validate", str(packed)])
     assert r.exit_code == 0, r.output
     assert "no problems" in r.stdout
+
+
+def test_detection_reads_ahead_a_bounded_number_of_bytes(tmp_path: Path) -> None:
+    """Format detection parses up to PEEK_LINES lines ahead, but stops after PEEK_BYTES (at
+    least PEEK_MIN_LINES lines): a split run's parent would otherwise parse megabytes of a
+    dataset of big records before its workers start. Every line is still read, in order."""
+    big = "x" * (300 << 10)
+    f = tmp_path / "big.jsonl"
+    f.write_text("".join(json.dumps({"id": str(i), "messages": [{"role": "user", "content": big}]}) + "\n"
+                         for i in range(40)))
+    src = jsonio.open_source(str(f))
+    assert len(src.peek) == jsonio.PEEK_MIN_LINES < 40
+    assert formats.detect(src).name == "openai"
+    assert [ln.obj["id"] for ln in src.lines()] == [str(i) for i in range(40)]
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps({"id": str(i), "messages": [{"role": "user", "content": "hi"}]}) + "\n"
+                             for i in range(100)))
+    src = jsonio.open_source(str(small))
+    assert len(src.peek) == jsonio.PEEK_LINES
+    src.close()

@@ -71,7 +71,7 @@ def stats(
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        prog = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=stderr_console(), transient=True)
+        prog = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=stderr_console(), transient=True)
         task = prog.add_task("reading", total=None)
         counter = [0]
 

@@ -225,18 +225,23 @@ def stdout_console() -> Any:
             raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
     if sys.stdout.isatty():
-        return StdoutConsole(soft_wrap=False)
+        return StdoutConsole(soft_wrap=False, **PLAIN)
     try:
         width = int(os.environ.get("COLUMNS") or 0)
     except ValueError:
         width = 0
-    return StdoutConsole(soft_wrap=False, width=max(width, 120))
+    return StdoutConsole(soft_wrap=False, width=max(width, 120), **PLAIN)
+
+
+#: what ctxtool prints is data (paths, ids, tool names, text from transcripts): never read
+#: as rich markup (``[/x]`` in a tool name would end the run) or emoji codes, not highlighted
+PLAIN: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
 
 
 def stderr_console() -> Any:
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, **PLAIN)
 
 
 def fmt_int(n: int | None) -> str:
