@@ -87,6 +87,10 @@ def head(p: Path) -> bytes:
 
 # -- mutations --------------------------------------------------------------------------
 WRONG_VALUES: list[object] = [None, 0, -1, 1.5, "", "x", [], {}, True, [1, "a"], {"a": None}]
+#: text that a terminal renderer could read as its own: rich markup, emoji codes, escapes
+NAME_KEYS = {"name", "id", "tool_name", "toolName", "model", "title", "call_id", "tool_call_id", "tool_use_id",
+             "sessionId", "session_id", "uuid"}
+MARKUP_TEXTS = ["[/b]", "[bold]x", "x[/y]z", ":smile:", "\u001b[31mred\u001b[0m", "a\rb", "[link=file:///etc]x[/link]"]
 NUMBER_TEXTS = [
     "9" * 5000,  # beyond Python's int string limit
     "123456789012345678901234567891",
@@ -200,6 +204,38 @@ def m_lines(data: bytes, rng: random.Random) -> bytes:
     return b"\n".join(lines)
 
 
+def m_markup(data: bytes, rng: random.Random) -> bytes:
+    """A string value (a tool name, an id, a text...) replaced by text a renderer could
+    mistake for its own markup: what ctxtool prints must show it as it is."""
+    lines = _lines(data)
+    idx = [i for i, ln in enumerate(lines) if ln.strip()[:1] in (b"{", b"[")]
+    i = rng.choice(idx) if len(idx) > 1 else -1
+    try:
+        obj = json.loads(lines[i] if i >= 0 else data)
+    except ValueError:
+        return data
+    strings = [p for p in _paths(obj) if p and isinstance(_at(obj, p), str)]
+    names = [p for p in strings if p[-1] in NAME_KEYS]  # what tables show: names, ids
+    if not strings:
+        return data
+    for path in names if names and rng.random() < 0.8 else [rng.choice(strings)]:
+        parent: object = obj
+        for k in path[:-1]:
+            parent = parent[k]  # type: ignore[index]
+        parent[path[-1]] = rng.choice(MARKUP_TEXTS)  # type: ignore[index]
+    new = json.dumps(obj, ensure_ascii=False).encode()
+    if i < 0:
+        return new
+    lines[i] = new
+    return b"\n".join(lines)
+
+
+def _at(obj: object, path: tuple[object, ...]) -> object:
+    for k in path:
+        obj = obj[k]  # type: ignore[index]
+    return obj
+
+
 def m_empty(data: bytes, rng: random.Random) -> bytes:
     return rng.choice([b"", b"\n\n", b"   ", b"\xef\xbb\xbf", b"{}", b"[]", b"null"])
 
@@ -216,6 +252,7 @@ MUTATIONS: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "deep": m_deep,
     "lines": m_lines,
     "empty": m_empty,
+    "markup": m_markup,
 }
 
 
