@@ -101,7 +101,10 @@ def window(
         title_justify="left",
     )
     for col in ("transcript", "msgs", "kept", "dropped", "calls dropped", "chars", "chars kept", "note"):
-        t.add_column(col, justify="left" if col in ("transcript", "note") else "right")
+        # one line a transcript: the label gives way (shortened with …), not the figures or the note
+        t.add_column(col, justify="left" if col in ("transcript", "note") else "right",
+                     no_wrap=col != "transcript", min_width=None if col == "transcript" else len(col),
+                     overflow="ellipsis")
     shown, t.caption = table_rows(reports, lambda r: (r.dropped, r.chars_before - r.chars_after), "with the most dropped")
     for r in shown:
         note = ", ".join(x for x in ("first user kept" if r.kept_first_user else "", "over limit" if r.over_limit else "") if x)
