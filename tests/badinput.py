@@ -19,6 +19,7 @@ import io
 import json
 import os
 import random
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -51,6 +52,10 @@ COMMANDS: list[list[str]] = [
     ["replay", "{in}", "--json", "--context-window", "4000"],
     ["compact", "{in}", "--force", "--keep-recent-tokens", "200", "-o", "{out}"],
 ]
+
+#: what no output for people may carry (an escape sequence would reach the terminal; JSON
+#: escapes these, so it never carries them either): C0 controls but tab and newline, DEL
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 #: exit statuses a command may end with on bad or odd input (1 is a bug; see the README)
 ALLOWED = {0, 2, 3, 4, 5, 6, 7, 8}
@@ -275,6 +280,7 @@ class Tally:
     inputs_modified: int = 0
     partial_outputs: int = 0
     unnamed_errors: int = 0
+    controls: int = 0
     failures: list[Outcome] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -282,12 +288,13 @@ class Tally:
         return (
             f"{self.cases} cases (exit statuses {exits}); tracebacks {self.tracebacks}, internal errors "
             f"{self.internal_errors}, inputs modified {self.inputs_modified}, partial outputs "
-            f"{self.partial_outputs}, errors not naming the file {self.unnamed_errors}"
+            f"{self.partial_outputs}, errors not naming the file {self.unnamed_errors}, "
+            f"control characters printed {self.controls}"
         )
 
 
-def run_cli(argv: list[str]) -> tuple[int, str]:
-    """Run ``ctxtool argv`` in this process: (exit status, stderr). stdout is discarded."""
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``ctxtool argv`` in this process: (exit status, stderr, stdout)."""
     from ctxtool.cli import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
@@ -301,7 +308,8 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
             code = int(e.code or 0)
         finally:
             sys.stdin = old_in
-    return code, err.getvalue()
+    out.flush()
+    return code, err.getvalue(), out.buffer.getvalue().decode("utf-8", "replace")  # type: ignore[attr-defined]
 
 
 def cases(seed: int, count: int) -> Iterator[tuple[str, str, bytes, list[str]]]:
@@ -327,7 +335,7 @@ def run_case(case: str, name: str, data: bytes, cmd: list[str], work: Path, tall
     out.parent.mkdir()
     argv = [a.replace("{in}", str(inp)).replace("{out}", str(out)) for a in cmd]
     before = hashlib.sha256(data).hexdigest()
-    code, err = run_cli(argv)
+    code, err, stdout = run_cli(argv)
     o = Outcome(case, argv, code, err)
     tally.cases += 1
     tally.exits[code] += 1
@@ -351,6 +359,9 @@ def run_case(case: str, name: str, data: bytes, cmd: list[str], work: Path, tall
         if len(errors) != 1 or name not in errors[0]:
             tally.unnamed_errors += 1
             o.problems.append("error line does not name the file")
+    if CONTROLS.search(err) or CONTROLS.search(stdout):
+        tally.controls += 1
+        o.problems.append("a control character reached the terminal")
     if o.problems:
         tally.failures.append(o)
 

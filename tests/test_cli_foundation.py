@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +111,36 @@ def test_text_from_transcripts_is_printed_as_it_is(tmp_path: Path) -> None:
     r = invoke("stats", str(f))
     assert r.exit_code == 0, r.stderr
     assert "[/b]:smile:" in r.stdout and "ids[bold].jsonl#x[/y]z" in r.stdout and "ids[bold].jsonl#q[/y]" in r.stdout
+
+
+def test_control_characters_from_transcripts_never_reach_the_terminal(tmp_path: Path) -> None:
+    """An escape sequence in a tool name or an id (a colour, OSC 52 setting the clipboard)
+    is shown as visible symbols in tables, in report lines and in error lines; --json
+    keeps the text exactly (JSON escapes it)."""
+    esc_name = "\x1b[31mRED\x1b[0m"
+    esc_id = "x\x1b]52;c;SGVsbG8=\x07y\x9b"
+    rec = {"id": esc_id, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": esc_name, "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out\n" * 3000}]}
+    f = tmp_path / "esc.jsonl"
+    f.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "id": "q"}) + "\n")
+    controls = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    for args in (["stats", str(f)], ["check", str(f), "--context-window", "100"],
+                 ["window", str(f), "--max-messages", "2", "-o", str(tmp_path / "w.jsonl")]):
+        r = invoke(*args)
+        assert r.exit_code in (0, 5), (args, r.stderr)
+        assert not controls.search(r.stdout) and not controls.search(r.stderr), args
+    r = invoke("stats", str(f))
+    assert "\u241b[31mRED\u241b[0m" in r.stdout and "x\u241b]52;c;SGVsbG8=\u2407y\ufffd" in r.stdout
+    cache = tmp_path / "cache"
+    r = invoke("truncate", str(f), "--cache-dir", str(cache), "-o", str(tmp_path / "t.jsonl"))
+    assert r.exit_code == 0, r.stderr
+    r = invoke("refs", "ls", "--cache-dir", str(cache))
+    assert r.exit_code == 0 and "\u241b[31mRED" in r.stdout and not controls.search(r.stdout)
+    r = invoke("stats", str(f), "--json")
+    assert {t["id"] for t in json.loads(r.stdout)["transcripts"]} == {esc_id, "q"}
 
 
 def test_an_existing_name_with_glob_characters_is_that_file(tmp_path: Path, chat_jsonl: Path) -> None:

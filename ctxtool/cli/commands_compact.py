@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import StrEnum
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +15,7 @@ from ..errors import CtxtoolError, ExitCode
 from ..policies import names as policy_names
 from ..summarizers import Closeable, summarizer_names
 from . import common
-from .common import err_line, resolve_model, stderr_console, warn_skipped
+from .common import err_line, out_line, resolve_model, stderr_console, warn_skipped
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -150,11 +151,11 @@ def compact(
         stream = sys.stderr if to_stderr else sys.stdout
         for rec, s in zip(report.records, report.summaries, strict=True):
             if s:
-                stream.write(f"--- summary of {rec.label} ---\n{s.rstrip()}\n")
+                stream.write(common.printable(f"--- summary of {rec.label} ---\n{s.rstrip()}") + "\n")
     if as_json or as_jsonl:
         _emit_json(report, as_jsonl)
     else:
-        _render(report, sys.stderr if to_stderr else sys.stdout)
+        _render(report, err_line if to_stderr else out_line)
     warn_skipped(report.skipped)
     errs = [r for r in report.records if r.status == "error"]
     if errs:
@@ -232,50 +233,49 @@ def _progress() -> tuple[Any, Any]:
     return cb, stop
 
 
-def _render(report: CompactReport, out: IO[str]) -> None:
+def _render(report: CompactReport, write: Callable[[str], None]) -> None:
+    """The report for people, a line at a time (``write``: :func:`out_line` or :func:`err_line`)."""
     recs = report.records
     for r in recs[:50] if len(recs) > 1 else recs:
         where = r.label if len(recs) > 1 else r.label.split("#")[0]
         if r.status == "compacted":
-            out.write(
+            write(
                 f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} tokens (ratio {r.ratio:.2f}x), "
                 f"{r.messages_removed:,} messages removed, {r.kept_messages:,} kept"
                 + (f", first kept {r.first_kept_id}" if r.first_kept_id else "")
                 + (" (incremental)" if r.incremental else "")
                 + (" (fallback summary)" if r.fallback_used else "")
                 + (f", retention {r.retention:.0%}" if r.retention is not None else "")
-                + "\n"
             )
         elif r.status == "planned":
             cut = r.cut or {}
-            out.write(
+            write(
                 f"{where}: would compact (trigger: {r.trigger}; context {r.context_tokens:,} tokens"
                 + (f", limit {r.limit:,}" if r.limit else "")
                 + f"): summarize {r.summarized_messages:,} messages ({r.tokens_before - (cut.get('tokens_kept') or 0):,} tokens), "
                 f"keep {r.kept_messages:,}" + (f" from {r.first_kept_id}" if r.first_kept_id else "")
                 + (" (split turn)" if r.split_turn else "")
-                + f"; summary prompt ≈ {r.prompt_tokens:,} tokens\n"
+                + f"; summary prompt ≈ {r.prompt_tokens:,} tokens"
             )
         elif r.status == "error":
-            out.write(f"{where}: error: {r.error} (left unchanged)\n")
+            write(f"{where}: error: {r.error} (left unchanged)")
         else:
-            out.write(f"{where}: nothing to do ({r.reason})\n")
+            write(f"{where}: nothing to do ({r.reason})")
     if len(recs) > 50:
-        out.write(f"... and {len(recs) - 50:,} more (use --json for all)\n")
+        write(f"... and {len(recs) - 50:,} more (use --json for all)")
     if len(recs) > 1 or report.cache_hits or report.cache_misses:
         ratio = f", ratio {report.ratio:.2f}x" if report.ratio else ""
         ratio += f", mean retention {report.retention:.0%}" if report.retention is not None else ""
-        out.write(
+        write(
             f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
             f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"
             f"{f', {len(report.skipped):,} unreadable skipped' if report.skipped else ''}"
             f"{', ' + str(report.count('planned')) + ' planned' if report.dry_run else ''}; "
             f"{report.tokens_before:,} → {report.tokens_after:,} tokens{ratio}; "
-            f"{report.seconds:.2f}s; cache {report.cache_hits:,} hit(s), {report.cache_misses:,} miss(es)\n"
+            f"{report.seconds:.2f}s; cache {report.cache_hits:,} hit(s), {report.cache_misses:,} miss(es)"
         )
     if report.output and report.output != "-" and not report.dry_run:
-        out.write(f"wrote {report.output} ({report.output_format}, {report.bytes_after or 0:,} bytes; input {report.bytes_before or 0:,} bytes)\n")
-    out.flush()
+        write(f"wrote {report.output} ({report.output_format}, {report.bytes_after or 0:,} bytes; input {report.bytes_before or 0:,} bytes)")
 
 
 def register(app: typer.Typer) -> None:

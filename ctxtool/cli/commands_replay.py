@@ -12,7 +12,15 @@ import typer
 from ..archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..errors import CtxtoolError, ExitCode
 from . import common
-from .common import err_line, fmt_int, json_needs_output, resolve_model, stdout_console, warn_skipped
+from .common import (
+    err_line,
+    fmt_int,
+    json_needs_output,
+    out_line,
+    resolve_model,
+    stdout_console,
+    warn_skipped,
+)
 from .render import JsonlOpt, emit
 
 # archive --strategy: the archiver's strategies (ctxtool.archive.STRATEGIES)
@@ -108,7 +116,7 @@ def archive_cmd(
                 "cutoff": n, "strategy": strat}
         emit("archive", head, items=items, tail={"totals": totals, "skipped": d.pop("skipped")}, jsonl=as_jsonl)
         return
-    write = sys.stdout.write if not to_stdout or dry_run else err_line
+    write = out_line if not to_stdout or dry_run else err_line
     for r in report.results:
         if len(report.results) > 20 and not r.changed:
             continue
@@ -118,16 +126,16 @@ def archive_cmd(
                 f"{r.transcript}: archived {r.archived_count:,} of {r.visible_before:,} tool results "
                 f"({len(r.archived):,} message{'s' if len(r.archived) != 1 else ''}: {tools}); {r.visible_after:,} stay visible; summary "
                 f"{len(r.summary or ''):,} chars ({r.strategy_used}); agent-visible tokens "
-                f"{r.tokens_before:,} -> {r.tokens_after:,}\n"
+                f"{r.tokens_before:,} -> {r.tokens_after:,}"
             )
         else:
             why = "strategy off" if r.strategy == "off" else f"{r.visible_before:,} visible tool results <= cutoff {n}"
-            write(f"{r.transcript}: nothing archived ({why})\n")
+            write(f"{r.transcript}: nothing archived ({why})")
     if len(report.results) > 1:
         j = report.to_json()
         write(
             f"{j['transcripts']:,} transcripts, {j['changed']:,} changed, {j['archived_results']:,} tool results "
-            f"archived; agent-visible tokens {j['tokens_before']:,} -> {j['tokens_after']:,}\n"
+            f"archived; agent-visible tokens {j['tokens_before']:,} -> {j['tokens_after']:,}"
         )
     if not dry_run and not to_stdout:
         err_line(f"wrote {len(report.results):,} transcript(s) to {output}")

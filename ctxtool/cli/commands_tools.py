@@ -9,7 +9,7 @@ import typer
 
 from ..errors import CtxtoolError, ExitCode
 from . import common
-from .common import err_line, fmt_int, resolve_model, warn_skipped
+from .common import err_line, fmt_int, out_line, resolve_model, warn_skipped
 from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
@@ -51,7 +51,7 @@ def _emit_report(rep: Any, output: str | None, as_json: bool, lines: list[str], 
         if to_stderr:
             err_line(ln)
         else:
-            sys.stdout.write(ln + "\n")
+            out_line(ln)
 
 
 def _pct(saved: int, before: int) -> str:
@@ -324,7 +324,7 @@ def refs_ls(cache_dir: CacheDirOpt = None, as_json: common.JsonOpt = False) -> N
             where += f" ({src['tool']})"
         state = "" if r.present else " MISSING"
         lines = f"{r.line_count:>8,}" if r.line_count >= 0 else f"{'?':>8}"
-        sys.stdout.write(f"{r.id[:16]}  {r.kind:<7} {_size(r.byte_size)} B {lines} lines  {where}{state}\n")
+        out_line(f"{r.id[:16]}  {r.kind:<7} {_size(r.byte_size)} B {lines} lines  {where}{state}")
     err_line(f"{len(refs):,} ref(s) in {cache.root}")
 
 
@@ -335,16 +335,16 @@ def refs_verify(cache_dir: CacheDirOpt = None, as_json: common.JsonOpt = False) 
     if as_json:
         emit("refs verify", res.to_json())
     else:
-        sys.stdout.write(f"checked {res.checked:,} refs: {res.ok:,} ok\n")
+        out_line(f"checked {res.checked:,} refs: {res.ok:,} ok")
         for r in res.corrupted:
             why = res.problems.get(r)
-            sys.stdout.write(f"CORRUPTED {r}" + (f" ({why})" if why else "") + "\n")
+            out_line(f"CORRUPTED {r}" + (f" ({why})" if why else ""))
         for r in res.missing:
-            sys.stdout.write(f"MISSING   {r}\n")
+            out_line(f"MISSING   {r}")
         for r in res.unlisted:
-            sys.stdout.write(f"unlisted  {r} (no manifest entry)\n")
+            out_line(f"unlisted  {r} (no manifest entry)")
         for r in res.stray:
-            sys.stdout.write(f"stray     {r} (not a ref name)\n")
+            out_line(f"stray     {r} (not a ref name)")
     if not res.clean:
         raise typer.Exit(int(ExitCode.INVALID))
 
@@ -369,7 +369,7 @@ def refs_gc(
     verb = "would delete" if res.dry_run else "deleted"
     for r in res.deleted:
         src = r.sources[0].get("file", "?") if r.sources else "?"
-        sys.stdout.write(f"{verb} {r.id}  {r.kind:<7} {_size(r.byte_size)} B  {src}\n")
+        out_line(f"{verb} {r.id}  {r.kind:<7} {_size(r.byte_size)} B  {src}")
     tail = " (dry run: add --yes to delete)" if res.dry_run and res.deleted else ""
     err_line(f"{verb} {len(res.deleted):,} ref(s), {res.bytes_freed:,} bytes on disk; {res.kept:,} kept{tail}")
 

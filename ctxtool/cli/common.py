@@ -26,8 +26,26 @@ class State:
     debug: bool = bool(os.environ.get("CTXTOOL_DEBUG"))
 
 
+#: C0 control characters but tab and newline, DEL and the C1 controls: text from a
+#: transcript (a tool name, an id, a path, an error quoting them) shows them as visible
+#: symbols (ESC as U+241B) instead of sending them to the terminal, where an escape sequence
+#: could recolour, hide or rewrite what is shown, or set the clipboard (OSC 52)
+_CONTROLS = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+
+
+def printable(text: str) -> str:
+    """``text`` as a terminal may receive it (see :data:`_CONTROLS`); data files are never
+    changed so, only what is printed for people to read."""
+    return text.translate(_CONTROLS)
+
+
+def out_line(text: str) -> None:
+    """A line for people on stdout (a listing, a report), as :func:`printable` shows it."""
+    sys.stdout.write(printable(text) + "\n")
+
+
 def err_line(text: str) -> None:
-    sys.stderr.write(text.rstrip("\n") + "\n")
+    sys.stderr.write(printable(text.rstrip("\n")) + "\n")
     sys.stderr.flush()
 
 
@@ -217,20 +235,14 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
 
 def stdout_console() -> Any:
     """Rich console for tables on stdout: the terminal's width, or wide enough when piped."""
-    from rich.console import Console
-
-    class StdoutConsole(Console):
-        def on_broken_pipe(self) -> None:  # rich would exit 1; the group ends quietly with 0
-            self.quiet = True
-            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
+    cls = _console_class()
     if sys.stdout.isatty():
-        return StdoutConsole(soft_wrap=False, **PLAIN)
+        return cls(soft_wrap=False, **PLAIN)
     try:
         width = int(os.environ.get("COLUMNS") or 0)
     except ValueError:
         width = 0
-    return StdoutConsole(soft_wrap=False, width=max(width, 120), **PLAIN)
+    return cls(soft_wrap=False, width=max(width, 120), **PLAIN)
 
 
 #: what ctxtool prints is data (paths, ids, tool names, text from transcripts): never read
@@ -239,9 +251,29 @@ PLAIN: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
 
 
 def stderr_console() -> Any:
-    from rich.console import Console
+    return _console_class()(stderr=True, **PLAIN)
 
-    return Console(stderr=True, **PLAIN)
+
+_CONSOLE: Any = None
+
+
+def _console_class() -> Any:
+    """The rich Console ctxtool prints through (rich imported on first use): every string
+    it renders, a table cell or a line, goes through :func:`printable` first."""
+    global _CONSOLE
+    if _CONSOLE is None:
+        from rich.console import Console
+
+        class DataConsole(Console):
+            def render_str(self, text: str, **kwargs: Any) -> Any:
+                return super().render_str(printable(text), **kwargs)
+
+            def on_broken_pipe(self) -> None:  # rich would exit 1; the group ends quietly with 0
+                self.quiet = True
+                raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+        _CONSOLE = DataConsole
+    return _CONSOLE
 
 
 def fmt_int(n: int | None) -> str:
