@@ -143,6 +143,15 @@ def test_control_characters_from_transcripts_never_reach_the_terminal(tmp_path: 
     assert {t["id"] for t in json.loads(r.stdout)["transcripts"]} == {esc_id, "q"}
 
 
+def test_an_error_stays_one_line_whatever_the_file_is_called(tmp_path: Path) -> None:
+    f = tmp_path / "a\nb\x1b[2J.jsonl"
+    f.write_text("garbage\n")
+    r = invoke("stats", str(f))
+    assert r.exit_code == ExitCode.INPUT
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("ctxtool: error: ")
+    assert "a\u2424b\u241b[2J.jsonl:1: not JSON" in r.stderr
+
+
 def test_an_existing_name_with_glob_characters_is_that_file(tmp_path: Path, chat_jsonl: Path) -> None:
     """``run[1].jsonl`` names the file when it exists; otherwise it is a pattern (and
     ``run[12].jsonl`` matches neither ``run1`` nor ``run2`` here: nothing matches)."""

@@ -44,6 +44,12 @@ def out_line(text: str) -> None:
     sys.stdout.write(printable(text) + "\n")
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: a newline in it (a file name, a value quoted from a record)
+    shown as U+2424, so that an error stays the one line scripts read."""
+    return text.replace("\r\n", "\n").replace("\n", "\u2424")
+
+
 def err_line(text: str) -> None:
     sys.stderr.write(printable(text.rstrip("\n")) + "\n")
     sys.stderr.flush()
@@ -96,7 +102,7 @@ class CtxGroup(TyperGroup):
         except CtxtoolError as e:
             if State.debug:
                 traceback.print_exc()
-            err_line(f"ctxtool: error: {e}")
+            err_line(one_line(f"ctxtool: error: {e}"))
             raise Exit(int(e.code)) from None
         except KeyboardInterrupt:
             err_line("ctxtool: interrupted")
