@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -71,7 +71,7 @@ def score_cmd(
             emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "judge": judge},
                  items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
         else:
-            _render(list(reports), sys.stdout, max_lost)
+            _render(list(reports), common.for_people(sys.stdout), max_lost)
     finally:
         if isinstance(jm, Closeable):
             jm.close()
@@ -94,7 +94,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
 
-def _render(reps: list[ScoreReport], out: IO[str], max_lost: int) -> None:
+def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> None:
     from ..prose import one_line
 
     for r in reps:

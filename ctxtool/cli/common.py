@@ -41,7 +41,27 @@ def printable(text: str) -> str:
 
 def out_line(text: str) -> None:
     """A line for people on stdout (a listing, a report), as :func:`printable` shows it."""
-    sys.stdout.write(printable(text) + "\n")
+    for_people(sys.stdout).write(text + "\n")
+
+
+class ForPeople:
+    """A text stream for people (a report, a listing): what is written goes through
+    :func:`printable` (see :func:`for_people`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self.stream.write(printable(text)))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def for_people(stream: Any) -> ForPeople:
+    """``stream`` (stdout or stderr) for lines people read: names, ids and paths from
+    transcripts reach it without their control characters."""
+    return ForPeople(stream)
 
 
 def one_line(text: str) -> str:
