@@ -181,7 +181,7 @@ def cut(
     if output:
         reports = _transform(paths[0], fmt, on_error, output, to, False, machine, op)
         if output == "-":
-            _render_cut_summary(reports, common.for_people(sys.stderr))
+            _render_cut_summary(reports, common.ForPeople(sys.stderr))
             return
     else:
         reports = _each(paths, fmt, on_error, op)

@@ -263,7 +263,7 @@ def validate(
         emit("validate", items=(c.to_json() for c in report.checked),
              tail={"ok": report.ok, "totals": totals, "problems": d["problems"]}, jsonl=as_jsonl)
     else:
-        out = common.for_people(sys.stdout)
+        out = common.ForPeople(sys.stdout)
         for p in report.problems[:limit]:
             out.write(str(p) + "\n")
         if len(report.problems) > limit:

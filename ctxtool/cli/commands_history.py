@@ -157,7 +157,7 @@ def repair(
         emit("repair", {"output": None if dry_run else output, "dry_run": dry_run},
              items=(r.to_json() for r in reports), tail={"totals": totals}, jsonl=as_jsonl)
         return
-    out = common.for_people(sys.stdout)
+    out = common.ForPeople(sys.stdout)
     multi = len(reports) > 1
     for r, c in changes[:limit]:
         out.write((f"{short_label(r.transcript)}: " if multi else "") + str(c) + "\n")

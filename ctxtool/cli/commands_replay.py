@@ -309,7 +309,7 @@ def instructions_cmd(
         sys.stdout.write(res.merged)
         sys.stdout.flush()
         return
-    w = common.for_people(sys.stdout)
+    w = common.ForPeople(sys.stdout)
     w.write(f"directory     {res.directory}\n")
     w.write(f"project root  {res.project_root or '(none found)'}\n")
     for s in res.sources:

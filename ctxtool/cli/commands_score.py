@@ -71,7 +71,7 @@ def score_cmd(
             emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "judge": judge},
                  items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
         else:
-            _render(list(reports), common.for_people(sys.stdout), max_lost)
+            _render(list(reports), common.ForPeople(sys.stdout), max_lost)
     finally:
         if isinstance(jm, Closeable):
             jm.close()

@@ -41,12 +41,13 @@ def printable(text: str) -> str:
 
 def out_line(text: str) -> None:
     """A line for people on stdout (a listing, a report), as :func:`printable` shows it."""
-    for_people(sys.stdout).write(text + "\n")
+    ForPeople(sys.stdout).write(text + "\n")
 
 
 class ForPeople:
-    """A text stream for people (a report, a listing): what is written goes through
-    :func:`printable` (see :func:`for_people`)."""
+    """``stream`` (stdout or stderr) for lines people read (a report, a listing): what is
+    written goes through :func:`printable`, so names, ids and paths from transcripts reach
+    it without their control characters."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
@@ -58,20 +59,11 @@ class ForPeople:
         self.stream.flush()
 
 
-def for_people(stream: Any) -> ForPeople:
-    """``stream`` (stdout or stderr) for lines people read: names, ids and paths from
-    transcripts reach it without their control characters."""
-    return ForPeople(stream)
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line: a newline in it (a file name, a value quoted from a record)
-    shown as U+2424, so that an error stays the one line scripts read."""
-    return text.replace("\r\n", "\n").replace("\n", "\u2424")
-
-
 def err_line(text: str) -> None:
-    sys.stderr.write(printable(text.rstrip("\n")) + "\n")
+    """One line on stderr (an error, a warning, a report line), whatever it quotes: a
+    newline inside (a file name, a value from a record) shows as U+2424, as scripts that
+    read errors a line at a time expect; control characters as :func:`printable` shows them."""
+    sys.stderr.write(printable(text.rstrip("\n").replace("\r\n", "\n").replace("\n", "\u2424")) + "\n")
     sys.stderr.flush()
 
 
@@ -122,7 +114,7 @@ class CtxGroup(TyperGroup):
         except CtxtoolError as e:
             if State.debug:
                 traceback.print_exc()
-            err_line(one_line(f"ctxtool: error: {e}"))
+            err_line(f"ctxtool: error: {e}")
             raise Exit(int(e.code)) from None
         except KeyboardInterrupt:
             err_line("ctxtool: interrupted")
