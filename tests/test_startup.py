@@ -120,14 +120,14 @@ def test_hints_rule_out_by_layout_and_keys() -> None:
     assert openai.may_sniff("json", formats._heads([[record]], "json"))  # a JSON array of records
     assert not gemini.may_sniff("jsonl", formats._heads([record], "jsonl"))  # a JSON document format
     assert not cline.may_sniff("jsonl", formats._heads([record], "jsonl"))  # messages alone, never in records
-    assert not openai.may_sniff("zip", [])
+    assert not openai.may_sniff("zip", frozenset())
 
 
 def test_a_format_registered_by_module_name_is_always_asked(tmp_path: Path) -> None:
     formats.register("ctxtool.formats.openai", "openai-again")
     try:
         entry = formats._REGISTRY["openai-again"]
-        assert isinstance(entry, formats.Lazy) and entry.may_sniff("zip", [])
+        assert isinstance(entry, formats.Lazy) and entry.may_sniff("zip", frozenset())
         src = tmp_path / "x.jsonl"
         src.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
         with pytest.raises(CtxtoolError, match="ambiguous"):  # both say yes: asked, not ruled out

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, ExitCode
@@ -60,8 +60,9 @@ class Lazy:
                  records: bool = False) -> None:
         self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
 
-    def may_sniff(self, layout: str, heads: Sequence[Mapping[str, Any]]) -> bool:
-        """False when this format's sniff is known to say 0 (its module need not be imported)."""
+    def may_sniff(self, layout: str, present: Collection[str]) -> bool:
+        """False when this format's sniff is known to say 0 (its module need not be imported);
+        ``present``: the top-level keys of the sample's objects (:func:`_heads`)."""
         if layout not in self.layouts:
             return False
         if not self.keys and not self.records:
@@ -71,19 +72,21 @@ class Lazy:
             from .dataset import MESSAGE_KEYS
 
             keys += MESSAGE_KEYS
-        return any(k in h for h in heads for k in keys)
+        return any(k in present for k in keys)
 
 
-def _heads(sample: list[Any], layout: str) -> list[Mapping[str, Any]]:
-    """The objects of a detection sample whose top-level keys the hints look at."""
+def _heads(sample: list[Any], layout: str) -> frozenset[str]:
+    """The top-level keys of the detection sample's objects, which the hints look at (once
+    per detection, not once per format and line)."""
+    heads: list[Mapping[str, Any]] = []
     if layout == "jsonl":
-        return [o for o in sample if isinstance(o, dict)]
-    if layout == "json" and sample:
+        heads = [o for o in sample if isinstance(o, dict)]
+    elif layout == "json" and sample:
         doc = sample[0]
         if isinstance(doc, list):
             doc = doc[0] if doc else None
-        return [doc] if isinstance(doc, dict) else []
-    return []
+        heads = [doc] if isinstance(doc, dict) else []
+    return frozenset(k for h in heads for k in h)
 
 
 _JSONL, _JSON, _DOCS = ("jsonl",), ("json",), ("json", "jsonl")
