@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any, Generic
 
@@ -17,8 +17,9 @@ from . import formats, jsonio
 from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
+from .model import Transcript
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext
+from .runner import PARALLEL_MIN_BYTES, FileRun, Operation, R, RunContext
 from .serial import TaskStream
 
 
@@ -145,3 +146,98 @@ def _join(parts: list[str], out: IO[bytes]) -> None:
     for p in parts:
         with open(p, "rb") as fh:
             shutil.copyfileobj(fh, out, 1 << 22)
+
+
+#: many files (a user's sessions): whole files go to worker processes in jobs of about this
+#: many bytes (fewer jobs than files: each one crosses between processes), when the files
+#: that are not split add up to at least FILES_MIN_BYTES (a pool costs tens of milliseconds)
+FILES_JOB_BYTES = 256 << 10
+FILES_MIN_BYTES = 1 << 20
+
+
+def run_files(
+    op: Operation[R],
+    paths: list[str],
+    *,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+    progress: Callable[[Any], None] | None = None,
+) -> Generator[FileRun[R] | CtxtoolError, None, None]:
+    """:func:`ctxtool.runner.run_file` over each of ``paths``, in order: each file's run, or
+    the error that stopped it (for the caller's error policy). Several regular files below
+    :data:`ctxtool.runner.PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are
+    run whole by ``jobs`` worker processes (default: one per core), a batch of files per
+    job; every other input (a large dataset, which run_file splits itself; stdin; a FIFO;
+    a URL) runs in its turn in this process. A worker's report reaches the caller through
+    ``op.collect``, as one part of its file; ``progress`` is called once per transcript."""
+    from .runner import run_file
+
+    n = jobs if jobs is not None else (os.cpu_count() or 1)
+    sizes = [_whole_size(p) if n > 1 and op.parallel else None for p in paths]
+    i = 0
+    while i < len(paths):
+        j = i
+        while j < len(paths) and sizes[j] is not None:
+            j += 1
+        if j - i >= 2 and sum(sizes[i:j]) >= FILES_MIN_BYTES:  # type: ignore[arg-type]
+            yield from _pooled(op, paths[i:j], sizes[i:j], fmt, on_error, n, progress)  # type: ignore[arg-type]
+            i = j
+            continue
+        try:
+            yield run_file(op, paths[i], fmt=fmt, on_error=on_error, jobs=jobs, progress=progress)
+        except CtxtoolError as e:
+            yield e
+        i += 1
+
+
+def _whole_size(path: str) -> int | None:
+    """The size of a local regular file run_file would not split, else None."""
+    from . import urls
+
+    if path == "-" or urls.is_url(path):
+        return None
+    size = jsonio.input_size(path)
+    return size if size is not None and size < PARALLEL_MIN_BYTES else None
+
+
+def _pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | None, on_error: str, n: int,
+            progress: Callable[[Any], None] | None) -> Iterator[FileRun[R] | CtxtoolError]:
+    batches: list[list[str]] = [[]]
+    held = 0
+    for p, size in zip(paths, sizes, strict=True):
+        if batches[-1] and held + size > FILES_JOB_BYTES:
+            batches.append([])
+            held = 0
+        batches[-1].append(p)
+        held += size
+    op.prepare()
+    with worker_pool(min(n, len(batches)), gc_enabled=op.collect_garbage) as ex, gc_paused():
+        futures = [ex.submit(_run_whole, op, batch, fmt, on_error) for batch in batches]
+        try:
+            for f in futures:
+                for run in f.result():
+                    if isinstance(run, FileRun):
+                        run.report = op.collect([run.report])  # its transcripts passed on here
+                        if progress is not None:
+                            stand_in = Transcript(run.format or "", path=run.path)
+                            for _ in range(run.transcripts):
+                                progress(stand_in)
+                    yield run
+        finally:  # the caller stopped (an error under --on-error fail): the jobs not started never run
+            for f in futures:
+                f.cancel()
+
+
+def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: str) -> list[FileRun[R] | CtxtoolError]:
+    """One job of :func:`run_files` in a worker process: each file run whole."""
+    from .serial import run_serial
+
+    out: list[FileRun[R] | CtxtoolError] = []
+    for p in paths:
+        try:
+            jsonio.check_input(p)
+            out.append(run_serial(op, p, p, None, fmt, None, on_error, None, None, None, 1, worker=True))
+        except CtxtoolError as e:
+            out.append(e)
+    return out

@@ -193,11 +193,12 @@ def run_serial(
     progress: Callable[[Transcript], None] | None,
     check: Callable[[str], None] | None,
     threads: int,
+    worker: bool = False,
 ) -> FileRun[R]:
     from .runner import FileRun, RunContext
 
     policy = ErrorPolicy(on_error)
-    task = op.start(RunContext(name, policy, log, to=to))
+    task = op.start(RunContext(name, policy, log, worker=worker, to=to))
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output and output is not None else None
     stream = TaskStream(task, policy, threads, progress, read_first=op.read_first, keep_failed=op.keep_failed,
                         pairs=pairs)

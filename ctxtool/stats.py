@@ -6,9 +6,10 @@ seed 002 warning/critical thresholds: how they are counted (the figures themselv
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import formats
@@ -225,7 +226,6 @@ def stats(
     every transcript's figures in input order as they are known, none of them held (the
     report's ``transcripts`` is empty): a stream in flat memory.
     """
-    from .runner import run_file
     from .stats_op import StatsOp, StatsPart
 
     tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
@@ -234,14 +234,20 @@ def stats(
     op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    for p in formats.iter_paths(paths):
-        try:
-            run = run_file(op, p, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
-        except CtxtoolError as e:
-            policy.handle(e)
-            continue
-        total.merge(run.report)
-        total.skipped.extend(run.skipped)
+    files = list(formats.iter_paths(paths))
+    if engine is None:  # several small files: whole files on every core (ctxtool.parallel.run_files)
+        from .parallel import run_files
+
+        runs: Generator[Any, None, None] = run_files(op, files, fmt=fmt, on_error=on_error, jobs=workers, progress=progress)
+    else:
+        runs = (_run_one(op, p, fmt, on_error, workers, progress, engine) for p in files)
+    with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
+        for run in it:
+            if isinstance(run, CtxtoolError):
+                policy.handle(run)
+                continue
+            total.merge(run.report)
+            total.skipped.extend(run.skipped)
     total.skipped.extend(str(e) for e in policy.skipped)
     return StatsReport(
         tokenizer=tok.name,
@@ -257,6 +263,16 @@ def stats(
         overview=total.overview,
         kept=op.keep,
     )
+
+
+def _run_one(op: Any, path: str, fmt: str | None, on_error: str, workers: int | None, progress: Any, engine: Any) -> Any:
+    """One file's run on an engine, or the error that stopped it."""
+    from .runner import run_file
+
+    try:
+        return run_file(op, path, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
+    except CtxtoolError as e:
+        return e
 
 
 def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, context_window: int | None = None,

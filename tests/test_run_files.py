@@ -1,0 +1,119 @@
+"""Many small files (a user's sessions): whole files run on every core
+(:func:`ctxtool.parallel.run_files`); the results must equal the serial run, in input order."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from conftest import SAMPLES
+from io_pipes import FifoWriter
+
+from ctxtool import parallel, stats
+from ctxtool.errors import CtxtoolError
+from ctxtool.runner import Operation, Results, RunContext, Task
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+class _PidTask(Task[Results[tuple[str, int]]]):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.n = 0
+
+    def apply(self, t: object) -> None:
+        self.n += 1
+
+    def finish(self) -> Results[tuple[str, int]]:
+        return Results([(os.path.basename(self.path), os.getpid())])
+
+
+@dataclass(frozen=True)
+class _Where(Operation[Results[tuple[str, int]]]):
+    """Which process read each file."""
+
+    name: ClassVar[str] = "where"
+    writes: ClassVar[bool] = False
+
+    def start(self, ctx: RunContext) -> Task[Results[tuple[str, int]]]:
+        return _PidTask(ctx.path)
+
+
+def _sessions(d: Path, n: int) -> list[str]:
+    d.mkdir(parents=True, exist_ok=True)
+    src = (SAMPLES / "claude_code_session.jsonl").read_bytes() * 12  # ~85 KB: a real session, repeated
+    out = []
+    for i in range(n):
+        p = d / f"s{i:02}.jsonl"
+        p.write_bytes(src)
+        out.append(str(p))
+    return out
+
+
+def test_small_files_run_in_worker_processes_in_input_order(tmp_path: Path) -> None:
+    files = _sessions(tmp_path / "a", 16)
+    runs = list(parallel.run_files(_Where(), files, jobs=2))
+    assert [r.report.items[0][0] for r in runs] == [os.path.basename(f) for f in files]
+    pids = {r.report.items[0][1] for r in runs}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    serial = list(parallel.run_files(_Where(), files, jobs=1))
+    assert {r.report.items[0][1] for r in serial} == {os.getpid()}
+    assert [r.transcripts for r in runs] == [r.transcripts for r in serial]
+
+
+def test_a_fifo_between_small_files_is_read_here_in_its_turn(tmp_path: Path) -> None:
+    first = _sessions(tmp_path / "a", 8)
+    last = _sessions(tmp_path / "b", 8)
+    fifo = tmp_path / "mid.jsonl"
+    os.mkfifo(fifo)
+    writer = FifoWriter(fifo, (SAMPLES / "pi_session.jsonl").read_bytes())
+    try:
+        runs = list(parallel.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
+    finally:
+        writer.finish()
+    names = [r.report.items[0][0] for r in runs]
+    assert names == [os.path.basename(f) for f in first] + ["mid.jsonl"] + [os.path.basename(f) for f in last]
+    by_name = {r.report.items[0][0]: r.report.items[0][1] for r in runs}
+    assert by_name["mid.jsonl"] == os.getpid() and by_name["s00.jsonl"] != os.getpid()
+
+
+def _tree(tmp_path: Path) -> Path:
+    d = tmp_path / "mix"
+    d.mkdir()
+    for p in sorted(SAMPLES.iterdir()):
+        if p.suffix in (".json", ".jsonl"):
+            shutil.copy(p, d / p.name)
+    if CORPUS.is_dir():
+        for p in sorted(CORPUS.rglob("*.jsonl")):
+            shutil.copy(p, d / f"corpus_{p.parent.name}_{p.name}")
+    _sessions(d / "many", 12)
+    (d / "m_broken.jsonl").write_text("garbage\n")
+    return d
+
+
+@pytest.mark.parametrize("tokenizer", ["heuristic", "o200k_base"])
+def test_stats_over_many_files_equals_the_serial_run(tmp_path: Path, tokenizer: str) -> None:
+    d = _tree(tmp_path)
+    serial = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=1).to_json()
+    rep = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=2)
+    assert rep.to_json() == serial
+    assert any("m_broken.jsonl" in s for s in rep.skipped)
+    # streamed (--json's path): every transcript passed on once, in input order
+    seen: list[str] = []
+    streamed = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=2, each=lambda t: seen.append(t.label))
+    assert seen == [t["transcript"] for t in serial["transcripts"]]
+    assert streamed.to_json()["totals"] == serial["totals"]
+
+
+def test_the_first_bad_file_stops_the_run_as_it_does_serially(tmp_path: Path) -> None:
+    d = _tree(tmp_path)
+    errors = []
+    for workers in (1, 2):
+        with pytest.raises(CtxtoolError) as e:
+            stats.stats([str(d)], workers=workers)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "m_broken.jsonl" in errors[0]
