@@ -263,6 +263,37 @@ def bench_scaling(files: list[Path]) -> None:
             "time ~ linear, memory < 1.5x")
 
 
+#: a user's sessions: the samples of the session formats, each copied this many times
+SESSION_COPIES = 250
+
+
+def sessions_dir() -> Path:
+    """bench/data/sessions: the session samples (Claude Code, Codex, Gemini CLI, pi, Responses
+    items) copied SESSION_COPIES times each, one file per session, as a user's directory holds them."""
+    d = DATA / "sessions"
+    samples = sorted(p for p in (ROOT / "samples").glob("*.jsonl") if p.name != "openai_dataset.jsonl")
+    if not (d.is_dir() and len(list(d.iterdir())) == len(samples) * SESSION_COPIES):
+        d.mkdir(parents=True, exist_ok=True)
+        for p in samples:
+            data = p.read_bytes()
+            for k in range(SESSION_COPIES):
+                (d / f"{k:04}-{p.name}").write_bytes(data)
+    return d
+
+
+def bench_many_files() -> None:
+    """stats over a directory of many small sessions: whole files on every core, against the
+    same run in one process (-j 1)."""
+    d = sessions_dir()
+    files = list(d.iterdir())
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    ours = ours_times(["stats", str(d)])
+    one = ours_times(["stats", "-j", "1", str(d)])
+    ratios = [o / p for p, o in zip(sorted(ours), sorted(one), strict=False)]
+    row(f"stats over {len(files):,} session files ({mb:.0f} MB)", f"{statistics.median(ours):.2f} s",
+        f"-j 1 {statistics.median(one):.2f} s", spread(ratios) + " faster", "(report)")
+
+
 def wall(args: list[str], n: int = 15) -> float:
     times = []
     for _ in range(n):
@@ -292,7 +323,7 @@ def main() -> int:
     sections: list[tuple[str, list[Callable[[], None]]]] = [
         ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
         ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small, small.name)]),
-        ("scaling", [lambda: bench_scaling(scaling), bench_startup]),
+        ("scaling", [lambda: bench_scaling(scaling), bench_many_files, bench_startup]),
     ]
     try:
         from bench import tools as tools_bench

@@ -133,7 +133,7 @@ def _write(url: str, write: Any) -> None:
 def has_glob(path: str) -> bool:
     """Is ``path`` a pattern to expand? It has ``*``, ``?`` or ``[``, and is not a local
     file or directory of that very name (``run[1].jsonl`` names the file when it exists)."""
-    if not any(c in GLOB_CHARS for c in path):
+    if GLOB_CHARS.isdisjoint(path):
         return False
     if is_url(path):
         return True

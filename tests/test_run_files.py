@@ -45,7 +45,7 @@ class _Where(Operation[Results[tuple[str, int]]]):
 
 def _sessions(d: Path, n: int) -> list[str]:
     d.mkdir(parents=True, exist_ok=True)
-    src = (SAMPLES / "claude_code_session.jsonl").read_bytes() * 12  # ~85 KB: a real session, repeated
+    src = (SAMPLES / "claude_code_session.jsonl").read_bytes()  # 72 KB: 16 of them fill more than FILES_MIN_BYTES
     out = []
     for i in range(n):
         p = d / f"s{i:02}.jsonl"
@@ -57,17 +57,18 @@ def _sessions(d: Path, n: int) -> list[str]:
 def test_small_files_run_in_worker_processes_in_input_order(tmp_path: Path) -> None:
     files = _sessions(tmp_path / "a", 16)
     runs = list(parallel.run_files(_Where(), files, jobs=2))
-    assert [r.report.items[0][0] for r in runs] == [os.path.basename(f) for f in files]
-    pids = {r.report.items[0][1] for r in runs}
+    assert [name for r in runs for name, _ in r.report.items] == [os.path.basename(f) for f in files]
+    pids = {pid for r in runs for _, pid in r.report.items}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    assert len(runs) < len(files)  # a job's files come back as one run, their reports merged in order
     serial = list(parallel.run_files(_Where(), files, jobs=1))
-    assert {r.report.items[0][1] for r in serial} == {os.getpid()}
-    assert [r.transcripts for r in runs] == [r.transcripts for r in serial]
+    assert {pid for r in serial for _, pid in r.report.items} == {os.getpid()}
+    assert sum(r.transcripts for r in runs) == sum(r.transcripts for r in serial)
 
 
 def test_a_fifo_between_small_files_is_read_here_in_its_turn(tmp_path: Path) -> None:
-    first = _sessions(tmp_path / "a", 8)
-    last = _sessions(tmp_path / "b", 8)
+    first = _sessions(tmp_path / "a", 16)
+    last = _sessions(tmp_path / "b", 16)
     fifo = tmp_path / "mid.jsonl"
     os.mkfifo(fifo)
     writer = FifoWriter(fifo, (SAMPLES / "pi_session.jsonl").read_bytes())
@@ -75,9 +76,9 @@ def test_a_fifo_between_small_files_is_read_here_in_its_turn(tmp_path: Path) -> 
         runs = list(parallel.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
     finally:
         writer.finish()
-    names = [r.report.items[0][0] for r in runs]
+    names = [name for r in runs for name, _ in r.report.items]
     assert names == [os.path.basename(f) for f in first] + ["mid.jsonl"] + [os.path.basename(f) for f in last]
-    by_name = {r.report.items[0][0]: r.report.items[0][1] for r in runs}
+    by_name = {name: pid for r in runs for name, pid in r.report.items}
     assert by_name["mid.jsonl"] == os.getpid() and by_name["s00.jsonl"] != os.getpid()
 
 
