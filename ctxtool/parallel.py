@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any, Generic
 
@@ -19,7 +19,7 @@ from .events import EventLog
 from .formats.base import ErrorPolicy
 from .model import Transcript
 from .pool import gc_paused, worker_pool
-from .runner import PARALLEL_MIN_BYTES, FileRun, Operation, R, RunContext
+from .runner import FileRun, Operation, R, RunContext
 from .serial import TaskStream
 
 
@@ -149,61 +149,14 @@ def _join(parts: list[str], out: IO[bytes]) -> None:
 
 
 #: many files (a user's sessions): whole files go to worker processes in jobs of about this
-#: many bytes (fewer jobs than files: each one crosses between processes), when the files
-#: that are not split add up to at least FILES_MIN_BYTES (a pool costs tens of milliseconds)
+#: many bytes (fewer jobs than files: each one crosses between processes)
 FILES_JOB_BYTES = 256 << 10
-FILES_MIN_BYTES = 1 << 20
 
 
-def run_files(
-    op: Operation[R],
-    paths: list[str],
-    *,
-    fmt: str | None = None,
-    on_error: str = "fail",
-    jobs: int | None = None,
-    progress: Callable[[Any], None] | None = None,
-) -> Generator[FileRun[R] | CtxtoolError, None, None]:
-    """:func:`ctxtool.runner.run_file` over each of ``paths``, in order: the runs, or the
-    error that stopped a file (for the caller's error policy). Several regular files below
-    :data:`ctxtool.runner.PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are
-    run whole by ``jobs`` worker processes (default: one per core), a batch of files per
-    job; every other input (a large dataset, which run_file splits itself; stdin; a FIFO;
-    a URL) runs in its turn in this process. A worker's report reaches the caller through
-    ``op.collect``, as one part of its file; the runs of a job's consecutive files come as
-    one, their reports merged in order. ``progress`` is called once per transcript."""
-    from .runner import run_file
-
-    n = jobs if jobs is not None else (os.cpu_count() or 1)
-    sizes = [_whole_size(p) if n > 1 and op.parallel else None for p in paths]
-    i = 0
-    while i < len(paths):
-        j = i
-        while j < len(paths) and sizes[j] is not None:
-            j += 1
-        if j - i >= 2 and sum(sizes[i:j]) >= FILES_MIN_BYTES:  # type: ignore[arg-type]
-            yield from _pooled(op, paths[i:j], sizes[i:j], fmt, on_error, n, progress)  # type: ignore[arg-type]
-            i = j
-            continue
-        try:
-            yield run_file(op, paths[i], fmt=fmt, on_error=on_error, jobs=jobs, progress=progress)
-        except CtxtoolError as e:
-            yield e
-        i += 1
-
-
-def _whole_size(path: str) -> int | None:
-    """The size of a local regular file run_file would not split, else None."""
-    from . import urls
-
-    if path == "-" or urls.is_url(path):
-        return None
-    size = jsonio.input_size(path)
-    return size if size is not None and size < PARALLEL_MIN_BYTES else None
-
-
-def _pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | None, on_error: str, n: int,
-            progress: Callable[[Any], None] | None) -> Iterator[FileRun[R] | CtxtoolError]:
+def run_pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | None, on_error: str, n: int,
+               progress: Callable[[Any], None] | None) -> Iterator[FileRun[R] | CtxtoolError]:
+    """The part of :func:`ctxtool.runner.run_files` that runs whole files (``sizes``: their
+    bytes) on ``n`` worker processes, a batch of about FILES_JOB_BYTES per job."""
     batches: list[list[str]] = [[]]
     held = 0
     for p, size in zip(paths, sizes, strict=True):
@@ -231,7 +184,7 @@ def _pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | Non
 
 
 def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: str) -> list[FileRun[R] | CtxtoolError]:
-    """One job of :func:`run_files` in a worker process: each file run whole. Consecutive
+    """One job of :func:`run_pooled` in a worker process: each file run whole. Consecutive
     runs come back as one, their reports merged in order as the caller merges them: one
     report crosses between the processes instead of one per file (each costs ~0.15 ms to
     pickle and unpickle, as much as reading a small session)."""

@@ -20,6 +20,8 @@ engines on other machines, add up to the report of a serial run.
 * with ``threads``, keeps several transcripts in flight (operations that wait on a model),
   writing them in input order (:class:`ctxtool.serial.TaskStream`);
 * gathers events and skipped records in file order;
+* over many files (:func:`run_files`), runs the small ones whole on the worker pool, a
+  batch of files per job, their reports in input order;
 * for operations that ask: reads the whole input first (``read_first``), writes a
   transcript the operation failed on unchanged under ``skip`` (``keep_failed``), and lets
   the task check the written output against the input, rewriting it with some transcripts
@@ -38,7 +40,7 @@ engines on other machines, add up to the report of a serial run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
@@ -379,3 +381,61 @@ def run_file(
     if log is not None and log.path is not None:
         log.flush()
     return run
+
+
+#: several files that are not split add up to at least this many bytes: they run whole on
+#: worker processes (:func:`run_files`; a pool costs tens of milliseconds)
+FILES_MIN_BYTES = 1 << 20
+
+
+def run_files(
+    op: Operation[R],
+    paths: list[str],
+    *,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+    progress: Callable[[Any], None] | None = None,
+    engine: Sharding | None = None,
+) -> Generator[FileRun[R] | CtxtoolError, None, None]:
+    """:func:`run_file` over each of ``paths``, in order: the runs, or the
+    error that stopped a file (for the caller's error policy). Several regular files below
+    :data:`PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are
+    run whole by ``jobs`` worker processes (default: one per core), a batch of files per
+    job; every other input (a large dataset, which run_file splits itself; stdin; a FIFO;
+    a URL) runs in its turn in this process, as does every file on an ``engine``
+    (:func:`ctxtool.parallel.run_pooled` runs the others). A worker's report reaches the
+    caller through ``op.collect``, as one part of its file;
+    the runs of a job's consecutive files come as one, their reports merged in order.
+    ``progress`` is called once per transcript."""
+    n = jobs if jobs is not None else (os.cpu_count() or 1)
+    pooled = n > 1 and op.parallel and engine is None
+    sizes = [_whole_size(p) if pooled else None for p in paths]
+    i = 0
+    while i < len(paths):
+        group: list[int] = []
+        for size in sizes[i:]:
+            if size is None:
+                break
+            group.append(size)
+        if len(group) >= 2 and sum(group) >= FILES_MIN_BYTES:
+            from .parallel import run_pooled
+
+            yield from run_pooled(op, paths[i : i + len(group)], group, fmt, on_error, n, progress)
+            i += len(group)
+            continue
+        try:
+            yield run_file(op, paths[i], fmt=fmt, on_error=on_error, jobs=jobs, progress=progress, engine=engine)
+        except CtxtoolError as e:
+            yield e
+        i += 1
+
+
+def _whole_size(path: str) -> int | None:
+    """The size of a local regular file run_file would not split, else None."""
+    from . import urls
+
+    if path == "-" or urls.is_url(path):
+        return None
+    size = jsonio.input_size(path)
+    return size if size is not None and size < PARALLEL_MIN_BYTES else None

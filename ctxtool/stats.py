@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import formats
@@ -234,13 +234,10 @@ def stats(
     op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    files = list(formats.iter_paths(paths))
-    if engine is None:  # several small files: whole files on every core (ctxtool.parallel.run_files)
-        from .parallel import run_files
+    from .runner import run_files  # several small files: whole files on every core
 
-        runs: Generator[Any, None, None] = run_files(op, files, fmt=fmt, on_error=on_error, jobs=workers, progress=progress)
-    else:
-        runs = (_run_one(op, p, fmt, on_error, workers, progress, engine) for p in files)
+    runs = run_files(op, list(formats.iter_paths(paths)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
+                     engine=engine)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:
             if isinstance(run, CtxtoolError):
@@ -263,16 +260,6 @@ def stats(
         overview=total.overview,
         kept=op.keep,
     )
-
-
-def _run_one(op: Any, path: str, fmt: str | None, on_error: str, workers: int | None, progress: Any, engine: Any) -> Any:
-    """One file's run on an engine, or the error that stopped it."""
-    from .runner import run_file
-
-    try:
-        return run_file(op, path, fmt=fmt, on_error=on_error, jobs=workers, progress=progress, engine=engine)
-    except CtxtoolError as e:
-        return e
 
 
 def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, context_window: int | None = None,

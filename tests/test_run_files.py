@@ -1,5 +1,5 @@
 """Many small files (a user's sessions): whole files run on every core
-(:func:`ctxtool.parallel.run_files`); the results must equal the serial run, in input order."""
+(:func:`ctxtool.runner.run_files`); the results must equal the serial run, in input order."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLES
 from io_pipes import FifoWriter
 
-from ctxtool import parallel, stats
+from ctxtool import runner, stats
 from ctxtool.errors import CtxtoolError
 from ctxtool.runner import Operation, Results, RunContext, Task
 
@@ -56,12 +56,12 @@ def _sessions(d: Path, n: int) -> list[str]:
 
 def test_small_files_run_in_worker_processes_in_input_order(tmp_path: Path) -> None:
     files = _sessions(tmp_path / "a", 16)
-    runs = list(parallel.run_files(_Where(), files, jobs=2))
+    runs = list(runner.run_files(_Where(), files, jobs=2))
     assert [name for r in runs for name, _ in r.report.items] == [os.path.basename(f) for f in files]
     pids = {pid for r in runs for _, pid in r.report.items}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
     assert len(runs) < len(files)  # a job's files come back as one run, their reports merged in order
-    serial = list(parallel.run_files(_Where(), files, jobs=1))
+    serial = list(runner.run_files(_Where(), files, jobs=1))
     assert {pid for r in serial for _, pid in r.report.items} == {os.getpid()}
     assert sum(r.transcripts for r in runs) == sum(r.transcripts for r in serial)
 
@@ -73,7 +73,7 @@ def test_a_fifo_between_small_files_is_read_here_in_its_turn(tmp_path: Path) -> 
     os.mkfifo(fifo)
     writer = FifoWriter(fifo, (SAMPLES / "pi_session.jsonl").read_bytes())
     try:
-        runs = list(parallel.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
+        runs = list(runner.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
     finally:
         writer.finish()
     names = [name for r in runs for name, _ in r.report.items]
