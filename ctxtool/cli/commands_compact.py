@@ -148,10 +148,10 @@ def compact(
             summ.close()
     to_stderr = (output is None or output == "-") and not dry_run
     if show_summary:
-        stream = sys.stderr if to_stderr else sys.stdout
+        stream = common.ForPeople(sys.stderr if to_stderr else sys.stdout)
         for rec, s in zip(report.records, report.summaries, strict=True):
             if s:
-                stream.write(common.printable(f"--- summary of {rec.label} ---\n{s.rstrip()}") + "\n")
+                stream.write(f"--- summary of {rec.label} ---\n{s.rstrip()}\n")
     if as_json or as_jsonl:
         _emit_json(report, as_jsonl)
     else:
