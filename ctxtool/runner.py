@@ -398,16 +398,15 @@ def run_files(
     progress: Callable[[Any], None] | None = None,
     engine: Sharding | None = None,
 ) -> Generator[FileRun[R] | CtxtoolError, None, None]:
-    """:func:`run_file` over each of ``paths``, in order: the runs, or the
-    error that stopped a file (for the caller's error policy). Several regular files below
-    :data:`PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are
-    run whole by ``jobs`` worker processes (default: one per core), a batch of files per
-    job; every other input (a large dataset, which run_file splits itself; stdin; a FIFO;
-    a URL) runs in its turn in this process, as does every file on an ``engine``
-    (:func:`ctxtool.parallel.run_pooled` runs the others). A worker's report reaches the
-    caller through ``op.collect``, as one part of its file;
-    the runs of a job's consecutive files come as one, their reports merged in order.
-    ``progress`` is called once per transcript."""
+    """:func:`run_file` over each of ``paths``, in order: the runs, or the error that
+    stopped a file (for the caller's error policy). Several local regular files below
+    :data:`PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are run whole by
+    ``jobs`` worker processes (default: one per core), a batch of files per job
+    (:func:`ctxtool.parallel.run_pooled`); every other input (a large dataset, which
+    run_file splits itself; stdin; a FIFO; a URL) runs in its turn in this process, as does
+    every file on an ``engine``. A worker's report reaches the caller through
+    ``op.collect``, as one part of its file; the runs of a job's consecutive files come as
+    one, their reports merged in order. ``progress`` is called once per transcript."""
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     pooled = n > 1 and op.parallel and engine is None
     sizes = [_whole_size(p) if pooled else None for p in paths]
@@ -432,7 +431,8 @@ def run_files(
 
 
 def _whole_size(path: str) -> int | None:
-    """The size of a local regular file run_file would not split, else None."""
+    """The size of a local regular file below PARALLEL_MIN_BYTES (one :func:`run_files` may
+    run whole on a worker), else None."""
     from . import urls
 
     if path == "-" or urls.is_url(path):

@@ -226,6 +226,7 @@ def stats(
     every transcript's figures in input order as they are known, none of them held (the
     report's ``transcripts`` is empty): a stream in flat memory.
     """
+    from .runner import run_files  # several small files: whole files on every core
     from .stats_op import StatsOp, StatsPart
 
     tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
@@ -234,8 +235,6 @@ def stats(
     op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    from .runner import run_files  # several small files: whole files on every core
-
     runs = run_files(op, list(formats.iter_paths(paths)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
                      engine=engine)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit

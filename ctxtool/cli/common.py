@@ -39,11 +39,6 @@ def printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
-def out_line(text: str) -> None:
-    """A line for people on stdout (a listing, a report), as :func:`printable` shows it."""
-    ForPeople(sys.stdout).write(text + "\n")
-
-
 class ForPeople:
     """``stream`` (stdout or stderr) for lines people read (a report, a listing): what is
     written goes through :func:`printable`, so names, ids and paths from transcripts reach
@@ -57,6 +52,11 @@ class ForPeople:
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def out_line(text: str) -> None:
+    """A line for people on stdout (a listing, a report), as :func:`printable` shows it."""
+    ForPeople(sys.stdout).write(text + "\n")
 
 
 def err_line(text: str) -> None:
