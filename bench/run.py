@@ -282,16 +282,17 @@ def sessions_dir() -> Path:
 
 
 def bench_many_files() -> None:
-    """stats over a directory of many small sessions: whole files on every core, against the
-    same run in one process (-j 1)."""
+    """Commands over a directory of many small sessions (a user's): whole files on every
+    core (runner.run_files), against the same run in one process (-j 1)."""
     d = sessions_dir()
     files = list(d.iterdir())
     mb = sum(f.stat().st_size for f in files) / 1e6
-    ours = ours_times(["stats", str(d)])
-    one = ours_times(["stats", "-j", "1", str(d)])
-    ratios = [o / p for p, o in zip(sorted(ours), sorted(one), strict=False)]
-    row(f"stats over {len(files):,} session files ({mb:.0f} MB)", f"{statistics.median(ours):.2f} s",
-        f"-j 1 {statistics.median(one):.2f} s", spread(ratios) + " faster", "(report)")
+    for cmd, more in (("stats", []), ("usage", []), ("check", ["--json"]), ("compactions", ["--json"])):
+        ours = ours_times([cmd, *more, str(d)])
+        one = ours_times([cmd, "-j", "1", *more, str(d)])
+        ratios = [o / p for p, o in zip(sorted(ours), sorted(one), strict=False)]
+        row(f"{cmd} over {len(files):,} session files ({mb:.0f} MB)", f"{statistics.median(ours):.2f} s",
+            f"-j 1 {statistics.median(one):.2f} s", spread(ratios) + " faster", "(report)")
 
 
 def wall(args: list[str], n: int = 15) -> float:

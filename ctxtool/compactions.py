@@ -19,7 +19,7 @@ that a call had read before it, not modified in between.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,23 +260,27 @@ def _turn_end(entries: Sequence[Entry], start: int, stop: int) -> int:
     return last + 1
 
 
-def iter_compactions(
-    paths: Iterable[str | Path], *, fmt: str | None = None, loop_turns: int = LOOP_TURNS,
-    loop_minutes: float = LOOP_MINUTES,
-) -> Iterator[TranscriptCompactions]:
-    """Every transcript of ``paths`` (files, directories, ``-``), one report each, as read."""
-    from .formats import iter_paths, read
-
-    for p in iter_paths(paths):
-        for t in read(p, fmt):
-            yield transcript_compactions(t, loop_turns=loop_turns, loop_minutes=loop_minutes)
-
-
 def compactions(
     paths: Iterable[str | Path], *, fmt: str | None = None, loop_turns: int = LOOP_TURNS,
-    loop_minutes: float = LOOP_MINUTES,
+    loop_minutes: float = LOOP_MINUTES, jobs: int | None = None,
+    each: Callable[[TranscriptCompactions], None] | None = None,
 ) -> CompactionsReport:
-    """The compaction report of ``paths``."""
+    """The compaction report of ``paths`` (files, directories, ``-``): one per transcript, in
+    input order; ``each`` is called with every one as it is known (a stream). Many small
+    session files are read by ``jobs`` processes (default: one per core;
+    :func:`ctxtool.runner.each_result`)."""
+    import functools
+
+    from .formats import iter_paths
+    from .runner import each_result
+
     rep = CompactionsReport(loop_turns, loop_minutes)
-    rep.transcripts.extend(iter_compactions(paths, fmt=fmt, loop_turns=loop_turns, loop_minutes=loop_minutes))
+
+    def add(tc: TranscriptCompactions) -> None:
+        rep.transcripts.append(tc)
+        if each is not None:
+            each(tc)
+
+    one = functools.partial(transcript_compactions, loop_turns=loop_turns, loop_minutes=loop_minutes)
+    each_result(one, iter_paths(paths), add, fmt=fmt, jobs=jobs)
     return rep

@@ -202,6 +202,7 @@ def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: st
         if isinstance(last, FileRun):
             last.report.merge(run.report)
             last.transcripts += run.transcripts
+            last.files += 1
             last.errors.extend(run.errors)
             last.format = last.format if last.format == run.format else None
         else:

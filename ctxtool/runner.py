@@ -153,8 +153,9 @@ class Task(Generic[R]):
 class EachTask(Task[Results[T]]):
     """A task that calls ``fn`` on each transcript and keeps its results."""
 
-    def __init__(self, fn: Callable[[Transcript], T]) -> None:
+    def __init__(self, fn: Callable[[Transcript], T], sink: Callable[[T], None] | None = None) -> None:
         self.fn = fn
+        self.sink = sink  # given: each result goes there in input order, not held
         self.results: Results[T] = Results()
         self.pending: dict[int, T] = {}
 
@@ -162,7 +163,11 @@ class EachTask(Task[Results[T]]):
         self.pending[id(t)] = self.fn(t)
 
     def commit(self, t: Transcript) -> None:
-        self.results.items.append(self.pending.pop(id(t)))
+        r = self.pending.pop(id(t))
+        if self.sink is None:
+            self.results.items.append(r)
+        else:
+            self.sink(r)
 
     def finish(self) -> Results[T]:
         return self.results
@@ -208,18 +213,33 @@ class Operation(Generic[R]):
 
 
 class Each(Operation[Results[T]]):
-    """Any function of a transcript as an operation (its results are the report); run
-    serially (a closure does not pickle: write an :class:`Operation` to run in parallel)."""
+    """Any function of a transcript as an operation (its results are the report). Run in one
+    process unless ``parallel``: a function that pickles (module-level, or a
+    ``functools.partial`` of one with picklable arguments) may run on worker processes; a
+    closure does not pickle."""
 
     name: ClassVar[str] = "each"
-    parallel: ClassVar[bool] = False
 
-    def __init__(self, fn: Callable[[Transcript], T], name: str = "each") -> None:
+    def __init__(self, fn: Callable[[Transcript], T], name: str = "each", parallel: bool = False,
+                 sink: Callable[[T], None] | None = None) -> None:
         self.fn = fn
         self.label = name
+        self.parallel = parallel  # type: ignore[misc]  # per instance: whether fn pickles
+        self.sink = sink  # given: the results go there in input order as they are known (the report holds none)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.__dict__, sink=None)  # a callback stays in its process: the parent passes results on
+
+    def collect(self, reports: Iterable[Results[T]]) -> Results[T]:
+        if self.sink is None:
+            return merge_reports(reports)
+        for part in reports:  # a worker's results, in input order as each part is done
+            for r in part.items:
+                self.sink(r)
+        return Results()
 
     def start(self, ctx: RunContext) -> Task[Results[T]]:
-        return EachTask(self.fn)
+        return EachTask(self.fn, None if ctx.worker else self.sink)
 
 
 @dataclass(frozen=True)
@@ -299,6 +319,7 @@ class FileRun(Generic[R]):
     jobs: int = 1
     file_bytes_before: int | None = None
     file_bytes_after: int | None = None
+    files: int = 1  # input files this run covers (run_files: a worker's consecutive files come as one run)
 
     @property
     def skipped(self) -> list[str]:
@@ -428,6 +449,36 @@ def run_files(
         except CtxtoolError as e:
             yield e
         i += 1
+
+
+def each_result(
+    fn: Callable[[Transcript], T],
+    paths: Iterable[str],
+    sink: Callable[[T], None],
+    *,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+) -> list[str]:
+    """Pass ``fn``'s result for every transcript of ``paths`` (files, ``-``) to ``sink``, in
+    input order, as each is known: one at a time in this process, a job's or a byte range's
+    at a time from worker processes; none is held. ``fn`` must pickle (see :class:`Each`):
+    many small files run whole on every core (:func:`run_files`) and a large dataset file
+    is split. Under ``fail`` the first error is raised; returns the records and files
+    ``skip`` left out."""
+    policy = ErrorPolicy(on_error)
+    skipped: list[str] = []
+    runs = run_files(Each(fn, parallel=True, sink=sink), list(paths), fmt=fmt, on_error=on_error, jobs=jobs)
+    try:
+        for run in runs:
+            if isinstance(run, CtxtoolError):
+                policy.handle(run)  # raised under fail
+                skipped.append(str(run))
+            else:
+                skipped.extend(run.skipped)
+    finally:
+        runs.close()  # an error: the worker processes stop now
+    return skipped
 
 
 def _whole_size(path: str) -> int | None:

@@ -70,6 +70,13 @@ class TiktokenTokenizer:
         self._counter: Any = None  # token_backends.ExactCounter
         self._pool: Any = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled by name (a worker process loads its own encoding and counter)."""
+        return {"name": self.name, "threads": self.threads}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["name"], state["threads"])  # type: ignore[misc]
+
     @property
     def encoding(self) -> Any:
         if self._enc is None:

@@ -118,3 +118,53 @@ def test_the_first_bad_file_stops_the_run_as_it_does_serially(tmp_path: Path) ->
             stats.stats([str(d)], workers=workers)
         errors.append(str(e.value))
     assert errors[0] == errors[1] and "m_broken.jsonl" in errors[0]
+
+
+def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None:
+    """check, cut and compactions read many files through runner.each_result: a function
+    that pickles (a functools.partial, with an exact tokenizer pickled by name) runs on the
+    worker pool; its results reach the sink in the serial run's order, with the same
+    skipped records and the same first error."""
+    import functools
+
+    from ctxtool.compactions import compactions
+    from ctxtool.history import cut_transcript
+    from ctxtool.policies.check import check_transcript
+    from ctxtool.tokens import get_tokenizer
+
+    d = _tree(tmp_path)
+    files = [str(p) for p in sorted(d.rglob("*")) if p.is_file()]
+    tok = get_tokenizer("o200k_base")
+    tok.count("loaded here first: the workers load their own")
+    for fn in (functools.partial(check_transcript, tokenizer=tok),
+               functools.partial(cut_transcript, keep_recent_tokens=2000, tokenizer=tok)):
+        got: dict[int, tuple[list[object], list[str]]] = {}
+        for jobs in (1, 2):
+            out: list[object] = []
+            skipped = runner.each_result(fn, files, lambda r: out.append(r.to_json()), on_error="skip", jobs=jobs)
+            got[jobs] = (out, skipped)
+        assert got[2] == got[1] and len(got[1][0]) > 30
+        assert any("m_broken.jsonl" in s for s in got[1][1])
+        errors = []
+        for jobs in (1, 2):
+            with pytest.raises(CtxtoolError) as e:
+                runner.each_result(fn, files, lambda r: None, jobs=jobs)
+            errors.append(str(e.value))
+        assert errors[0] == errors[1] and "m_broken.jsonl" in errors[0]
+    good = [f for f in files if "m_broken" not in f]
+    streamed: list[object] = []
+    two = compactions(good, jobs=2, each=lambda t: streamed.append(t.to_json()))
+    one = compactions(good, jobs=1)
+    assert [t.to_json() for t in two.transcripts] == [t.to_json() for t in one.transcripts] == streamed
+    assert two.totals == one.totals and len(streamed) > 30
+
+
+def test_an_exact_tokenizer_pickles_by_name() -> None:
+    import pickle
+
+    from ctxtool.tokens import get_tokenizer
+
+    tok = get_tokenizer("o200k_base")
+    n = tok.count("an exact count, loaded in this process")
+    again = pickle.loads(pickle.dumps(tok))
+    assert again.name == "o200k_base" and again.count("an exact count, loaded in this process") == n

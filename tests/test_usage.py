@@ -319,5 +319,24 @@ def test_corpus_codex_counts_every_token_count_event(tmp_path: Path) -> None:
 
 def test_progress_reports_each_file(home: Path) -> None:
     seen: list[tuple[int, int]] = []
-    r = usage_report([str(home)], timezone="UTC", progress=lambda done, total, path: seen.append((done, total)))
+    r = usage_report([str(home)], timezone="UTC", jobs=1, progress=lambda done, total, path: seen.append((done, total)))
     assert seen == [(i, r.files) for i in range(r.files + 1)]
+    seen.clear()  # on worker processes a job's files are done together: from 0 to all, never back
+    r = usage_report([str(home)], timezone="UTC", jobs=2, progress=lambda done, total, path: seen.append((done, total)))
+    done = [d for d, _ in seen]
+    assert done[0] == 0 and done[-1] == r.files and done == sorted(done) and {t for _, t in seen} == {r.files}
+
+
+def test_many_files_on_every_core_give_the_serial_report(home: Path, tmp_path: Path) -> None:
+    """Many small session files run on worker processes (runner.run_files): the same rows,
+    duplicates (first seen in file order) and skipped files as one process."""
+    tree = tmp_path / "t"
+    shutil.copytree(home, tree, symlinks=True)
+    for i in range(20):  # enough bytes for the pool (runner.FILES_MIN_BYTES); copies: duplicates
+        shutil.copy(CLAUDE, tree / f"copy{i:02}.jsonl")
+    (tree / "m_bad.jsonl").write_text(CLAUDE.read_text("utf-8").splitlines()[1] + "\n{not json\n")
+    write_lines(tree / "n_resumed.jsonl", resumed_claude(CLAUDE))
+    one = usage_report([str(tree)], by="session", timezone="UTC", jobs=1)
+    two = usage_report([str(tree)], by="session", timezone="UTC", jobs=2)
+    assert two.to_json() == one.to_json()
+    assert one.duplicates > 0 and [s.path for s in one.skipped] == [str(tree / "m_bad.jsonl")]

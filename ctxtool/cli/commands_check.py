@@ -3,8 +3,9 @@ trigger policy registry, :mod:`ctxtool.policies`)."""
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -22,7 +23,7 @@ from .common import (
     table_rows,
     warn_skipped,
 )
-from .render import JsonlOpt, emit
+from .render import Emitter, JsonlOpt, emit
 
 #: ``check --policy`` choices: the trigger policy registry's names
 Policy = StrEnum("Policy", {n: n for n in policies.names()})  # type: ignore[misc]
@@ -54,36 +55,16 @@ def _settings(
     return cfg, info, get_tokenizer(tok)
 
 
-def _read(paths: list[str], fmt: str | None, on_error: common.OnError) -> tuple[Iterator[Any], Any]:
-    from .. import formats
-    from ..formats.base import ErrorPolicy
-
-    policy = ErrorPolicy(on_error.value)
-
-    def gen() -> Iterator[Any]:
-        for p in formats.iter_paths(paths):
-            yield from formats.read(p, fmt, policy)
-
-    return gen(), policy
-
-
-def _report_skipped(policy: Any) -> None:
-    warn_skipped(policy.skipped)
-
-
-def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Callable[[Any], Any]) -> list[Any]:
-    """``op``'s result for every transcript of ``paths``, read by the runner (nothing written)."""
+def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Callable[[Any], Any],
+          sink: Callable[[Any], None], jobs: int | None = None) -> None:
+    """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
+    (nothing written), the records left out warned about at the end. ``op`` pickles (a
+    ``functools.partial`` of a module-level function): many small files run on every core
+    (:func:`ctxtool.runner.each_result`)."""
     from ..formats import iter_paths
-    from ..runner import Each, run_file
+    from ..runner import each_result
 
-    results: list[Any] = []
-    skipped: list[str] = []
-    for p in iter_paths(paths):
-        run = run_file(Each(op), p, fmt=fmt, on_error=on_error.value)
-        results.extend(run.report.items)
-        skipped.extend(run.skipped)
-    warn_skipped(skipped)
-    return results
+    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs))
 
 
 def _transform(
@@ -132,6 +113,7 @@ def cut(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
+    jobs: common.JobsOpt = None,
 ) -> None:
     """Find where to cut history (seed 003, with seed 000's rules): walk back from the newest
     message until --keep-recent-tokens are kept and cut at the nearest user message; never at
@@ -167,15 +149,8 @@ def cut(
     elif cfg.source("compaction.max_tokens") != "default" and s.max_tokens > 0:
         limit = s.max_tokens
 
-    def op(t: Any) -> Any:
-        return cut_transcript(
-            t,
-            keep_recent_tokens=budget,
-            keep_recent=int(cfg["compaction.keep_recent"]),
-            effective_limit=limit,
-            tokenizer=tok,
-            apply=output is not None,
-        )
+    op = functools.partial(cut_transcript, keep_recent_tokens=budget, keep_recent=int(cfg["compaction.keep_recent"]),
+                           effective_limit=limit, tokenizer=tok, apply=output is not None)
 
     machine = as_json or as_jsonl
     if output:
@@ -184,7 +159,8 @@ def cut(
             _render_cut_summary(reports, common.ForPeople(sys.stderr))
             return
     else:
-        reports = _each(paths, fmt, on_error, op)
+        reports = []
+        _each(paths, fmt, on_error, op, reports.append, jobs)
     if not machine:
         _render_cut(reports)
         return
@@ -259,6 +235,7 @@ def check(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
+    jobs: common.JobsOpt = None,
 ) -> None:
     """Should this transcript be compacted now? Reports used tokens (usage-aware, counted
     from the last compaction boundary), the limit, the percentage and every policy's
@@ -284,24 +261,23 @@ def check(
     cs = ContextSettings.from_config(cfg)
     w = cs.resolve(None)
     s = PolicySettings.from_config(cfg, context_window=w.window, window_source=w.source)
-    ts, rpolicy = _read(paths, fmt, on_error)
-    found = (check_transcript(t, s.with_window(None, "none"), policy=policy.value, tokenizer=tok, context=cs) for t in ts)
+    one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy.value, tokenizer=tok,
+                            context=cs)
     if as_json or as_jsonl:
         totals = {"transcripts": 0, "compact": 0}
+        em = Emitter("check", {"policy": policy.value, "settings": s.to_json()}, jsonl=as_jsonl)
 
-        def items() -> Iterator[dict[str, Any]]:  # a stream: each verdict as it comes
-            for r in found:
-                totals["transcripts"] += 1
-                totals["compact"] += r.compact
-                yield r.to_json()
+        def item(r: Any) -> None:  # a stream: each verdict as it comes
+            totals["transcripts"] += 1
+            totals["compact"] += r.compact
+            em.item(r.to_json())
 
-        emit("check", {"policy": policy.value, "settings": s.to_json()}, items=items(), tail={"totals": totals},
-             jsonl=as_jsonl)
-        _report_skipped(rpolicy)
+        _each(paths, fmt, on_error, one, item, jobs)
+        em.finish({"totals": totals})
         needed = totals["compact"] > 0
     else:
-        results = list(found)
-        _report_skipped(rpolicy)
+        results: list[Any] = []
+        _each(paths, fmt, on_error, one, results.append, jobs)
         _render_check(results, s, policy.value)
         needed = any(r.compact for r in results)
     if needed:

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from ..compactions import LOOP_MINUTES, LOOP_TURNS
-from .common import FormatOpt, JsonOpt, Paths, fmt_int, stdout_console
-from .render import JsonlOpt, emit
+from .common import FormatOpt, JobsOpt, JsonOpt, Paths, fmt_int, stdout_console
+from .render import Emitter, JsonlOpt
 
 
 def compactions_cmd(
@@ -20,6 +20,7 @@ def compactions_cmd(
     loop_minutes: Annotated[
         float, typer.Option("--loop-minutes", min=0, help="A compaction within this many minutes of the previous one is a loop.")
     ] = LOOP_MINUTES,
+    jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> None:
@@ -28,20 +29,13 @@ def compactions_cmd(
     compactions; flags compaction loops and files read again after a compaction."""
     from .. import compactions as cp
 
-    it = cp.iter_compactions(paths, fmt=fmt, loop_turns=loop_turns, loop_minutes=loop_minutes)
-    rep = cp.CompactionsReport(loop_turns, loop_minutes)
     if as_json or as_jsonl:
-
-        def items() -> Any:
-            for t in it:
-                rep.transcripts.append(t)
-                yield t.to_json()
-
-        emit("compactions", {"loop_turns": loop_turns, "loop_minutes": loop_minutes}, items=items(),
-             tail=lambda: {"totals": rep.totals}, jsonl=as_jsonl)
+        em = Emitter("compactions", {"loop_turns": loop_turns, "loop_minutes": loop_minutes}, jsonl=as_jsonl)
+        rep = cp.compactions(paths, fmt=fmt, loop_turns=loop_turns, loop_minutes=loop_minutes, jobs=jobs,
+                             each=lambda t: em.item(t.to_json()))  # a stream: each transcript as it comes
+        em.finish({"totals": rep.totals})
         return
-    rep.transcripts.extend(it)
-    _render(rep)
+    _render(cp.compactions(paths, fmt=fmt, loop_turns=loop_turns, loop_minutes=loop_minutes, jobs=jobs))
 
 
 def _render(rep: Any) -> None:

@@ -39,6 +39,7 @@ def usage(
     since: Annotated[str | None, typer.Option("--since", help="First day counted: YYYY-MM-DD, today, yesterday or Nd (the last N days).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Last day counted (included), same forms as --since.")] = None,
     timezone: Annotated[str | None, typer.Option("--timezone", "-z", help="IANA time zone of the days (e.g. UTC, Europe/Berlin). Default: local.")] = None,
+    jobs: common.JobsOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> None:
@@ -49,7 +50,7 @@ def usage(
 
     cb, stop = _progress()
     try:
-        report = usage_report(paths, by=by.value, since=since, until=until, timezone=timezone, progress=cb)
+        report = usage_report(paths, by=by.value, since=since, until=until, timezone=timezone, progress=cb, jobs=jobs)
     finally:
         stop()
     for s in report.skipped:

@@ -18,6 +18,8 @@ from datetime import date, datetime, tzinfo
 from typing import Any
 
 from ..errors import CtxtoolError
+from ..model import Transcript
+from ..runner import Each
 from .events import KEYS, UsageEvent, events, key_for
 from .report import (
     GROUPINGS,
@@ -110,6 +112,10 @@ class UsageReport:
         return {**self.head_json(), "rows": self.rows_json(), **self.tail_json()}
 
 
+def _events_of(t: Transcript) -> list[UsageEvent]:
+    return list(events(t))
+
+
 def _zone_name(tz: tzinfo | None) -> str:
     if tz is None:
         return "local:" + (datetime.now().astimezone().tzname() or "")
@@ -126,13 +132,14 @@ def usage_report(
     stores: list[Store] | None = None,
     progress: Progress | None = None,
     now: datetime | None = None,
+    jobs: int | None = None,
 ) -> UsageReport:
     """Usage and cost of the sessions in ``paths`` (files or directories), or of the default
     session stores when there are none, one row per ``by`` (day, month, session, project,
     model). ``since``/``until`` are days in ``timezone`` (an IANA name; default local),
-    both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``."""
-    from .. import formats
-
+    both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``. Many small files are
+    read by ``jobs`` processes (default: one per core; :func:`ctxtool.runner.run_files`);
+    ``progress`` is called with (files done, files in all, the next file) as they are read."""
     g: Grouping = get_grouping(by)
     tz = resolve_zone(timezone)
     today = today_in(tz, now)
@@ -141,17 +148,27 @@ def usage_report(
     used, files = session_files(list(paths) if paths else None, stores)
     tally = Tally(g, tz, d0, d1)
     skipped: list[Skipped] = []
-    for i, path in enumerate(files):
-        if progress is not None:
-            progress(i, len(files), path)
-        try:  # a file counts whole or not at all
-            found = [ev for t in formats.read(path) for ev in events(t)]
-        except CtxtoolError as e:
-            skipped.append(Skipped(path, str(e)))
-            continue
-        tally.add_all(found)
+    done = 0
     if progress is not None:
-        progress(len(files), len(files), "")
+        progress(0, len(files), files[0] if files else "")
+    # a file counts whole or not at all (an error in it skips it); many small session files
+    # run on every core (runner.run_files), their events tallied here in file order
+    from ..runner import run_files
+
+    runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
+    try:
+        for run in runs:
+            if isinstance(run, CtxtoolError):
+                skipped.append(Skipped(files[done], str(run)))
+                done += 1
+            else:
+                for found in run.report.items:
+                    tally.add_all(found)
+                done += run.files
+            if progress is not None:
+                progress(done, len(files), files[done] if done < len(files) else "")
+    finally:
+        runs.close()
     return UsageReport(
         by=g.name,
         timezone=_zone_name(tz),

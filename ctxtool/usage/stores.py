@@ -96,11 +96,18 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
 
 
 def _unique(files: list[str]) -> list[str]:
-    """Each file once (a store reached twice, a file named twice)."""
-    seen: set[str] = set()
+    """Each file once (a store reached twice, a file named twice, a link): the same file is
+    the same device and inode (one stat; its real path walks every component, 5x slower)."""
+    seen: set[object] = set()
     out = []
     for f in files:
-        key = f if f == "-" else os.path.realpath(f)
+        key: object = f
+        if f != "-":
+            try:
+                st = os.stat(f)
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                key = os.path.realpath(f)
         if key not in seen:
             seen.add(key)
             out.append(f)
