@@ -420,9 +420,10 @@ def run_files(
     engine: Sharding | None = None,
 ) -> Generator[FileRun[R] | CtxtoolError, None, None]:
     """:func:`run_file` over each of ``paths``, in order: the runs, or the error that
-    stopped a file (for the caller's error policy). Several local regular files below
-    :data:`PARALLEL_MIN_BYTES` (one transcript each, or a small dataset) are run whole by
-    ``jobs`` worker processes (default: one per core), a batch of files per job
+    stopped a file (for the caller's error policy). Several local regular files that
+    run_file would not split (below :data:`PARALLEL_MIN_BYTES`: one transcript each, or a
+    small dataset; or larger but one transcript: a long session) are run whole by ``jobs``
+    worker processes (default: one per core), a batch of files per job
     (:func:`ctxtool.parallel.run_pooled`); every other input (a large dataset, which
     run_file splits itself; stdin; a FIFO; a URL) runs in its turn in this process, as does
     every file on an ``engine``. A worker's report reaches the caller through
@@ -430,7 +431,7 @@ def run_files(
     one, their reports merged in order. ``progress`` is called once per transcript."""
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     pooled = n > 1 and op.parallel and engine is None
-    sizes = [_whole_size(p) if pooled else None for p in paths]
+    sizes = [_whole_size(p, fmt) if pooled else None for p in paths]
     i = 0
     while i < len(paths):
         group: list[int] = []
@@ -481,12 +482,19 @@ def each_result(
     return skipped
 
 
-def _whole_size(path: str) -> int | None:
-    """The size of a local regular file below PARALLEL_MIN_BYTES (one :func:`run_files` may
-    run whole on a worker), else None."""
+def _whole_size(path: str, fmt: str | None) -> int | None:
+    """The size of a local regular file that one :func:`run_files` may run whole on a worker
+    (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
+    session), else None."""
     from . import urls
 
     if path == "-" or urls.is_url(path):
         return None
     size = jsonio.input_size(path)
-    return size if size is not None and size < PARALLEL_MIN_BYTES else None
+    if size is None or size < PARALLEL_MIN_BYTES:
+        return size
+    try:
+        whole = formats.split_plan(path, fmt, 2, PARALLEL_MIN_BYTES, lines=False) is None
+    except CtxtoolError:
+        return None  # run_file says what is wrong, in its turn
+    return size if whole else None

@@ -140,9 +140,9 @@ def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None
                functools.partial(cut_transcript, keep_recent_tokens=2000, tokenizer=tok)):
         got: dict[int, tuple[list[object], list[str]]] = {}
         for jobs in (1, 2):
-            out: list[object] = []
-            skipped = runner.each_result(fn, files, lambda r: out.append(r.to_json()), on_error="skip", jobs=jobs)
-            got[jobs] = (out, skipped)
+            results: list[object] = []
+            skipped = runner.each_result(fn, files, results.append, on_error="skip", jobs=jobs)
+            got[jobs] = ([r.to_json() for r in results], skipped)
         assert got[2] == got[1] and len(got[1][0]) > 30
         assert any("m_broken.jsonl" in s for s in got[1][1])
         errors = []
@@ -168,3 +168,25 @@ def test_an_exact_tokenizer_pickles_by_name() -> None:
     n = tok.count("an exact count, loaded in this process")
     again = pickle.loads(pickle.dumps(tok))
     assert again.name == "o200k_base" and again.count("an exact count, loaded in this process") == n
+
+
+def test_a_long_session_runs_whole_on_a_worker_and_a_large_dataset_is_split(tmp_path: Path) -> None:
+    """A file over PARALLEL_MIN_BYTES that run_file would not split (one long session) is a
+    whole-file job like the small ones; a large dataset file still splits into byte ranges."""
+    src = (SAMPLES / "claude_code_session.jsonl").read_bytes()
+    reps = runner.PARALLEL_MIN_BYTES // len(src) + 1
+    longs = []
+    for i in range(2):
+        p = tmp_path / f"long{i}.jsonl"
+        p.write_bytes(src * reps)  # the same lines again and again, as a resumed session repeats them
+        longs.append(str(p))
+    runs = list(runner.run_files(_Where(), longs, jobs=2))
+    pids = {pid for r in runs for _, pid in r.report.items}
+    assert [n for r in runs for n, _ in r.report.items] == ["long0.jsonl", "long1.jsonl"]
+    assert os.getpid() not in pids
+    assert runner._whole_size(longs[0], None) == os.path.getsize(longs[0])
+    rec = (SAMPLES / "openai_dataset.jsonl").read_bytes().splitlines(keepends=True)[0]
+    ds = tmp_path / "ds.jsonl"
+    ds.write_bytes(rec * (runner.PARALLEL_MIN_BYTES // len(rec) + 1))
+    assert runner._whole_size(str(ds), None) is None  # run_file splits it itself
+    assert stats.stats([*longs, str(ds)], workers=2).to_json() == stats.stats([*longs, str(ds)], workers=1).to_json()
