@@ -287,7 +287,7 @@ def bench_many_files() -> None:
     d = sessions_dir()
     files = list(d.iterdir())
     mb = sum(f.stat().st_size for f in files) / 1e6
-    for cmd, more in (("stats", []), ("usage", []), ("check", ["--json"]), ("compactions", ["--json"])):
+    for cmd, more in (("stats", []), ("usage", []), ("check", ["--json"]), ("compactions", ["--json"]), ("validate", [])):
         ours = ours_times([cmd, *more, str(d)])
         one = ours_times([cmd, "-j", "1", *more, str(d)])
         ratios = [o / p for p, o in zip(sorted(ours), sorted(one), strict=False)]

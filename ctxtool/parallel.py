@@ -198,7 +198,7 @@ def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: st
         except CtxtoolError as e:
             out.append(e)
             continue
-        last = out[-1] if out else None
+        last = out[-1] if out and op.merge_files else None
         if isinstance(last, FileRun):
             last.report.merge(run.report)
             last.transcripts += run.transcripts

@@ -183,6 +183,9 @@ class Operation(Generic[R]):
     parallel: ClassVar[bool] = True
     #: False: workers run without the cyclic collector (many small objects kept to the end)
     collect_garbage: ClassVar[bool] = True
+    #: False: over many files (:func:`run_files`) each file's run comes back on its own, not
+    #: merged with the next ones of the same job (the caller needs each file's report)
+    merge_files: ClassVar[bool] = True
     #: True: the whole input is read before the first transcript is applied (operations that
     #: call a model: a bad record or an empty input fails before any call; ``begin`` sees all)
     read_first: ClassVar[bool] = False

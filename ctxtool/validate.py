@@ -192,6 +192,7 @@ class ValidateOp(Operation[ValidationReport]):
 
     name: ClassVar[str] = "validate"
     writes: ClassVar[bool] = False
+    merge_files: ClassVar[bool] = False  # validate reports each file's unreadable records after its problems
 
     def start(self, ctx: RunContext) -> Task[ValidationReport]:
         return _ValidateTask()
@@ -217,30 +218,55 @@ def validate(
     paths: Iterable[str], fmt: str | None = None, on_error: str = "fail", jobs: int | None = None
 ) -> ValidationReport:
     """Schema (canonical files) and structure (every format) problems, with file, line and
-    id. Unreadable records are problems too; ``on_error`` decides only about missing files."""
+    id. Unreadable records are problems too; ``on_error`` decides only about missing files.
+    Many local files are read on ``jobs`` processes (default: one per core;
+    :func:`ctxtool.runner.run_files`)."""
     import contextlib
 
-    from . import formats
-    from .jsonio import reopenable
-    from .runner import run_file
+    from . import formats, urls
+    from .jsonio import input_size, reopenable
+    from .runner import run_file, run_files
 
     report = ValidationReport()
-    for p in formats.iter_paths(paths):
-        report.files += 1
-        start = len(report.problems)
+    files = list(formats.iter_paths(paths))
+    i = 0
+    while i < len(files):
+        j = i  # local regular files from i to j: on every core, each file's run in turn
+        while j < len(files) and files[j] != "-" and not urls.is_url(files[j]) and input_size(files[j]) is not None:
+            j += 1
+        if j > i:
+            with contextlib.closing(run_files(ValidateOp(), files[i:j], fmt=fmt, on_error="skip", jobs=jobs)) as runs:
+                for p, run in zip(files[i:j], runs, strict=True):
+                    _add(report, p, p, run, on_error)
+            i = j
+            continue
+        p = files[i]
+        i += 1
         try:
             # the schema check reads the file a second time: a FIFO is spooled once
             with reopenable(p) if p != "-" else contextlib.nullcontext(p) as local:
-                run = run_file(ValidateOp(), local, name=p, fmt=fmt, on_error="skip", jobs=jobs)
-                if run.format == "ctxtool" and p != "-":
-                    with contextlib.suppress(CtxtoolError):  # its unreadable lines are reported below
-                        report.problems[start:start] = validate_canonical_file(local, label=p)
+                _add(report, p, local, run_file(ValidateOp(), local, name=p, fmt=fmt, on_error="skip", jobs=jobs),
+                     on_error)
         except CtxtoolError as e:
-            if on_error != "skip" and e.line is None and "no such file" in e.message:
-                raise
-            report.problems.append(Problem(UNREADABLE, e.message, e.path or p, e.line))
-            continue
-        report.merge(run.report)
-        for err in run.errors:
-            report.problems.append(Problem(UNREADABLE, err.message, err.path or p, err.line))
+            _add(report, p, p, e, on_error)
     return report
+
+
+def _add(report: ValidationReport, p: str, local: str, run: Any, on_error: str) -> None:
+    """One file's run (or the error that stopped it) into ``report``: its schema problems
+    (a canonical file, read again from ``local``), its structural problems, then its
+    unreadable records."""
+    import contextlib
+
+    report.files += 1
+    if isinstance(run, CtxtoolError):
+        if on_error != "skip" and run.line is None and "no such file" in run.message:
+            raise run
+        report.problems.append(Problem(UNREADABLE, run.message, run.path or p, run.line))
+        return
+    if run.format == "ctxtool" and p != "-":
+        with contextlib.suppress(CtxtoolError):  # its unreadable lines are reported below
+            report.problems.extend(validate_canonical_file(local, label=p))
+    report.merge(run.report)
+    for err in run.errors:
+        report.problems.append(Problem(UNREADABLE, err.message, err.path or p, err.line))

@@ -190,3 +190,31 @@ def test_a_long_session_runs_whole_on_a_worker_and_a_large_dataset_is_split(tmp_
     ds.write_bytes(rec * (runner.PARALLEL_MIN_BYTES // len(rec) + 1))
     assert runner._whole_size(str(ds), None) is None  # run_file splits it itself
     assert stats.stats([*longs, str(ds)], workers=2).to_json() == stats.stats([*longs, str(ds)], workers=1).to_json()
+
+
+def test_validate_over_many_files_equals_the_serial_run(tmp_path: Path) -> None:
+    """validate reads many local files on the pool, each file's run on its own
+    (Operation.merge_files False): its schema problems (a canonical file, read again),
+    structural problems and unreadable records in the serial run's order, a FIFO in the
+    middle spooled and read here in its turn."""
+    from ctxtool.formats import read, write_path
+    from ctxtool.validate import validate
+
+    d = _tree(tmp_path)
+    t = next(read(str(SAMPLES / "claude_code_session.jsonl")))
+    write_path([t], str(d / "canon.jsonl"), "ctxtool")
+    lines = (d / "canon.jsonl").read_text("utf-8").splitlines()
+    (d / "canon_bad.jsonl").write_text("\n".join([lines[0], '{"type": "message", "role": 7}', *lines[1:]]) + "\n")
+    files = [str(p) for p in sorted(d.rglob("*")) if p.is_file()]
+    fifo = tmp_path / "mid.jsonl"
+    os.mkfifo(fifo)
+    reports = []
+    for jobs in (1, 2):
+        writer = FifoWriter(fifo, (SAMPLES / "pi_session.jsonl").read_bytes())
+        try:
+            reports.append(validate([*files[:5], str(fifo), *files[5:]], jobs=jobs).to_json())
+        finally:
+            writer.finish()
+    assert reports[0] == reports[1]
+    kinds = {p["code"] for p in reports[0]["problems"]}
+    assert {"schema", "unreadable"} <= kinds and reports[0]["files"] == len(files) + 1
