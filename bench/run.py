@@ -283,7 +283,7 @@ def sessions_dir() -> Path:
 
 def bench_many_files() -> None:
     """Commands over a directory of many small sessions (a user's): whole files on every
-    core (runner.run_files), against the same run in one process (-j 1)."""
+    core (manyfiles.run_files), against the same run in one process (-j 1)."""
     d = sessions_dir()
     files = list(d.iterdir())
     mb = sum(f.stat().st_size for f in files) / 1e6

@@ -268,11 +268,11 @@ def compactions(
     """The compaction report of ``paths`` (files, directories, ``-``): one per transcript, in
     input order; ``each`` is called with every one as it is known (a stream). Many small
     session files are read by ``jobs`` processes (default: one per core;
-    :func:`ctxtool.runner.each_result`)."""
+    :func:`ctxtool.manyfiles.each_result`)."""
     import functools
 
     from .formats import iter_paths
-    from .runner import each_result
+    from .manyfiles import each_result
 
     rep = CompactionsReport(loop_turns, loop_minutes)
 

@@ -155,7 +155,7 @@ FILES_JOB_BYTES = 256 << 10
 
 def run_pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | None, on_error: str, n: int,
                progress: Callable[[Any], None] | None) -> Iterator[FileRun[R] | CtxtoolError]:
-    """The part of :func:`ctxtool.runner.run_files` that runs whole files (``sizes``: their
+    """The part of :func:`ctxtool.manyfiles.run_files` that runs whole files (``sizes``: their
     bytes) on ``n`` worker processes, a batch of about FILES_JOB_BYTES per job."""
     batches: list[list[str]] = [[]]
     held = 0

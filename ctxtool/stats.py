@@ -226,7 +226,7 @@ def stats(
     every transcript's figures in input order as they are known, none of them held (the
     report's ``transcripts`` is empty): a stream in flat memory.
     """
-    from .runner import run_files  # several small files: whole files on every core
+    from .manyfiles import run_files  # many files: whole files on every core
     from .stats_op import StatsOp, StatsPart
 
     tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)

@@ -220,12 +220,13 @@ def validate(
     """Schema (canonical files) and structure (every format) problems, with file, line and
     id. Unreadable records are problems too; ``on_error`` decides only about missing files.
     Many local files are read on ``jobs`` processes (default: one per core;
-    :func:`ctxtool.runner.run_files`)."""
+    :func:`ctxtool.manyfiles.run_files`)."""
     import contextlib
 
     from . import formats, urls
     from .jsonio import input_size, reopenable
-    from .runner import run_file, run_files
+    from .manyfiles import run_files
+    from .runner import run_file
 
     report = ValidationReport()
     files = list(formats.iter_paths(paths))

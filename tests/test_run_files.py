@@ -1,5 +1,5 @@
 """Many small files (a user's sessions): whole files run on every core
-(:func:`ctxtool.runner.run_files`); the results must equal the serial run, in input order."""
+(:func:`ctxtool.manyfiles.run_files`); the results must equal the serial run, in input order."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLES
 from io_pipes import FifoWriter
 
-from ctxtool import runner, stats
+from ctxtool import manyfiles, runner, stats
 from ctxtool.errors import CtxtoolError
 from ctxtool.runner import Operation, Results, RunContext, Task
 
@@ -56,12 +56,12 @@ def _sessions(d: Path, n: int) -> list[str]:
 
 def test_small_files_run_in_worker_processes_in_input_order(tmp_path: Path) -> None:
     files = _sessions(tmp_path / "a", 16)
-    runs = list(runner.run_files(_Where(), files, jobs=2))
+    runs = list(manyfiles.run_files(_Where(), files, jobs=2))
     assert [name for r in runs for name, _ in r.report.items] == [os.path.basename(f) for f in files]
     pids = {pid for r in runs for _, pid in r.report.items}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
     assert len(runs) < len(files)  # a job's files come back as one run, their reports merged in order
-    serial = list(runner.run_files(_Where(), files, jobs=1))
+    serial = list(manyfiles.run_files(_Where(), files, jobs=1))
     assert {pid for r in serial for _, pid in r.report.items} == {os.getpid()}
     assert sum(r.transcripts for r in runs) == sum(r.transcripts for r in serial)
 
@@ -73,7 +73,7 @@ def test_a_fifo_between_small_files_is_read_here_in_its_turn(tmp_path: Path) -> 
     os.mkfifo(fifo)
     writer = FifoWriter(fifo, (SAMPLES / "pi_session.jsonl").read_bytes())
     try:
-        runs = list(runner.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
+        runs = list(manyfiles.run_files(_Where(), [*first, str(fifo), *last], jobs=2))
     finally:
         writer.finish()
     names = [name for r in runs for name, _ in r.report.items]
@@ -121,7 +121,7 @@ def test_the_first_bad_file_stops_the_run_as_it_does_serially(tmp_path: Path) ->
 
 
 def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None:
-    """check, cut and compactions read many files through runner.each_result: a function
+    """check, cut and compactions read many files through manyfiles.each_result: a function
     that pickles (a functools.partial, with an exact tokenizer pickled by name) runs on the
     worker pool; its results reach the sink in the serial run's order, with the same
     skipped records and the same first error."""
@@ -141,14 +141,14 @@ def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None
         got: dict[int, tuple[list[object], list[str]]] = {}
         for jobs in (1, 2):
             results: list[object] = []
-            skipped = runner.each_result(fn, files, results.append, on_error="skip", jobs=jobs)
+            skipped = manyfiles.each_result(fn, files, results.append, on_error="skip", jobs=jobs)
             got[jobs] = ([r.to_json() for r in results], skipped)
         assert got[2] == got[1] and len(got[1][0]) > 30
         assert any("m_broken.jsonl" in s for s in got[1][1])
         errors = []
         for jobs in (1, 2):
             with pytest.raises(CtxtoolError) as e:
-                runner.each_result(fn, files, lambda r: None, jobs=jobs)
+                manyfiles.each_result(fn, files, lambda r: None, jobs=jobs)
             errors.append(str(e.value))
         assert errors[0] == errors[1] and "m_broken.jsonl" in errors[0]
     good = [f for f in files if "m_broken" not in f]
@@ -180,15 +180,15 @@ def test_a_long_session_runs_whole_on_a_worker_and_a_large_dataset_is_split(tmp_
         p = tmp_path / f"long{i}.jsonl"
         p.write_bytes(src * reps)  # the same lines again and again, as a resumed session repeats them
         longs.append(str(p))
-    runs = list(runner.run_files(_Where(), longs, jobs=2))
+    runs = list(manyfiles.run_files(_Where(), longs, jobs=2))
     pids = {pid for r in runs for _, pid in r.report.items}
     assert [n for r in runs for n, _ in r.report.items] == ["long0.jsonl", "long1.jsonl"]
     assert os.getpid() not in pids
-    assert runner._whole_size(longs[0], None) == os.path.getsize(longs[0])
+    assert manyfiles._whole_size(longs[0], None) == os.path.getsize(longs[0])
     rec = (SAMPLES / "openai_dataset.jsonl").read_bytes().splitlines(keepends=True)[0]
     ds = tmp_path / "ds.jsonl"
     ds.write_bytes(rec * (runner.PARALLEL_MIN_BYTES // len(rec) + 1))
-    assert runner._whole_size(str(ds), None) is None  # run_file splits it itself
+    assert manyfiles._whole_size(str(ds), None) is None  # run_file splits it itself
     assert stats.stats([*longs, str(ds)], workers=2).to_json() == stats.stats([*longs, str(ds)], workers=1).to_json()
 
 

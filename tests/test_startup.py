@@ -54,7 +54,7 @@ def test_stats_json_imports_no_renderer_and_only_its_formats(tmp_path: Path) -> 
     assert not mods & (FORMAT_MODULES - {f"ctxtool.formats.{m}" for m in (
         "openai", "anthropic", "sharegpt", "responses", "mini_swe_agent", "swe_agent")})
     assert not mods & {"tomllib", "zipfile", "importlib.resources"}  # no config file, no archive, no --model
-    # one small file runs here: no process pool (ctxtool.runner.run_files imports it for many files)
+    # one small file runs here: no process pool (ctxtool.manyfiles.run_files imports it for many files)
     assert not mods & {"ctxtool.parallel", "ctxtool.pool", "multiprocessing", "concurrent.futures.process"}
 
 

@@ -328,11 +328,11 @@ def test_progress_reports_each_file(home: Path) -> None:
 
 
 def test_many_files_on_every_core_give_the_serial_report(home: Path, tmp_path: Path) -> None:
-    """Many small session files run on worker processes (runner.run_files): the same rows,
+    """Many small session files run on worker processes (manyfiles.run_files): the same rows,
     duplicates (first seen in file order) and skipped files as one process."""
     tree = tmp_path / "t"
     shutil.copytree(home, tree, symlinks=True)
-    for i in range(20):  # enough bytes for the pool (runner.FILES_MIN_BYTES); copies: duplicates
+    for i in range(20):  # enough bytes for the pool (manyfiles.FILES_MIN_BYTES); copies: duplicates
         shutil.copy(CLAUDE, tree / f"copy{i:02}.jsonl")
     (tree / "m_bad.jsonl").write_text(CLAUDE.read_text("utf-8").splitlines()[1] + "\n{not json\n")
     write_lines(tree / "n_resumed.jsonl", resumed_claude(CLAUDE))

@@ -60,9 +60,9 @@ def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Calla
     """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
-    (:func:`ctxtool.runner.each_result`)."""
+    (:func:`ctxtool.manyfiles.each_result`)."""
     from ..formats import iter_paths
-    from ..runner import each_result
+    from ..manyfiles import each_result
 
     warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs))
 

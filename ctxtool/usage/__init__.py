@@ -138,7 +138,7 @@ def usage_report(
     session stores when there are none, one row per ``by`` (day, month, session, project,
     model). ``since``/``until`` are days in ``timezone`` (an IANA name; default local),
     both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``. Many small files are
-    read by ``jobs`` processes (default: one per core; :func:`ctxtool.runner.run_files`);
+    read by ``jobs`` processes (default: one per core; :func:`ctxtool.manyfiles.run_files`);
     ``progress`` is called with (files done, files in all, the next file) as they are read."""
     g: Grouping = get_grouping(by)
     tz = resolve_zone(timezone)
@@ -152,8 +152,8 @@ def usage_report(
     if progress is not None:
         progress(0, len(files), files[0] if files else "")
     # a file counts whole or not at all (an error in it skips it); many small session files
-    # run on every core (runner.run_files), their events tallied here in file order
-    from ..runner import run_files
+    # run on every core (manyfiles.run_files), their events tallied here in file order
+    from ..manyfiles import run_files
 
     runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
     try:
