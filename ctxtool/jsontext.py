@@ -169,6 +169,27 @@ def needs_exact(data: bytes) -> bool:
 _BLANK = b" \t\r\n"
 
 
+def may_change(obj: Any) -> bool:
+    """Whether a value read fast (orjson) may hold a number its source wrote otherwise: a
+    float (written back in orjson's form, whatever its text was) or an integer 0 (``-0``
+    reads as 0). Other integers are read exactly (one beyond 64 bits is never read fast);
+    a value already exact (:class:`FloatText`, :class:`IntText`) counts too."""
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        t = type(o)
+        if t is dict:
+            stack.extend(o.values())
+        elif t is list:
+            stack.extend(o)
+        elif t is int:
+            if o == 0:
+                return True
+        elif t is not str and t is not bool and o is not None:
+            return True
+    return False
+
+
 def _after_key(data: bytes, colon: int) -> bool | None:
     """Whether the ':' at ``colon`` follows an object's key: True after a quote that closes
     a string, False where it is text of a string (no quote before it, or an escaped one),

@@ -72,7 +72,9 @@ def records(draw: st.DrawFn) -> tuple[str, int]:
         if draw(st.booleans()):
             out["meta"] = draw(_values())
         msgs.append(out)
-    rec = {**extra, "messages": msgs}
+    after = draw(st.integers(0, len(extra)))  # fields after the messages too: the list is found between
+    keys = list(extra)
+    rec = {**{k: extra[k] for k in keys[after:]}, "messages": msgs, **{k: extra[k] for k in keys[:after]}}
     return dumps(rec, spaced, ascii), n
 
 
@@ -119,6 +121,27 @@ def test_a_rewritten_record_keeps_the_fields_it_did_not_change(tmp_path: Path, r
         r = tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=20), cache=str(tmp_path / "cache"))
         assert r.truncated == n
     _check(src, out.read_bytes())
+
+
+def test_a_record_is_written_again_around_its_message_list(tmp_path: Path) -> None:
+    """A changed record whose message list holds no number keeps every other field's bytes
+    (``formats.base.splice_messages``): escapes and numbers as written, before and after the
+    list, even where another field holds a ``messages`` key of its own or the next key's
+    text inside a string."""
+    msgs = [{"role": "user", "content": 'say "messages": [1] and , "z": 2'},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "\n".join(f"line {k}" for k in range(60))}]
+    head = '{"meta": {"messages": [1.50, -0]}, "w": "caf\\u00E9 \\/", "messages": '
+    tail = ', "z": 1E5, "y": [0, -0]}'
+    p, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    p.write_text(head + json.dumps(msgs) + tail + "\n", encoding="utf-8")
+    r = tools_ops.truncate_file(str(p), str(out), limits=toolout.Limits(max_lines=20), cache=str(tmp_path / "cache"))
+    assert r.truncated == 1
+    data = out.read_bytes()
+    assert data.startswith(head.encode()) and data.endswith(tail.encode() + b"\n")
+    got = json.loads(data)
+    assert got["messages"][:2] == msgs[:2] and got["messages"][2]["content"].startswith("line 0\nline 1\n")
 
 
 def test_fields_with_one_fast_value_keep_their_own_text(tmp_path: Path) -> None:

@@ -197,12 +197,7 @@ class Format:
         elif layout == "records_jsonl":
             for t in _chain(first, ts):
                 raw = t.extra.get("record_raw")
-                if raw is not None and self.record_unchanged(t):
-                    out.write(raw)
-                else:
-                    # a changed record is written in its source's style (separators, escaping)
-                    style = source_style(t)
-                    out.write(jsonio.dumps(self.build_record(t), style))
+                out.write(raw if raw is not None and self.record_unchanged(t) else self.changed_record(t))
                 out.write(b"\n")
         elif layout in ("records_array", "record_object"):
             recs = [self.build_record(t) for t in _chain(first, ts)]
@@ -210,6 +205,19 @@ class Format:
             write_document(out, doc, document_style(first))
         else:  # pragma: no cover - a programming error
             raise ValueError(f"unknown layout {layout!r}")
+
+    def changed_record(self, t: Transcript) -> bytes:
+        """A changed record of a JSON Lines dataset, in its source's style (separators,
+        escaping): its source bytes with only the message list written again when that is
+        all that changed (:func:`splice_messages`), else the record written whole with every
+        number as its source wrote it (:func:`make_exact`)."""
+        style = source_style(t)
+        if not t.extra.get("exact"):
+            spliced = splice_messages(t, self.build_record(t), style)
+            if spliced is not None:
+                return spliced
+            make_exact(t)
+        return jsonio.dumps(self.build_record(t), style)
 
     def record_unchanged(self, t: Transcript) -> bool:
         if "record_raw" not in t.extra or t.extra.get("entries_count") != len(t.entries):
@@ -303,6 +311,47 @@ def exact_obj(line: Line) -> Any:
             line.obj = jsonio.loads(line.raw, line=line.lineno)
         line.exact = True
     return line.obj
+
+
+def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -> bytes | None:
+    """``rec``, the new value of a dataset record read fast, as its source bytes with the
+    message list alone written again (in ``style``), or None: write it whole. Only when
+    every other field is as it was and the source's list was not empty and holds no number
+    it may have written otherwise (:func:`jsontext.may_change`; what ctxtool adds has no
+    source text): the other fields keep their bytes (numbers as written, escapes as
+    written), and no scan of the record for numbers is needed. The list's place is checked,
+    not assumed: the record with an empty list there must read as ``rec`` with an empty
+    list, key for key."""
+    import orjson
+
+    raw, fast, key = t.extra.get("record_raw"), t.extra.get("record_obj"), t.messages_key
+    if not (isinstance(raw, bytes) and isinstance(fast, dict) and key and list(rec) == list(fast)):
+        return None
+    old, items = fast.get(key), rec.get(key)
+    if not (isinstance(old, list) and old and isinstance(items, list)) or jsontext.may_change(old):
+        return None
+    keys = list(rec)
+    after = keys.index(key) + 1
+    stop = len(raw)
+    if after < len(keys):  # the next field's key closes the list
+        stop = raw.rfind(style.item_sep.encode() + jsontext.encode(keys[after], style) + style.key_sep.encode())
+    b = raw.rfind(b"]", 0, stop) if stop >= 0 else -1
+    head = jsontext.encode(key, style) + style.key_sep.encode()
+    want = {**rec, key: []}
+    a = raw.find(head)
+    for _ in range(4):  # the key's first places (a field before it may hold the same key)
+        if a < 0 or a > b:
+            return None
+        start = a + len(head)
+        if raw[start : start + 1] == b"[":
+            try:
+                rest = orjson.loads(raw[:start] + b"[]" + raw[b + 1 :])
+            except orjson.JSONDecodeError:
+                rest = None
+            if isinstance(rest, dict) and list(rest) == keys and rest == want:
+                return raw[:start] + jsontext.encode(items, style) + raw[b + 1 :]
+        a = raw.find(head, a + 1)
+    return None
 
 
 def make_exact(t: Transcript) -> None:

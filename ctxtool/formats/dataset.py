@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import CtxtoolError
 from ..jsonio import Source
 from ..model import Line, Message, Record, Transcript
-from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, assign_positional_ids, make_exact, malformed, placed
+from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, assign_positional_ids, malformed, placed
 
 MESSAGE_KEYS = ("messages", "traj", "conversations", "conversation", "history", "trajectory", "chat", "dialog")
 RECORD_ID_KEYS = ("id", "task_id", "instance_id", "conversation_id", "uuid")
@@ -195,8 +195,8 @@ class DatasetFormat(Format):
         """The record with its messages (and ``system`` field) rebuilt; other fields kept in order.
 
         Leading system messages go to the ``system`` field unless read from an item of the
-        list; a new ``system`` field goes just before the messages."""
-        make_exact(t)
+        list; a new ``system`` field goes just before the messages. Numbers are as read (a
+        writer of JSON Lines asks for exact ones: ``Format.changed_record``)."""
         n = self.system_count(t)
         rest = dataclasses.replace(t, entries=t.entries[n:]) if n else t
         items = [ln.obj for ln in self.output_items(rest)]
