@@ -46,7 +46,7 @@ def run_files(
     ``op.collect``, as one part of its file; the runs of a job's consecutive files come as
     one, their reports merged in order. ``progress`` is called once per transcript."""
     n = jobs if jobs is not None else (os.cpu_count() or 1)
-    pooled = n > 1 and op.parallel and engine is None
+    pooled = n > 1 and op.parallel and engine is None and len(paths) > 1  # one file never pools
     sizes = [_whole_size(p, fmt) if pooled else None for p in paths]
     i = 0
     while i < len(paths):
