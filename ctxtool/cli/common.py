@@ -207,7 +207,7 @@ WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context
 OnErrorOpt = Annotated[OnError, typer.Option("--on-error", help="fail: stop at the first bad record; skip: report and continue.")]
 JobsOpt = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", min=1, help="Worker processes for a dataset file (one transcript per line; default: one per core from 8 MB) and for many small files (default: one per core from 1 MB of them)."),
+    typer.Option("--jobs", "-j", min=1, help="Worker processes for a dataset file (one transcript per line; default: one per core from 8 MB) and for many files (default: one per core from 1 MB of them)."),
 ]
 EngineOpt = Annotated[
     str | None,

@@ -9,7 +9,6 @@ from typing import Any
 from .. import jsonio, jsontext
 from ..cache import RefCache
 from ..formats.base import make_exact, source_style
-from ..jsontext import may_change
 from ..model import Message, Transcript
 from .common import Change, Ctx, block_json
 
@@ -141,7 +140,7 @@ def apply_changes(ctx: Ctx, t: Transcript, msg: Message, changes: list[Change]) 
                 if isinstance(txt, str) and len(txt) >= STASH_DEDUPE_CHARS:
                     big.add(txt, c.entry["id"])
         lines = []
-        if any(may_change(ln.obj) for ln in msg.lines):
+        if any(jsontext.may_change(ln.obj) for ln in msg.lines):
             make_exact(t)  # a dataset record read fast: its message objects stashed with exact numbers
         preds = ctx.predecessors(t, msg) if len(msg.lines) > 1 else {}
         for ln in msg.lines:
