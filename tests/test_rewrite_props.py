@@ -144,6 +144,17 @@ def test_a_record_is_written_again_around_its_message_list(tmp_path: Path) -> No
     assert got["messages"][:2] == msgs[:2] and got["messages"][2]["content"].startswith("line 0\nline 1\n")
 
 
+def test_a_record_with_a_field_nested_too_deep_to_compare_is_written_whole(tmp_path: Path) -> None:
+    """The splice's check compares the record's other fields; one nested 1,000 deep (beyond
+    Python's comparison depth) sends the record to the exact writer, which handles it."""
+    msgs = [{"role": "user", "content": f"turn {k}"} for k in range(6)]
+    deep = "[" * 1000 + "]" * 1000
+    p, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    p.write_text('{"x": ' + deep + ', "messages": ' + json.dumps(msgs) + "}\n")
+    window_file(str(p), str(out), max_messages=2, max_chars=10**9)
+    assert out.read_bytes().startswith(b'{"x": ' + deep.encode() + b', "messages": [')
+
+
 def test_fields_with_one_fast_value_keep_their_own_text(tmp_path: Path) -> None:
     """orjson reads "0" and "-0" as one object: each field gets the exact value of its key."""
     msgs = [{"role": "user", "content": f"turn {k}"} for k in range(6)]

@@ -346,9 +346,10 @@ def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -
         if raw[start : start + 1] == b"[":
             try:
                 rest = orjson.loads(raw[:start] + b"[]" + raw[b + 1 :])
-            except orjson.JSONDecodeError:
-                rest = None
-            if isinstance(rest, dict) and list(rest) == keys and rest == want:
+                same = isinstance(rest, dict) and list(rest) == keys and rest == want
+            except (orjson.JSONDecodeError, RecursionError):  # nested too deep to compare here: written whole
+                same = False
+            if same:
                 return raw[:start] + jsontext.encode(items, style) + raw[b + 1 :]
         a = raw.find(head, a + 1)
     return None
