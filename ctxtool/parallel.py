@@ -7,13 +7,14 @@ output and the reports merged. :func:`ctxtool.runner.run_file` decides when to s
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any, Generic
 
-from . import formats, jsonio
+from . import formats, jsonio, jsontext
 from .errors import CtxtoolError
 from .events import EventLog
 from .formats.base import ErrorPolicy
@@ -104,12 +105,12 @@ def run_parallel(
             for k, (a, b, line) in enumerate(ranges)
         ]
         with worker_pool(workers, gc_enabled=op.collect_garbage) as ex, gc_paused():
-            futures = [ex.submit(run_range, job) for job in _numbered_jobs(jobs)]
+            futures = [ex.submit(_sent, run_range, job) for job in _numbered_jobs(jobs)]
             results: list[RangeResult[R]] = []
 
             def reports() -> Iterator[R]:
                 for f in futures:
-                    results.append(f.result())
+                    results.append(_received(f.result()))
                     yield results[-1].report
 
             report = op.collect(reports())
@@ -127,6 +128,20 @@ def run_parallel(
     return FileRun(
         report, path, output, fmt, sum(r.transcripts for r in results), [e for r in results for e in r.errors], workers
     )
+
+
+def _sent(fn: Callable[..., Any], *args: Any) -> bytes:
+    """``fn(*args)`` in a worker, pickled there with room for values nested as deeply as the
+    readers accept (a transcript's id may be: :func:`ctxtool.jsontext.deep`); the pool's
+    own pickling has the usual recursion limit."""
+    out = fn(*args)
+    with jsontext.deep():
+        return pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
+
+
+def _received(data: bytes) -> Any:
+    with jsontext.deep():
+        return pickle.loads(data)
 
 
 def _numbered_jobs(jobs: list[RangeJob[R]]) -> Iterator[RangeJob[R]]:
@@ -167,10 +182,10 @@ def run_pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | 
         held += size
     op.prepare()
     with worker_pool(min(n, len(batches)), gc_enabled=op.collect_garbage) as ex, gc_paused():
-        futures = [ex.submit(_run_whole, op, batch, fmt, on_error) for batch in batches]
+        futures = [ex.submit(_sent, _run_whole, op, batch, fmt, on_error) for batch in batches]
         try:
             for f in futures:
-                for run in f.result():
+                for run in _received(f.result()):
                     if isinstance(run, FileRun):
                         run.report = op.collect([run.report])  # its transcripts passed on here
                         if progress is not None:

@@ -53,6 +53,21 @@ COMMANDS: list[list[str]] = [
     ["compact", "{in}", "--force", "--keep-recent-tokens", "200", "-o", "{out}"],
 ]
 
+#: commands that read many files (a user's sessions), each run over a directory of mutated
+#: files with ``-j 2`` (whole files on worker processes) and ``-j 1``: the same outcome
+MANY_COMMANDS: list[list[str]] = [
+    ["stats", "--json", "--on-error", "skip"],
+    ["usage", "--json", "-z", "UTC"],
+    ["validate", "--json"],
+    ["check", "--json", "--on-error", "skip", "--context-window", "4000"],
+    ["cut", "--json", "--on-error", "skip"],
+    ["compactions", "--json"],
+]
+
+#: a many-files case holds at least this many bytes (more than the pool's threshold,
+#: ctxtool.manyfiles.FILES_MIN_BYTES)
+MANY_BYTES = 1_300_000
+
 #: what no output for people may carry (an escape sequence would reach the terminal; JSON
 #: escapes these, so it never carries them either): C0 controls but tab and newline, DEL
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
@@ -366,6 +381,57 @@ def run_case(case: str, name: str, data: bytes, cmd: list[str], work: Path, tall
         tally.failures.append(o)
 
 
+def many_cases(seed: int, count: int) -> Iterator[tuple[str, list[tuple[str, bytes]], list[str]]]:
+    """(case id, files, command) for ``count`` many-files cases: real files, half of them
+    mutated, until MANY_BYTES; the command rotates through MANY_COMMANDS."""
+    rng = random.Random(seed)
+    bases = [(p, head(p)) for p in base_files()]
+    names = list(MUTATIONS)
+    for k in range(count):
+        files: list[tuple[str, bytes]] = []
+        size = 0
+        while size < MANY_BYTES:
+            p, data = bases[rng.randrange(len(bases))]
+            if rng.random() < 0.5:
+                data = MUTATIONS[rng.choice(names)](data, rng)
+            files.append((f"{len(files):03}_{p.name}", data))
+            size += len(data)
+        cmd = MANY_COMMANDS[k % len(MANY_COMMANDS)]
+        yield f"many{k}:{cmd[0]}", files, cmd
+
+
+def run_many_case(case: str, files: list[tuple[str, bytes]], cmd: list[str], work: Path, tally: Tally) -> None:
+    """One directory of files through ``cmd`` with ``-j 2`` and ``-j 1``: besides the
+    checks of :func:`run_case`, the exit status and both outputs must be the same."""
+    d = work / case.split(":")[0]
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in files:
+        (d / name).write_bytes(data)
+    runs = [run_cli([*cmd, "-j", str(j), str(d)]) for j in (2, 1)]
+    code, err, stdout = runs[0]
+    o = Outcome(case, [*cmd, "-j", "2", str(d)], code, err)
+    tally.cases += 1
+    tally.exits[code] += 1
+    if any("Traceback" in e for _, e, _ in runs):
+        tally.tracebacks += 1
+        o.problems.append("traceback")
+    if any("internal error" in e or c == 1 for c, e, _ in runs):
+        tally.internal_errors += 1
+        o.problems.append("internal error")
+    if code not in ALLOWED:
+        o.problems.append(f"exit {code}")
+    if runs[0] != runs[1]:
+        o.problems.append("-j 2 differs from -j 1")
+    if any((d / name).read_bytes() != data for name, data in files):
+        tally.inputs_modified += 1
+        o.problems.append("input modified")
+    if CONTROLS.search(err) or CONTROLS.search(stdout):
+        tally.controls += 1
+        o.problems.append("a control character reached the terminal")
+    if o.problems:
+        tally.failures.append(o)
+
+
 def run(seed: int, count: int, work: Path, start: int = 0, stop: int | None = None) -> Tally:
     tally = Tally()
     os.environ.setdefault("CTXTOOL_CACHE_DIR", str(work / "cache"))
@@ -383,9 +449,13 @@ if __name__ == "__main__":  # pragma: no cover - by hand
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=20261123)
     ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--many", type=int, default=0, help="many-files cases (each a directory, run with -j 2 and -j 1)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t = run(args.seed, args.cases, Path(tmp))
+        os.environ["CTXTOOL_CACHE_DIR"] = str(Path(tmp) / "cache")
+        for case, files, cmd in many_cases(args.seed, args.many):
+            run_many_case(case, files, cmd, Path(tmp) / "many", t)
     print(t.summary())
     for f in t.failures:
         print(f.case, f.code, f.problems, (f.stderr.strip().splitlines() or [""])[-1][:200])

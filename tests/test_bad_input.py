@@ -19,6 +19,7 @@ import pytest
 SEED = int(os.environ.get("CTXTOOL_BADINPUT_SEED", "20261123"))
 CASES = int(os.environ.get("CTXTOOL_BADINPUT_CASES", "6000"))
 CHUNKS = 16  # spread over the test workers
+MANY = int(os.environ.get("CTXTOOL_BADINPUT_MANY", "24"))
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -54,3 +55,19 @@ def test_cases_cover_every_command_and_mutation() -> None:
     # every command meets every kind of mutation
     for cmd in commands:
         assert {m for m, c in seen if c == cmd} == set(badinput.MUTATIONS), cmd
+
+
+def test_many_files_of_bad_input_give_the_same_outcome_on_every_core(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Directories of real files, half of them mutated, through the commands that read many
+    files: whole files on worker processes (-j 2) end as one process (-j 1) ends, same exit
+    status, stdout and stderr, and with the checks above."""
+    monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTXTOOL_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+    tally = badinput.Tally()
+    for case, files, cmd in badinput.many_cases(SEED, MANY):
+        badinput.run_many_case(case, files, cmd, tmp_path / "many", tally)
+    assert tally.cases == MANY >= len(badinput.MANY_COMMANDS)
+    report = "\n".join(f"{f.case}: exit {f.code} {f.problems}: {(f.stderr.strip().splitlines() or [''])[-1][:300]}"
+                       for f in tally.failures[:20])
+    assert not tally.failures, f"{tally.summary()}\n{report}"

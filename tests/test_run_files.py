@@ -218,3 +218,25 @@ def test_validate_over_many_files_equals_the_serial_run(tmp_path: Path) -> None:
     assert reports[0] == reports[1]
     kinds = {p["code"] for p in reports[0]["problems"]}
     assert {"schema", "unreadable"} <= kinds and reports[0]["files"] == len(files) + 1
+
+
+def test_an_id_nested_as_deep_as_the_readers_accept_comes_back_from_a_worker(tmp_path: Path) -> None:
+    """A transcript's id may be any JSON value a reader accepts, 1,000 levels deep: a
+    worker's result is pickled with room for it (parallel._sent), whole files and byte
+    ranges alike, and the report is the serial one (the bad-input suite's many-files mode
+    found validate ending with a RecursionError)."""
+    from ctxtool.validate import validate
+
+    src = (SAMPLES / "codex_rollout.jsonl").read_text("utf-8")
+    deep = "[" * 1000 + "]" * 1000
+    text = src.replace('"id":"019a4f2c-7d31-7b90-a1c4-5e2f8b6d0e13"', '"id":' + deep, 1)
+    assert text != src
+    files = []
+    for i in range(70):  # 16 KB each: more than FILES_MIN_BYTES
+        p = tmp_path / f"r{i:02}.jsonl"
+        p.write_text(text, "utf-8")
+        files.append(str(p))
+    from ctxtool.jsontext import encode  # the reports as JSON text: == would recurse 1,000 levels
+
+    assert encode(validate(files, jobs=2).to_json()) == encode(validate(files, jobs=1).to_json())
+    assert encode(stats.stats(files, workers=2).to_json()) == encode(stats.stats(files, workers=1).to_json())
