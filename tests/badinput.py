@@ -352,16 +352,7 @@ def run_case(case: str, name: str, data: bytes, cmd: list[str], work: Path, tall
     before = hashlib.sha256(data).hexdigest()
     code, err, stdout = run_cli(argv)
     o = Outcome(case, argv, code, err)
-    tally.cases += 1
-    tally.exits[code] += 1
-    if "Traceback" in err:
-        tally.tracebacks += 1
-        o.problems.append("traceback")
-    if "internal error" in err or code == 1:
-        tally.internal_errors += 1
-        o.problems.append("internal error")
-    if code not in ALLOWED:
-        o.problems.append(f"exit {code}")
+    _judge(o, tally, [(code, err, stdout)])
     if hashlib.sha256(inp.read_bytes()).hexdigest() != before:
         tally.inputs_modified += 1
         o.problems.append("input modified")
@@ -374,11 +365,28 @@ def run_case(case: str, name: str, data: bytes, cmd: list[str], work: Path, tall
         if len(errors) != 1 or name not in errors[0]:
             tally.unnamed_errors += 1
             o.problems.append("error line does not name the file")
-    if CONTROLS.search(err) or CONTROLS.search(stdout):
-        tally.controls += 1
-        o.problems.append("a control character reached the terminal")
     if o.problems:
         tally.failures.append(o)
+
+
+def _judge(o: Outcome, tally: Tally, runs: list[tuple[int, str, str]]) -> None:
+    """What every case must show, over each run of its command (exit status, stderr,
+    stdout): no traceback, no internal error, an allowed exit status (the first run's), no
+    control character printed."""
+    code = runs[0][0]
+    tally.cases += 1
+    tally.exits[code] += 1
+    if any("Traceback" in err for _, err, _ in runs):
+        tally.tracebacks += 1
+        o.problems.append("traceback")
+    if any("internal error" in err or c == 1 for c, err, _ in runs):
+        tally.internal_errors += 1
+        o.problems.append("internal error")
+    if code not in ALLOWED:
+        o.problems.append(f"exit {code}")
+    if any(CONTROLS.search(err) or CONTROLS.search(out) for _, err, out in runs):
+        tally.controls += 1
+        o.problems.append("a control character reached the terminal")
 
 
 def many_cases(seed: int, count: int) -> Iterator[tuple[str, list[tuple[str, bytes]], list[str]]]:
@@ -410,18 +418,9 @@ def run_many_case(case: str, files: list[tuple[str, bytes]], cmd: list[str], wor
     for name, data in files:
         (d / name).write_bytes(data)
     runs = [run_cli([*cmd, "-j", str(j), str(d)]) for j in (2, 1)]
-    code, err, stdout = runs[0]
+    code, err, _ = runs[0]
     o = Outcome(case, [*cmd, "-j", "2", str(d)], code, err)
-    tally.cases += 1
-    tally.exits[code] += 1
-    if any("Traceback" in e for _, e, _ in runs):
-        tally.tracebacks += 1
-        o.problems.append("traceback")
-    if any("internal error" in e or c == 1 for c, e, _ in runs):
-        tally.internal_errors += 1
-        o.problems.append("internal error")
-    if code not in ALLOWED:
-        o.problems.append(f"exit {code}")
+    _judge(o, tally, runs)
     # stopped by an error, one process may have shown the failing file's first transcripts
     # (it streams them), a worker's file comes whole or not at all: the same up to there
     same_out = runs[0][2] == runs[1][2] if code in (0, 4, 5) else runs[1][2].startswith(runs[0][2])
@@ -430,9 +429,6 @@ def run_many_case(case: str, files: list[tuple[str, bytes]], cmd: list[str], wor
     if any((d / name).read_bytes() != data for name, data in files):
         tally.inputs_modified += 1
         o.problems.append("input modified")
-    if CONTROLS.search(err) or CONTROLS.search(stdout):
-        tally.controls += 1
-        o.problems.append("a control character reached the terminal")
     if o.problems:
         tally.failures.append(o)
 
