@@ -69,6 +69,13 @@ def input_size(path: str | Path) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
+def local_size(path: str | Path) -> int | None:
+    """The size of a local regular file (one that can be read again, mapped, split); None for
+    stdin, a URL, a pipe or a device."""
+    name = str(path)
+    return None if name == "-" or urls.is_url(name) else input_size(name)
+
+
 def compression(head: bytes) -> str | None:
     """``"gz"`` or ``"zst"`` when ``head`` (the first bytes of a stream) starts with their magic."""
     if head.startswith(GZIP_MAGIC):
@@ -191,7 +198,7 @@ def reopenable(path: str | Path) -> Iterator[str]:
     a FIFO or ``/dev/fd/N``, its content spooled ONCE to a private temporary file (removed
     afterwards). For commands that read their input twice."""
     name = str(path)
-    if name != "-" and not urls.is_url(name) and input_size(name) is not None:
+    if local_size(name) is not None:
         yield urls.local(name)
         return
     check_input(name)

@@ -10,8 +10,9 @@ import os
 from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import formats, jsonio
+from . import formats
 from .errors import CtxtoolError
+from .fileio import local_size
 from .formats.base import ErrorPolicy
 from .model import Transcript
 from .runner import PARALLEL_MIN_BYTES, Each, FileRun, Operation, R, T, run_file
@@ -102,11 +103,7 @@ def _whole_size(path: str, fmt: str | None) -> int | None:
     """The size of a local regular file that one :func:`run_files` may run whole on a worker
     (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
     session), else None."""
-    from . import urls
-
-    if path == "-" or urls.is_url(path):
-        return None
-    size = jsonio.input_size(path)
+    size = local_size(path)
     if size is None or size < PARALLEL_MIN_BYTES:
         return size
     try:

@@ -223,8 +223,9 @@ def validate(
     :func:`ctxtool.manyfiles.run_files`)."""
     import contextlib
 
-    from . import formats, urls
-    from .jsonio import input_size, reopenable
+    from . import formats
+    from .fileio import local_size
+    from .jsonio import reopenable
     from .manyfiles import run_files
     from .runner import run_file
 
@@ -233,7 +234,7 @@ def validate(
     i = 0
     while i < len(files):
         j = i  # local regular files from i to j: on every core, each file's run in turn
-        while j < len(files) and files[j] != "-" and not urls.is_url(files[j]) and input_size(files[j]) is not None:
+        while j < len(files) and local_size(files[j]) is not None:
             j += 1
         if j > i:
             with contextlib.closing(run_files(ValidateOp(), files[i:j], fmt=fmt, on_error="skip", jobs=jobs)) as runs:
