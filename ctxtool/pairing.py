@@ -32,55 +32,102 @@ class Pairing:
         return [(ci, b) for ci, b, ri in self.pairs if ri is None]
 
 
-def pair(msgs: Sequence[Message]) -> Pairing:
-    """Pair calls with results by id, in order: a result answers the oldest open call with its id."""
-    p = Pairing()
+#: a tool call or tool result of one message, as pairing sees it: (a call?, its id (a
+#: result's may be None), the other call ids a result also answers), in the order of its blocks
+Event = tuple[bool, str | None, Sequence[str]]
+
+
+def events(m: Message) -> list[tuple[Event, Block]]:
+    """The pairing events of a message's blocks (a call the provider ran itself, or one
+    without an id, pairs with nothing), each with its block."""
+    out: list[tuple[Event, Block]] = []
+    for b in m.content:
+        if b.type == "tool_call":
+            if not is_server_side(b) and b.id is not None:
+                out.append(((True, b.id, ()), b))
+        elif b.type == "tool_result":
+            out.append(((False, b.id, (b.extra or {}).get("answers", ())), b))
+    return out
+
+
+@dataclass(slots=True)
+class Matched:
+    """:func:`match` by position: (message, event) for each call and result."""
+
+    pairs: list[tuple[int, int, int | None]] = field(default_factory=list)  # call message, its event, result message
+    orphans: list[tuple[int, int]] = field(default_factory=list)
+    duplicate_results: list[tuple[int, int]] = field(default_factory=list)
+    duplicate_calls: list[tuple[int, int]] = field(default_factory=list)
+
+
+def match(evs: Sequence[Sequence[Event]]) -> Matched:
+    """The one pairing rule, over each message's events: a result answers the oldest open
+    call with its id (and the open calls it also answers); a result for a call already
+    answered is a duplicate, one for no call an orphan; a call id reused while an earlier
+    call with it is unanswered is a duplicate call."""
+    p = Matched()
     open_calls: dict[str, deque[int]] = defaultdict(deque)  # id -> indices into p.pairs
     answered: set[str] = set()
-    for i, m in enumerate(msgs):
-        for b in m.content:
-            if b.type == "tool_call":
-                if is_server_side(b) or b.id is None:
-                    continue
-                if open_calls[b.id]:
-                    p.duplicate_calls.append((i, b))
-                open_calls[b.id].append(len(p.pairs))
-                p.pairs.append((i, b, None))
-            elif b.type == "tool_result":
-                for extra_id in (b.extra or {}).get("answers", ()):
-                    q2 = open_calls.get(extra_id)
-                    if q2:
-                        k = q2.popleft()
-                        p.pairs[k] = (p.pairs[k][0], p.pairs[k][1], i)
-                        answered.add(extra_id)
-                q = open_calls.get(b.id or "")
-                if q:
-                    k = q.popleft()
-                    ci, cb, _ = p.pairs[k]
-                    p.pairs[k] = (ci, cb, i)
-                    answered.add(b.id or "")
-                elif b.id in answered:
-                    p.duplicate_results.append((i, b))
-                else:
-                    p.orphans.append((i, b))
+    for i, es in enumerate(evs):
+        for j, (is_call, cid, also) in enumerate(es):
+            if is_call:
+                cid = cid or ""
+                if open_calls[cid]:
+                    p.duplicate_calls.append((i, j))
+                open_calls[cid].append(len(p.pairs))
+                p.pairs.append((i, j, None))
+                continue
+            for extra_id in also:
+                q2 = open_calls.get(extra_id)
+                if q2:
+                    k = q2.popleft()
+                    p.pairs[k] = (p.pairs[k][0], p.pairs[k][1], i)
+                    answered.add(extra_id)
+            q = open_calls.get(cid or "")
+            if q:
+                k = q.popleft()
+                p.pairs[k] = (p.pairs[k][0], p.pairs[k][1], i)
+                answered.add(cid or "")
+            elif cid in answered:
+                p.duplicate_results.append((i, j))
+            else:
+                p.orphans.append((i, j))
     return p
+
+
+def pair(msgs: Sequence[Message]) -> Pairing:
+    """Pair calls with results by id, in order (:func:`match`), as blocks."""
+    evs = [events(m) for m in msgs]
+    m = match([[e for e, _ in es] for es in evs])
+    return Pairing(
+        [(ci, evs[ci][cj][1], ri) for ci, cj, ri in m.pairs],
+        [(i, evs[i][j][1]) for i, j in m.orphans],
+        [(i, evs[i][j][1]) for i, j in m.duplicate_results],
+        [(i, evs[i][j][1]) for i, j in m.duplicate_calls],
+    )
 
 
 def closed_groups(msgs: Sequence[Message]) -> list[int]:
     """For each message, the index of the first message of the smallest run of consecutive
     messages containing it that no tool pair crosses. A cut before message ``i`` keeps every
     pair whole exactly when ``group_start[i] == i``."""
-    n = len(msgs)
+    return group_starts([[e for e, _ in events(m)] for m in msgs])
+
+
+def group_starts(evs: Sequence[Sequence[Event]]) -> list[int]:
+    """:func:`closed_groups` of messages given by their pairing events (a reader that has
+    not built the messages: :mod:`ctxtool.stats_fast`)."""
+    n = len(evs)
     reach = list(range(n))  # furthest index each message is bound to
-    p = pair(msgs)
+    p = match(evs)
     answered: dict[str, list[int]] = defaultdict(list)  # call id -> indices of answered calls
-    for ci, cb, ri in p.pairs:
+    for ci, cj, ri in p.pairs:
         if ri is not None:
             reach[ci] = max(reach[ci], ri)
-            answered[cb.id or ""].append(ci)
+            answered[evs[ci][cj][1] or ""].append(ci)
     # a second result for a call stays with the call too (dropping the call alone would orphan it)
-    for i, b in p.duplicate_results:
-        before = [ci for ci in answered.get(b.id or "", ()) if ci < i]
+    for i, j in p.duplicate_results:
+        before = [ci for ci in answered.get(evs[i][j][1] or "", ()) if ci < i]
         if before:
             reach[before[-1]] = max(reach[before[-1]], i)
     starts = [0] * n

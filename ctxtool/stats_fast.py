@@ -1,5 +1,6 @@
 """``stats`` without the transcript model: a dataset record's figures tallied from its parsed
-JSON values, for the records whose figures need nothing else.
+JSON values, for the records whose figures need nothing else. ``window`` plans from the same
+tally and reads only the messages it keeps (:class:`ctxtool.window.WindowOp`).
 
 :class:`ctxtool.stats_op.StatsOp` reads JSON Lines dataset files through
 :meth:`FastTask.read`: each record a format's tally accepts becomes a :class:`Tally` (what
@@ -27,7 +28,8 @@ from .errors import CtxtoolError
 from .formats.base import STRUCTURE_ERRORS, ErrorPolicy, Format
 from .formats.dataset import record_id
 from .jsonio import Source
-from .model import KIND_INJECTED, Transcript, injected_text
+from .model import KIND_INJECTED, Line, Transcript, injected_text
+from .pairing import Event
 
 #: where a read transcript carries its tally (a stand-in without messages: stats only reads)
 TALLY_KEY = "stats_tally"
@@ -47,6 +49,7 @@ class Tally:
     calls_by_name: Counter[str]
     outputs: list[tuple[int, int, str, str | None, str | None, str | None]]  # chars, message, text, id, name, message id
     names: dict[str, str]  # call id -> tool name
+    events: list[tuple[Event, ...]]  # per message, its calls and its result for pairing (ctxtool.pairing)
 
 
 # Message keys whose figures the OpenAI tally knows; any other key (usage, model,
@@ -63,6 +66,7 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
     thinking: list[tuple[int, str]] = []
     outputs: list[tuple[int, int, str, str | None, str | None, str | None]] = []
     names: dict[str, str] = {}
+    events: list[tuple[Event, ...]] = []
     calls_by_name: Counter[str] = Counter()
     n_calls = n_results = 0
     keys = _OPENAI_KEYS
@@ -87,6 +91,7 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
             text = c or ""
             n = len(text)
             n_results += 1
+            events.append(((False, cid, ()),))
             if n:
                 outputs.append((n, i, text, cid, name, mid))
                 if mt is not None:
@@ -108,6 +113,7 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
             if calls:
                 if type(calls) is not list:
                     return None
+                evs: list[Event] = []
                 for tc in calls:
                     if type(tc) is not dict:
                         return None
@@ -119,6 +125,7 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
                             or not (args is None or type(args) is str)):
                         return None  # a call without an id is paired by position: the full model
                     n += len(name or "") + len(args or "")
+                    evs.append((True, cid, ()))
                     n_calls += 1
                     calls_by_name[name or "?"] += 1
                     if name:
@@ -127,8 +134,11 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
                             mt.append(name)
                     if mt is not None and args:
                         mt.append(args)
+                events.append(tuple(evs))
             elif calls is not None and type(calls) is not list:
                 return None
+            else:
+                events.append(())
             if role == "user" and c:
                 if c.startswith(SUMMARY_PREFIX):
                     return None  # a compaction boundary: the context view needs the model
@@ -138,7 +148,7 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
         chars.append(n)
         if mt is not None:
             texts.append(mt)  # type: ignore[union-attr]
-    return Tally(rows, chars, texts, thinking, n_calls, n_results, calls_by_name, outputs, names)
+    return Tally(rows, chars, texts, thinking, n_calls, n_results, calls_by_name, outputs, names, events)
 
 
 def _openai(f: Format, rec: dict[str, Any], exact: bool) -> Tally | None:
@@ -164,10 +174,17 @@ def tally_for(f: Format) -> Callable[[Format, dict[str, Any], bool], Tally | Non
     return TALLIES.get(type(f))
 
 
-def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool) -> Iterator[Transcript] | None:
+#: what a reader makes of a record its tally accepts: (format, source, the record's line,
+#: tally) -> the transcript, or None: read it in full
+Make = Callable[[Format, Source, Line, Tally], Transcript | None]
+
+
+def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool,
+         make: Make | None = None) -> Iterator[Transcript] | None:
     """The transcripts of a JSON Lines dataset source, each record a tally accepts as a
-    stand-in carrying it (``t.extra[TALLY_KEY]``), every other read in full by its format;
-    None when ``src`` is not a dataset of a format with a tally (the caller reads it in full)."""
+    stand-in carrying it (``t.extra[TALLY_KEY]``; ``make``: what it returns instead), every
+    other read in full by its format; None when ``src`` is not a dataset of a format with a
+    tally (the caller reads it in full)."""
     if src.layout != "jsonl":
         return None
     f = formats.get_format(fmt) if isinstance(fmt, str) else fmt
@@ -184,11 +201,11 @@ def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool
     tally = tally_for(f)
     if tally is None:
         return None
-    return _read(src, f, tally, policy, exact)
+    return _read(src, f, tally, policy, exact, make)
 
 
 def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool], Tally | None], policy: ErrorPolicy,
-          exact: bool) -> Iterator[Transcript]:
+          exact: bool, make: Make | None) -> Iterator[Transcript]:
     name = f.name
     path = src.path
     for ln in src.lines(policy):
@@ -200,6 +217,13 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool]
             except STRUCTURE_ERRORS:
                 tl = None
         if tl is None:
+            yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
+            continue
+        made = make(f, src, ln, tl) if make is not None else None
+        if made is not None:
+            yield made
+            continue
+        if make is not None:
             yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
             continue
         i = ln.lineno - 1 if ln.lineno else 0

@@ -19,14 +19,20 @@ Kept messages are not touched, so writers copy their source lines verbatim.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import CtxtoolError, ExitCode
-from .model import Message, Transcript
-from .pairing import closed_groups
+from .model import KIND_INJECTED, Message, Transcript
+from .pairing import closed_groups, group_starts
 from .runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+
+if TYPE_CHECKING:
+    from .formats.base import ErrorPolicy, Format
+    from .jsonio import Source
+    from .model import Line
+    from .stats_fast import Tally
 
 STRATEGIES = ("sliding", "bookends")
 _ALIASES = {"sliding_window": "sliding", "keep_bookends": "bookends", "sliding-window": "sliding"}
@@ -82,16 +88,53 @@ def normalize_strategy(name: str) -> str:
     return s
 
 
-def _units(msgs: Sequence[Message]) -> list[list[int]]:
+@dataclass(slots=True)
+class View:
+    """What the window needs of a transcript's messages, by position: each one's role, its
+    characters toward the budget (a system message: 0, it is always kept), its tool calls
+    and results, and where the smallest run of messages no tool pair crosses starts
+    (:func:`ctxtool.pairing.group_starts`). Built from the messages (:meth:`of`), or from a
+    dataset record's parsed values without them (:mod:`ctxtool.stats_fast`)."""
+
+    roles: list[str]
+    chars: list[int]
+    calls: list[int]
+    results: list[int]
+    starts: list[int]
+
+    @classmethod
+    def of(cls, msgs: Sequence[Message]) -> View:
+        return cls(
+            [m.role for m in msgs],
+            message_chars(msgs),
+            [len(m.tool_calls()) for m in msgs],
+            [len(m.tool_results()) for m in msgs],
+            closed_groups(msgs),
+        )
+
+    @classmethod
+    def of_tally(cls, tl: Tally) -> View:
+        """The view of a dataset record from its tally: the messages its format would read."""
+        roles = ["user" if r == KIND_INJECTED else r for r in tl.rows]  # an injected message's role is user's
+        calls = [sum(1 for e in es if e[0]) for es in tl.events]
+        return cls(
+            roles,
+            [0 if r == "system" else c for r, c in zip(roles, tl.chars, strict=True)],
+            calls,
+            [len(es) - c for es, c in zip(tl.events, calls, strict=True)],
+            group_starts(tl.events),
+        )
+
+
+def _units(v: View) -> list[list[int]]:
     """Indices of non-system messages grouped into runs no tool pair crosses."""
-    starts = closed_groups(msgs)
     units: list[list[int]] = []
     cur_start = -1
-    for i, m in enumerate(msgs):
-        if starts[i] != cur_start:
-            cur_start = starts[i]
+    for i, role in enumerate(v.roles):
+        if v.starts[i] != cur_start:
+            cur_start = v.starts[i]
             units.append([])
-        if m.role != "system":
+        if role != "system":
             units[-1].append(i)
     return [u for u in units if u]
 
@@ -107,14 +150,28 @@ def plan_window(
 ) -> tuple[list[bool], bool, bool]:
     """Which messages to keep: ``(keep, kept_first_user, over_limit)``. ``chars``: each
     message's characters as :func:`message_chars` gives them, when the caller has them."""
+    v = View.of(msgs)
+    if chars is not None:
+        v.chars = list(chars)
+    return plan(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+
+
+def plan(
+    v: View,
+    *,
+    strategy: str = "sliding",
+    max_messages: int = 100,
+    max_chars: int = 500_000,
+    keep_first_user: bool = True,
+) -> tuple[list[bool], bool, bool]:
+    """:func:`plan_window` of a :class:`View`."""
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
         raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
-    n = len(msgs)
-    keep = [m.role == "system" for m in msgs]
-    if chars is None:
-        chars = message_chars(msgs)
-    units = _units(msgs)
+    n = len(v.roles)
+    keep = [r == "system" for r in v.roles]
+    chars = v.chars
+    units = _units(v)
     if not units:
         return [True] * n, False, False
     total_n = sum(len(u) for u in units)
@@ -138,7 +195,7 @@ def plan_window(
     first_user_unit = None
     if keep_first_user:
         for k, u in enumerate(units):
-            if any(msgs[i].role == "user" and not msgs[i].tool_results() for i in u):
+            if any(v.roles[i] == "user" and not v.results[i] for i in u):
                 first_user_unit = k
                 break
     if first_user_unit is not None:
@@ -220,21 +277,33 @@ def window(
     keep_first_user: bool = True,
 ) -> WindowResult:
     """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
-    strategy = normalize_strategy(strategy)
     msgs = t.messages
-    chars = message_chars(msgs)
-    keep, kept_first, over = plan_window(
-        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user,
-        chars=chars,
+    v = View.of(msgs)
+    r = windowed(t, v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+    if r.dropped_indices:
+        t.remove({id(msgs[i]) for i in r.dropped_indices})
+    return r
+
+
+def windowed(
+    t: Transcript,
+    v: View,
+    *,
+    strategy: str = "sliding",
+    max_messages: int = 100,
+    max_chars: int = 500_000,
+    keep_first_user: bool = True,
+) -> WindowResult:
+    """What :func:`window` drops from the messages ``v`` views (``t`` names them; it is not
+    changed)."""
+    strategy = normalize_strategy(strategy)
+    keep, kept_first, over = plan(
+        v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
     )
+    chars = v.chars
     dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
-    before_n = sum(1 for m in msgs if m.role != "system")
+    before_n = sum(1 for r in v.roles if r != "system")
     before_c = sum(chars)
-    dc = sum(len(msgs[i].tool_calls()) for i in dropped)
-    dr = sum(len(msgs[i].tool_results()) for i in dropped)
-    dc_chars = sum(chars[i] for i in dropped)
-    if dropped:
-        t.remove({id(msgs[i]) for i in dropped})
     return WindowResult(
         transcript=t.label,
         path=t.path,
@@ -247,10 +316,10 @@ def window(
         messages_before=before_n,
         messages_after=before_n - len(dropped),
         chars_before=before_c,
-        chars_after=before_c - dc_chars,
+        chars_after=before_c - sum(chars[i] for i in dropped),
         dropped=len(dropped),
-        dropped_tool_calls=dc,
-        dropped_tool_results=dr,
+        dropped_tool_calls=sum(v.calls[i] for i in dropped),
+        dropped_tool_results=sum(v.results[i] for i in dropped),
         kept_first_user=kept_first and bool(dropped),
         over_limit=over,
         dropped_indices=dropped,
@@ -262,13 +331,17 @@ def window(
 
 @dataclass(frozen=True)
 class WindowOp(Operation[Results[WindowResult]]):
-    """:func:`window` as a file operation (see :mod:`ctxtool.runner`)."""
+    """:func:`window` as a file operation (see :mod:`ctxtool.runner`). ``fast``: a dataset
+    record whose tally gives its view (:mod:`ctxtool.stats_fast`) is planned from it, and
+    only the messages it keeps are read into the model; False reads every message. The
+    output and the results are the same either way (the tests compare both)."""
 
     name: ClassVar[str] = "window"
     strategy: str = "sliding"
     max_messages: int = 100
     max_chars: int = 500_000
     keep_first_user: bool = True
+    fast: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", normalize_strategy(self.strategy))
@@ -276,10 +349,54 @@ class WindowOp(Operation[Results[WindowResult]]):
             raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
 
     def start(self, ctx: RunContext) -> Task[Results[WindowResult]]:
-        return EachTask(
-            lambda t: window(t, strategy=self.strategy, max_messages=self.max_messages, max_chars=self.max_chars,
-                             keep_first_user=self.keep_first_user)
-        )
+        return _WindowTask(self, self.fast and ctx.to is None)  # another format on output: every message read
+
+    def options(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "max_messages": self.max_messages, "max_chars": self.max_chars,
+                "keep_first_user": self.keep_first_user}
+
+
+_PLANNED = "window_result"  # where a record planned from its tally carries its result
+
+
+class _WindowTask(EachTask[WindowResult]):
+    def __init__(self, op: WindowOp, fast: bool) -> None:
+        super().__init__(self._window)
+        self.opts = op.options()
+        self.fast = fast
+
+    def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        if self.fast:
+            from . import stats_fast
+
+            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned)
+            if ts is not None:
+                return ts
+        return super().read(src, fmt, policy)
+
+    def _planned(self, f: Format, src: Source, ln: Line, tl: Tally) -> Transcript | None:
+        """A record planned from its tally, read with only the messages it keeps."""
+        from .formats.base import STRUCTURE_ERRORS
+        from .formats.dataset import DatasetFormat, record_id
+
+        if not isinstance(f, DatasetFormat) or not isinstance(ln.obj, dict):
+            return None
+        i = ln.lineno - 1 if ln.lineno else 0
+        named = Transcript(f.name, path=src.path, index=i, id=record_id(ln.obj, i), record=ln.obj, lineno=ln.lineno)
+        r = windowed(named, View.of_tally(tl), **self.opts)
+        dropped = set(r.dropped_indices)
+        try:
+            t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped] if dropped else None)
+        except CtxtoolError:
+            return None  # read in full: the format says what is wrong
+        except STRUCTURE_ERRORS:
+            return None
+        t.extra[_PLANNED] = r
+        return t
+
+    def _window(self, t: Transcript) -> WindowResult:
+        r = t.extra.pop(_PLANNED, None)
+        return r if isinstance(r, WindowResult) else window(t, **self.opts)
 
 
 @dataclass(slots=True)
@@ -312,9 +429,10 @@ def window_file(
     on_error: str = "fail",
     jobs: int | None = None,
     engine: Any = None,
+    fast: bool = True,
 ) -> WindowReport:
     """``ctxtool window``: keep a window of every transcript of ``path`` and write them to
     ``output`` (``-``: stdout; None: nothing, a dry run). ``engine``: run as shards
-    (:class:`ctxtool.engines.Sharding`)."""
-    op = WindowOp(strategy, max_messages, max_chars, keep_first_user)
+    (:class:`ctxtool.engines.Sharding`). ``fast``: see :class:`WindowOp`."""
+    op = WindowOp(strategy, max_messages, max_chars, keep_first_user, fast)
     return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, engine=engine)

@@ -117,14 +117,18 @@ class Format:
             # read by a worker process, whatever blank lines come before it
             i = ln.lineno - 1 if ln.lineno else k
             try:
-                t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
-                t.extra["record_raw"] = ln.raw
-                t.extra["record_obj"] = ln.obj  # read fast: see make_exact
-                yield t
+                yield self.line_record(ln, src, i)
             except CtxtoolError as e:
                 policy.handle(placed(e, src.path, ln.lineno))
             except STRUCTURE_ERRORS as e:
                 policy.handle(malformed(e, src.path, ln.lineno))
+
+    def line_record(self, ln: Line, src: Source, i: int) -> Transcript:
+        """The transcript of a JSON Lines record, the ``i``-th of its file."""
+        t = self._record(ln.obj, src, i, ln.lineno, "records_jsonl")
+        t.extra["record_raw"] = ln.raw
+        t.extra["record_obj"] = ln.obj  # read fast: see make_exact
+        return t
 
     def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
         raise NotImplementedError

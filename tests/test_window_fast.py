@@ -1,0 +1,105 @@
+"""window's fast read (ctxtool.window.WindowOp ``fast``): a dataset record planned from its
+tally (ctxtool.stats_fast) and read with only the messages it keeps writes the bytes and
+reports the results of the full model, on every sample and corpus file, on generated
+datasets, serial and split across processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import all_transcript_params
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_stats_fast import RECORD
+
+from ctxtool import jsonio
+from ctxtool.formats.base import ErrorPolicy
+from ctxtool.runner import RunContext
+from ctxtool.window import WindowOp, window_file
+
+BUDGETS = [
+    {"max_messages": 6, "max_chars": 2_000},
+    {"max_messages": 1_000_000, "max_chars": 300, "keep_first_user": False},
+    {"strategy": "bookends", "max_messages": 5, "max_chars": 50_000},
+]
+
+
+def both(path: Path, out: Path, **kw: Any) -> tuple[tuple[bytes, Any], tuple[bytes, Any]]:
+    runs = []
+    for fast in (True, False):
+        o = out.with_name(f"{out.stem}-{fast}.jsonl")
+        rep = window_file(str(path), str(o), on_error="skip", fast=fast, **kw)
+        d = rep.to_json()
+        d.pop("output", None)
+        runs.append((o.read_bytes(), d))
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize("path", all_transcript_params())
+def test_fast_equals_full_on_every_file(path: Path, tmp_path: Path) -> None:
+    for i, budget in enumerate(BUDGETS):
+        fast, full = both(path, tmp_path / f"w{i}.jsonl", jobs=1, **budget)
+        assert fast == full, budget
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(RECORD, min_size=1, max_size=6), st.sampled_from(BUDGETS))
+def test_fast_equals_full_on_generated_datasets(tmp_path: Path, records: list[dict[str, Any]], budget: dict[str, Any]) -> None:
+    first = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    p = tmp_path / "gen.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in [first, *records]) + "\n")
+    fast, full = both(p, tmp_path / "o.jsonl", jobs=1, **budget)
+    assert fast == full
+
+
+def _dataset(tmp_path: Path) -> Path:
+    recs = []
+    for i in range(120):
+        msgs: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": f"task {i} é"}]
+        if i % 5 == 1:  # what an agent injects in a user message is the first user message all the same
+            msgs.insert(1, {"role": "user", "content": "<system-reminder>be brief</system-reminder>"})
+        for k in range(i % 6):
+            msgs.append({"role": "assistant", "content": None,
+                         "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+            msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": "out\n" * (40 * k + i)})
+        if i % 7 == 0:
+            msgs[-1]["usage"] = {"prompt_tokens": 100, "completion_tokens": 5}  # a record the tally leaves to the model
+        recs.append({"id": f"r{i}", "score": 0.5, "messages": msgs})
+    p = tmp_path / "ds.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return p
+
+
+def test_split_across_processes_equals_full(tmp_path: Path) -> None:
+    p = _dataset(tmp_path)
+    fast = window_file(str(p), str(tmp_path / "a.jsonl"), max_messages=5, max_chars=600, jobs=2)
+    full = window_file(str(p), str(tmp_path / "b.jsonl"), max_messages=5, max_chars=600, jobs=1, fast=False)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert [r.to_json() for r in fast.transcripts] == [r.to_json() for r in full.transcripts]
+    assert fast.dropped > 100
+
+
+def _read(p: Path, to: str | None = None) -> list[Any]:
+    op = WindowOp(max_messages=3, max_chars=1_000_000)
+    policy = ErrorPolicy("fail")
+    src = jsonio.open_source(str(p))
+    try:
+        return list(op.start(RunContext(str(p), policy, to=to)).read(src, None, policy))
+    finally:
+        src.close()
+
+
+def test_only_the_messages_kept_are_read(tmp_path: Path) -> None:
+    p = _dataset(tmp_path)
+    ts = _read(p)
+    planned = [t for t in ts if t.extra.get("window_result") is not None]
+    assert len(planned) == 120 - 18  # the records with usage are read whole
+    for t in planned:
+        r = t.extra["window_result"]
+        assert len(t.messages) == r.messages_after + 1  # the system message: kept, not counted
+    whole = [t for t in ts if "window_result" not in t.extra]
+    assert len(whole) == 18 and all(len(t.messages) == t.extra["entries_count"] for t in whole)
+    assert not any("window_result" in t.extra for t in _read(p, to="sharegpt"))  # another format: every message
