@@ -32,22 +32,32 @@ class Pairing:
         return [(ci, b) for ci, b, ri in self.pairs if ri is None]
 
 
-#: a tool call or tool result of one message, as pairing sees it: (a call?, its id (a
-#: result's may be None), the other call ids a result also answers), in the order of its blocks
+#: a tool call or tool result of one message, as pairing sees it: (a call?, its id, the other
+#: call ids a result also answers). A call's id is None when it pairs with nothing (the
+#: provider ran it: Codex web_search; or it has none); a result's may be None too.
 Event = tuple[bool, str | None, Sequence[str]]
 
+_PAIRED = ("tool_call", "tool_result")
 
-def events(m: Message) -> list[tuple[Event, Block]]:
-    """The pairing events of a message's blocks (a call the provider ran itself, or one
-    without an id, pairs with nothing), each with its block."""
-    out: list[tuple[Event, Block]] = []
+
+def events(m: Message) -> Sequence[Event]:
+    """The pairing events of a message: one per tool call and tool result block, in order."""
+    out: list[Event] | None = None  # most messages have none: no list for them
     for b in m.content:
-        if b.type == "tool_call":
-            if not is_server_side(b) and b.id is not None:
-                out.append(((True, b.id, ()), b))
-        elif b.type == "tool_result":
-            out.append(((False, b.id, (b.extra or {}).get("answers", ())), b))
-    return out
+        t = b.type
+        if t == "tool_call":
+            x = b.extra
+            e: Event = (True, None if x and x.get("server_tool") else b.id, ())  # is_server_side, inline
+        elif t == "tool_result":
+            x = b.extra
+            e = (False, b.id, x.get("answers", ()) if x else ())
+        else:
+            continue
+        if out is None:
+            out = [e]
+        else:
+            out.append(e)
+    return out or ()
 
 
 @dataclass(slots=True)
@@ -66,27 +76,34 @@ def match(evs: Sequence[Sequence[Event]]) -> Matched:
     answered is a duplicate, one for no call an orphan; a call id reused while an earlier
     call with it is unanswered is a duplicate call."""
     p = Matched()
-    open_calls: dict[str, deque[int]] = defaultdict(deque)  # id -> indices into p.pairs
+    pairs, dup_calls = p.pairs, p.duplicate_calls
+    open_calls: dict[str, deque[int]] = {}  # id -> indices into pairs
     answered: set[str] = set()
     for i, es in enumerate(evs):
+        if not es:
+            continue
         for j, (is_call, cid, also) in enumerate(es):
             if is_call:
-                cid = cid or ""
-                if open_calls[cid]:
-                    p.duplicate_calls.append((i, j))
-                open_calls[cid].append(len(p.pairs))
-                p.pairs.append((i, j, None))
+                if cid is None:
+                    continue  # pairs with nothing
+                q = open_calls.get(cid)
+                if q is None:
+                    q = open_calls[cid] = deque()
+                elif q:
+                    dup_calls.append((i, j))
+                q.append(len(pairs))
+                pairs.append((i, j, None))
                 continue
             for extra_id in also:
                 q2 = open_calls.get(extra_id)
                 if q2:
                     k = q2.popleft()
-                    p.pairs[k] = (p.pairs[k][0], p.pairs[k][1], i)
+                    pairs[k] = (pairs[k][0], pairs[k][1], i)
                     answered.add(extra_id)
             q = open_calls.get(cid or "")
             if q:
                 k = q.popleft()
-                p.pairs[k] = (p.pairs[k][0], p.pairs[k][1], i)
+                pairs[k] = (pairs[k][0], pairs[k][1], i)
                 answered.add(cid or "")
             elif cid in answered:
                 p.duplicate_results.append((i, j))
@@ -97,13 +114,13 @@ def match(evs: Sequence[Sequence[Event]]) -> Matched:
 
 def pair(msgs: Sequence[Message]) -> Pairing:
     """Pair calls with results by id, in order (:func:`match`), as blocks."""
-    evs = [events(m) for m in msgs]
-    m = match([[e for e, _ in es] for es in evs])
+    m = match([events(x) for x in msgs])
+    blocks = [[b for b in x.content if b.type in _PAIRED] for x in msgs]  # by event, as events() reads them
     return Pairing(
-        [(ci, evs[ci][cj][1], ri) for ci, cj, ri in m.pairs],
-        [(i, evs[i][j][1]) for i, j in m.orphans],
-        [(i, evs[i][j][1]) for i, j in m.duplicate_results],
-        [(i, evs[i][j][1]) for i, j in m.duplicate_calls],
+        [(ci, blocks[ci][cj], ri) for ci, cj, ri in m.pairs],
+        [(i, blocks[i][j]) for i, j in m.orphans],
+        [(i, blocks[i][j]) for i, j in m.duplicate_results],
+        [(i, blocks[i][j]) for i, j in m.duplicate_calls],
     )
 
 
@@ -111,7 +128,7 @@ def closed_groups(msgs: Sequence[Message]) -> list[int]:
     """For each message, the index of the first message of the smallest run of consecutive
     messages containing it that no tool pair crosses. A cut before message ``i`` keeps every
     pair whole exactly when ``group_start[i] == i``."""
-    return group_starts([[e for e, _ in events(m)] for m in msgs])
+    return group_starts([events(m) for m in msgs])
 
 
 def group_starts(evs: Sequence[Sequence[Event]]) -> list[int]:
@@ -120,16 +137,19 @@ def group_starts(evs: Sequence[Sequence[Event]]) -> list[int]:
     n = len(evs)
     reach = list(range(n))  # furthest index each message is bound to
     p = match(evs)
-    answered: dict[str, list[int]] = defaultdict(list)  # call id -> indices of answered calls
-    for ci, cj, ri in p.pairs:
-        if ri is not None:
-            reach[ci] = max(reach[ci], ri)
-            answered[evs[ci][cj][1] or ""].append(ci)
-    # a second result for a call stays with the call too (dropping the call alone would orphan it)
-    for i, j in p.duplicate_results:
-        before = [ci for ci in answered.get(evs[i][j][1] or "", ()) if ci < i]
-        if before:
-            reach[before[-1]] = max(reach[before[-1]], i)
+    for ci, _, ri in p.pairs:
+        if ri is not None and ri > reach[ci]:
+            reach[ci] = ri
+    if p.duplicate_results:
+        # a second result for a call stays with the call too (dropping the call alone would orphan it)
+        answered: dict[str, list[int]] = defaultdict(list)  # call id -> indices of answered calls
+        for ci, cj, ri in p.pairs:
+            if ri is not None:
+                answered[evs[ci][cj][1] or ""].append(ci)
+        for i, j in p.duplicate_results:
+            before = [ci for ci in answered.get(evs[i][j][1] or "", ()) if ci < i]
+            if before:
+                reach[before[-1]] = max(reach[before[-1]], i)
     starts = [0] * n
     start = 0
     furthest = -1

@@ -49,7 +49,7 @@ class Tally:
     calls_by_name: Counter[str]
     outputs: list[tuple[int, int, str, str | None, str | None, str | None]]  # chars, message, text, id, name, message id
     names: dict[str, str]  # call id -> tool name
-    events: list[tuple[Event, ...]]  # per message, its calls and its result for pairing (ctxtool.pairing)
+    events: list[tuple[Event, ...]] | None  # per message, its calls and its result for pairing (``pairs`` only)
 
 
 # Message keys whose figures the OpenAI tally knows; any other key (usage, model,
@@ -58,15 +58,16 @@ _OPENAI_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name
 _OPENAI_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
-def tally_openai(items: list[Any], exact: bool) -> Tally | None:
-    """The tally of an OpenAI chat message list, or None when it needs the full model."""
+def tally_openai(items: list[Any], exact: bool, pairs: bool = False) -> Tally | None:
+    """The tally of an OpenAI chat message list, or None when it needs the full model.
+    ``exact``: with each message's texts; ``pairs``: with its pairing events."""
     rows: list[str] = []
     chars: list[int] = []
     texts: list[list[str]] | None = [] if exact else None
     thinking: list[tuple[int, str]] = []
     outputs: list[tuple[int, int, str, str | None, str | None, str | None]] = []
     names: dict[str, str] = {}
-    events: list[tuple[Event, ...]] = []
+    events: list[tuple[Event, ...]] | None = [] if pairs else None
     calls_by_name: Counter[str] = Counter()
     n_calls = n_results = 0
     keys = _OPENAI_KEYS
@@ -91,7 +92,8 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
             text = c or ""
             n = len(text)
             n_results += 1
-            events.append(((False, cid, ()),))
+            if events is not None:
+                events.append(((False, cid, ()),))
             if n:
                 outputs.append((n, i, text, cid, name, mid))
                 if mt is not None:
@@ -134,10 +136,11 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
                             mt.append(name)
                     if mt is not None and args:
                         mt.append(args)
-                events.append(tuple(evs))
+                if events is not None:
+                    events.append(tuple(evs))
             elif calls is not None and type(calls) is not list:
                 return None
-            else:
+            elif events is not None:
                 events.append(())
             if role == "user" and c:
                 if c.startswith(SUMMARY_PREFIX):
@@ -151,15 +154,15 @@ def tally_openai(items: list[Any], exact: bool) -> Tally | None:
     return Tally(rows, chars, texts, thinking, n_calls, n_results, calls_by_name, outputs, names, events)
 
 
-def _openai(f: Format, rec: dict[str, Any], exact: bool) -> Tally | None:
+def _openai(f: Format, rec: dict[str, Any], exact: bool, pairs: bool) -> Tally | None:
     key = f.messages_key(rec)  # type: ignore[attr-defined]
     if key is None:
         return None
-    return tally_openai(rec[key], exact)
+    return tally_openai(rec[key], exact, pairs)
 
 
 #: format class -> the tally of one record (None: read it in full)
-TALLIES: dict[type, Callable[[Format, dict[str, Any], bool], Tally | None]] = {}
+TALLIES: dict[type, Callable[[Format, dict[str, Any], bool, bool], Tally | None]] = {}
 
 
 def _register_builtin() -> None:
@@ -168,7 +171,7 @@ def _register_builtin() -> None:
     TALLIES.setdefault(OpenAIFormat, _openai)
 
 
-def tally_for(f: Format) -> Callable[[Format, dict[str, Any], bool], Tally | None] | None:
+def tally_for(f: Format) -> Callable[[Format, dict[str, Any], bool, bool], Tally | None] | None:
     if not TALLIES:
         _register_builtin()
     return TALLIES.get(type(f))
@@ -180,7 +183,7 @@ Make = Callable[[Format, Source, Line, Tally], Transcript | None]
 
 
 def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool,
-         make: Make | None = None) -> Iterator[Transcript] | None:
+         make: Make | None = None, pairs: bool = False) -> Iterator[Transcript] | None:
     """The transcripts of a JSON Lines dataset source, each record a tally accepts as a
     stand-in carrying it (``t.extra[TALLY_KEY]``; ``make``: what it returns instead), every
     other read in full by its format; None when ``src`` is not a dataset of a format with a
@@ -201,11 +204,11 @@ def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool
     tally = tally_for(f)
     if tally is None:
         return None
-    return _read(src, f, tally, policy, exact, make)
+    return _read(src, f, tally, policy, exact, make, pairs)
 
 
-def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool], Tally | None], policy: ErrorPolicy,
-          exact: bool, make: Make | None) -> Iterator[Transcript]:
+def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool, bool], Tally | None], policy: ErrorPolicy,
+          exact: bool, make: Make | None, pairs: bool) -> Iterator[Transcript]:
     name = f.name
     path = src.path
     for ln in src.lines(policy):
@@ -213,7 +216,7 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool]
         tl = None
         if type(obj) is dict:
             try:
-                tl = tally(f, obj, exact)
+                tl = tally(f, obj, exact, pairs)
             except STRUCTURE_ERRORS:
                 tl = None
         if tl is None:

@@ -19,13 +19,13 @@ Kept messages are not touched, so writers copy their source lines verbatim.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import CtxtoolError, ExitCode
 from .model import KIND_INJECTED, Message, Transcript
-from .pairing import closed_groups, group_starts
+from .pairing import Event, events, group_starts
 from .runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
 
 if TYPE_CHECKING:
@@ -88,51 +88,58 @@ def normalize_strategy(name: str) -> str:
     return s
 
 
-@dataclass(slots=True)
 class View:
     """What the window needs of a transcript's messages, by position: each one's role, its
-    characters toward the budget (a system message: 0, it is always kept), its tool calls
-    and results, and where the smallest run of messages no tool pair crosses starts
-    (:func:`ctxtool.pairing.group_starts`). Built from the messages (:meth:`of`), or from a
-    dataset record's parsed values without them (:mod:`ctxtool.stats_fast`)."""
+    characters toward the budget (a system message: 0, it is always kept) and its tool
+    calls and results as pairing sees them (:func:`ctxtool.pairing.events`; read only when
+    the messages do not all fit). Built from the messages (:meth:`of`), or from a dataset
+    record's parsed values without them (:meth:`of_tally`, :mod:`ctxtool.stats_fast`)."""
 
-    roles: list[str]
-    chars: list[int]
-    calls: list[int]
-    results: list[int]
-    starts: list[int]
+    __slots__ = ("_events", "_msgs", "chars", "roles")
+
+    def __init__(self, roles: list[str], chars: list[int], evs: Sequence[Sequence[Event]] | None = None,
+                 msgs: Sequence[Message] = ()) -> None:
+        self.roles = roles
+        self.chars = chars
+        self._events = evs
+        self._msgs = msgs
 
     @classmethod
     def of(cls, msgs: Sequence[Message]) -> View:
-        return cls(
-            [m.role for m in msgs],
-            message_chars(msgs),
-            [len(m.tool_calls()) for m in msgs],
-            [len(m.tool_results()) for m in msgs],
-            closed_groups(msgs),
-        )
+        return cls([m.role for m in msgs], message_chars(msgs), msgs=msgs)
 
     @classmethod
     def of_tally(cls, tl: Tally) -> View:
         """The view of a dataset record from its tally: the messages its format would read."""
+        if tl.events is None:
+            raise ValueError("a tally read without its pairing events (stats_fast.read pairs=True)")
         roles = ["user" if r == KIND_INJECTED else r for r in tl.rows]  # an injected message's role is user's
-        calls = [sum(1 for e in es if e[0]) for es in tl.events]
-        return cls(
-            roles,
-            [0 if r == "system" else c for r, c in zip(roles, tl.chars, strict=True)],
-            calls,
-            [len(es) - c for es, c in zip(tl.events, calls, strict=True)],
-            group_starts(tl.events),
-        )
+        return cls(roles, [0 if r == "system" else c for r, c in zip(roles, tl.chars, strict=True)], tl.events)
+
+    @property
+    def events(self) -> Sequence[Sequence[Event]]:
+        if self._events is None:
+            self._events = [events(m) for m in self._msgs]
+        return self._events
+
+    def calls(self, at: Iterable[int]) -> tuple[int, int]:
+        """The tool calls and the tool results of the messages ``at``."""
+        evs = self.events
+        n = calls = 0
+        for i in at:
+            es = evs[i]
+            n += len(es)
+            calls += sum(1 for e in es if e[0]) if es else 0
+        return calls, n - calls
 
 
-def _units(v: View) -> list[list[int]]:
+def _units(roles: Sequence[str], starts: Sequence[int]) -> list[list[int]]:
     """Indices of non-system messages grouped into runs no tool pair crosses."""
     units: list[list[int]] = []
     cur_start = -1
-    for i, role in enumerate(v.roles):
-        if v.starts[i] != cur_start:
-            cur_start = v.starts[i]
+    for i, role in enumerate(roles):
+        if starts[i] != cur_start:
+            cur_start = starts[i]
             units.append([])
         if role != "system":
             units[-1].append(i)
@@ -169,15 +176,11 @@ def plan(
     if max_messages < 1 or max_chars < 1:
         raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
     n = len(v.roles)
-    keep = [r == "system" for r in v.roles]
     chars = v.chars
-    units = _units(v)
-    if not units:
-        return [True] * n, False, False
-    total_n = sum(len(u) for u in units)
-    total_c = sum(chars)
-    if total_n <= max_messages and total_c <= max_chars:
-        return [True] * n, False, False
+    if sum(1 for r in v.roles if r != "system") <= max_messages and sum(chars) <= max_chars:
+        return [True] * n, False, False  # all fit (none at all: nothing to drop)
+    keep = [r == "system" for r in v.roles]
+    units = _units(v.roles, group_starts(v.events))
 
     def size(u: list[int]) -> tuple[int, int]:
         return len(u), sum(chars[i] for i in u)
@@ -195,7 +198,7 @@ def plan(
     first_user_unit = None
     if keep_first_user:
         for k, u in enumerate(units):
-            if any(v.roles[i] == "user" and not v.results[i] for i in u):
+            if any(v.roles[i] == "user" and not v.calls((i,))[1] for i in u):
                 first_user_unit = k
                 break
     if first_user_unit is not None:
@@ -304,6 +307,7 @@ def windowed(
     dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
     before_n = sum(1 for r in v.roles if r != "system")
     before_c = sum(chars)
+    calls, results = v.calls(dropped)
     return WindowResult(
         transcript=t.label,
         path=t.path,
@@ -318,8 +322,8 @@ def windowed(
         chars_before=before_c,
         chars_after=before_c - sum(chars[i] for i in dropped),
         dropped=len(dropped),
-        dropped_tool_calls=sum(v.calls[i] for i in dropped),
-        dropped_tool_results=sum(v.results[i] for i in dropped),
+        dropped_tool_calls=calls,
+        dropped_tool_results=results,
         kept_first_user=kept_first and bool(dropped),
         over_limit=over,
         dropped_indices=dropped,
@@ -369,7 +373,7 @@ class _WindowTask(EachTask[WindowResult]):
         if self.fast:
             from . import stats_fast
 
-            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned)
+            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
             if ts is not None:
                 return ts
         return super().read(src, fmt, policy)
@@ -386,7 +390,10 @@ class _WindowTask(EachTask[WindowResult]):
         r = windowed(named, View.of_tally(tl), **self.opts)
         dropped = set(r.dropped_indices)
         try:
-            t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped] if dropped else None)
+            if dropped:
+                t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped])
+            else:
+                t = f.passed_record(ln, src, i)  # unchanged: written as it was read
         except CtxtoolError:
             return None  # read in full: the format says what is wrong
         except STRUCTURE_ERRORS:

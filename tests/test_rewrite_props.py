@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,6 +143,23 @@ def test_a_record_is_written_again_around_its_message_list(tmp_path: Path) -> No
     assert data.startswith(head.encode()) and data.endswith(tail.encode() + b"\n")
     got = json.loads(data)
     assert got["messages"][:2] == msgs[:2] and got["messages"][2]["content"].startswith("line 0\nline 1\n")
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_only_the_numbers_of_messages_still_there_decide_the_splice(tmp_path: Path, fast: bool) -> None:
+    """A float in a message window drops does not stop the splice (it is not written again);
+    one in a message it keeps does, and the exact writer keeps its text."""
+    head = '{"w": "caf\\u00E9 \\/", "messages": '
+    old = {"role": "user", "content": "old", "weight": 0.50}
+    msgs = [{"role": "user", "content": f"turn {k}"} for k in range(6)]
+    p, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    p.write_text(head + json.dumps([old, *msgs]).replace("0.5", "0.50") + "}\n")
+    window_file(str(p), str(out), max_messages=2, max_chars=10**9, keep_first_user=False, fast=fast)
+    assert out.read_bytes().startswith(head.encode()) and b"0.50" not in out.read_bytes()
+    p.write_text(head + json.dumps([*msgs, old]).replace("0.5", "0.50") + "}\n")
+    window_file(str(p), str(out), max_messages=2, max_chars=10**9, keep_first_user=False, fast=fast)
+    data = out.read_bytes()
+    assert b'"weight": 0.50' in data and json.loads(data)["messages"][-1]["content"] == "old"
 
 
 def test_a_record_with_a_field_nested_too_deep_to_compare_is_written_whole(tmp_path: Path) -> None:

@@ -320,10 +320,11 @@ def exact_obj(line: Line) -> Any:
 def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -> bytes | None:
     """``rec``, the new value of a dataset record read fast, as its source bytes with the
     message list alone written again (in ``style``), or None: write it whole. Only when
-    every other field is as it was and the source's list was not empty and holds no number
-    it may have written otherwise (:func:`jsontext.may_change`; what ctxtool adds has no
-    source text): the other fields keep their bytes (numbers as written, escapes as
-    written), and no scan of the record for numbers is needed. The list's place is checked,
+    every other field is as it was, the source's list was not empty and the source items of
+    the messages still there hold no number it may write otherwise (:func:`jsontext.may_change`;
+    a message dropped is not written, and what ctxtool adds has no source text): the other
+    fields keep their bytes (numbers as written, escapes as written), and no scan of the
+    record for numbers is needed. The list's place is checked,
     not assumed: the record with an empty list there must read as ``rec`` with an empty
     list, key for key."""
     import orjson
@@ -332,7 +333,9 @@ def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -
     if not (isinstance(raw, bytes) and isinstance(fast, dict) and key and list(rec) == list(fast)):
         return None
     old, items = fast.get(key), rec.get(key)
-    if not (isinstance(old, list) and old and isinstance(items, list)) or jsontext.may_change(old):
+    if not (isinstance(old, list) and old and isinstance(items, list)):
+        return None
+    if jsontext.may_change([ln.obj for e in t.entries for ln in source_lines(e)]):
         return None
     keys = list(rec)
     after = keys.index(key) + 1

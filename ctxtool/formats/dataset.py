@@ -203,6 +203,14 @@ class DatasetFormat(Format):
         t.extra["record_obj"] = ln.obj
         return t
 
+    def passed_record(self, ln: Line, src: Source, i: int) -> Transcript:
+        """A JSON Lines record passed on with none of its messages read, written as it was
+        (its bytes): for an operation that knows from the record's tally that it leaves it
+        unchanged (``window``'s fast read)."""
+        t = self.line_record(ln, src, i, ())
+        t.extra["entries_count"] = 0  # none read, none removed: unchanged
+        return t
+
     # -- writing ----------------------------------------------------------------------
     def build_record(self, t: Transcript) -> dict[str, Any]:
         """The record with its messages (and ``system`` field) rebuilt; other fields kept in order.
