@@ -14,7 +14,7 @@ from conftest import SAMPLES, all_transcript_params
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.errors import CtxtoolError, ExitCode
 
 runner = CliRunner()
 
@@ -259,6 +259,21 @@ def test_config_sources(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no
     table = invoke("config", "--changed").stdout
     assert "compaction.reserve_tokens" in table and "compaction.keep_recent " not in table
     assert invoke("config", "nope").exit_code == ExitCode.USAGE
+
+
+def test_a_pyproject_without_a_ctxtool_table_is_not_read(tmp_path: Path) -> None:
+    from ctxtool.config import find_config_file
+
+    proj = tmp_path / "proj"
+    (proj / "sub").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text("[project\nname = 'broken, and not ours'\n")
+    assert find_config_file(proj / "sub") is None  # not parsed: its error is not ctxtool's
+    (proj / "pyproject.toml").write_text("[project]\nname = 'x'\n[tool.ctxtool.compaction]\nreserve_tokens = 7\n")
+    found = find_config_file(proj / "sub")
+    assert found is not None and found[1] == {"compaction": {"reserve_tokens": 7}}
+    (proj / "pyproject.toml").write_text("[tool.ctxtool\n")
+    with pytest.raises(CtxtoolError, match="cannot read config"):
+        find_config_file(proj / "sub")
 
 
 def test_config_flows_into_window(chat: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
