@@ -122,8 +122,8 @@ class View:
             self._events = [events(m) for m in self._msgs]
         return self._events
 
-    def calls(self, at: Iterable[int]) -> tuple[int, int]:
-        """The tool calls and the tool results of the messages ``at``."""
+    def tool_counts(self, at: Iterable[int]) -> tuple[int, int]:
+        """How many tool calls and tool results the messages ``at`` hold."""
         evs = self.events
         n = calls = 0
         for i in at:
@@ -198,7 +198,7 @@ def plan(
     first_user_unit = None
     if keep_first_user:
         for k, u in enumerate(units):
-            if any(v.roles[i] == "user" and not v.calls((i,))[1] for i in u):
+            if any(v.roles[i] == "user" and not v.tool_counts((i,))[1] for i in u):
                 first_user_unit = k
                 break
     if first_user_unit is not None:
@@ -307,7 +307,7 @@ def windowed(
     dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
     before_n = sum(1 for r in v.roles if r != "system")
     before_c = sum(chars)
-    calls, results = v.calls(dropped)
+    calls, results = v.tool_counts(dropped)
     return WindowResult(
         transcript=t.label,
         path=t.path,
