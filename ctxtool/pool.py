@@ -163,7 +163,10 @@ class ForkPool:
             self._died(w)
             return
         job, w.job = w.job, None
-        ok, value, trace = pickle.loads(data)
+        try:
+            ok, value, trace = pickle.loads(data)
+        except Exception as e:  # noqa: BLE001 (an answer this process cannot read: the job's failure)
+            ok, value, trace = False, e, None
         if job is not None:
             if not ok and trace:
                 value.__cause__ = RemoteTraceback(trace)

@@ -67,6 +67,29 @@ def test_a_worker_exception_is_raised_here_with_its_traceback() -> None:
         assert after.result()[0] == 25  # the workers go on
 
 
+class _Unreadable:
+    """Pickles in a worker, cannot be read back here."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return (_refuse, ())
+
+
+def _refuse() -> None:
+    raise ValueError("cannot be read here")
+
+
+def _unreadable(_: int) -> _Unreadable:
+    return _Unreadable()
+
+
+def test_an_answer_that_cannot_be_read_fails_its_job_and_the_worker_goes_on() -> None:
+    with worker_pool(1) as ex:
+        bad, good = ex.submit(_unreadable, 0), ex.submit(_square, 4)
+        with pytest.raises(ValueError, match="cannot be read here"):
+            bad.result()
+        assert good.result()[0] == 16
+
+
 def test_a_worker_that_dies_fails_its_own_job_only() -> None:
     with worker_pool(2) as ex:
         dead = ex.submit(_die, 0)
