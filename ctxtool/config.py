@@ -123,30 +123,31 @@ def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] |
         if p.is_file():
             return p, _read_toml(p)
         pp = cand / "pyproject.toml"
-        if pp.is_file() and _names_ctxtool(pp):
-            data = _read_toml(pp)
+        if pp.is_file() and (raw := _bytes(pp)) != b"":  # b"": never names ctxtool, not parsed
+            data = _read_toml(pp, raw)
             tool = data.get("tool", {}).get("ctxtool")
             if isinstance(tool, dict):
                 return pp, tool
     return None
 
 
-def _names_ctxtool(p: Path) -> bool:
-    """Whether a ``pyproject.toml`` may hold a ``[tool.ctxtool]`` table: the word is in it
-    (most projects' files are not parsed at all: about 5 ms a run). Unreadable: parsed, to
-    say why."""
+def _bytes(p: Path) -> bytes | None:
+    """A ``pyproject.toml``'s bytes when they may hold a ``[tool.ctxtool]`` table (the word is
+    in them), b"" when they cannot (most projects' files are not parsed at all: about 5 ms a
+    run), None when unreadable (parsed, to say why)."""
     try:
-        return b"ctxtool" in p.read_bytes()
+        data = p.read_bytes()
     except OSError:
-        return True
+        return None
+    return data if b"ctxtool" in data else b""
 
 
-def _read_toml(p: Path) -> dict[str, Any]:
+def _read_toml(p: Path, raw: bytes | None = None) -> dict[str, Any]:
     import tomllib  # only when there is a file to read
 
     try:
-        return tomllib.loads(p.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        return tomllib.loads((p.read_bytes() if raw is None else raw).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise CtxtoolError(f"cannot read config: {e}", path=str(p), code=ExitCode.USAGE) from e
 
 

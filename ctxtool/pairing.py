@@ -46,8 +46,7 @@ def events(m: Message) -> Sequence[Event]:
     for b in m.content:
         t = b.type
         if t == "tool_call":
-            x = b.extra
-            e: Event = (True, None if x and x.get("server_tool") else b.id, ())  # is_server_side, inline
+            e: Event = (True, None if is_server_side(b) else b.id, ())
         elif t == "tool_result":
             x = b.extra
             e = (False, b.id, x.get("answers", ()) if x else ())

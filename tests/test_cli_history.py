@@ -274,6 +274,9 @@ def test_a_pyproject_without_a_ctxtool_table_is_not_read(tmp_path: Path) -> None
     (proj / "pyproject.toml").write_text("[tool.ctxtool\n")
     with pytest.raises(CtxtoolError, match="cannot read config"):
         find_config_file(proj / "sub")
+    (proj / "ctxtool.toml").write_bytes(b"[compaction]\nreserve_tokens = 7 # \xff\n")  # not UTF-8: said, no traceback
+    with pytest.raises(CtxtoolError, match="cannot read config"):
+        find_config_file(proj / "sub")
 
 
 def test_config_flows_into_window(chat: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

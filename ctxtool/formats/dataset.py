@@ -194,9 +194,11 @@ class DatasetFormat(Format):
         """``only``: the positions in the record's message list of the messages to read; the
         others are dropped unread, as if read and then removed (the record is written
         changed). ``window``'s fast read (:mod:`ctxtool.stats_fast`)."""
-        key = self.messages_key(ln.obj) if only is not None else None
-        if key is None or only is None:
+        if only is None:
             return super().line_record(ln, src, i)
+        key = self.messages_key(ln.obj)
+        if key is None:
+            raise CtxtoolError("no message list to read part of", path=src.path, line=ln.lineno)
         items = ln.obj[key]
         t = super().line_record(Line({**ln.obj, key: [items[k] for k in only]}, ln.raw, ln.lineno), src, i)
         t.extra["entries_count"] = int(t.extra["entries_count"]) + len(items) - len(only)
