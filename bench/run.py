@@ -247,6 +247,29 @@ def bench_peers(small: Path, label: str = "") -> None:
                     f"{what} script {statistics.median(whole):.2f} s", spread(ratios), "(no target)")
 
 
+def bench_window_read(path: Path, label: str = "") -> None:
+    """window's fast read (a dataset record planned from its tally, only the messages it
+    keeps read) against every message read (``fast=False``): in this process, one core, the
+    budget of the trim row, output written; interleaved."""
+    from ctxtool.window import window_file
+
+    on = f" [{label}]" if label else ""
+    fast: list[float] = []
+    full: list[float] = []
+    with tempfile.TemporaryDirectory() as d:
+        out = str(Path(d) / "w.jsonl")
+        for k in range(REPEAT + 1):  # the first of each warms
+            for fast_read, times in ((True, fast), (False, full)):
+                t = time.perf_counter()
+                window_file(str(path), out, max_chars=32000, max_messages=1_000_000, jobs=1, fast=fast_read)
+                if k:
+                    times.append(time.perf_counter() - t)
+    ratios = [b / a for a, b in zip(sorted(fast), sorted(full), strict=False)]
+    row(f"window --max-chars 32000: fast read vs every message read (in-process, -j 1){on}",
+        f"{statistics.median(fast):.3f} s", f"every message read {statistics.median(full):.3f} s",
+        spread(ratios) + " faster", "(report)")
+
+
 def bench_scaling(files: list[Path]) -> None:
     """stats on 20 MB, 200 MB (and 2 GB): time linear in the size, peak memory flat."""
     first: tuple[float, float, float] | None = None
@@ -323,7 +346,8 @@ def main() -> int:
           + (f", {sessions.name} {sessions.stat().st_size / 1e6:.0f} MB (real sessions)" if sessions else "") + "\n")
     sections: list[tuple[str, list[Callable[[], None]]]] = [
         ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
-        ("against the peers (their loop, ctxtool's whole process)", [lambda: bench_peers(small, small.name)]),
+        ("against the peers (their loop, ctxtool's whole process)",
+         [lambda: bench_peers(small, small.name), lambda: bench_window_read(small, small.name)]),
         ("scaling", [lambda: bench_scaling(scaling), bench_many_files, bench_startup]),
     ]
     try:
@@ -340,7 +364,8 @@ def main() -> int:
         pass
     if sessions is not None:
         sections.insert(2, ("against the peers on real sessions (the corpus as OpenAI records, repeated to 20 MB)",
-                            [lambda: bench_peers(sessions, sessions.name)]))
+                            [lambda: bench_peers(sessions, sessions.name),
+                             lambda: bench_window_read(sessions, sessions.name)]))
     sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
     sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     for title, fns in sections:
