@@ -24,7 +24,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _HEAD = 8  # bytes of a message's length, before it
@@ -147,7 +147,7 @@ class ForkPool:
             w = self._idle.pop()
             data, job._data, job._state, w.job = job._data or b"", None, "running", job
             try:
-                _write_all(w.jobs, len(data).to_bytes(_HEAD, "little") + data)
+                _send(w.jobs, data)
             except OSError:  # it died while idle
                 self._died(w)
 
@@ -155,11 +155,9 @@ class ForkPool:
         """Wait for the next answer from any worker, and give that worker the next job."""
         if not any(w.job for w in self._workers.values()):
             raise RuntimeError("no job is running")
-        fd = self._poll.poll()[0][0]
-        w = self._workers[fd]
-        head = w.results.read(_HEAD)
-        data = w.results.read(int.from_bytes(head, "little")) if len(head) == _HEAD else b""
-        if len(head) < _HEAD or len(data) < int.from_bytes(head, "little"):
+        w = self._workers[self._poll.poll()[0][0]]
+        data = _receive(w.results)
+        if data is None:
             self._died(w)
             return
         job, w.job = w.job, None
@@ -191,7 +189,8 @@ class ForkPool:
         del self._workers[fd]
         if w in self._idle:
             self._idle.remove(w)
-        os.close(w.jobs)
+        if w.jobs >= 0:
+            os.close(w.jobs)
         w.results.close()
 
     def close(self, *, wait: bool = True) -> None:
@@ -208,13 +207,10 @@ class ForkPool:
                     os.kill(w.pid, signal.SIGKILL)
             os.close(w.jobs)  # end-of-file: an idle worker exits
             w.jobs = -1
-        for w in list(self._workers.values()):
+        for w in list(self._workers.values()):  # every job pipe closed first: they exit together
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(w.pid, 0)
-            fd = w.results.fileno()
-            self._poll.unregister(fd)
-            w.results.close()
-            del self._workers[fd]
+            self._forget(w)
         os.close(self._death_r)
         os.close(self._death_w)
 
@@ -222,10 +218,21 @@ class ForkPool:
 _POLLIN = 1  # select.POLLIN (the same on every system with poll)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _send(fd: int, data: bytes) -> None:
+    """One message on a pipe: its length, then its bytes."""
+    view = memoryview(len(data).to_bytes(_HEAD, "little") + data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def _receive(f: IO[bytes]) -> bytes | None:
+    """The next message of a pipe, or None at its end (a message cut short: its writer died)."""
+    head = f.read(_HEAD)
+    if len(head) < _HEAD:
+        return None
+    size = int.from_bytes(head, "little")
+    data = f.read(size)
+    return data if len(data) == size else None
 
 
 def _serve(job_r: int, res_w: int, death_r: int, parent: int, pdeathsig: bool, gc_enabled: bool) -> None:
@@ -236,8 +243,7 @@ def _serve(job_r: int, res_w: int, death_r: int, parent: int, pdeathsig: bool, g
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (the worker's stdin until it exits)
     _worker_init(parent, death_r, pdeathsig, gc_enabled)
     jobs = os.fdopen(job_r, "rb")
-    while len(head := jobs.read(_HEAD)) == _HEAD:
-        data = jobs.read(int.from_bytes(head, "little"))
+    while (data := _receive(jobs)) is not None:
         try:
             fn, args = pickle.loads(data)
             answer = pickle.dumps((True, fn(*args), None), pickle.HIGHEST_PROTOCOL)
@@ -249,7 +255,7 @@ def _serve(job_r: int, res_w: int, death_r: int, parent: int, pdeathsig: bool, g
                 answer = pickle.dumps((False, e, trace), pickle.HIGHEST_PROTOCOL)
             except Exception:  # noqa: BLE001 (an exception that does not pickle: its text)
                 answer = pickle.dumps((False, RuntimeError(f"{type(e).__name__}: {e}"), trace), pickle.HIGHEST_PROTOCOL)
-        _write_all(res_w, len(answer).to_bytes(_HEAD, "little") + answer)
+        _send(res_w, answer)
 
 
 def _worker_init(parent: int, r: int, pdeathsig: bool, gc_enabled: bool) -> None:

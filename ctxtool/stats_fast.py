@@ -178,8 +178,8 @@ def tally_for(f: Format) -> Callable[[Format, dict[str, Any], bool, bool], Tally
 
 
 #: what a reader makes of a record its tally accepts: (format, source, the record's line,
-#: tally) -> the transcript, or None: read it in full
-Make = Callable[[Format, Source, Line, Tally], Transcript | None]
+#: its stand-in, the tally in ``extra[TALLY_KEY]``) -> the transcript, or None: read it in full
+Make = Callable[[Format, Source, Line, Transcript], Transcript | None]
 
 
 def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool,
@@ -219,20 +219,15 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool,
                 tl = tally(f, obj, exact, pairs)
             except STRUCTURE_ERRORS:
                 tl = None
-        if tl is None:
-            yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
-            continue
-        made = make(f, src, ln, tl) if make is not None else None
-        if made is not None:
-            yield made
-            continue
-        if make is not None:
-            yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
-            continue
-        i = ln.lineno - 1 if ln.lineno else 0
-        t = Transcript(name, path=path, index=i, id=record_id(obj, i), record=obj, lineno=ln.lineno)
-        t.extra[TALLY_KEY] = tl
-        yield t
+        if tl is not None:
+            i = ln.lineno - 1 if ln.lineno else 0
+            t = Transcript(name, path=path, index=i, id=record_id(obj, i), record=obj, lineno=ln.lineno)
+            t.extra[TALLY_KEY] = tl
+            made = t if make is None else make(f, src, ln, t)
+            if made is not None:
+                yield made
+                continue
+        yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
 
 
 def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, opts: dict[str, Any],

@@ -378,17 +378,18 @@ class _WindowTask(EachTask[WindowResult]):
                 return ts
         return super().read(src, fmt, policy)
 
-    def _planned(self, f: Format, src: Source, ln: Line, tl: Tally) -> Transcript | None:
-        """A record planned from its tally, read with only the messages it keeps."""
+    def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
+        """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
         from .formats.base import STRUCTURE_ERRORS
-        from .formats.dataset import DatasetFormat, record_id
+        from .formats.dataset import DatasetFormat
+        from .stats_fast import TALLY_KEY
 
-        if not isinstance(f, DatasetFormat) or not isinstance(ln.obj, dict):
+        if not isinstance(f, DatasetFormat):
             return None
-        i = ln.lineno - 1 if ln.lineno else 0
-        named = Transcript(f.name, path=src.path, index=i, id=record_id(ln.obj, i), record=ln.obj, lineno=ln.lineno)
-        r = windowed(named, View.of_tally(tl), **self.opts)
+        tl = stand_in.extra[TALLY_KEY]
+        r = windowed(stand_in, View.of_tally(tl), **self.opts)
         dropped = set(r.dropped_indices)
+        i = stand_in.index
         try:
             if dropped:
                 t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped])
