@@ -1,6 +1,6 @@
 """Start-up imports what the work needs (issue 16): a real ``python -m ctxtool`` process is run
 and the modules it holds at exit are checked. A data command does not import rich unless it
-renders a table, imports only the formats its input may be (the registry's detection hints),
+renders on a terminal, imports only the formats its input may be (the registry's detection hints),
 no TOML parser without a config file, no zip reader without an archive; ``--version`` imports
 no transcript machinery. And the hints themselves: each is a necessary condition of its
 format's ``sniff``, so detection answers what it answered when it asked every format."""
@@ -58,9 +58,12 @@ def test_stats_json_imports_no_renderer_and_only_its_formats(tmp_path: Path) -> 
     assert not mods & {"ctxtool.parallel", "ctxtool.pool", "multiprocessing", "concurrent.futures.process"}
 
 
-def test_stats_table_imports_rich_when_it_renders(tmp_path: Path) -> None:
+def test_stats_tables_into_a_pipe_import_no_rich(tmp_path: Path) -> None:
+    """Into a pipe rich prints its tables as plain text; ctxtool.cli.table writes that text
+    itself (tests/test_cli_table.py holds it to rich's)."""
     mods = modules("stats", str(SAMPLES / "openai_dataset.jsonl"), cwd=tmp_path)
-    assert {"rich.console", "rich.table"} <= mods
+    assert "ctxtool.cli.table" in mods
+    assert not {m for m in mods if m == "rich" or m.startswith("rich.")}
     assert "ctxtool.formats.claude_code" not in mods
 
 

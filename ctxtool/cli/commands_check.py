@@ -175,8 +175,7 @@ def cut(
 
 
 def _render_cut(reports: list[Any]) -> None:
-    from rich import box
-    from rich.table import Table
+    from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
     r0 = reports[0] if reports else None
@@ -186,7 +185,7 @@ def _render_cut(reports: list[Any]) -> None:
         cap = (
             f"keep budget {fmt_int(c.keep_budget)} tokens" if c.keep_budget else f"keep recent {c.keep_recent} messages"
         ) + f" · effective limit {fmt_int(r0.effective_limit)} · {r0.tokenizer}"
-    t = Table(title=f"cut points · {cap}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=f"cut points · {cap}", title_justify="left", box=SIMPLE_HEAD, pad_edge=False)
     for col in ("transcript", "msgs", "cut_index", "first_kept_id", "tokens", "kept", "summarized", "kept msgs", "split"):
         t.add_column(col, justify="left" if col in ("transcript", "first_kept_id", "split") else "right")
     shown, t.caption = table_rows(reports, lambda r: r.cut.tokens_before, "with the most tokens")
@@ -291,8 +290,7 @@ def _window_text(c: Any) -> str:
 
 
 def _render_check(results: list[Any], s: Any, policy: str) -> None:
-    from rich import box
-    from rich.table import Table
+    from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
     windows = {_window_text(r.context) for r in results}
@@ -305,7 +303,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
         con.print(f"{short_label(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens ({how}{after}, "
                   f"{r.tokenizer})", highlight=False)
         con.print(f"context window {window}", highlight=False)
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        t = Table(box=SIMPLE_HEAD, pad_edge=False)
         for col in ("policy", "seed", "rule", "used", "limit", "used %", "verdict"):
             t.add_column(col, justify="right" if col in ("used", "limit", "used %") else "left")
         for v in r.verdicts:
@@ -328,7 +326,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 con.print(f"{v.policy}: {v.reason}", highlight=False)
         con.print(f"verdict ({policy}): {'COMPACT' if r.compact else 'no compaction needed'}", highlight=False)
         return
-    t = Table(title=f"policy {policy} · context window {window}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=f"policy {policy} · context window {window}", title_justify="left", box=SIMPLE_HEAD, pad_edge=False)
     for col in ("transcript", "messages", "used tokens", "window", "limit", "used %", "verdict"):
         t.add_column(col, justify="left" if col in ("transcript", "verdict") else "right")
     shown, t.caption = table_rows(results, lambda r: (r.compact, r.verdict.percent or 0.0, r.context.tokens), "closest to compaction")

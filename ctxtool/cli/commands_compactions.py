@@ -39,7 +39,7 @@ def compactions_cmd(
 
 
 def _render(rep: Any) -> None:
-    from rich.table import Table
+    from .table import Table
 
     con = stdout_console()
     for t in rep.transcripts:

@@ -41,11 +41,10 @@ def config_cmd(
     if keys and len(keys) == 1 and items:
         sys.stdout.write(f"{items[0][1].value}\n")
         return
-    from rich import box
-    from rich.table import Table
+    from .table import SIMPLE_HEAD, Table
 
     t = Table(title=f"settings (config file: {found[0] if found else 'none'})", title_justify="left",
-              box=box.SIMPLE_HEAD, pad_edge=False)
+              box=SIMPLE_HEAD, pad_edge=False)
     for col in ("key", "value", "source", "meaning"):
         t.add_column(col, overflow="fold", no_wrap=col != "meaning")
     for k, r in items:

@@ -156,9 +156,8 @@ CONTEXT_ROWS = common.TABLE_ROWS  # transcripts in the context table: those with
 
 
 def _render_stats(report, top: int) -> None:
-    from rich.table import Table
-
     from ..stats_figures import most_context
+    from .table import Table
 
     con = stdout_console()
     tot = report.totals
@@ -329,9 +328,8 @@ def formats_cmd(as_json: common.JsonOpt = False) -> None:
 def models_cmd(as_json: common.JsonOpt = False) -> None:
     """List the model registry (context window, max output, prices, encoding, and the
     aliases each entry also answers to: dated snapshots, ``-latest`` names)."""
-    from rich.table import Table
-
     from .. import registry
+    from .table import Table
 
     ms = registry.models()
     if as_json:

@@ -89,12 +89,11 @@ def window(
         emit("window", {"settings": kw, "output": None if dry_run else output, "dry_run": dry_run},
              items=(r.to_json() for r in reports), tail={"totals": totals}, jsonl=as_jsonl)
         return
-    from rich import box
-    from rich.table import Table
+    from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
     t = Table(
-        box=box.SIMPLE_HEAD,
+        box=SIMPLE_HEAD,
         pad_edge=False,
         title=f"window {kw['strategy']} · max {kw['max_messages']:,} messages, {kw['max_chars']:,} chars"
         f" · keep first user {'on' if kw['keep_first_user'] else 'off'}",

@@ -192,17 +192,14 @@ def replay_cmd(
 
 
 def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
     from .. import replay as rp
+    from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
     if not con.is_terminal:
         con.width = max(con.width, 140)  # a pipe or a file: do not squeeze the table
     if table and r.turns:
-        t = Table(title=rp.title(r), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        t = Table(title=rp.title(r), title_justify="left", box=SIMPLE_HEAD, pad_edge=False)
         for c, j in (("turn", "right"), ("line", "right"), ("input", "right"), ("output", "right"),
                      ("context", "right"), ("+turn", "right"), ("window", "right"), ("avg/turn", "right"),
                      ("turns left", "right"), ("src", "left"), ("events", "left")):
@@ -220,6 +217,8 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
             )
         con.print(t)
     if chart and r.turns:
+        from rich.text import Text
+
         for line, pol in rp.terminal_chart(r, width=con.width, height=height):
             col = rp.THRESHOLD_COLORS.get(pol or "", None)
             con.print(Text(line, style=col or "", no_wrap=True, overflow="ellipsis"), highlight=False)
@@ -248,7 +247,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
 
 
 def _render_many(reports: list[Any]) -> None:
-    from rich.table import Table
+    from .table import Table
 
     con = stdout_console()
     t = Table(title=f"{len(reports):,} transcripts (use --index N for one transcript's turns and chart)", title_justify="left")

@@ -96,9 +96,8 @@ def _usd(x: float, unpriced: int) -> str:
 
 
 def _table(report: UsageReport) -> None:
-    from rich.table import Table
-
     from ..usage import GROUPINGS
+    from .table import Table
 
     if not report.files:
         where = ", ".join(s.path for s in report.stores) or "no session store found (give a path)"

@@ -252,15 +252,12 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
 
 
 def stdout_console() -> Any:
-    """Rich console for tables on stdout: the terminal's width, or wide enough when piped."""
-    cls = _console_class()
-    if sys.stdout.isatty():
-        return cls(soft_wrap=False, **PLAIN)
-    try:
-        width = int(os.environ.get("COLUMNS") or 0)
-    except ValueError:
-        width = 0
-    return cls(soft_wrap=False, width=max(width, 120), **PLAIN)
+    """stdout for tables and lines people read (:class:`ctxtool.cli.table.Out`): the
+    terminal's width, or wide enough when piped; plain text without rich where rich would
+    print plain text."""
+    from .table import Out
+
+    return Out()
 
 
 #: what ctxtool prints is data (paths, ids, tool names, text from transcripts): never read
@@ -269,13 +266,13 @@ PLAIN: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
 
 
 def stderr_console() -> Any:
-    return _console_class()(stderr=True, **PLAIN)
+    return console_class()(stderr=True, **PLAIN)
 
 
 _CONSOLE: Any = None
 
 
-def _console_class() -> Any:
+def console_class() -> Any:
     """The rich Console ctxtool prints through (rich imported on first use): every string
     it renders, a table cell or a line, goes through :func:`printable` first."""
     global _CONSOLE

@@ -1,0 +1,242 @@
+"""Tables and lines for people, on stdout: what rich prints, written without rich when rich
+would print it plainly.
+
+Into a pipe or a file, rich prints a table as plain text: no colour, no style, the columns as
+wide as their widest cell when the table fits the width. ``ctxtool stats`` spends about as
+long importing rich and laying out its four small tables through it (35-40 ms) as reading
+a 20 MB dataset on two cores. :class:`Table` is the part of ``rich.table.Table`` ctxtool's
+commands use; :meth:`Table.plain` lays it out as rich would and gives the text, or None when
+only rich can (a cell wider than the room left, several lines in a cell, a character whose
+width is not known here). :class:`Out` prints a table or a line through :meth:`Table.plain`
+when it can, through rich otherwise: on a terminal (colours, bold headers, the terminal's
+width), for rich's own renderables, and for whatever :meth:`Table.plain` declines. The test
+suite holds the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any
+
+from .common import PLAIN, printable
+
+#: rich.box styles by name; the characters of each: top, head, head row, mid, row, foot row,
+#: foot, bottom (rich's eight lines of four: left, horizontal or space, divider, right)
+BOXES = {
+    "HEAVY_HEAD": ("┏━┳┓", "┃ ┃┃", "┡━╇┩", "│ ││", "├─┼┤", "├─┼┤", "│ ││", "└─┴┘"),
+    "SIMPLE_HEAD": ("    ", "    ", " ── ", "    ", "    ", "    ", "    ", "    "),
+}
+HEAVY_HEAD, SIMPLE_HEAD = "HEAVY_HEAD", "SIMPLE_HEAD"
+
+#: a character outside these takes a width this module does not know (wide, combining, a
+#: tab): rich lays such text out. rich's own single-cell ranges, and the symbols ctxtool
+#: prints with :func:`printable`'s control pictures; a test checks each against rich.
+_UNKNOWN_WIDTH = re.compile("[^\x20-\x7e\xa0-\xac\xae-\u02ff\u0370-\u0482\u2500-\u25fc\u2800-\u28ff"
+                            "\u2026\u2192\u2248\u2264\u2265\u2400-\u2421\ufffd]")
+
+
+def _width(text: str) -> int | None:
+    """The cells ``text`` (one line) takes, or None when a character is not one cell."""
+    return None if _UNKNOWN_WIDTH.search(text) else len(text)
+
+
+class Column:
+    __slots__ = ("footer", "header", "justify", "min_width", "no_wrap", "overflow")
+
+    def __init__(self, header: str, justify: str, footer: str, overflow: str, no_wrap: bool,
+                 min_width: int | None) -> None:
+        self.header, self.justify, self.footer = header, justify, footer
+        self.overflow, self.no_wrap, self.min_width = overflow, no_wrap, min_width
+
+
+class Table:
+    """A table as ``rich.table.Table`` takes it (the arguments ctxtool uses), kept as text."""
+
+    def __init__(self, title: str | None = None, *, title_justify: str = "center", caption: str | None = None,
+                 box: str = HEAVY_HEAD, pad_edge: bool = True, min_width: int | None = None,
+                 show_footer: bool = False) -> None:
+        self.title, self.title_justify, self.caption, self.box = title, title_justify, caption, box
+        self.pad_edge, self.min_width, self.show_footer = pad_edge, min_width, show_footer
+        self.columns: list[Column] = []
+        self.rows: list[tuple[list[str], str | None]] = []
+
+    def add_column(self, header: str = "", *, justify: str = "left", footer: str = "", overflow: str = "ellipsis",
+                   no_wrap: bool = False, min_width: int | None = None) -> None:
+        self.columns.append(Column(header, justify, footer, overflow, no_wrap, min_width))
+
+    def add_row(self, *cells: str | None, style: str | None = None) -> None:
+        self.rows.append(([c or "" for c in cells] + [""] * (len(self.columns) - len(cells)), style))
+
+    def to_rich(self) -> Any:
+        """The same table as a ``rich.table.Table``."""
+        from rich import box
+        from rich.table import Table as RichTable
+
+        t = RichTable(title=self.title, title_justify=self.title_justify, caption=self.caption,  # type: ignore[arg-type]
+                      box=getattr(box, self.box), pad_edge=self.pad_edge, min_width=self.min_width,
+                      show_footer=self.show_footer)
+        for c in self.columns:
+            t.add_column(c.header, justify=c.justify, footer=c.footer, overflow=c.overflow,  # type: ignore[arg-type]
+                         no_wrap=c.no_wrap, min_width=c.min_width)
+        for cells, style in self.rows:
+            t.add_row(*cells, style=style)
+        return t
+
+    def plain(self, width: int) -> str | None:
+        """The text rich prints for this table on a console ``width`` cells wide without
+        colour (lines ending in newlines), or None when rich must lay it out."""
+        ncol = len(self.columns)
+        if not ncol:
+            return None
+        grid = [[printable(c.header) for c in self.columns]]
+        grid += [[printable(c) for c in cells] for cells, _ in self.rows]
+        if self.show_footer:
+            grid.append([printable(c.footer) for c in self.columns])
+        sizes: list[list[int]] = []
+        for line in grid:
+            row = [_width(cell) if "\n" not in cell else None for cell in line]
+            if None in row:
+                return None
+            sizes.append(row)  # type: ignore[arg-type]
+        extra = 2 + ncol - 1  # the edges and the dividers
+        room = width - extra
+        pads = [(0 if not self.pad_edge and i == 0 else 1, 0 if not self.pad_edge and i == ncol - 1 else 1)
+                for i in range(ncol)]
+        widths = []
+        for i, c in enumerate(self.columns):
+            w = max(row[i] for row in sizes) + pads[i][0] + pads[i][1]
+            if c.min_width is not None:
+                w = max(w, c.min_width + pads[i][0] + pads[i][1])
+            widths.append(w or 1)
+        total = sum(widths)
+        if total > room:
+            return None
+        if self.min_width is not None and total < self.min_width - extra:
+            widths = [w + p for w, p in zip(widths, _distribute(min(self.min_width - extra, room) - total, widths), strict=True)]
+            total = sum(widths)
+        table_width = total + extra
+        out: list[str] = []
+        for note in (self.title, self.caption):
+            if note and (t := printable(note)) and (_width(t) is None or "\n" in t or len(t) > table_width):
+                return None
+        if self.title:
+            out.append(_justify(printable(self.title), table_width, self.title_justify))
+        out += self._body(grid, widths, pads)
+        if self.caption:
+            out.append(_justify(printable(self.caption), table_width, "center"))
+        return "\n".join(out) + "\n"
+
+    def _body(self, grid: list[list[str]], widths: list[int], pads: list[tuple[int, int]]) -> list[str]:
+        top, head, head_row, mid, _row, foot_row, foot, bottom = BOXES[self.box]
+        out = [top[0] + top[2].join(top[1] * w for w in widths) + top[3]]
+        last = len(grid) - 1
+        for k, line in enumerate(grid):
+            if k == last and self.show_footer:
+                out.append(foot_row[0] + foot_row[2].join(foot_row[1] * w for w in widths) + foot_row[3])
+            edge = head if k == 0 else foot if k == last else mid
+            cells = [" " * left + _justify(cell, w - left - right, col.justify) + " " * right
+                     for cell, w, (left, right), col in zip(line, widths, pads, self.columns, strict=True)]
+            out.append(edge[0] + edge[2].join(cells) + edge[3])
+            if k == 0:
+                out.append(head_row[0] + head_row[2].join(head_row[1] * w for w in widths) + head_row[3])
+        out.append(bottom[0] + bottom[2].join(bottom[1] * w for w in widths) + bottom[3])
+        return out
+
+
+def _justify(text: str, width: int, how: str) -> str:
+    """One line of text in ``width`` cells, as rich justifies it (right and centre drop
+    trailing spaces first)."""
+    if how == "right":
+        text = text.rstrip()
+        return " " * (width - len(text)) + text
+    if how == "center":
+        text = text.rstrip()
+        left = (width - len(text)) // 2
+        return " " * left + text + " " * (width - len(text) - left)
+    return text + " " * (width - len(text))
+
+
+def _distribute(total: int, ratios: list[int]) -> list[int]:
+    """rich's ``ratio_distribute`` without minimums: ``total`` split by ``ratios``, rounded up."""
+    left, weight, parts = total, sum(ratios), []
+    for r in ratios:
+        part = -(-r * left // weight) if weight > 0 else left
+        parts.append(part)
+        weight -= r
+        left -= part
+    return parts
+
+
+def is_terminal(stream: Any) -> bool:
+    """rich's rule for a console on ``stream`` being a terminal (colours, styles, the
+    terminal's width): TTY_COMPATIBLE, then FORCE_COLOR, then ``isatty``."""
+    tty = os.environ.get("TTY_COMPATIBLE", "")
+    if tty in ("0", "1"):
+        return tty == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class Out:
+    """stdout for people: tables and lines, plain when rich would print them plainly (not
+    a terminal, a UTF-8 stream, not Windows), through rich otherwise. ``width``: the
+    terminal's, or ``max($COLUMNS, 120)`` into a pipe or a file (settable)."""
+
+    #: False: every table and line through rich (the test suite compares the two paths)
+    plain_text = True
+
+    def __init__(self) -> None:
+        self.is_terminal = is_terminal(sys.stdout)
+        encoding = (getattr(sys.stdout, "encoding", "utf-8") or "utf-8").lower()
+        self.plain = self.plain_text and not self.is_terminal and encoding.startswith("utf") and sys.platform != "win32"
+        self._width: int | None = None
+        if not self.is_terminal:
+            try:
+                self._width = max(int(os.environ.get("COLUMNS") or 0), 120)
+            except ValueError:
+                self._width = 120
+        self._rich: Any = None
+
+    @property
+    def rich(self) -> Any:
+        """The rich console behind this one (rich imported on first use)."""
+        if self._rich is None:
+            from .common import console_class
+
+            self._rich = console_class()(soft_wrap=False, width=self._width, **PLAIN)
+        return self._rich
+
+    @property
+    def width(self) -> int:
+        return self._width if self._width is not None else int(self.rich.width)
+
+    @width.setter
+    def width(self, value: int) -> None:
+        self._width = value
+        if self._rich is not None:
+            self._rich.width = value
+
+    def print(self, obj: Any, *, highlight: bool = False) -> None:
+        if self.plain:
+            text = obj.plain(self.width) if isinstance(obj, Table) else _line(obj, self.width) if isinstance(obj, str) else None
+            if text is not None:
+                sys.stdout.write(text)
+                return
+        self.rich.print(obj.to_rich() if isinstance(obj, Table) else obj, highlight=False)
+
+
+def _line(text: str, width: int) -> str | None:
+    """``text`` as rich prints it (a newline after it) when no line of it wraps."""
+    text = printable(text)
+    for ln in text.split("\n"):
+        w = _width(ln)
+        if w is None or w > width:
+            return None
+    return text + "\n"

@@ -1,0 +1,154 @@
+"""ctxtool.cli.table against rich: whatever Table.plain and Out print without rich is the
+text rich prints for the same table or line on a console without colour (rich is the
+oracle), and the commands that print tables into a pipe do not import rich."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from rich.console import Console
+
+from ctxtool.cli import table as tb
+from ctxtool.cli.common import PLAIN, console_class
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: mostly characters of one cell; sometimes some rich lays out itself (wide, combining, tab,
+#: newline, controls)
+NARROW = st.text(alphabet=st.sampled_from(list("ab cXYZ09,.-_#%()") + ["·", "…", "≥", "→", "é", "ж", "─"]),
+                 max_size=12)
+ODD = st.text(alphabet=st.sampled_from(list("ab c") + ["\u6f22", "\u0301", "\t", "\n", "\x1b", "\u200b"]),
+              max_size=8)
+TEXT = st.one_of(NARROW, NARROW, NARROW, NARROW, ODD)
+
+
+def rich_text(obj, width: int) -> str:
+    buf = io.StringIO()
+    con = console_class()(file=buf, width=width, soft_wrap=False, **PLAIN)
+    con.print(obj.to_rich() if isinstance(obj, tb.Table) else obj, highlight=False)
+    return buf.getvalue()
+
+
+@st.composite
+def tables(draw):
+    text = draw(st.sampled_from([NARROW, NARROW, NARROW, TEXT]))  # most tables all of one-cell characters
+    t = tb.Table(
+        title=draw(st.one_of(st.none(), text, st.text(alphabet="abc ", min_size=20, max_size=60))),
+        title_justify=draw(st.sampled_from(["left", "center", "right"])),
+        caption=draw(st.one_of(st.none(), text)),
+        box=draw(st.sampled_from([tb.HEAVY_HEAD, tb.SIMPLE_HEAD])),
+        pad_edge=draw(st.booleans()),
+        min_width=draw(st.one_of(st.none(), st.integers(1, 70))),
+        show_footer=draw(st.booleans()),
+    )
+    ncol = draw(st.integers(1, 6))
+    for _ in range(ncol):
+        t.add_column(draw(text), justify=draw(st.sampled_from(["left", "right", "center"])), footer=draw(text),
+                     overflow=draw(st.sampled_from(["ellipsis", "fold"])), no_wrap=draw(st.booleans()),
+                     min_width=draw(st.one_of(st.none(), st.integers(0, 20))))
+    for _ in range(draw(st.integers(0, 5))):
+        t.add_row(*draw(st.lists(st.one_of(text, st.none()), min_size=ncol, max_size=ncol)),
+                  style=draw(st.sampled_from([None, "bold"])))
+    return t
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=tables(), width=st.integers(20, 140))
+def test_a_plain_table_is_what_rich_prints(t, width):
+    text = t.plain(width)
+    if text is not None:
+        assert text == rich_text(t, width)
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=TEXT, width=st.integers(1, 30))
+def test_a_plain_line_is_what_rich_prints(line, width):
+    text = tb._line(line, width)
+    if text is not None:
+        assert text == rich_text(line, width)
+
+
+def test_tables_of_figures_take_the_plain_path():
+    t = tb.Table(title="283 transcripts · heuristic", title_justify="left", min_width=24)
+    for c in ("role", "messages", "share"):
+        t.add_column(c, justify="left" if c == "role" else "right")
+    t.add_row("assistant", "5,923", "36.2%")
+    t.add_row("total", "12,671", "100%", style="bold")
+    t.caption = "20 of 283"
+    text = t.plain(120)
+    assert text is not None and text == rich_text(t, 120)
+    assert "│ assistant │    5,923 │ 36.2% │" in text
+    t.caption = "20 with the most context tokens of 283 (--json lists all)"  # wider than the table: rich wraps it
+    assert t.plain(120) is None
+
+
+def test_every_character_taken_as_one_cell_is_one_cell_to_rich():
+    chars = [chr(c) for c in range(0x20, 0x30000) if not tb._UNKNOWN_WIDTH.match(chr(c))]
+    assert len(chars) > 1000
+    wrong = [c for c in chars if cell_len(c) != 1]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("env", [{}, {"FORCE_COLOR": "1"}, {"FORCE_COLOR": ""}, {"TTY_COMPATIBLE": "1"},
+                                 {"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "x"}])
+@pytest.mark.parametrize("tty", [False, True])
+def test_the_terminal_rule_is_rich_s(monkeypatch, env, tty):
+    for k in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    s = Stream()
+    assert tb.is_terminal(s) == Console(file=s).is_terminal
+
+
+def test_stats_into_a_pipe_prints_without_rich(tmp_path):
+    """The stats report into a pipe: no rich module is imported, and the text is the one
+    rich prints (the same command with rich forced for every table and line)."""
+    sample = str(ROOT / "samples" / "claude_code_session.jsonl")
+    code = ("import sys, ctxtool.cli as c\n"
+            "import ctxtool.cli.table as tb\n"
+            "if sys.argv[1] == 'rich': tb.Out.plain_text = False\n"
+            "rc = c.main(['stats', sys.argv[2]])\n"
+            "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] == 'rich')))\n"
+            "raise SystemExit(rc)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")}
+    runs = {}
+    for how in ("plain", "rich"):
+        p = subprocess.run([sys.executable, "-c", code, how, sample], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, check=False)
+        assert p.returncode == 0, p.stderr
+        runs[how] = p
+    assert runs["plain"].stderr.endswith("[]")
+    assert "'rich.table'" in runs["rich"].stderr
+    assert runs["plain"].stdout == runs["rich"].stdout
+    assert "┏" in runs["plain"].stdout
+
+
+@pytest.mark.parametrize("ncol", [1, 2])
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_a_table_just_wider_than_the_console_is_left_to_rich(ncol, extra):
+    """At the edge: a table that fits exactly is plain, one a cell wider is rich's (which
+    wraps or folds it)."""
+    t = tb.Table()
+    for _ in range(ncol):
+        t.add_column("h", justify="right")
+    width = 40
+    cell = "x" * (width - 4 * ncol + extra)  # the edges, the dividers, the padding and the other cells: 4 a column
+    t.add_row(*[cell] + ["y"] * (ncol - 1))
+    text = t.plain(width)
+    assert (text is None) == (extra > 0)
+    if text is not None:
+        assert text == rich_text(t, width)
