@@ -16,7 +16,6 @@ suite holds the two to the same bytes (tests/test_cli_table.py, rich as the orac
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import Any
 
@@ -33,13 +32,22 @@ HEAVY_HEAD, SIMPLE_HEAD = "HEAVY_HEAD", "SIMPLE_HEAD"
 #: a character outside these takes a width this module does not know (wide, combining, a
 #: tab): rich lays such text out. rich's own single-cell ranges, and the symbols ctxtool
 #: prints with :func:`printable`'s control pictures; a test checks each against rich.
-_UNKNOWN_WIDTH = re.compile("[^\x20-\x7e\xa0-\xac\xae-\u02ff\u0370-\u0482\u2500-\u25fc\u2800-\u28ff"
-                            "\u2026\u2192\u2248\u2264\u2265\u2400-\u2421\ufffd]")
+ONE_CELL = ((0x20, 0x7E), (0xA0, 0xAC), (0xAE, 0x2FF), (0x370, 0x482), (0x2026, 0x2026), (0x2192, 0x2192),
+            (0x2248, 0x2248), (0x2264, 0x2265), (0x2400, 0x2421), (0x2500, 0x25FC), (0x2800, 0x28FF),
+            (0xFFFD, 0xFFFD))
+
+
+def one_cell(ch: str) -> bool:
+    """Whether rich gives ``ch`` one cell (as far as this module knows)."""
+    o = ord(ch)
+    return any(a <= o <= b for a, b in ONE_CELL)
 
 
 def _width(text: str) -> int | None:
     """The cells ``text`` (one line) takes, or None when a character is not one cell."""
-    return None if _UNKNOWN_WIDTH.search(text) else len(text)
+    if text.isascii():
+        return len(text) if text.isprintable() else None
+    return len(text) if all(ch.isascii() and ch.isprintable() or one_cell(ch) for ch in text) else None
 
 
 class Column:
