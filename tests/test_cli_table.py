@@ -152,3 +152,23 @@ def test_a_table_just_wider_than_the_console_is_left_to_rich(ncol, extra):
     assert (text is None) == (extra > 0)
     if text is not None:
         assert text == rich_text(t, width)
+
+
+@pytest.mark.parametrize(("env", "plain"), [({}, True), ({"FORCE_COLOR": "1"}, False), ({"COLUMNS": "200"}, True)])
+def test_into_a_pipe_the_width_is_wide_enough_whoever_prints(monkeypatch, env, plain):
+    """Into a pipe the width is max($COLUMNS, 120), whether this module or rich prints (as
+    FORCE_COLOR asks of rich)."""
+    for k in ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", buf)
+    out = tb.Out()
+    assert out.plain is plain
+    assert out.width == max(int(env.get("COLUMNS", 0)), 120)
+    t = tb.Table(title="t", title_justify="left")
+    t.add_column("x" * 130)
+    out.print(t)
+    assert buf.getvalue().splitlines()[1].startswith("┏━")
+    assert len(buf.getvalue().splitlines()[1]) == (134 if out.width >= 134 else out.width)

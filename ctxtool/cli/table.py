@@ -186,6 +186,10 @@ def is_terminal(stream: Any) -> bool:
     force = os.environ.get("FORCE_COLOR")
     if force is not None:
         return force != ""
+    return _isatty(stream)
+
+
+def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -194,8 +198,9 @@ def is_terminal(stream: Any) -> bool:
 
 class Out:
     """stdout for people: tables and lines, plain when rich would print them plainly (not
-    a terminal, a UTF-8 stream, not Windows), through rich otherwise. ``width``: the
-    terminal's, or ``max($COLUMNS, 120)`` into a pipe or a file (settable)."""
+    a terminal, a UTF-8 stream, not Windows), through rich otherwise (colours with
+    FORCE_COLOR). ``width``: the terminal's, or ``max($COLUMNS, 120)`` into a pipe or a file
+    (settable)."""
 
     #: False: every table and line through rich (the test suite compares the two paths)
     plain_text = True
@@ -205,7 +210,7 @@ class Out:
         encoding = (getattr(sys.stdout, "encoding", "utf-8") or "utf-8").lower()
         self.plain = self.plain_text and not self.is_terminal and encoding.startswith("utf") and sys.platform != "win32"
         self._width: int | None = None
-        if not self.is_terminal:
+        if not _isatty(sys.stdout):  # a pipe or a file (FORCE_COLOR too): wide enough, as before rich saw it
             try:
                 self._width = max(int(os.environ.get("COLUMNS") or 0), 120)
             except ValueError:
