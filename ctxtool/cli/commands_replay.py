@@ -203,7 +203,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         for c, j in (("turn", "right"), ("line", "right"), ("input", "right"), ("output", "right"),
                      ("context", "right"), ("+turn", "right"), ("window", "right"), ("avg/turn", "right"),
                      ("turns left", "right"), ("src", "left"), ("events", "left")):
-            t.add_column(c, justify=j)  # type: ignore[arg-type]
+            t.add_column(c, justify=j)
         for tt in r.turns:
             ev = list(tt.fired)
             if tt.compacted_before:
