@@ -2,8 +2,9 @@
 
 ctxtool is timed as a whole process (``python -m ctxtool ...``: start-up, imports, process
 pool, output), the baselines and peers by their loop alone (imports and warm-up outside it).
-Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3); a row shows the
-median ratio and its spread (lowest-highest) over the runs.
+Each pair runs ``CTXTOOL_BENCH_REPEAT`` times (default 3), the two sides in turn (A B A B ...):
+a row shows the median of the ratios taken pair by pair and their spread (lowest-highest),
+which the machine's speed drifting between runs does not move as it moves blocks of runs.
 
 The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
 (``bench/requirements-peers.lock``; ``CTXTOOL_BENCH_PEERS`` names its python), offline:
@@ -113,28 +114,47 @@ def ours_times(args: Sequence[str], repeat: int = REPEAT) -> list[float]:
     return [run_process([*CTXTOOL, *args]) for _ in range(repeat)]
 
 
+def paired(first: Callable[[], float], second: Callable[[], float], repeat: int = REPEAT) -> tuple[list[float], list[float]]:
+    """``repeat`` runs of each, in turn (first, second, first, second ...): the times of a
+    pair were taken under the same conditions."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeat):
+        a.append(first())
+        b.append(second())
+    return a, b
+
+
+def ratios_of(peer: list[float], ours: list[float]) -> list[float]:
+    """How many times faster ours is, pair by pair."""
+    return [p / o for p, o in zip(peer, ours, strict=True)]
+
+
 def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float) -> bool:
     """One row: ctxtool's whole process against a peer's loop on ``path`` (how many times
-    faster ctxtool is). False when the peer is not installed."""
-    peer_t = peer_times(peer, path)
-    if peer_t is None:
+    faster ctxtool is), the two run in turn. False when the peer is not installed."""
+    if peer_times(peer, path, repeat=1) is None:  # also warms the page cache
         row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", f">= {target}x")
         return False
-    ours = ours_times(ours_args)
-    ratios = [p / o for p, o in zip(sorted(peer_t), sorted(ours), strict=False)]
+    run_process([*CTXTOOL, *ours_args])  # warm
+    peer_t, ours = paired(lambda: (peer_times(peer, path, repeat=1) or [0.0])[0],
+                          lambda: run_process([*CTXTOOL, *ours_args]))
+    ratios = ratios_of(peer_t, ours)
     mb = path.stat().st_size / 1e6
     row(name, f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"{label} {statistics.median(peer_t):.2f} s", spread(ratios), f">= {target:.2f}x")
     return True
 
 
-def peer_whole(name: str, path: Path, repeat: int = REPEAT) -> tuple[list[float], int]:
+def peer_whole(name: str, path: Path, repeat: int = REPEAT, warm: bool = True) -> tuple[list[float], int]:
     """A baseline script (bench/peers.py NAME FILE whole) timed as a whole process, like
     ctxtool: python's start, its imports, the loop once. Its result is returned too."""
     args = [peers_python(any_python=True) or sys.executable, str(ROOT / "bench" / "peers.py"), name, str(path), "whole"]
     env = peer_env()
-    out = subprocess.run(args, capture_output=True, text=True, env=env, check=True)  # warm the page cache
-    result: int = json.loads(out.stdout)["result"]
+    result = -1  # not run untimed (``warm`` False): no result
+    if warm:
+        out = subprocess.run(args, capture_output=True, text=True, env=env, check=True)  # warm the page cache
+        result = json.loads(out.stdout)["result"]
     return [run_process(args, env=env) for _ in range(repeat)], result
 
 
@@ -157,18 +177,20 @@ def ctxtool_json(args: Sequence[str]) -> dict[str, Any]:
 def bench_stats_vs_parse(big: Path) -> None:
     """stats (heuristic) against the parse limit: a plain orjson loop over the same file, both
     whole processes (the issue's measure), then the loop alone against stats in-process."""
-    whole, _ = peer_whole("orjson_loop", big)
-    ours = ours_times(["stats", str(big)])
-    ratios = [b / o for b, o in zip(sorted(whole), sorted(ours), strict=False)]
+    peer_whole("orjson_loop", big, repeat=0)  # warm
+    run_process([*CTXTOOL, "stats", str(big)])
+    whole, ours = paired(lambda: peer_whole("orjson_loop", big, repeat=1, warm=False)[0][0],
+                         lambda: run_process([*CTXTOOL, "stats", str(big)]))
+    ratios = ratios_of(whole, ours)
     mb = big.stat().st_size / 1e6
     row(f"stats --tokenizer heuristic, {mb:.0f} MB (whole processes)",
         f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"orjson loop script {statistics.median(whole):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
-    base = peer_times("orjson_loop", big, any_python=True) or []
     from ctxtool import stats
 
-    inproc = in_process(lambda: stats.stats([str(big)]))
-    ratios = [b / o for b, o in zip(sorted(base), sorted(inproc), strict=False)]
+    base, inproc = paired(lambda: (peer_times("orjson_loop", big, repeat=1, any_python=True) or [0.0])[0],
+                          in_process(lambda: stats.stats([str(big)])))
+    ratios = ratios_of(base, inproc)
     row(f"  the same, loop alone vs in-process, {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
         f"orjson loop {statistics.median(base):.2f} s", spread(ratios) + " of the loop's speed", "(no target)")
 
@@ -180,30 +202,27 @@ def bench_stats_tiktoken(path: Path) -> None:
     must equal ctxtool's (same texts, same counts)."""
     from ctxtool import stats
 
-    whole, total = peer_whole("tiktoken_loop", path)
-    ours = ours_times(["stats", "--tokenizer", "o200k_base", str(path)])
+    _, total = peer_whole("tiktoken_loop", path, repeat=0)
     same = ctxtool_json(["stats", "--tokenizer", "o200k_base", str(path)])["totals"]["tokens"] == total
-    ratios = [b / o for b, o in zip(sorted(whole), sorted(ours), strict=False)]
+    whole, ours = paired(lambda: peer_whole("tiktoken_loop", path, repeat=1, warm=False)[0][0],
+                         lambda: run_process([*CTXTOOL, "stats", "--tokenizer", "o200k_base", str(path)]))
+    ratios = ratios_of(whole, ours)
     mb = path.stat().st_size / 1e6
     row(f"stats --tokenizer o200k_base, {mb:.0f} MB ({os.cpu_count()} cores, whole processes)",
         f"{statistics.median(ours):.2f} s ({total:,} tokens, same as the script: {same})",
         f"1-thread tiktoken script {statistics.median(whole):.2f} s", spread(ratios), ">= 1.60x")
-    base = peer_times("tiktoken_loop", path, any_python=True) or []
-    if base:
-        inproc = in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base"))
-        ratios = [b / o for b, o in zip(sorted(base), sorted(inproc), strict=False)]
+    if peer_times("tiktoken_loop", path, repeat=1, any_python=True):
+        base, inproc = paired(lambda: (peer_times("tiktoken_loop", path, repeat=1, any_python=True) or [0.0])[0],
+                              in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base")))
+        ratios = ratios_of(base, inproc)
         row(f"  the same, loop alone vs in-process (encoding loaded), {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
             f"1-thread tiktoken loop {statistics.median(base):.2f} s", spread(ratios), "(no target)")
 
 
-def in_process(fn: Callable[[], object]) -> list[float]:
+def in_process(fn: Callable[[], object]) -> Callable[[], float]:
+    """``fn`` run once here (warm), then a function that times one more run of it."""
     fn()
-    times = []
-    for _ in range(REPEAT):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return times
+    return lambda: timed(fn)
 
 
 def bench_peers(small: Path, label: str = "") -> None:
@@ -214,17 +233,19 @@ def bench_peers(small: Path, label: str = "") -> None:
     loop: no tool in a python process can be faster than its own parse; and one that only
     parses and counts exactly (bench/floors.py tokens) against litellm's loop."""
     on = f" [{label}]" if label else ""
-    lc = peer_times("lc_count", small)
-    if lc is not None:
-        floor, _ = peer_whole("orjson_loop", small)
-        ratios = [p / o for p, o in zip(sorted(lc), sorted(floor), strict=False)]
+    if peer_times("lc_count", small, repeat=1) is not None:
+        peer_whole("orjson_loop", small, repeat=0)  # warm
+        lc, floor = paired(lambda: (peer_times("lc_count", small, repeat=1) or [0.0])[0],
+                           lambda: peer_whole("orjson_loop", small, repeat=1, warm=False)[0][0])
+        ratios = ratios_of(lc, floor)
         row(f"floor: orjson loop script (parse only, whole process) vs count_tokens_approximately loop{on}",
             f"{statistics.median(floor):.2f} s", f"count_tokens_approximately loop {statistics.median(lc):.2f} s",
             spread(ratios), "(the best any whole process can reach)")
-    lite = peer_times("litellm_count", small)
-    if lite is not None:
-        floor = floor_times("tokens", small)
-        ratios = [p / o for p, o in zip(sorted(lite), sorted(floor), strict=False)]
+    if peer_times("litellm_count", small, repeat=1) is not None:
+        floor_times("tokens", small, repeat=0)  # warm
+        lite, floor = paired(lambda: (peer_times("litellm_count", small, repeat=1) or [0.0])[0],
+                             lambda: floor_times("tokens", small, repeat=1, warm=False)[0])
+        ratios = ratios_of(lite, floor)
         row(f"floor: the exact count alone (bench/floors.py tokens: parse, o200k_base, one process per core, whole "
             f"process) vs token_counter loop{on}", f"{statistics.median(floor):.2f} s",
             f"token_counter loop {statistics.median(lite):.2f} s", spread(ratios), "(the best an exact count can reach)")
@@ -240,9 +261,10 @@ def bench_peers(small: Path, label: str = "") -> None:
              "litellm_count", "token_counter"),
         ):
             if versus(name + on, ours, peer, small, f"{what} loop", 2.0):
-                whole, _ = peer_whole(peer, small)
-                mine = ours_times(ours)
-                ratios = [p / o for p, o in zip(sorted(whole), sorted(mine), strict=False)]
+                peer_whole(peer, small, repeat=0)  # warm
+                whole, mine = paired(lambda p=peer: peer_whole(p, small, repeat=1, warm=False)[0][0],
+                                     lambda a=ours: run_process([*CTXTOOL, *a]))
+                ratios = ratios_of(whole, mine)
                 row(f"  the same, whole processes{on}", f"{statistics.median(mine):.2f} s",
                     f"{what} script {statistics.median(whole):.2f} s", spread(ratios), "(no target)")
 
@@ -264,7 +286,7 @@ def bench_window_read(path: Path, label: str = "") -> None:
                 window_file(str(path), out, max_chars=32000, max_messages=1_000_000, jobs=1, fast=fast_read)
                 if k:
                     times.append(time.perf_counter() - t)
-    ratios = [b / a for a, b in zip(sorted(fast), sorted(full), strict=False)]
+    ratios = ratios_of(full, fast)
     row(f"window --max-chars 32000: fast read vs every message read (in-process, -j 1){on}",
         f"{statistics.median(fast):.3f} s", f"every message read {statistics.median(full):.3f} s",
         spread(ratios) + " faster", "(report)")
@@ -311,9 +333,10 @@ def bench_many_files() -> None:
     files = list(d.iterdir())
     mb = sum(f.stat().st_size for f in files) / 1e6
     for cmd, more in (("stats", []), ("usage", []), ("check", ["--json"]), ("compactions", ["--json"]), ("validate", [])):
-        ours = ours_times([cmd, *more, str(d)])
-        one = ours_times([cmd, "-j", "1", *more, str(d)])
-        ratios = [o / p for p, o in zip(sorted(ours), sorted(one), strict=False)]
+        run_process([*CTXTOOL, cmd, *more, str(d)])  # warm
+        one, ours = paired(lambda c=cmd, m=more: run_process([*CTXTOOL, c, "-j", "1", *m, str(d)]),
+                           lambda c=cmd, m=more: run_process([*CTXTOOL, c, *m, str(d)]))
+        ratios = ratios_of(one, ours)
         row(f"{cmd} over {len(files):,} session files ({mb:.0f} MB)", f"{statistics.median(ours):.2f} s",
             f"-j 1 {statistics.median(one):.2f} s", spread(ratios) + " faster", "(report)")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], label: str = "") -> None:
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, run_process, spread
+    from bench.run import CTXTOOL, REPEAT, ratios_of, run_process, spread
 
     mb = path.stat().st_size / 1e6
     cores = os.cpu_count() or 1
@@ -27,7 +27,7 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
             tr.append(run_process([*CTXTOOL, "truncate", "--preset", "seed004", "--cache-dir", str(d / "cache"),
                                    "-o", str(d / "out.jsonl"), str(path)]))
         objs = sum(len(files) for _, _, files in os.walk(d / "cache"))
-    ratios = [s / t for s, t in zip(sorted(st), sorted(tr), strict=False)]
+    ratios = ratios_of(st, tr)
     t_med, s_med = statistics.median(tr), statistics.median(st)
     row(
         f"truncate --preset seed004 ({cores} processes, writing to {where})" + (f" [{label}]" if label else ""),
@@ -43,7 +43,7 @@ def _floor(path: Path, row: Callable[..., None], label: str = "") -> None:
     whole process, against stats over the same file, interleaved."""
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, floor_times, run_process, spread
+    from bench.run import CTXTOOL, REPEAT, floor_times, ratios_of, run_process, spread
 
     st: list[float] = []
     fl: list[float] = []
@@ -51,7 +51,7 @@ def _floor(path: Path, row: Callable[..., None], label: str = "") -> None:
     for _ in range(REPEAT):  # interleaved
         st.append(run_process([*CTXTOOL, "stats", str(path)]))
         fl.extend(floor_times("truncate", path, repeat=1, warm=False))
-    ratios = [s / f for s, f in zip(sorted(st), sorted(fl), strict=False)]
+    ratios = ratios_of(st, fl)
     row(
         "floor: parse, cut (toolout.truncate_text), sha256 and zstd each output truncate cuts; no output"
         + (f" [{label}]" if label else ""),
