@@ -109,11 +109,6 @@ def peer_times(name: str, path: Path, repeat: int = REPEAT, any_python: bool = F
     return times
 
 
-def ours_times(args: Sequence[str], repeat: int = REPEAT) -> list[float]:
-    run_process([*CTXTOOL, *args])  # warm the page cache
-    return [run_process([*CTXTOOL, *args]) for _ in range(repeat)]
-
-
 def paired(first: Callable[[], float], second: Callable[[], float], repeat: int = REPEAT) -> tuple[list[float], list[float]]:
     """``repeat`` runs of each, in turn (first, second, first, second ...): the times of a
     pair were taken under the same conditions."""
@@ -123,6 +118,20 @@ def paired(first: Callable[[], float], second: Callable[[], float], repeat: int 
         a.append(first())
         b.append(second())
     return a, b
+
+
+def peer_once(name: str, path: Path, any_python: bool = False) -> float:
+    """One run of a peer's loop (its own process: imports and warm-up outside the time);
+    a peer that fails here, having run before, ends the bench rather than read as 0 s."""
+    times = peer_times(name, path, repeat=1, any_python=any_python)
+    if not times:
+        raise RuntimeError(f"the peer {name} failed on {path}")
+    return times[0]
+
+
+def whole_once(name: str, path: Path) -> float:
+    """One run of a baseline script as a whole process (see :func:`peer_whole`)."""
+    return peer_whole(name, path, repeat=1, warm=False)[0][0]
 
 
 def ratios_of(peer: list[float], ours: list[float]) -> list[float]:
@@ -137,7 +146,7 @@ def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: st
         row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", f">= {target}x")
         return False
     run_process([*CTXTOOL, *ours_args])  # warm
-    peer_t, ours = paired(lambda: (peer_times(peer, path, repeat=1) or [0.0])[0],
+    peer_t, ours = paired(lambda: peer_once(peer, path),
                           lambda: run_process([*CTXTOOL, *ours_args]))
     ratios = ratios_of(peer_t, ours)
     mb = path.stat().st_size / 1e6
@@ -179,7 +188,7 @@ def bench_stats_vs_parse(big: Path) -> None:
     whole processes (the issue's measure), then the loop alone against stats in-process."""
     peer_whole("orjson_loop", big, repeat=0)  # warm
     run_process([*CTXTOOL, "stats", str(big)])
-    whole, ours = paired(lambda: peer_whole("orjson_loop", big, repeat=1, warm=False)[0][0],
+    whole, ours = paired(lambda: whole_once("orjson_loop", big),
                          lambda: run_process([*CTXTOOL, "stats", str(big)]))
     ratios = ratios_of(whole, ours)
     mb = big.stat().st_size / 1e6
@@ -188,7 +197,7 @@ def bench_stats_vs_parse(big: Path) -> None:
         f"orjson loop script {statistics.median(whole):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
     from ctxtool import stats
 
-    base, inproc = paired(lambda: (peer_times("orjson_loop", big, repeat=1, any_python=True) or [0.0])[0],
+    base, inproc = paired(lambda: peer_once("orjson_loop", big, any_python=True),
                           in_process(lambda: stats.stats([str(big)])))
     ratios = ratios_of(base, inproc)
     row(f"  the same, loop alone vs in-process, {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
@@ -204,7 +213,7 @@ def bench_stats_tiktoken(path: Path) -> None:
 
     _, total = peer_whole("tiktoken_loop", path, repeat=0)
     same = ctxtool_json(["stats", "--tokenizer", "o200k_base", str(path)])["totals"]["tokens"] == total
-    whole, ours = paired(lambda: peer_whole("tiktoken_loop", path, repeat=1, warm=False)[0][0],
+    whole, ours = paired(lambda: whole_once("tiktoken_loop", path),
                          lambda: run_process([*CTXTOOL, "stats", "--tokenizer", "o200k_base", str(path)]))
     ratios = ratios_of(whole, ours)
     mb = path.stat().st_size / 1e6
@@ -212,7 +221,7 @@ def bench_stats_tiktoken(path: Path) -> None:
         f"{statistics.median(ours):.2f} s ({total:,} tokens, same as the script: {same})",
         f"1-thread tiktoken script {statistics.median(whole):.2f} s", spread(ratios), ">= 1.60x")
     if peer_times("tiktoken_loop", path, repeat=1, any_python=True):
-        base, inproc = paired(lambda: (peer_times("tiktoken_loop", path, repeat=1, any_python=True) or [0.0])[0],
+        base, inproc = paired(lambda: peer_once("tiktoken_loop", path, any_python=True),
                               in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base")))
         ratios = ratios_of(base, inproc)
         row(f"  the same, loop alone vs in-process (encoding loaded), {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
@@ -235,15 +244,15 @@ def bench_peers(small: Path, label: str = "") -> None:
     on = f" [{label}]" if label else ""
     if peer_times("lc_count", small, repeat=1) is not None:
         peer_whole("orjson_loop", small, repeat=0)  # warm
-        lc, floor = paired(lambda: (peer_times("lc_count", small, repeat=1) or [0.0])[0],
-                           lambda: peer_whole("orjson_loop", small, repeat=1, warm=False)[0][0])
+        lc, floor = paired(lambda: peer_once("lc_count", small),
+                           lambda: whole_once("orjson_loop", small))
         ratios = ratios_of(lc, floor)
         row(f"floor: orjson loop script (parse only, whole process) vs count_tokens_approximately loop{on}",
             f"{statistics.median(floor):.2f} s", f"count_tokens_approximately loop {statistics.median(lc):.2f} s",
             spread(ratios), "(the best any whole process can reach)")
     if peer_times("litellm_count", small, repeat=1) is not None:
         floor_times("tokens", small, repeat=0)  # warm
-        lite, floor = paired(lambda: (peer_times("litellm_count", small, repeat=1) or [0.0])[0],
+        lite, floor = paired(lambda: peer_once("litellm_count", small),
                              lambda: floor_times("tokens", small, repeat=1, warm=False)[0])
         ratios = ratios_of(lite, floor)
         row(f"floor: the exact count alone (bench/floors.py tokens: parse, o200k_base, one process per core, whole "
@@ -262,7 +271,7 @@ def bench_peers(small: Path, label: str = "") -> None:
         ):
             if versus(name + on, ours, peer, small, f"{what} loop", 2.0):
                 peer_whole(peer, small, repeat=0)  # warm
-                whole, mine = paired(lambda p=peer: peer_whole(p, small, repeat=1, warm=False)[0][0],
+                whole, mine = paired(lambda p=peer: whole_once(p, small),
                                      lambda a=ours: run_process([*CTXTOOL, *a]))
                 ratios = ratios_of(whole, mine)
                 row(f"  the same, whole processes{on}", f"{statistics.median(mine):.2f} s",

@@ -104,7 +104,7 @@ class Table:
             grid.append([printable(c.footer) for c in self.columns])
         sizes: list[list[int]] = []
         for line in grid:
-            row = [_width(cell) if "\n" not in cell else None for cell in line]
+            row = [_width(cell) for cell in line]  # None: a newline, a tab, a wide character...
             if None in row:
                 return None
             sizes.append(row)  # type: ignore[arg-type]
@@ -125,15 +125,15 @@ class Table:
             widths = [w + p for w, p in zip(widths, _distribute(min(self.min_width - extra, room) - total, widths), strict=True)]
             total = sum(widths)
         table_width = total + extra
-        out: list[str] = []
-        for note in (self.title, self.caption):
-            if note and (t := printable(note)) and (_width(t) is None or "\n" in t or len(t) > table_width):
+        title, caption = printable(self.title or ""), printable(self.caption or "")
+        for note in (title, caption):
+            cells = _width(note)
+            if cells is None or cells > table_width:  # rich wraps it
                 return None
-        if self.title:
-            out.append(_justify(printable(self.title), table_width, self.title_justify))
+        out = [_justify(title, table_width, self.title_justify)] if title else []
         out += self._body(grid, widths, pads)
-        if self.caption:
-            out.append(_justify(printable(self.caption), table_width, "center"))
+        if caption:
+            out.append(_justify(caption, table_width, "center"))
         return "\n".join(out) + "\n"
 
     def _body(self, grid: list[list[str]], widths: list[int], pads: list[tuple[int, int]]) -> list[str]:
@@ -237,6 +237,8 @@ class Out:
             self._rich.width = value
 
     def print(self, obj: Any, *, highlight: bool = False) -> None:
+        """``obj`` (a :class:`Table`, a string, a rich renderable) and a newline. ``highlight``
+        is taken as rich's ``print`` takes it; nothing is highlighted (data, see ``PLAIN``)."""
         if self.plain:
             text = obj.plain(self.width) if isinstance(obj, Table) else _line(obj, self.width) if isinstance(obj, str) else None
             if text is not None:
