@@ -28,6 +28,10 @@ NARROW = st.text(alphabet=st.sampled_from(list("ab cXYZ09,.-_#%()") + ["·", "�
 ODD = st.text(alphabet=st.sampled_from(list("ab c") + ["\u6f22", "\u0301", "\t", "\n", "\x1b", "\u200b"]),
               max_size=8)
 TEXT = st.one_of(NARROW, NARROW, NARROW, NARROW, ODD)
+#: long cells that make a table wider than the console: one word (rich cuts it), or words
+#: (rich wraps them)
+LONG = st.one_of(st.text(alphabet=st.sampled_from(list("abxyz09-_./#…")), min_size=10, max_size=90),
+                 st.text(alphabet=st.sampled_from(list("abxyz ")), min_size=10, max_size=90))
 
 
 def rich_text(obj, width: int) -> str:
@@ -40,6 +44,8 @@ def rich_text(obj, width: int) -> str:
 @st.composite
 def tables(draw):
     text = draw(st.sampled_from([NARROW, NARROW, NARROW, TEXT]))  # most tables all of one-cell characters
+    if draw(st.integers(0, 2)) == 0:  # some with cells wider than the console leaves them
+        text = st.one_of(text, LONG)
     t = tb.Table(
         title=draw(st.one_of(st.none(), text, st.text(alphabet="abc ", min_size=20, max_size=60))),
         title_justify=draw(st.sampled_from(["left", "center", "right"])),
@@ -52,7 +58,7 @@ def tables(draw):
     ncol = draw(st.integers(1, 6))
     for _ in range(ncol):
         t.add_column(draw(text), justify=draw(st.sampled_from(["left", "right", "center"])), footer=draw(text),
-                     overflow=draw(st.sampled_from(["ellipsis", "fold"])), no_wrap=draw(st.booleans()),
+                     overflow=draw(st.sampled_from(["ellipsis", "ellipsis", "fold", "crop"])), no_wrap=draw(st.booleans()),
                      min_width=draw(st.one_of(st.none(), st.integers(0, 20))))
     for _ in range(draw(st.integers(0, 5))):
         t.add_row(*draw(st.lists(st.one_of(text, st.none()), min_size=ncol, max_size=ncol)),
@@ -60,12 +66,61 @@ def tables(draw):
     return t
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(t=tables(), width=st.integers(20, 140))
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=tables(), width=st.integers(12, 140))
 def test_a_plain_table_is_what_rich_prints(t, width):
     text = t.plain(width)
     if text is not None:
         assert text == rich_text(t, width)
+
+
+WORD = st.text(alphabet=st.sampled_from(list("abxyz09-_./#:…")), min_size=1, max_size=90)
+
+
+@st.composite
+def wide_tables(draw):
+    """Tables wider than the console leaves them, of one-cell text: long words in some cells
+    (rich narrows the columns and cuts the words), sometimes words with spaces (rich wraps)."""
+    t = tb.Table(title=draw(st.one_of(st.none(), NARROW)), title_justify=draw(st.sampled_from(["left", "center"])),
+                 box=draw(st.sampled_from([tb.HEAVY_HEAD, tb.SIMPLE_HEAD])), pad_edge=draw(st.booleans()),
+                 min_width=draw(st.one_of(st.none(), st.integers(1, 160))), show_footer=draw(st.booleans()))
+    ncol = draw(st.integers(1, 6))
+    cell = st.one_of(NARROW, WORD, WORD, WORD, st.text(alphabet="ab ", max_size=40))
+    for _ in range(ncol):
+        t.add_column(draw(st.one_of(WORD.filter(lambda w: len(w) < 12), NARROW)), justify=draw(st.sampled_from(["left", "right", "center"])),
+                     footer=draw(WORD.filter(lambda w: len(w) < 12)),
+                     overflow=draw(st.sampled_from(["ellipsis", "ellipsis", "ellipsis", "crop", "fold"])),
+                     no_wrap=draw(st.booleans()), min_width=draw(st.one_of(st.none(), st.none(), st.integers(0, 12))))
+    for _ in range(draw(st.integers(0, 6))):
+        t.add_row(*draw(st.lists(cell, min_size=ncol, max_size=ncol)))
+    return t
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=wide_tables(), width=st.one_of(st.integers(8, 140), st.integers(40, 100)))
+def test_a_narrowed_plain_table_is_what_rich_prints(t, width):
+    """rich narrows the columns of a table wider than the console (the widest that may wrap
+    first) and cuts what no longer fits with the column's overflow: Table.plain does the same,
+    or leaves the table to rich."""
+    text = t.plain(width)
+    if text is not None:
+        assert text == rich_text(t, width)
+
+
+def test_long_labels_are_cut_as_rich_cuts_them():
+    """A table of long transcript labels (window's, check's) is plain into a pipe: the label
+    column gives way and each label ends in …, as rich prints it."""
+    t = tb.Table(title="window sliding", title_justify="left", box=tb.SIMPLE_HEAD, pad_edge=False)
+    for col in ("transcript", "msgs", "kept", "note"):
+        t.add_column(col, justify="left" if col in ("transcript", "note") else "right", no_wrap=col != "transcript",
+                     min_width=None if col == "transcript" else len(col), overflow="ellipsis")
+    for i in range(3):
+        t.add_row(f"/home/user/.claude/projects/-home-user-some-long-project-name/{i}0d1e2f3a-4b5c-6d7e-8f90.jsonl",
+                  "992", "2", "first user kept, over limit")
+    text = t.plain(80)
+    assert text is not None and text == rich_text(t, 80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert text.count("…") == 3
 
 
 @settings(max_examples=300, deadline=None)
@@ -160,19 +215,21 @@ def test_a_command_into_a_pipe_prints_what_rich_prints(tmp_path, name):
 
 @pytest.mark.parametrize("ncol", [1, 2])
 @pytest.mark.parametrize("extra", [-1, 0, 1])
-def test_a_table_just_wider_than_the_console_is_left_to_rich(ncol, extra):
-    """At the edge: a table that fits exactly is plain, one a cell wider is rich's (which
-    wraps or folds it)."""
+@pytest.mark.parametrize("overflow", ["ellipsis", "fold"])
+def test_a_table_just_wider_than_the_console(ncol, extra, overflow):
+    """At the edge: a table that fits exactly is plain; one a cell wider is plain when rich
+    cuts the word (…), rich's when it folds it onto a second line."""
     t = tb.Table()
     for _ in range(ncol):
-        t.add_column("h", justify="right")
+        t.add_column("h", justify="right", overflow=overflow)
     width = 40
     cell = "x" * (width - 4 * ncol + extra)  # the edges, the dividers, the padding and the other cells: 4 a column
     t.add_row(*[cell] + ["y"] * (ncol - 1))
     text = t.plain(width)
-    assert (text is None) == (extra > 0)
+    assert (text is None) == (extra > 0 and overflow == "fold")
     if text is not None:
         assert text == rich_text(t, width)
+        assert ("…" in text) == (extra > 0)
 
 
 @pytest.mark.parametrize(("env", "plain"), [({}, True), ({"FORCE_COLOR": "1"}, False), ({"COLUMNS": "200"}, True)])

@@ -112,16 +112,14 @@ class Table:
         room = width - extra
         pads = [(0 if not self.pad_edge and i == 0 else 1, 0 if not self.pad_edge and i == ncol - 1 else 1)
                 for i in range(ncol)]
-        widths = []
-        for i, c in enumerate(self.columns):
-            w = max(row[i] for row in sizes) + pads[i][0] + pads[i][1]
-            if c.min_width is not None:
-                w = max(w, c.min_width + pads[i][0] + pads[i][1])
-            widths.append(w or 1)
-        total = sum(widths)
-        if total > room:
+        laid = _layout([max(row[i] for row in sizes) for i in range(ncol)], pads, self.columns, room)
+        if laid is None:
             return None
-        if self.min_width is not None and total < self.min_width - extra:
+        widths, narrowed = laid
+        total = sum(widths)
+        # rich widens a table to its min_width from the width it laid out: a narrowed table
+        # was laid out as wide as the room, and is not widened
+        if not narrowed and self.min_width is not None and total < self.min_width - extra:
             widths = [w + p for w, p in zip(widths, _distribute(min(self.min_width - extra, room) - total, widths), strict=True)]
             total = sum(widths)
         table_width = total + extra
@@ -130,13 +128,16 @@ class Table:
             cells = _width(note)
             if cells is None or cells > table_width:  # rich wraps it
                 return None
+        body = self._body(grid, widths, pads)
+        if body is None:  # a cell rich wraps onto several lines
+            return None
         out = [_justify(title, table_width, self.title_justify)] if title else []
-        out += self._body(grid, widths, pads)
+        out += body
         if caption:
             out.append(_justify(caption, table_width, "center"))
         return "\n".join(out) + "\n"
 
-    def _body(self, grid: list[list[str]], widths: list[int], pads: list[tuple[int, int]]) -> list[str]:
+    def _body(self, grid: list[list[str]], widths: list[int], pads: list[tuple[int, int]]) -> list[str] | None:
         top, head, head_row, mid, _row, foot_row, foot, bottom = BOXES[self.box]
         out = [top[0] + top[2].join(top[1] * w for w in widths) + top[3]]
         last = len(grid) - 1
@@ -144,13 +145,92 @@ class Table:
             if k == last and self.show_footer:
                 out.append(foot_row[0] + foot_row[2].join(foot_row[1] * w for w in widths) + foot_row[3])
             edge = head if k == 0 else foot if k == last else mid
-            cells = [" " * left + _justify(cell, w - left - right, col.justify) + " " * right
-                     for cell, w, (left, right), col in zip(line, widths, pads, self.columns, strict=True)]
+            cells = []
+            for cell, w, (left, right), col in zip(line, widths, pads, self.columns, strict=True):
+                fit = _fit(cell, w - left - right, col)
+                if fit is None:
+                    return None
+                cells.append(" " * left + fit + " " * right)
             out.append(edge[0] + edge[2].join(cells) + edge[3])
             if k == 0:
                 out.append(head_row[0] + head_row[2].join(head_row[1] * w for w in widths) + head_row[3])
         out.append(bottom[0] + bottom[2].join(bottom[1] * w for w in widths) + bottom[3])
         return out
+
+
+def _layout(longest: list[int], pads: list[tuple[int, int]], columns: list[Column],
+            room: int) -> tuple[list[int], bool] | None:
+    """The width of each column, padding included, as ``rich.table.Table`` sets them (no
+    expand, no fixed widths), and whether they were narrowed: each as wide as its widest
+    cell, within the room; when they do not fit, the widest columns that may wrap give way
+    first, then every column evenly, and each is measured again at its new width. None when
+    rich would measure otherwise (a column narrower than its padding, a table still wider
+    than the room)."""
+    if room < 1:
+        return None
+    floors = [0 if c.min_width is None else c.min_width + left + right for c, (left, right) in zip(columns, pads, strict=True)]
+    widths = [max(min(n + left + right, room), f) or 1 for n, (left, right), f in zip(longest, pads, floors, strict=True)]
+    if sum(widths) <= room:
+        return widths, False
+    widths = _collapse(widths, [not c.no_wrap for c in columns], room)
+    if sum(widths) > room:
+        widths = _ratio_reduce(sum(widths) - room, [1] * len(widths), widths, widths)
+    out = []
+    for w, n, (left, right), f in zip(widths, longest, pads, floors, strict=True):
+        if w - left - right < 1:
+            return None
+        out.append(max(min(n + left + right, w), f))
+    return (out, True) if sum(out) <= room else None
+
+
+def _collapse(widths: list[int], wrapable: list[bool], room: int) -> list[int]:
+    """rich's ``Table._collapse_widths``: the widest columns that may wrap narrowed, step by
+    step down to the next widest, until the table fits or none is left to narrow."""
+    total = sum(widths)
+    excess = total - room
+    if any(wrapable):
+        while total and excess > 0:
+            top = max(w for w, ok in zip(widths, wrapable, strict=True) if ok)
+            second = max(w if ok and w != top else 0 for w, ok in zip(widths, wrapable, strict=True))
+            ratios = [1 if w == top and ok else 0 for w, ok in zip(widths, wrapable, strict=True)]
+            if not any(ratios) or not top - second:
+                break
+            widths = _ratio_reduce(excess, ratios, [min(excess, top - second)] * len(widths), widths)
+            total = sum(widths)
+            excess = total - room
+    return widths
+
+
+def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: list[int]) -> list[int]:
+    """rich's ``ratio_reduce``: ``total`` taken from ``values`` by ``ratios``, at most
+    ``maximums`` from each."""
+    ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
+    weight = sum(ratios)
+    if not weight:
+        return values[:]
+    left, out = total, []
+    for r, m, v in zip(ratios, maximums, values, strict=True):
+        if r and weight > 0:
+            part = min(m, round(r * left / weight))
+            out.append(v - part)
+            left -= part
+            weight -= r
+        else:
+            out.append(v)
+    return out
+
+
+def _fit(text: str, width: int, col: Column) -> str | None:
+    """A cell's one line in ``width`` cells as rich renders it: justified, and a text wider
+    than the column cut by the column's overflow (``…`` for ellipsis). None where rich makes
+    several lines of it (words wrapped, a fold)."""
+    if col.justify in ("right", "center"):
+        text = text.rstrip()
+    if len(text) > width:
+        if width < 1 or col.overflow not in ("ellipsis", "crop") or (not col.no_wrap and any(ch.isspace() for ch in text)):
+            return None
+        text = text[: width - 1] + "…" if col.overflow == "ellipsis" else text[:width]
+    return _justify(text, width, col.justify)
 
 
 def _justify(text: str, width: int, how: str) -> str:
