@@ -2,12 +2,13 @@
 would print it plainly.
 
 Into a pipe or a file, rich prints a table as plain text: no colour, no style, the columns as
-wide as their widest cell when the table fits the width. ``ctxtool stats`` spends about as
+wide as their widest cell when the table fits the width, narrowed when it does not (a word
+that no longer fits cut with ``…``, as long transcript labels are). ``ctxtool stats`` spends about as
 long importing rich and laying out its four small tables through it (35-40 ms) as reading
 a 20 MB dataset on two cores. :class:`Table` is the part of ``rich.table.Table`` ctxtool's
 commands use; :meth:`Table.plain` lays it out as rich would and gives the text, or None when
-only rich can (a cell wider than the room left, several lines in a cell, a character whose
-width is not known here). :class:`Out` prints a table or a line through :meth:`Table.plain`
+only rich can (words rich wraps onto several lines, several lines in a cell, a character
+whose width is not known here). :class:`Out` prints a table or a line through :meth:`Table.plain`
 when it can, through rich otherwise: on a terminal (colours, bold headers, the terminal's
 width), for rich's own renderables, and for whatever :meth:`Table.plain` declines. The test
 suite holds the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
