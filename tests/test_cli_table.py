@@ -107,6 +107,20 @@ def test_a_narrowed_plain_table_is_what_rich_prints(t, width):
         assert text == rich_text(t, width)
 
 
+@pytest.mark.parametrize("justify", ["left", "right", "center"])
+@pytest.mark.parametrize("overflow", ["crop", "ellipsis"])
+@pytest.mark.parametrize("width", range(5, 24))
+def test_a_cut_no_wrap_cell_keeps_what_rich_keeps(justify, overflow, width):
+    """A no-wrap column narrowed below its text: cut at the column's width even where the cut
+    leaves a space at the end (rich does not strip it again)."""
+    t = tb.Table(pad_edge=False)
+    t.add_column("a", justify=justify, no_wrap=True, overflow=overflow)
+    t.add_row("ab cd ef gh ij kl  ")
+    text = t.plain(width)
+    assert text is not None
+    assert text == rich_text(t, width)
+
+
 def test_long_labels_are_cut_as_rich_cuts_them():
     """A table of long transcript labels (window's, check's) is plain into a pipe: the label
     column gives way and each label ends in …, as rich prints it."""

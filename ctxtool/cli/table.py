@@ -225,13 +225,19 @@ def _fit(text: str, width: int, col: Column) -> str | None:
     """A cell's one line in ``width`` cells as rich renders it: justified, and a text wider
     than the column cut by the column's overflow (``…`` for ellipsis). None where rich makes
     several lines of it (words wrapped, a fold)."""
-    if col.justify in ("right", "center"):
+    how = col.justify
+    if how in ("right", "center"):
         text = text.rstrip()
-    if len(text) > width:
+    if len(text) > width:  # cut after the strip, not stripped again (a cropped text may end in a space)
         if width < 1 or col.overflow not in ("ellipsis", "crop") or (not col.no_wrap and any(ch.isspace() for ch in text)):
             return None
         text = text[: width - 1] + "…" if col.overflow == "ellipsis" else text[:width]
-    return _justify(text, width, col.justify)
+    pad = width - len(text)
+    if how == "right":
+        return " " * pad + text
+    if how == "center":
+        return " " * (pad // 2) + text + " " * (pad - pad // 2)
+    return text + " " * pad
 
 
 def _justify(text: str, width: int, how: str) -> str:
