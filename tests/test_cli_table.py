@@ -227,6 +227,54 @@ def test_a_command_into_a_pipe_prints_what_rich_prints(tmp_path, name):
         assert "┏" in runs["plain"].stdout
 
 
+@pytest.mark.parametrize("cmd", [["window", "--max-messages", "3", "--dry-run", "openai_dataset.jsonl"],
+                                 ["check", "--context-window", "200000", "claude_code_session.jsonl", "pi_session.jsonl"],
+                                 ["cut", "--keep-recent-tokens", "2000", "claude_code_session.jsonl"],
+                                 ["stats", "openai_dataset.jsonl"]])
+def test_long_paths_into_a_pipe_print_what_rich_prints(tmp_path, cmd):
+    """Transcripts under a long directory (as a user's sessions are): what is written without
+    rich is what rich prints, no line wider than the pipe's width, and window's table loads
+    no rich."""
+    deep = tmp_path / ("projects-" + "-".join(["home-user-work-some-long-project-name"] * 3))
+    deep.mkdir()
+    args = []
+    for a in cmd:
+        if a.endswith(".jsonl"):
+            (deep / a).write_bytes((S / a).read_bytes())
+            a = str(deep / a)
+        args.append(a)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")
+           and not k.startswith("CTXTOOL_")}
+    runs = {how: subprocess.run([sys.executable, "-c", PROBE, how, *args], capture_output=True, text=True, env=env,
+                                cwd=tmp_path, check=False) for how in ("plain", "rich")}
+    assert runs["plain"].returncode == 0, runs["plain"].stderr
+    assert runs["plain"].stdout == runs["rich"].stdout
+    assert all(len(line) <= 120 for line in runs["plain"].stdout.splitlines())
+    if cmd[0] in ("window", "stats"):
+        assert runs["plain"].stderr.endswith("RICH []")
+
+
+def test_long_record_ids_are_cut_without_rich(tmp_path):
+    """A dataset whose records have long ids: window's label column gives way (each label
+    ends in …), written without rich, as rich prints it."""
+    import json
+
+    recs = [{"id": f"session-{k}-" + "0123456789abcdef" * 6,
+             "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(8)]}
+            for k in range(3)]
+    data = tmp_path / "long_ids.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")
+           and not k.startswith("CTXTOOL_")}
+    args = ["window", "--max-messages", "3", "--dry-run", str(data)]
+    runs = {how: subprocess.run([sys.executable, "-c", PROBE, how, *args], capture_output=True, text=True, env=env,
+                                cwd=tmp_path, check=False) for how in ("plain", "rich")}
+    assert runs["plain"].returncode == 0, runs["plain"].stderr
+    assert runs["plain"].stdout == runs["rich"].stdout
+    assert runs["plain"].stdout.count("…") == 3
+    assert runs["plain"].stderr.endswith("RICH []")
+
+
 @pytest.mark.parametrize("ncol", [1, 2])
 @pytest.mark.parametrize("extra", [-1, 0, 1])
 @pytest.mark.parametrize("overflow", ["ellipsis", "fold"])
