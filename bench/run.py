@@ -243,9 +243,6 @@ def bench_peers(small: Path, label: str = "") -> None:
     loop: no tool in a python process can be faster than its own parse; and one that only
     parses and counts exactly (bench/floors.py tokens) against litellm's loop."""
     on = f" [{label}]" if label else ""
-    # what the CLI framework ctxtool must use (typer) costs a process before any work: beside
-    # each target, the time the target leaves ctxtool's whole process (the peer's loop / 2)
-    typer_s = wall([sys.executable, "-c", "import typer"])
     if peer_times("lc_count", small, repeat=1) is not None:
         peer_whole("orjson_loop", small, repeat=0)  # warm
         lc, floor = paired(lambda: peer_once("lc_count", small),
@@ -275,7 +272,10 @@ def bench_peers(small: Path, label: str = "") -> None:
         ):
             loop = versus(name + on, ours, peer, small, f"{what} loop", 2.0)
             if loop is not None:
+                # the CLI framework ctxtool must use (typer) costs a process before any work:
+                # beside it, the time the target leaves ctxtool's whole process
                 budget = loop / 2.0
+                typer_s = wall([sys.executable, "-c", "import typer"])
                 row(f"  the time the target leaves ctxtool's whole process{on}", f"{budget * 1000:.0f} ms ({what} loop / 2)",
                     f"python -c 'import typer' {typer_s * 1000:.0f} ms (whole process)",
                     "room left" if budget > typer_s else "less than importing typer: unreachable with typer", "-")

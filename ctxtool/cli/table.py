@@ -232,25 +232,24 @@ def _fit(text: str, width: int, col: Column) -> str | None:
         if width < 1 or col.overflow not in ("ellipsis", "crop") or (not col.no_wrap and any(ch.isspace() for ch in text)):
             return None
         text = text[: width - 1] + "…" if col.overflow == "ellipsis" else text[:width]
+    return _pad(text, width, how)
+
+
+def _justify(text: str, width: int, how: str) -> str:
+    """One line of text in ``width`` cells, as rich justifies it (right and centre drop
+    trailing spaces first)."""
+    return _pad(text.rstrip() if how in ("right", "center") else text, width, how)
+
+
+def _pad(text: str, width: int, how: str) -> str:
+    """``text`` padded to ``width`` cells: on the left (right), both sides (center, the
+    odd space on the right), or the right."""
     pad = width - len(text)
     if how == "right":
         return " " * pad + text
     if how == "center":
         return " " * (pad // 2) + text + " " * (pad - pad // 2)
     return text + " " * pad
-
-
-def _justify(text: str, width: int, how: str) -> str:
-    """One line of text in ``width`` cells, as rich justifies it (right and centre drop
-    trailing spaces first)."""
-    if how == "right":
-        text = text.rstrip()
-        return " " * (width - len(text)) + text
-    if how == "center":
-        text = text.rstrip()
-        left = (width - len(text)) // 2
-        return " " * left + text + " " * (width - len(text) - left)
-    return text + " " * (width - len(text))
 
 
 def _distribute(total: int, ratios: list[int]) -> list[int]:
