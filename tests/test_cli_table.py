@@ -145,6 +145,32 @@ def test_a_plain_line_is_what_rich_prints(line, width):
         assert text == rich_text(line, width)
 
 
+#: lines to wrap: words of every length (some longer than the width), runs of spaces, leading
+#: and trailing spaces, newlines
+PROSE = st.lists(st.one_of(st.text(alphabet="abxyz09,.·…", min_size=1, max_size=30), st.sampled_from([" ", "  ", "\n", " \n "])),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(line=PROSE, width=st.integers(1, 40))
+def test_a_wrapped_plain_line_is_what_rich_prints(line, width):
+    """A line wider than the console: wrapped as rich wraps it (words moved to the next line,
+    a word longer than a line folded, trailing spaces kept up to the width)."""
+    text = tb._line(line, width)
+    assert text is not None
+    assert text == rich_text(line, width)
+
+
+def test_a_long_report_line_is_wrapped_without_rich():
+    """stats' usage line on a real session is wider than 120 columns: wrapped as rich wraps
+    it, by this module."""
+    line = ("recorded usage (217 API messages): input 242 · output 49,467 · cache write 237,121 · "
+            "cache read 16,553,628 · total 16,840,458")
+    text = tb._line(line, 120)
+    assert text == rich_text(line, 120)
+    assert text.endswith("· total \n16,840,458\n")
+
+
 def test_tables_of_figures_take_the_plain_path():
     t = tb.Table(title="283 transcripts · heuristic", title_justify="left", min_width=24)
     for c in ("role", "messages", "share"):

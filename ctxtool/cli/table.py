@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Any
 
+from .. import lazyre
 from .common import PLAIN, printable
 
 #: rich.box styles by name; the characters of each: top, head, head row, mid, row, foot row,
@@ -334,10 +335,51 @@ class Out:
 
 
 def _line(text: str, width: int) -> str | None:
-    """``text`` as rich prints it (a newline after it) when no line of it wraps."""
-    text = printable(text)
-    for ln in text.split("\n"):
-        w = _width(ln)
-        if w is None or w > width:
+    """``text`` as rich prints it (a newline after it): each of its lines wrapped at the
+    width as rich wraps it (:func:`_wrap`); None for a character whose width is not known
+    here."""
+    if width < 1:
+        return None
+    out = []
+    for ln in printable(text).split("\n"):
+        if _width(ln) is None:
             return None
-    return text + "\n"
+        out += _wrap(ln, width) if len(ln) > width else [ln]
+    return "\n".join(out) + "\n"
+
+
+_WORD = lazyre.compile(r"\s*\S+\s*")
+_TRAILING_SPACE = lazyre.compile(r"\s+$")
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """rich's word wrap of one line of one-cell characters (``rich._wrap.divide_line``,
+    folding words longer than the width): a line breaks before the word that does not fit
+    (a word keeps the spaces after it), a word wider than a line is cut into lines of the
+    width, and a line keeps its trailing spaces up to the width."""
+    breaks: list[int] = []
+    offset = 0
+    for m in _WORD.finditer(line):
+        start, word = m.start(), m.group()
+        size = len(word.rstrip())
+        if width - offset >= size:
+            offset += len(word)
+        elif size > width:  # folded: the word in pieces of the width
+            pieces = [word[k : k + width] for k in range(0, len(word), width)]
+            for piece in pieces[:-1]:
+                if start:
+                    breaks.append(start)
+                start += len(piece)
+            if start:
+                breaks.append(start)
+            offset = len(pieces[-1])
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    out = []
+    for a, b in zip([0, *breaks], [*breaks, len(line)], strict=True):
+        piece = line[a:b]
+        if len(piece) > width and (m := _TRAILING_SPACE.search(piece)) is not None:
+            piece = piece[: len(piece) - min(len(m.group()), len(piece) - width)]
+        out.append(piece[:width])
+    return out
