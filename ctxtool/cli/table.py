@@ -2,16 +2,18 @@
 would print it plainly.
 
 Into a pipe or a file, rich prints a table as plain text: no colour, no style, the columns as
-wide as their widest cell when the table fits the width, narrowed when it does not (a word
-that no longer fits cut with ``…``, as long transcript labels are). ``ctxtool stats`` spends about as
-long importing rich and laying out its four small tables through it (35-40 ms) as reading
-a 20 MB dataset on two cores. :class:`Table` is the part of ``rich.table.Table`` ctxtool's
-commands use; :meth:`Table.plain` lays it out as rich would and gives the text, or None when
-only rich can (words rich wraps onto several lines, several lines in a cell, a character
-whose width is not known here). :class:`Out` prints a table or a line through :meth:`Table.plain`
-when it can, through rich otherwise: on a terminal (colours, bold headers, the terminal's
-width), for rich's own renderables, and for whatever :meth:`Table.plain` declines. The test
-suite holds the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
+wide as their widest cell when the table fits the width; narrowed when it does not (the
+widest columns that may wrap first), a cell's words wrapped onto more lines and a word that
+no longer fits cut (``…``) or folded, as the column says; a line wider than the width wrapped
+at its words. ``ctxtool stats`` spent about as long importing rich and laying out its four
+small tables through it (35-40 ms) as reading a 20 MB dataset on two cores.
+:class:`Table` is the part of ``rich.table.Table`` ctxtool's commands use;
+:meth:`Table.plain` lays it out as rich would and gives the text, or None when only rich can
+(a character whose width is not known here: wide, combining, a tab; a column narrower than
+its padding). :class:`Out` prints a table or a line through :meth:`Table.plain` when it can,
+through rich otherwise: on a terminal (colours, bold headers, the terminal's width), for
+rich's own renderables (replay's chart), and for whatever :meth:`Table.plain` declines. The
+test suite holds the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class Table:
             grid.append([printable(c.footer) for c in self.columns])
         sizes: list[list[int]] = []
         for line in grid:
-            row = [_width(cell) for cell in line]  # None: a newline, a tab, a wide character...
+            row = [_cell_width(cell) for cell in line]  # None: a tab, a wide character...
             if None in row:
                 return None
             sizes.append(row)  # type: ignore[arg-type]
@@ -125,19 +127,12 @@ class Table:
             widths = [w + p for w, p in zip(widths, _distribute(min(self.min_width - extra, room) - total, widths), strict=True)]
             total = sum(widths)
         table_width = total + extra
-        title, caption = printable(self.title or ""), printable(self.caption or "")
-        for note in (title, caption):
-            cells = _width(note)
-            if cells is None or cells > table_width:  # rich wraps it
-                return None
+        title = _note(printable(self.title or ""), table_width, self.title_justify)
+        caption = _note(printable(self.caption or ""), table_width, "center")
         body = self._body(grid, widths, pads)
-        if body is None:  # a cell rich wraps onto several lines
+        if title is None or caption is None or body is None:
             return None
-        out = [_justify(title, table_width, self.title_justify)] if title else []
-        out += body
-        if caption:
-            out.append(_justify(caption, table_width, "center"))
-        return "\n".join(out) + "\n"
+        return "\n".join([*title, *body, *caption]) + "\n"
 
     def _body(self, grid: list[list[str]], widths: list[int], pads: list[tuple[int, int]]) -> list[str] | None:
         top, head, head_row, mid, _row, foot_row, foot, bottom = BOXES[self.box]
@@ -149,11 +144,15 @@ class Table:
             edge = head if k == 0 else foot if k == last else mid
             cells = []
             for cell, w, (left, right), col in zip(line, widths, pads, self.columns, strict=True):
-                fit = _fit(cell, w - left - right, col)
-                if fit is None:
+                lines = _cell_lines(cell, w - left - right, col)
+                if lines is None:
                     return None
-                cells.append(" " * left + fit + " " * right)
-            out.append(edge[0] + edge[2].join(cells) + edge[3])
+                cells.append([" " * left + ln + " " * right for ln in lines])
+            height = max(len(c) for c in cells)
+            for c, w in zip(cells, widths, strict=True):  # a header at the bottom of its row, others at the top
+                blank = [" " * w] * (height - len(c))
+                c[:] = blank + c if k == 0 else c + blank
+            out += [edge[0] + edge[2].join(c[i] for c in cells) + edge[3] for i in range(height)]
             if k == 0:
                 out.append(head_row[0] + head_row[2].join(head_row[1] * w for w in widths) + head_row[3])
         out.append(bottom[0] + bottom[2].join(bottom[1] * w for w in widths) + bottom[3])
@@ -222,17 +221,58 @@ def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: li
     return out
 
 
-def _fit(text: str, width: int, col: Column) -> str | None:
-    """A cell's one line in ``width`` cells as rich renders it: justified, and a text wider
-    than the column cut by the column's overflow (``…`` for ellipsis). None where rich makes
-    several lines of it (words wrapped, a fold)."""
-    how = col.justify
+def _cell_width(text: str) -> int | None:
+    """The cells the widest line of a table cell takes, or None (see :func:`_width`)."""
+    best = 0
+    for line in text.split("\n"):
+        w = _width(line)
+        if w is None:
+            return None
+        best = max(best, w)
+    return best
+
+
+def _cell_lines(text: str, width: int, col: Column) -> list[str] | None:
+    """A cell's lines in ``width`` cells as rich renders them (``Text.wrap``): each line of
+    it wrapped at the width (unless the column does not wrap), then justified, and what is
+    still wider cut by the column's overflow. None where rich would do otherwise."""
+    if width < 1:
+        return None
+    out = []
+    for line in text.split("\n"):
+        pieces = [line] if col.no_wrap or len(line) <= width else _wrap(line, width, fold=col.overflow == "fold")
+        for piece in pieces:
+            fit = _fit(piece, width, col.justify, col.overflow)
+            if fit is None:
+                return None
+            out.append(fit)
+    return out
+
+
+def _note(text: str, width: int, how: str) -> list[str] | None:
+    """A table's title or caption: its lines as rich renders them at the table's width
+    (wrapped, justified; none for no text)."""
+    if not text:
+        return []
+    if _cell_width(text) is None:
+        return None
+    return _cell_lines(text, width, Column("", how, "", "fold", False, None))
+
+
+def _fit(text: str, width: int, how: str, overflow: str) -> str | None:
+    """One line in ``width`` cells as rich justifies it (right and centre drop trailing
+    spaces first), cut when still wider: ``…`` at the end for ellipsis, else cropped (a
+    cropped text keeps a space the cut leaves at its end). None for an overflow rich
+    handles otherwise."""
     if how in ("right", "center"):
         text = text.rstrip()
-    if len(text) > width:  # cut after the strip, not stripped again (a cropped text may end in a space)
-        if width < 1 or col.overflow not in ("ellipsis", "crop") or (not col.no_wrap and any(ch.isspace() for ch in text)):
+    if len(text) > width:
+        if overflow == "ellipsis":
+            text = text[: width - 1] + "…"
+        elif overflow in ("crop", "fold"):
+            text = text[:width]
+        else:
             return None
-        text = text[: width - 1] + "…" if col.overflow == "ellipsis" else text[:width]
     return _pad(text, width, how)
 
 
@@ -344,7 +384,7 @@ def _line(text: str, width: int) -> str | None:
     for ln in printable(text).split("\n"):
         if _width(ln) is None:
             return None
-        out += _wrap(ln, width) if len(ln) > width else [ln]
+        out += [piece[:width] for piece in _wrap(ln, width)] if len(ln) > width else [ln]
     return "\n".join(out) + "\n"
 
 
@@ -352,11 +392,11 @@ _WORD = lazyre.compile(r"\s*\S+\s*")
 _TRAILING_SPACE = lazyre.compile(r"\s+$")
 
 
-def _wrap(line: str, width: int) -> list[str]:
-    """rich's word wrap of one line of one-cell characters (``rich._wrap.divide_line``,
-    folding words longer than the width): a line breaks before the word that does not fit
-    (a word keeps the spaces after it), a word wider than a line is cut into lines of the
-    width, and a line keeps its trailing spaces up to the width."""
+def _wrap(line: str, width: int, fold: bool = True) -> list[str]:
+    """rich's word wrap of one line of one-cell characters (``rich._wrap.divide_line``): a
+    line breaks before the word that does not fit (a word keeps the spaces after it); a word
+    wider than a line is cut into lines of the width (``fold``), else put on a line of its
+    own (the caller cuts it); a line keeps its trailing spaces up to the width."""
     breaks: list[int] = []
     offset = 0
     for m in _WORD.finditer(line):
@@ -364,7 +404,7 @@ def _wrap(line: str, width: int) -> list[str]:
         size = len(word.rstrip())
         if width - offset >= size:
             offset += len(word)
-        elif size > width:  # folded: the word in pieces of the width
+        elif size > width and fold:  # the word in pieces of the width
             pieces = [word[k : k + width] for k in range(0, len(word), width)]
             for piece in pieces[:-1]:
                 if start:
@@ -373,13 +413,17 @@ def _wrap(line: str, width: int) -> list[str]:
             if start:
                 breaks.append(start)
             offset = len(pieces[-1])
+        elif size > width:
+            if start:
+                breaks.append(start)
+            offset = len(word)
         elif offset and start:
             breaks.append(start)
             offset = len(word)
     out = []
     for a, b in zip([0, *breaks], [*breaks, len(line)], strict=True):
         piece = line[a:b]
-        if len(piece) > width and (m := _TRAILING_SPACE.search(piece)) is not None:
-            piece = piece[: len(piece) - min(len(m.group()), len(piece) - width)]
-        out.append(piece[:width])
+        if len(piece) > width and (ws := _TRAILING_SPACE.search(piece)) is not None:
+            piece = piece[: len(piece) - min(len(ws.group()), len(piece) - width)]
+        out.append(piece)
     return out
