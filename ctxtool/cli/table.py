@@ -276,12 +276,6 @@ def _fit(text: str, width: int, how: str, overflow: str) -> str | None:
     return _pad(text, width, how)
 
 
-def _justify(text: str, width: int, how: str) -> str:
-    """One line of text in ``width`` cells, as rich justifies it (right and centre drop
-    trailing spaces first)."""
-    return _pad(text.rstrip() if how in ("right", "center") else text, width, how)
-
-
 def _pad(text: str, width: int, how: str) -> str:
     """``text`` padded to ``width`` cells: on the left (right), both sides (center, the
     odd space on the right), or the right."""
