@@ -187,6 +187,38 @@ def test_tables_of_figures_take_the_plain_path():
     assert text.endswith("20 with the most context tokens \n   of 283 (--json lists all)    \n")
 
 
+def test_the_two_cell_symbols_are_two_cells_to_rich():
+    assert tb.TWO_CELL
+    assert all(cell_len(chr(c)) == 2 for c in tb.TWO_CELL)
+
+
+@pytest.mark.parametrize("width", [20, 30, 31, 32, 60])
+def test_a_line_with_a_two_cell_symbol(width):
+    """replay's summary line starts with 📊 (two cells): written here when it fits, left to
+    rich (which wraps it) when it does not."""
+    line = "📊 63.1k/200k (31.5%) ~120 turns left · Turn 9"
+    text = tb._line(line, width)
+    assert (text is None) == (cell_len(line) > width)
+    if text is not None:
+        assert text == rich_text(line, width)
+
+
+@pytest.mark.parametrize("width", [10, 39, 40, 41, 80])
+def test_a_styled_line_is_what_rich_prints(monkeypatch, width):
+    """A chart row, styled on a terminal: into a pipe, what rich prints for its Text (wrapped
+    at the width like a string), written without rich."""
+    from rich.text import Text
+
+    line = "  63.1k │▁▂▃▅▇█████ ─── 160k compact"[:40].ljust(40, "█")
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", buf)
+    out = tb.Out()
+    out.plain, out.width = True, width
+    out.print_styled(line, "yellow")
+    assert out._rich is None  # rich was not needed
+    assert buf.getvalue() == rich_text(Text(line, style="yellow", no_wrap=True, overflow="ellipsis"), width)
+
+
 def test_every_character_taken_as_one_cell_is_one_cell_to_rich():
     chars = [chr(c) for c in range(0x20, 0x30000) if tb._width(chr(c)) == 1]
     assert len(chars) > 1000
@@ -250,8 +282,7 @@ def test_a_command_into_a_pipe_prints_what_rich_prints(tmp_path, name):
         runs[how] = p
     assert runs["plain"].stdout == runs["rich"].stdout
     assert runs["plain"].stdout.strip()
-    if not name.startswith("replay"):  # replay draws a chart with rich; every other report is laid out here
-        assert runs["plain"].stderr.endswith("RICH []")
+    assert runs["plain"].stderr.endswith("RICH []")  # every report laid out here, replay's chart too
     if name.startswith("stats"):
         assert "┏" in runs["plain"].stdout
 

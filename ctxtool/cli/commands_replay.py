@@ -217,11 +217,8 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
             )
         con.print(t)
     if chart and r.turns:
-        from rich.text import Text
-
         for line, pol in rp.terminal_chart(r, width=con.width, height=height):
-            col = rp.THRESHOLD_COLORS.get(pol or "", None)
-            con.print(Text(line, style=col or "", no_wrap=True, overflow="ellipsis"), highlight=False)
+            con.print_styled(line, rp.THRESHOLD_COLORS.get(pol or "", None) or "")
     f = r.final
     if f is None:
         con.print(f"{r.transcript}: no assistant turns", highlight=False)

@@ -12,8 +12,8 @@ small tables through it (35-40 ms) as reading a 20 MB dataset on two cores.
 (a character whose width is not known here: wide, combining, a tab; a column narrower than
 its padding). :class:`Out` prints a table or a line through :meth:`Table.plain` when it can,
 through rich otherwise: on a terminal (colours, bold headers, the terminal's width), for
-rich's own renderables (replay's chart), and for whatever :meth:`Table.plain` declines. The
-test suite holds the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
+rich's own renderables, and for whatever :meth:`Table.plain` declines. The test suite holds
+the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ HEAVY_HEAD, SIMPLE_HEAD = "HEAVY_HEAD", "SIMPLE_HEAD"
 #: tab): rich lays such text out. rich's own single-cell ranges, and the symbols ctxtool
 #: prints with :func:`printable`'s control pictures; a test checks each against rich.
 ONE_CELL = ((0x20, 0x7E), (0xA0, 0xAC), (0xAE, 0x2FF), (0x370, 0x482), (0x2026, 0x2026), (0x2192, 0x2192),
-            (0x2248, 0x2248), (0x2264, 0x2265), (0x2400, 0x2421), (0x2500, 0x25FC), (0x2800, 0x28FF),
-            (0xFFFD, 0xFFFD))
+            (0x2212, 0x2212), (0x2248, 0x2248), (0x2264, 0x2265), (0x2400, 0x2421), (0x2500, 0x25FC),
+            (0x2800, 0x28FF), (0xFFFD, 0xFFFD))
+#: the symbols of two cells ctxtool prints itself (replay's 📊): a line holding one is written
+#: here when it fits the width; a test checks each against rich
+TWO_CELL = frozenset({0x1F4CA})
 
 
 def one_cell(ch: str) -> bool:
@@ -367,6 +370,17 @@ class Out:
                 return
         self.rich.print(obj.to_rich() if isinstance(obj, Table) else obj, highlight=False)
 
+    def print_styled(self, line: str, style: str = "") -> None:
+        """A line in ``style`` on a terminal (a row of replay's chart). Into a pipe rich prints
+        it as it prints a string (wrapped at the width: rich joins the texts it prints into a
+        new one, which does not keep a text's own no-wrap), and so does this."""
+        if self.plain and printable(line) == line and (text := _line(line, self.width)) is not None:
+            sys.stdout.write(text)
+            return
+        from rich.text import Text
+
+        self.rich.print(Text(line, style=style, no_wrap=True, overflow="ellipsis"), highlight=False)
+
 
 def _line(text: str, width: int) -> str | None:
     """``text`` as rich prints it (a newline after it): each of its lines wrapped at the
@@ -376,10 +390,27 @@ def _line(text: str, width: int) -> str | None:
         return None
     out = []
     for ln in printable(text).split("\n"):
-        if _width(ln) is None:
-            return None
+        if _width(ln) is None:  # a symbol of two cells: the line as it is when it fits
+            cells = _symbols_width(ln)
+            if cells is None or cells > width:
+                return None
+            out.append(ln)
+            continue
         out += [piece[:width] for piece in _wrap(ln, width)] if len(ln) > width else [ln]
     return "\n".join(out) + "\n"
+
+
+def _symbols_width(text: str) -> int | None:
+    """The cells a line of one-cell characters and :data:`TWO_CELL` symbols takes, or None."""
+    cells = 0
+    for ch in text:
+        if ord(ch) in TWO_CELL:
+            cells += 2
+        elif _width(ch) is not None:
+            cells += 1
+        else:
+            return None
+    return cells
 
 
 _WORD = lazyre.compile(r"\s*\S+\s*")
