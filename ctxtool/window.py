@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .config import BY_KEY
 from .errors import CtxtoolError, ExitCode
 from .model import KIND_INJECTED, Message, Transcript
 from .pairing import Event, events, group_starts
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
     from .stats_fast import Tally
 
 STRATEGIES = ("sliding", "bookends")
+#: seed 002's defaults, as the settings table holds them (``window.*`` in :mod:`ctxtool.config`)
+STRATEGY = str(BY_KEY["window.strategy"].default)
+MAX_MESSAGES = int(BY_KEY["window.max_messages"].default)
+MAX_CHARS = int(BY_KEY["window.max_chars"].default)
+KEEP_FIRST_USER = bool(BY_KEY["window.keep_first_user"].default)
 _ALIASES = {"sliding_window": "sliding", "keep_bookends": "bookends", "sliding-window": "sliding"}
 
 
@@ -149,10 +155,10 @@ def _units(roles: Sequence[str], starts: Sequence[int]) -> list[list[int]]:
 def plan_window(
     msgs: Sequence[Message],
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
     chars: Sequence[int] | None = None,
 ) -> tuple[list[bool], bool, bool]:
     """Which messages to keep: ``(keep, kept_first_user, over_limit)``. ``chars``: each
@@ -166,10 +172,10 @@ def plan_window(
 def plan(
     v: View,
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
 ) -> tuple[list[bool], bool, bool]:
     """:func:`plan_window` of a :class:`View`."""
     strategy = normalize_strategy(strategy)
@@ -258,10 +264,10 @@ def _contiguous_tail(chosen: set[int], last: int) -> set[int]:
 def window_messages(
     msgs: Sequence[Message],
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
 ) -> tuple[list[Message], int]:
     """Seed 002's ``truncate/2``: the kept messages and the dropped count."""
     keep, _, _ = plan_window(
@@ -274,10 +280,10 @@ def window_messages(
 def window(
     t: Transcript,
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
 ) -> WindowResult:
     """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
     msgs = t.messages
@@ -292,10 +298,10 @@ def windowed(
     t: Transcript,
     v: View,
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
 ) -> WindowResult:
     """What :func:`window` drops from the messages ``v`` views (``t`` names them; it is not
     changed)."""
@@ -341,10 +347,10 @@ class WindowOp(Operation[Results[WindowResult]]):
     output and the results are the same either way (the tests compare both)."""
 
     name: ClassVar[str] = "window"
-    strategy: str = "sliding"
-    max_messages: int = 100
-    max_chars: int = 500_000
-    keep_first_user: bool = True
+    strategy: str = STRATEGY
+    max_messages: int = MAX_MESSAGES
+    max_chars: int = MAX_CHARS
+    keep_first_user: bool = KEEP_FIRST_USER
     fast: bool = True
 
     def __post_init__(self) -> None:
@@ -428,10 +434,10 @@ def window_file(
     path: str,
     output: str | None = None,
     *,
-    strategy: str = "sliding",
-    max_messages: int = 100,
-    max_chars: int = 500_000,
-    keep_first_user: bool = True,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
     fmt: str | None = None,
     to: str | None = None,
     on_error: str = "fail",

@@ -97,3 +97,20 @@ def test_bad_strategy():
     with pytest.raises(CtxtoolError):
         window_messages([U()], strategy="random")
     assert window_messages([U()] * 3, strategy="keep_bookends", max_messages=2)[1] == 1
+
+
+def test_window_defaults_are_the_settings_table_s():
+    """Seed 002's window defaults live once, in the settings table (``window.*``): every
+    function and the file operation take theirs from it."""
+    import dataclasses
+    import inspect
+
+    from ctxtool import window as w
+    from ctxtool.config import BY_KEY
+
+    want = {k: BY_KEY[f"window.{k}"].default for k in ("strategy", "max_messages", "max_chars", "keep_first_user")}
+    for fn in (w.plan_window, w.plan, w.window_messages, w.window, w.windowed, w.window_file):
+        params = inspect.signature(fn).parameters
+        assert {k: params[k].default for k in want} == want, fn.__name__
+    fields = {f.name: f.default for f in dataclasses.fields(w.WindowOp)}
+    assert {k: fields[k] for k in want} == want
