@@ -429,19 +429,13 @@ def _wrap(line: str, width: int, fold: bool = True) -> list[str]:
         size = len(word.rstrip())
         if width - offset >= size:
             offset += len(word)
-        elif size > width and fold:  # the word in pieces of the width
-            pieces = [word[k : k + width] for k in range(0, len(word), width)]
-            for piece in pieces[:-1]:
+        elif size > width:  # folded: the word in pieces of the width; else whole on a line
+            pieces = [word[k : k + width] for k in range(0, len(word), width)] if fold else [word]
+            for piece in pieces:
                 if start:
                     breaks.append(start)
                 start += len(piece)
-            if start:
-                breaks.append(start)
             offset = len(pieces[-1])
-        elif size > width:
-            if start:
-                breaks.append(start)
-            offset = len(word)
         elif offset and start:
             breaks.append(start)
             offset = len(word)
