@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, ExitCode
+from ..score.core import BUDGET
 from ..summarizers import Closeable, summarizer_names
 from . import common
 from .common import resolve_model
@@ -30,16 +31,20 @@ def score_cmd(
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per judge request (default 120).", min=1)] = None,
     max_lost: Annotated[int, typer.Option("--max-lost", help="Lost probes listed per transcript in the text report.", min=0)] = 20,
+    budget: Annotated[int, typer.Option("--budget", help="Tokens of the summary scored: a longer summary is scored on its first BUDGET tokens, and so is each control.", min=1)] = BUDGET,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> None:
-    """Score what AFTER (a compaction of BEFORE) kept: probes drawn from the part of BEFORE that
-    AFTER no longer holds verbatim (the goal and every user request, constraints and corrections,
-    files modified and read, failures with their error, identifiers and values, the last plan and
-    next step), each checked against AFTER. Prints retention per kind and overall, the compression
-    ratio and each lost probe. Deterministic and offline unless --judge is given."""
+    """Score the summary of a compaction (AFTER) on the part of BEFORE it removed, at a fixed
+    budget, beside controls. Probes (the goal and requests, constraints, the open plan items,
+    unresolved failures, modified files, what the agent used after the cut, identifiers) are
+    drawn from the removed part by score's own rules and checked against the summary's first
+    --budget tokens; file lists and pins the pipeline appends are reported, not credited. Prints
+    the weighted retention, continuation recall, false claims about the task's state, the quality
+    rules' verdict, and the same cut scored with no summary, a content-free summary, the removed
+    part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
     from ..config import Config
     from ..score import score_files
     from ..tokens import get_tokenizer
@@ -59,7 +64,7 @@ def score_cmd(
                                code=ExitCode.USAGE)
         jm = _summarizer(cfg, None, True)
     try:
-        reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, judge=jm)
+        reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
         if as_json or as_jsonl:
             done: list[ScoreReport] = []
 
@@ -68,7 +73,8 @@ def score_cmd(
                     done.append(r)
                     yield r.to_json()
 
-            emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "judge": judge},
+            emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "budget": budget,
+                           "judge": judge},
                  items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
         else:
             _render(list(reports), common.ForPeople(sys.stdout), max_lost)
@@ -86,28 +92,41 @@ def totals(reps: list[ScoreReport]) -> dict[str, Any]:
         "ratio": round(tb / ta, 3) if ta else None,
         "probes": sum(len(r.results) for r in reps),
         "lost": sum(len(r.lost) for r in reps),
+        "false_claims": sum(len(r.claims) for r in reps),
         "retention": round(sum(r.retention for r in reps) / len(reps), 4) if reps else None,
     }
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0%}"
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> None:
     from ..prose import one_line
 
     for r in reps:
-        ratio = f"{r.ratio:.1f}x" if r.ratio else "-"
+        s = r.summary
+        comp = f"{r.compression:.1f}x" if r.compression else "-"
         out.write(f"{common.short_label(r.before)} → {common.short_label(r.after)}: {r.tokens_before:,} → "
-                  f"{r.tokens_after:,} tokens ({ratio}); {r.lost_messages:,} of {r.messages_before:,} messages "
-                  f"not kept verbatim; {len(r.results):,} probes, retention {r.retention:.1%}\n")
+                  f"{r.tokens_after:,} tokens; removed {r.lost_messages:,} of {r.messages_before:,} messages "
+                  f"({r.tokens_removed:,} tokens); summary {s.tokens:,} tokens ({comp}), scored on its first "
+                  f"{r.budget:,}\n")
+        out.write(f"  retention {_pct(r.retention)} · continuation {_pct(r.continuation)} · {len(r.results):,} probes · "
+                  f"{len(r.claims)} false claim(s) · quality rules: {s.quality or 'pass'}\n")
+        if r.controls:
+            out.write("  controls: " + " · ".join(f"{c.name} {_pct(c.retention)} ({r.retention - c.retention:+.1%})"
+                                                   for c in r.controls) + "\n")
         kinds = [k for k in r.kinds if k.probes]
         if kinds:
             out.write("  " + " · ".join(f"{k.kind} {k.kept}/{k.probes}" for k in kinds) + "\n")
+        if r.pipeline:
+            out.write("  not credited (added by the pipeline): "
+                      + " · ".join(f"{k} {v:,} tokens" for k, v in r.pipeline.items()) + "\n")
         if r.judge is not None:
             out.write(f"  judge ({r.judge.backend}): {_pct(r.judge.score)} · "
                       + " · ".join(f"{a.category} {a.correct}/{a.probes}" for a in r.judge.answers) + "\n")
+        for c in r.claims:
+            out.write(f"  false claim ({c.kind}): {one_line(c.line, 120)!r}: {one_line(c.evidence, 120)}\n")
         lost = r.lost
         for p in lost[:max_lost]:
             note = f" ({p.note})" if p.note else ""
@@ -117,7 +136,8 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
     if len(reps) > 1:
         t = totals(reps)
         out.write(f"{t['transcripts']:,} transcript(s): {t['tokens_before']:,} → {t['tokens_after']:,} tokens; "
-                  f"{t['probes']:,} probes, {t['lost']:,} lost; mean retention {_pct(t['retention'])}\n")
+                  f"{t['probes']:,} probes, {t['lost']:,} lost, {t['false_claims']:,} false claim(s); "
+                  f"mean retention {_pct(t['retention'])}\n")
     out.flush()
 
 

@@ -1,24 +1,45 @@
-"""Score what a compaction kept: probes from the part of BEFORE that AFTER lost, checked
-against AFTER; retention per kind and overall, and the compression ratio."""
+"""Score a compaction's summary at a fixed budget, beside controls on the same cut.
+
+BEFORE's context is split by the cut: the part the compaction removed (the messages AFTER no
+longer holds), the messages it kept, and what came after the cut (the kept messages, then any
+later turns of the session). Probes are drawn from the removed part (``kinds``), less what the
+kept messages still hold, and checked against the summary alone: its first ``budget`` tokens,
+with the lists the pipeline appends to every summary (``<read-files>``/``<modified-files>``,
+the read-set ledger) and pinned messages taken out and reported on their own, never credited.
+The same cut is scored for each control (``controls``) and the summary's false claims are
+listed (``claims``). Retention is the weighted mean over the kinds with probes (weights in
+``kinds``).
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..context import view
+from .. import lazyre
+from ..context import is_summary, view
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
 from ..tokens import Tokenizer, count_messages, get_tokenizer
-from .probes import Part, Probe, probe_kinds
+from . import quality
+from .claims import FalseClaim, false_claims
+from .controls import CONTROLS, controls, serialize
+from .probes import Part, Probe, probe_kinds, text_of
 from .text import Haystack
 
 if TYPE_CHECKING:
     from ..summarizers import Summarizer
     from .judge import JudgeReport
+
+BUDGET = 3000  # tokens of summary scored: about a product summary's size
+CURVE = (250, 500, 1000, 2000, 3000, 5000, 8000, 12000)
+_PREFIX = "[Previous conversation summary]"
+_LISTS = lazyre.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.S)
+_LEDGER = lazyre.compile(r"^#{1,4} Read Set\s*$.*?(?=^#{1,4} |\Z)", re.S | re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +55,7 @@ class ProbeResult:
 @dataclass(frozen=True, slots=True)
 class KindScore:
     kind: str
+    weight: float
     probes: int
     kept: int
 
@@ -43,65 +65,135 @@ class KindScore:
 
     def to_json(self) -> dict[str, Any]:
         r = self.retention
-        return {"kind": self.kind, "probes": self.probes, "kept": self.kept,
+        return {"kind": self.kind, "weight": self.weight, "probes": self.probes, "kept": self.kept,
                 "retention": None if r is None else round(r, 4)}
+
+
+def kind_scores(results: Sequence[ProbeResult]) -> list[KindScore]:
+    out = []
+    for k in probe_kinds():
+        rs = [r for r in results if r.probe.kind == k.name]
+        out.append(KindScore(k.name, k.weight, len(rs), sum(1 for r in rs if r.kept)))
+    return out
+
+
+def weighted(results: Sequence[ProbeResult]) -> float:
+    """The weighted mean of the kinds' retentions (1.0 when there is no probe)."""
+    ks = [k for k in kind_scores(results) if k.probes]
+    total = sum(k.weight for k in ks)
+    return sum(k.weight * (k.retention or 0.0) for k in ks) / total if total else 1.0
+
+
+@dataclass(slots=True)
+class Scored:
+    """One text (the summary or a control) scored on the cut at the budget."""
+
+    name: str
+    tokens: int  # its tokens (without the pipeline's lists)
+    results: list[ProbeResult]
+    claims: list[FalseClaim] = field(default_factory=list)
+    quality: str | None = None  # why the quality rules reject it, or None
+
+    @property
+    def retention(self) -> float:
+        return weighted(self.results)
+
+    @property
+    def continuation(self) -> float | None:
+        rs = [r for r in self.results if r.probe.kind.startswith("continuation")]
+        return sum(r.kept for r in rs) / len(rs) if rs else None
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.continuation
+        return {"name": self.name, "tokens": self.tokens, "retention": round(self.retention, 4),
+                "continuation": None if c is None else round(c, 4),
+                "kinds": [k.to_json() for k in kind_scores(self.results) if k.probes],
+                "false_claims": [x.to_json() for x in self.claims], "quality": self.quality}
 
 
 @dataclass(slots=True)
 class ScoreReport:
-    """What AFTER kept of BEFORE. ``retention`` is the mean of the kinds' retentions (each
-    kind with probes counts once, so many identifiers do not outweigh one lost request);
-    1.0 when AFTER lost nothing."""
+    """What the summary of a compaction kept of the part it replaced, at ``budget`` tokens,
+    beside the controls (``retention``: the weighted mean over the kinds with probes)."""
 
     before: str
     after: str
     format: str
     tokens_before: int
     tokens_after: int
+    tokens_removed: int
     messages_before: int
     messages_after: int
     lost_messages: int
-    results: list[ProbeResult] = field(default_factory=list)
+    budget: int
+    summary: Scored
+    controls: list[Scored] = field(default_factory=list)
+    curve: list[tuple[int, float]] = field(default_factory=list)
+    pipeline: dict[str, int] = field(default_factory=dict)  # tokens of what the pipeline appended
     judge: JudgeReport | None = None
 
     @property
+    def results(self) -> list[ProbeResult]:
+        return self.summary.results
+
+    @property
     def kinds(self) -> list[KindScore]:
-        out = []
-        for k in probe_kinds():
-            rs = [r for r in self.results if r.probe.kind == k.name]
-            out.append(KindScore(k.name, len(rs), sum(1 for r in rs if r.kept)))
-        return out
+        return kind_scores(self.results)
 
     @property
     def retention(self) -> float:
-        rs = [k.retention for k in self.kinds if k.retention is not None]
-        return sum(rs) / len(rs) if rs else 1.0
+        return self.summary.retention
+
+    @property
+    def continuation(self) -> float | None:
+        return self.summary.continuation
+
+    @property
+    def claims(self) -> list[FalseClaim]:
+        return self.summary.claims
 
     @property
     def ratio(self) -> float | None:
         return self.tokens_before / self.tokens_after if self.tokens_after else None
 
     @property
+    def compression(self) -> float | None:
+        """Tokens removed per token of summary."""
+        return self.tokens_removed / self.summary.tokens if self.summary.tokens else None
+
+    @property
     def lost(self) -> list[Probe]:
         return [r.probe for r in self.results if not r.kept]
 
+    def margins(self) -> dict[str, float]:
+        """By how much the summary's retention beats each control's (in points of 1.0)."""
+        return {c.name: self.retention - c.retention for c in self.controls}
+
     def to_json(self) -> dict[str, Any]:
-        r = self.ratio
+        r, c = self.ratio, self.compression
         return {
             "before": self.before,
             "after": self.after,
             "format": self.format,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
+            "tokens_removed": self.tokens_removed,
             "ratio": None if r is None else round(r, 3),
+            "compression": None if c is None else round(c, 3),
             "messages_before": self.messages_before,
             "messages_after": self.messages_after,
             "lost_messages": self.lost_messages,
+            "budget": self.budget,
             "probes": len(self.results),
             "kept": sum(1 for x in self.results if x.kept),
             "retention": round(self.retention, 4),
-            "kinds": [k.to_json() for k in self.kinds],
+            "continuation": None if self.continuation is None else round(self.continuation, 4),
+            "summary": self.summary.to_json(),
             "lost": [x.to_json() for x in self.results if not x.kept],
+            "controls": [x.to_json() for x in self.controls],
+            "margins": {k: round(v, 4) for k, v in self.margins().items()},
+            "curve": [{"tokens": t, "retention": round(v, 4)} for t, v in self.curve],
+            "pipeline": self.pipeline,
             "judge": None if self.judge is None else self.judge.to_json(),
         }
 
@@ -110,14 +202,6 @@ def _key(m: Message) -> tuple[str, ...]:
     """A message's content: what 'AFTER holds it verbatim' compares."""
     return (m.role, *(f"call {b.name} {b.arguments_text()}" if b.type == "tool_call" else b.text
                       for b in m.content if b.type == "tool_call" or b.text))
-
-
-def _texts(m: Message) -> Iterator[str]:
-    for b in m.content:
-        if b.type == "tool_call":
-            yield f"{b.name} {b.arguments_text()}"
-        elif b.text:
-            yield b.text
 
 
 def lost_part(before: Sequence[Message], after: Sequence[Message]) -> list[tuple[int, Message]]:
@@ -133,61 +217,208 @@ def lost_part(before: Sequence[Message], after: Sequence[Message]) -> list[tuple
     return out
 
 
-def haystack(after: Sequence[Message], summary: str = "") -> Haystack:
-    """AFTER as the probes see it: every text, tool call and result of its context."""
-    return Haystack.of([summary, *(t for m in after for t in _texts(m))])
+def split_summary(text: str) -> tuple[str, dict[str, str]]:
+    """A summary's own text, and what the pipeline appended to it (file lists, read-set ledger)."""
+    s = text.lstrip()
+    if s.startswith(_PREFIX):
+        s = s[len(_PREFIX):].lstrip()
+    appended: dict[str, str] = {}
+    lists = "\n".join(m.group(0).strip() for m in _LISTS.finditer(s))
+    if lists:
+        appended["file_lists"] = lists
+    s = _LISTS.sub("", s)
+    ledger = "\n".join(m.group(0).strip() for m in _LEDGER.finditer(s))
+    if ledger:
+        appended["read_set"] = ledger
+    s = _LEDGER.sub("", s)
+    return s.strip(), appended
 
 
-def probes_of(before: Sequence[Message], lost: list[tuple[int, Message]]) -> list[Probe]:
-    part = Part.of(lost, list(before))
-    return [p for k in probe_kinds() for p in k.extract(part)]
+def head(text: str, budget: int, tok: Tokenizer) -> str:
+    """The longest prefix of ``text`` within ``budget`` tokens."""
+    if tok.count(text) <= budget:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tok.count(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
 
 
-def check(probes: Sequence[Probe], hay: Haystack) -> list[ProbeResult]:
+def tail(text: str, budget: int, tok: Tokenizer) -> str:
+    """The longest suffix of ``text`` within ``budget`` tokens."""
+    if tok.count(text) <= budget:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tok.count(text[-mid:]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[len(text) - lo:]
+
+
+def probes_of(part: Part) -> list[Probe]:
+    """Every kind's probes, each once: a value a heavier kind drew is not drawn again."""
+    kinds = sorted(probe_kinds(), key=lambda k: -k.weight)
+    seen: set[str] = set()
+    out: list[Probe] = []
+    for k in kinds:
+        for p in k.extract(part):
+            key = " ".join(p.keys) if k.name in ("goal", "request", "constraint", "open_state", "failure") \
+                else p.target.lower()
+            if (k.name, key) in seen or ("value", p.target.lower()) in seen:
+                continue
+            seen.add((k.name, key))
+            if k.name in ("continuation", "continuation_value", "file_modified", "identifier"):
+                seen.add(("value", p.target.lower()))
+            out.append(p)
+    order = {k.name: n for n, k in enumerate(probe_kinds())}
+    return sorted(out, key=lambda p: (order[p.kind], p.message or 0))
+
+
+def check(probes: Sequence[Probe], text: str) -> list[ProbeResult]:
     kinds = {k.name: k for k in probe_kinds()}
+    hay = Haystack(text)
     return [ProbeResult(p, kinds[p.kind].check(p, hay)) for p in probes]
 
 
-def score_messages(
+def score_cut(
+    part: Part,
+    summary: str,
+    *,
+    tok: Tokenizer | None = None,
+    budget: int = BUDGET,
+    with_controls: bool = True,
+    labels: tuple[str, str] = ("before", "after"),
+    fmt: str = "",
+    tokens: tuple[int, int] = (0, 0),
+    messages_after: int = 0,
+    pins: Sequence[str] = (),
+    judge: Summarizer | None = None,
+) -> ScoreReport:
+    """Score ``summary`` (as written, the pipeline's lists still in it) on the cut ``part``."""
+    tok = tok or get_tokenizer("heuristic")
+    own, appended = split_summary(summary)
+    probes = probes_of(part)
+    source = serialize(part.lost)
+    clipped = head(own, budget, tok)
+    main = Scored("summary", tok.count(own), check(probes, clipped), false_claims(part, clipped),
+                  quality.reject(own, source) if own else "the summary is empty")
+    removed = sum(count_messages([m for _, m in part.lost], tok))
+    pipeline = {k: tok.count(v) for k, v in appended.items()}
+    if pins:
+        pipeline["pins"] = sum(tok.count(p) for p in pins)
+    rep = ScoreReport(labels[0], labels[1], fmt, tokens[0], tokens[1], removed, len(part.before), messages_after,
+                      len(part.lost), budget, main, pipeline=pipeline)
+    if with_controls:
+        for name, text in controls(part.lost, lambda s: tail(s, budget, tok)).items():
+            t = head(text, budget, tok)
+            rep.controls.append(Scored(name, tok.count(t), check(probes, t), false_claims(part, t),
+                                       quality.reject(t, source) if t else "the summary is empty"))
+        assert [c.name for c in rep.controls] == list(CONTROLS)
+        rep.curve = [(b, weighted(check(probes, head(own, b, tok)))) for b in CURVE if b < main.tokens]
+        rep.curve.append((main.tokens, weighted(check(probes, own))))
+    if judge is not None:
+        from .judge import judge_report
+
+        rep.judge = judge_report(judge, probes, clipped)
+    return rep
+
+
+def split(before: Sequence[Message], after: Sequence[Message], future: Sequence[Message] = ()) -> Part:
+    """The cut between two contexts: what ``after`` lost of ``before``, and what followed."""
+    lost = lost_part(before, after)
+    gone = {i for i, _ in lost}
+    kept = [m for i, m in enumerate(before) if i not in gone]
+    part = Part(lost, list(before), kept=Haystack("\n".join(text_of(m) for m in kept)))
+    part.after = [*before[part.cut:], *future]
+    return part
+
+
+@dataclass(slots=True)
+class Cut:
+    """A compaction seen from outside: the part it removed (with what followed), the summary
+    it wrote (as written), the messages it added that BEFORE does not hold (pins)."""
+
+    part: Part
+    summary: str
+    pins: list[str]
+    tokens: tuple[int, int]  # BEFORE's and AFTER's context tokens
+    messages_after: int
+    labels: tuple[str, str] = ("before", "after")
+    format: str = ""
+    previous: str = ""  # the summary BEFORE started from (an earlier compaction's)
+
+    def score(self, summary: str | None = None, *, tok: Tokenizer | None = None, budget: int = BUDGET,
+              with_controls: bool = True, judge: Summarizer | None = None) -> ScoreReport:
+        """This cut scored with its own summary, or with ``summary`` in its place."""
+        return score_cut(self.part, self.summary if summary is None else summary, tok=tok, budget=budget,
+                         with_controls=with_controls, labels=self.labels, fmt=self.format, tokens=self.tokens,
+                         messages_after=self.messages_after, pins=self.pins if summary is None else (),
+                         judge=judge)
+
+
+def cut_messages(
     before: Sequence[Message],
     after: Sequence[Message],
     *,
     after_summary: str = "",
     before_summary: str = "",
+    future: Sequence[Message] = (),
     tok: Tokenizer | None = None,
     labels: tuple[str, str] = ("before", "after"),
     fmt: str = "",
-    judge: Summarizer | None = None,
-) -> ScoreReport:
-    """Score two contexts given as messages (plus a compaction entry's summary text, which
-    is in context without being a message)."""
+) -> Cut:
+    """The cut between two contexts given as messages (plus a compaction entry's summary text,
+    which is in context without being a message). AFTER's summary messages are the summary;
+    its other messages that BEFORE does not hold (pins) are reported, never credited."""
     tok = tok or get_tokenizer("heuristic")
     before, after = [m for m in before if m.agent_visible], [m for m in after if m.agent_visible]
-    lost = lost_part(before, after)
-    hay = haystack(after, after_summary)
-    results = check(probes_of(before, lost), hay)
+    own = {_key(m) for m in before}
+    summaries = [after_summary] if after_summary else []
+    summaries += [text_of(m) for m in after if is_summary(m) and _key(m) not in own]
+    pins = [text_of(m) for m in after if not is_summary(m) and _key(m) not in own]
+    part = split(before, [m for m in after if not is_summary(m)], future)
+    part.previous_summary = before_summary
     t_before = sum(count_messages(before, tok)) + (tok.count(before_summary) if before_summary else 0)
     t_after = sum(count_messages(after, tok)) + (tok.count(after_summary) if after_summary else 0)
-    rep = ScoreReport(labels[0], labels[1], fmt, t_before, t_after, len(before), len(after), len(lost), results)
-    if judge is not None:
-        from .judge import judge_report
-
-        rep.judge = judge_report(judge, [r.probe for r in results], hay.text)
-    return rep
+    return Cut(part, "\n\n".join(summaries), pins, (t_before, t_after), len(after), labels, fmt, before_summary)
 
 
-def score(before: Transcript, after: Transcript, *, tok: Tokenizer | None = None,
-          judge: Summarizer | None = None) -> ScoreReport:
-    """Score ``after`` (a compaction of ``before``): each transcript is taken as the agent's
+def cut(before: Transcript, after: Transcript, *, future: Sequence[Message] = (), tok: Tokenizer | None = None) -> Cut:
+    """The cut of ``after`` (a compaction of ``before``): each transcript taken as the agent's
     context (:func:`ctxtool.context.view`: after its last compaction, with its summary)."""
     vb, va = view(before), view(after)
-    return score_messages(vb.context_messages, va.context_messages, after_summary=va.summary,
-                          before_summary=vb.summary, tok=tok, labels=(before.label, after.label),
-                          fmt=before.format, judge=judge)
+    return cut_messages(vb.context_messages, va.context_messages, after_summary=va.summary,
+                        before_summary=vb.summary, future=future, tok=tok, labels=(before.label, after.label),
+                        fmt=before.format)
+
+
+def score_messages(before: Sequence[Message], after: Sequence[Message], *, after_summary: str = "",
+                   before_summary: str = "", future: Sequence[Message] = (), tok: Tokenizer | None = None,
+                   budget: int = BUDGET, with_controls: bool = True, labels: tuple[str, str] = ("before", "after"),
+                   fmt: str = "", judge: Summarizer | None = None) -> ScoreReport:
+    """Score two contexts given as messages (:func:`cut_messages`)."""
+    c = cut_messages(before, after, after_summary=after_summary, before_summary=before_summary, future=future,
+                     tok=tok, labels=labels, fmt=fmt)
+    return c.score(tok=tok, budget=budget, with_controls=with_controls, judge=judge)
+
+
+def score(before: Transcript, after: Transcript, *, tok: Tokenizer | None = None, budget: int = BUDGET,
+          with_controls: bool = True, future: Sequence[Message] = (), judge: Summarizer | None = None) -> ScoreReport:
+    """Score ``after`` (a compaction of ``before``) on its cut (:func:`cut`)."""
+    return cut(before, after, future=future, tok=tok).score(tok=tok, budget=budget, with_controls=with_controls,
+                                                            judge=judge)
 
 
 def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None, after_fmt: str | None = None,
-                tok: Tokenizer | None = None, judge: Summarizer | None = None) -> Iterator[ScoreReport]:
+                tok: Tokenizer | None = None, budget: int = BUDGET,
+                judge: Summarizer | None = None) -> Iterator[ScoreReport]:
     """Score each transcript of ``after`` against the transcript of ``before`` at the same
     position (one session each, or two datasets of the same records)."""
     from ..formats import read
@@ -198,4 +429,4 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
         raise CtxtoolError(f"{before} holds {len(bs)} transcript(s) and {after} {len(as_)}: "
                            "score compares the transcripts of two files one to one", code=ExitCode.USAGE)
     for b, a in zip(bs, as_, strict=True):
-        yield score(b, a, tok=tok, judge=judge)
+        yield score(b, a, tok=tok, budget=budget, judge=judge)

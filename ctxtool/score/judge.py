@@ -1,6 +1,6 @@
-"""``score --judge``: a model answers questions about the work using only AFTER; each answer
-is graded against BEFORE's probes with the probes' own checks (probe-based compression
-evaluation: recall, artifacts, continuation, decisions).
+"""``score --judge``: a model answers questions about the work using only the summary (its
+first budget tokens, as scored); each answer is graded against the probes with the probes'
+own checks (probe-based compression evaluation: recall, artifacts, continuation, decisions).
 
 One question per category that has probes; the model is any registered summarizer backend
 (``openai``, ``anthropic``, ``command``), called through its ``summarize`` with the judge's
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import summary_prompt as sp
 from .probes import Probe, probe_kinds
 from .text import Haystack
 
@@ -54,7 +53,7 @@ class JudgeAnswer:
 
     def to_json(self) -> dict[str, Any]:
         s = self.score
-        return {"category": self.category, "question": self.question, "answer": sp.clip(self.answer, 4000),
+        return {"category": self.category, "question": self.question, "answer": self.answer[:4000],
                 "probes": self.probes, "correct": self.correct, "score": None if s is None else round(s, 4)}
 
 
@@ -81,7 +80,7 @@ def judge_report(model: Summarizer, probes: Sequence[Probe], after_text: str) ->
     kinds = {k.name: k for k in probe_kinds()}
     window = getattr(model, "context_window", 0) or 128_000
     budget = max((min(window, 10**7) - ANSWER_TOKENS - CONTEXT_MARGIN_TOKENS) * 3, 4000)
-    context = sp.clip(after_text, budget)
+    context = after_text[:budget]
     rep = JudgeReport(str(getattr(model, "name", "model")))
     for category, question in QUESTIONS.items():
         mine = [p for p in probes if kinds[p.kind].category == category]

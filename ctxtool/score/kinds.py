@@ -1,291 +1,352 @@
-"""The built-in probe kinds: the goal and every user request, the user's constraints and
-corrections, files modified and read, failed tool calls (their error, resolved or not),
-identifiers and values, the last plan and next step."""
+"""The built-in probe kinds and their weights (what losing one costs).
+
+=============  ======  =========================================================================
+kind           weight  drawn from
+=============  ======  =========================================================================
+goal           3       the user's first request with something to ask (four key words), when it
+                       was removed; when the context began with an earlier summary, that
+                       summary's goal section (the session's goal is there, not in a message)
+open_state     3       the last plan or to-do record removed (TodoWrite, update_plan ...): its
+                       items not done
+continuation   3       what the agent used after the cut that only the removed part held: files
+                       it opened or edited again, commands it re-ran
+continuation_  1.5     ... and the identifiers and values it typed (names, paths, ids in its
+value                  text and short call arguments, not code bodies)
+request        2       every later request of the user's own words with something to ask
+constraint     2       the user's constraints and corrections (one sentence each)
+failure        1.5     failed runs still unresolved at the cut (one per step and distinct error)
+file_modified  1       files the removed part modified
+identifier     0.5     identifiers and values the user gave, or the assistant used twice or more
+=============  ======  =========================================================================
+
+Hygiene: a passage probe needs three key words (two for a plan item) after stop words and
+reactions ("ok", "continue", "looks good") are dropped, so reactions and narration fragments
+are never probes; an error needs three words beyond "error", "exit", "code" and the like.
+Probes the kept messages still hold (the agent has them without the summary) are not drawn.
+"""
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from collections.abc import Iterator
 
 from .. import lazyre
-from .. import summary_prompt as sp
-from ..model import Block, Message
-from ..prose import one_line, sentences
-from .probes import Part, Probe, ProbeKind, register_probe
-from .text import Haystack, words
+from ..model import Message
+from . import records
+from .probes import Part, Probe, ProbeKind, register_probe, text_of
+from .text import Haystack, key_words, words
 
-REQUEST_CAP = 2000  # a request longer than this is probed on its head
-_SENT = lazyre.compile(r"(?<=[.!?])\s+|\n+")
+REQUEST_CAP = 1500  # characters of a request probed (its ask comes first)
+MIN_KEYS = 3
+MIN_ASK = 4  # key words of a request: fewer is a reaction ("ok, looks good, continue")
+HORIZON = 60  # messages after the cut in which continuation is looked for
+ARG_CLIP = 300  # a longer argument is a body (code, a file's content), not a value the agent typed
 
 
-def _sentences(text: str) -> list[str]:
-    return sentences(text, _SENT)
+def _clip(s: str, n: int) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _kept(part: Part, text: str) -> bool:
+    """The kept messages hold this passage (contiguous words of its head)."""
+    return part.kept.has_words(" ".join(words(text)[:12]))
+
+
+_GOAL_SECTION = lazyre.compile(
+    r"^[#*\s\d.]*(?:primary |main |overall )?(?:goal|request|intent|task|objective)s?\b[^\n]*\n+(.+?)(?=\n\s*\n\s*[#*\d]|\n#|\Z)",
+    re.I | re.M | re.S)
 
 
 @register_probe
 class Goal(ProbeKind):
     name = "goal"
     category = "recall"
-    help = "the session's first user request"
+    weight = 3.0
+    help = "the user's first request with something to ask, or the goal an earlier summary carried"
 
     def extract(self, part: Part) -> list[Probe]:
+        prev = part.previous()
+        if prev is not None:  # the session started before this context: its goal is the summary's
+            i, txt = prev
+            m = _GOAL_SECTION.search(txt)
+            goal = " ".join(m.group(1).split())[:600] if m else ""
+            return [self.probe(goal, message=i, note="from the previous summary")] \
+                if len(key_words(goal)) >= MIN_KEYS else []
         first = part.first_request()
-        return [self.probe(txt[:REQUEST_CAP], message=i) for i, txt in part.user_words() if i == first]
+        return [self.probe(txt[:REQUEST_CAP], message=i) for i, txt in part.user_words()
+                if i == first and not _kept(part, txt)]
 
 
 @register_probe
 class Request(ProbeKind):
     name = "request"
     category = "recall"
+    weight = 2.0
     help = "every later user request, in the user's own words"
 
     def extract(self, part: Part) -> list[Probe]:
         first = part.first_request()
         return [self.probe(txt[:REQUEST_CAP], message=i) for i, txt in part.user_words()
-                if i != first and len(words(txt)) >= 2]
+                if i != first and len(key_words(txt[:REQUEST_CAP])) >= MIN_ASK and not _kept(part, txt)]
 
 
 _CONSTRAINT = lazyre.compile(
-    r"\b(must|must not|mustn't|never|always|don't|do not|avoid|prefer|make sure|ensure|only|without|instead|"
-    r"should|shouldn't|required?|no need|not allowed|keep)\b", re.I)
-_CORRECTION = lazyre.compile(
-    r"^(no[,!.]\s|nope\b|actually\b|wrong\b|that's (?:not|wrong)|that is not|stop\b|wait\b|i said\b|i meant\b|not that\b|"
-    r"undo\b|revert\b)", re.I)
+    r"\b(must|never|always|don't|do not|dont|avoid|prefer|make sure|ensure|only|instead|should|shouldn't|"
+    r"required?|no need|not allowed|keep|rather|stop|revert|undo)\b", re.I)
+_SPLIT = lazyre.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _prose(s: str) -> bool:
     """A sentence of words, not a line of pasted code, JSON or log."""
-    return "\\n" not in s and '{"' not in s and sum(c.isalpha() or c.isspace() for c in s) >= 0.75 * len(s)
+    return "{" not in s and sum(c.isalpha() or c.isspace() for c in s) >= 0.8 * len(s)
 
 
 @register_probe
 class Constraint(ProbeKind):
     name = "constraint"
     category = "decisions"
+    weight = 2.0
     help = "the user's constraints, preferences and corrections"
 
     def extract(self, part: Part) -> list[Probe]:
         out: list[Probe] = []
-        seen: set[str] = set()
         for i, txt in part.user_words():
-            for s in _sentences(txt):
-                if len(s) > 400 or len(words(s)) < 3 or not _prose(s) or not (_CONSTRAINT.search(s) or _CORRECTION.search(s)):
-                    continue
-                key = " ".join(words(s))
-                if key not in seen:
-                    seen.add(key)
+            for s in _SPLIT.split(txt):
+                s = s.strip(" -*>\t")
+                if (len(s) <= 400 and _prose(s) and _CONSTRAINT.search(s) and len(key_words(s)) >= MIN_KEYS
+                        and not _kept(part, s)):
                     out.append(self.probe(s, message=i))
         return out
 
 
-class _Files(ProbeKind):
-    category = "artifacts"
-    modified = False
+@register_probe
+class OpenState(ProbeKind):
+    name = "open_state"
+    category = "continuation"
+    weight = 3.0
+    help = "the open items of the last plan or to-do record the compaction removed"
 
     def extract(self, part: Part) -> list[Probe]:
-        read, mod, where = part.files()
-        return [self.probe(p, message=where.get(p)) for p in (mod if self.modified else read)]
-
-    def check(self, probe: Probe, after: Haystack) -> bool:
-        p = probe.target
-        if after.has_value(p):
-            return True
-        parts = [x for x in p.replace("\\", "/").split("/") if x]
-        return len(parts) >= 3 and after.has_value("/".join(parts[-2:]))
-
-
-@register_probe
-class FileModified(_Files):
-    name = "file_modified"
-    help = "files the lost part modified"
-    modified = True
-
-
-@register_probe
-class FileRead(_Files):
-    name = "file_read"
-    help = "files the lost part read (and did not modify)"
+        kept_after = [(i, m) for i, m in enumerate(part.before) if i >= part.cut]
+        if records.last_plan(kept_after) is not None:  # a newer plan is in context anyway
+            return []
+        got = records.last_plan(part.lost)
+        if got is None:
+            return []
+        i, items = got
+        return [self.probe(_clip(it.text, 300), message=i, note=it.status) for it in items
+                if not it.done and len(key_words(it.text)) >= 2]
 
 
 _ERROR_LINE = lazyre.compile(r"error|exception|failed|failure|fatal|denied|not found|no such|cannot|can't|invalid|"
-                             r"refused|timed out|traceback|panic", re.I)
+                             r"refused|timed out|traceback|panic|expected|undefined|assert", re.I)
+_GENERIC = frozenset(words("error errors fail failed failure exit code status command stderr stdout line file process "
+                           "returned non zero warning tool use result output"))
 
 
 def error_line(text: str) -> str:
-    """The line of a failed tool output that says what went wrong (the first error-like line
-    of three words or more), else its first line."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    telling = [ln for ln in lines if _ERROR_LINE.search(ln)]
-    best = next((ln for ln in telling if len(words(ln)) >= 3), telling[0] if telling else (lines[0] if lines else ""))
-    return one_line(re.sub(r"</?tool_use_error>", "", best), 200)
+    """The line of a failed output that says what went wrong: the first error-like line with
+    three words beyond the generic ones, else ""."""
+    for ln in text.splitlines():
+        ln = re.sub(r"</?tool_use_error>", "", ln).strip()
+        if _ERROR_LINE.search(ln) and len([w for w in key_words(ln) if w not in _GENERIC]) >= MIN_KEYS:
+            return _clip(ln, 200)
+    return ""
 
 
-def _family(b: Block) -> str:
-    """What a later success must share with a failure to resolve it: the same program and
-    first arguments for commands, the same file for file tools, else the same tool."""
-    cmd = sp.command_of(b)
-    if cmd:
-        ws = [w for w in cmd.split() if not w.startswith("-")][:3]
-        return f"{b.name}:{' '.join(ws)}"
-    args = sp.call_args(b)
-    path = next((args[k] for k in sp.PATH_KEYS if isinstance(args.get(k), str)), None)
-    return f"{b.name}:{path}" if path else str(b.name)
+def open_failures(part: Part) -> list[tuple[records.Run, str]]:
+    """The removed part's failed runs no later run of the same step fixed before the cut,
+    one per distinct error, with their error line."""
+    lost = {i for i, _ in part.lost}
+    rs = part.runs()
+    out: dict[str, tuple[records.Run, str]] = {}  # the step's last failure
+    for n, r in enumerate(rs):
+        if not r.failed or r.index not in lost:
+            continue
+        if any(not x.failed and x.family == r.family for x in rs[n + 1:]):
+            continue
+        err = error_line(r.output)
+        if err:
+            out[r.family] = (r, err)
+    errors: dict[frozenset[str], tuple[records.Run, str]] = {}
+    for r, err in out.values():
+        errors.setdefault(frozenset(key_words(err)), (r, err))
+    return list(errors.values())
 
 
 @register_probe
 class Failure(ProbeKind):
     name = "failure"
     category = "decisions"
-    help = "failed tool calls: the error, and whether a later call resolved it"
+    weight = 1.5
+    help = "failed runs still unresolved at the cut: the error"
 
     def extract(self, part: Part) -> list[Probe]:
-        lost = {i for i, _ in part.lost}
-        later_ok: list[tuple[int, str]] = []  # (message index, family) of successful calls
-        failed: list[tuple[int, Block, Block]] = []
-        for i, m in enumerate(part.before):
-            for r in m.tool_results():
-                call = part.calls.get(r.id or "")
-                if call is None:
-                    continue
-                if r.is_error:
-                    if i in lost:
-                        failed.append((i, call, r))
-                else:
-                    later_ok.append((i, _family(call)))
+        fixed_after = {r.family for r in records.runs(part.after) if not r.failed}
         out = []
-        for i, call, r in failed:
-            err = error_line(r.text)
-            if not words(err):
-                continue
-            fam = _family(call)
-            resolved = any(j > i and f == fam for j, f in later_ok)
-            label = one_line(sp.command_of(call) or f"{call.name}({call.arguments_text()})", 120)
-            out.append(self.probe(f"{label} failed: {err}", target=err, message=i,
-                                  note="resolved later" if resolved else "unresolved"))
+        for r, err in open_failures(part):
+            label = _clip(r.command or f"{r.call.name}", 100)
+            note = "fixed after the cut" if r.family in fixed_after else "open"
+            out.append(self.probe(f"{label} failed: {err}", target=err, message=r.index, note=note))
         return out
 
-    def check(self, probe: Probe, after: Haystack) -> bool:
-        return after.has_passage(probe.target, 0.6)
+
+def has_path(hay: Haystack, p: str) -> bool:
+    """A file is named: its path, its last two components, or a distinctive file name."""
+    p = p.strip().replace("\\", "/")
+    if hay.has_value(p):
+        return True
+    parts = [x for x in p.split("/") if x]
+    if len(parts) >= 2 and hay.has_value("/".join(parts[-2:])):
+        return True
+    base = parts[-1] if parts else ""
+    return len(base) >= 6 and "." in base.strip(".") and hay.has_value(base)
 
 
-_VALUE_RES = (
-    lazyre.compile(r"https?://[^\s)>\]\"'`,]+"),  # URLs
-    lazyre.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*\.\w{1,8}\b"),  # paths with an extension
-    lazyre.compile(r"\bv?\d+\.\d+\.\d+(?:[-+.][\w.]+)?\b"),  # versions
-    lazyre.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # environment variables, constants
-    lazyre.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),  # uuids
-    lazyre.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"),  # hashes, commit ids
-    lazyre.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),  # codes, ticket and booking ids
-    lazyre.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),  # snake_case names
-    lazyre.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b"),  # camelCase names
-    lazyre.compile(r"\b[A-Za-z_][\w.]*(?=\(\))"),  # function() names
-)
-_TICKED = lazyre.compile(r"`([^`\s]{3,80})`")
+@register_probe
+class FileModified(ProbeKind):
+    name = "file_modified"
+    category = "artifacts"
+    weight = 1.0
+    help = "files the removed part modified"
+
+    def extract(self, part: Part) -> list[Probe]:
+        out: dict[str, Probe] = {}
+        for i, m in part.lost:
+            for b in m.tool_calls():
+                if records.modifies(b):
+                    for f in records.files(b):
+                        if not has_path(part.kept, f):
+                            out.setdefault(f, self.probe(f, message=i))
+        return list(out.values())
+
+    def check(self, probe: Probe, summary: Haystack) -> bool:
+        return has_path(summary, probe.target)
 
 
-def values(text: str) -> list[str]:
-    """Identifiers and values in a text: URLs, paths, versions, environment variables, ids,
-    function and variable names (code-like words in backticks too)."""
-    found: dict[str, None] = {}
-    for rx in _VALUE_RES:
-        for v in rx.findall(text):
-            v = v.rstrip(".,:;")
-            if len(v) >= 4:
-                found.setdefault(v, None)
-    for v in _TICKED.findall(text):
-        if re.search(r"[_./:()\-]|[a-z][A-Z]|\d", v):
-            found.setdefault(v.rstrip(".,:;"), None)
-    # a value inside another found value (a path's file name in its path) is not a second probe
-    vs = list(found)
-    return [v for v in vs if not any(v != w and v in w for w in vs)]
+TRIVIAL_GIT = frozenset({"log", "status", "diff", "show", "branch"})
+TRIVIAL = frozenset({"ls", "cat", "echo", "pwd", "head", "tail", "wc", "which", "true", "sleep", "clear", "grep", "rg",
+                     "find", "sed", "awk", "sort", "tree", "stat", "file", "du", "df", "date", "whoami", "type"})
 
 
-def _message_text(m: Message) -> str:
-    parts = []
-    for b in m.content:
-        if b.type == "tool_call":
-            parts.append(b.arguments_text())
-        elif b.text:
-            parts.append(b.text)
-    return "\n".join(parts)
-
-
-def _uses(vals: set[str], msgs: list[Message]) -> dict[str, int]:
-    """In how many of ``msgs`` each (lower-case) value appears, counted up to two."""
-    texts = [_message_text(m).lower() for m in msgs]
-    starts, pos = [], 0
-    for t in texts:
-        starts.append(pos)
-        pos += len(t) + 1
-    joined = "\x00".join(texts)
+def _first_seen(msgs: list[Message], wanted: dict[str, int]) -> dict[str, int]:
+    """For each (lower-case) value, the first message of ``msgs`` whose text holds it."""
     out: dict[str, int] = {}
-    for v in vals:
-        seen: set[int] = set()
-        at = joined.find(v)
-        while at >= 0 and len(seen) < 2:
-            k = bisect_right(starts, at) - 1
-            seen.add(k)
-            nxt = starts[k + 1] if k + 1 < len(starts) else len(joined)
-            at = joined.find(v, max(at + 1, nxt))
-        out[v] = len(seen)
+    left = dict(wanted)
+    for j, m in enumerate(msgs):
+        if not left:
+            break
+        t = text_of(m).lower()
+        for v in [v for v in left if v in t]:
+            out[v] = j
+            del left[v]
     return out
+
+
+class _After(ProbeKind):
+    """What the agent used after the cut: first met there in its own call or text, and held
+    by the removed part (not by the messages kept before it)."""
+
+    category = "continuation"
+    values = False
+
+    def uses(self, m: Message) -> Iterator[tuple[str, str]]:
+        raise NotImplementedError
+
+    def extract(self, part: Part) -> list[Probe]:
+        after = part.after[:HORIZON]
+        lost_idx = {i for i, _ in part.lost}
+        earlier = "\n".join(text_of(m) for i, m in enumerate(part.before[: part.cut]) if i not in lost_idx).lower()
+        uses: dict[str, tuple[int, str, str]] = {}  # lower value -> (message after the cut, value, how)
+        for j, m in enumerate(after):
+            if m.role == "assistant":
+                for v, how in self.uses(m):
+                    uses.setdefault(v.lower(), (j, v, how))
+        lost_text = part.lost_text
+        cands = {k: j for k, (j, _, _) in uses.items() if k in lost_text and k not in earlier}
+        first = _first_seen(after, cands)
+        out = []
+        for k, j in cands.items():
+            if first.get(k, j) < j:  # the agent read it after the cut before using it
+                continue
+            _, v, how = uses[k]
+            out.append(self.probe(v, message=part.cut + j, note=f"{how} after the cut"))
+        # a value inside another used value (a file's name in its path) is not a second probe
+        vals = [p.target.lower() for p in out]
+        return [p for p in out if not any(v != p.target.lower() and p.target.lower() in v for v in vals)]
+
+    def check(self, probe: Probe, summary: Haystack) -> bool:
+        if probe.note.startswith("re-ran"):
+            return summary.has_words(probe.target)
+        return has_path(summary, probe.target) if "/" in probe.target else summary.has_value(probe.target)
+
+
+@register_probe
+class Continuation(_After):
+    name = "continuation"
+    weight = 3.0
+    help = "files the agent opened or edited again after the cut, commands it re-ran, that only the removed part held"
+
+    def uses(self, m: Message) -> Iterator[tuple[str, str]]:
+        for b in m.tool_calls():
+            how = "edited" if records.modifies(b) else "opened"
+            for f in records.files(b):
+                yield f, how
+            cmd = records.command(b)
+            fam = records.family(cmd) if cmd else ""
+            fw = fam.split()
+            if fw and fw[0] not in TRIVIAL and not (fw[0] == "git" and fw[1:2] and fw[1] in TRIVIAL_GIT) and len(fam) >= 4:
+                yield fam, "re-ran"
+
+
+@register_probe
+class ContinuationValue(_After):
+    name = "continuation_value"
+    weight = 1.5
+    help = "identifiers and values the agent typed after the cut (names, paths, ids: not code bodies) that only the removed part held"
+
+    def uses(self, m: Message) -> Iterator[tuple[str, str]]:
+        for b in m.tool_calls():
+            for s in records.strings(b, ARG_CLIP):
+                for v in records.values(s):
+                    yield v, "typed"
+        for v in records.values(m.text()):
+            yield v, "typed"
 
 
 @register_probe
 class Identifier(ProbeKind):
     name = "identifier"
     category = "artifacts"
-    help = "identifiers and values the user gave, or the assistant wrote and relied on (used in two messages or more)"
+    weight = 0.5
+    help = "identifiers and values the user gave, or the assistant used in two messages or more"
 
     def extract(self, part: Part) -> list[Probe]:
-        read, mod, _ = part.files()
-        files = {*read, *mod}
         out: dict[str, Probe] = {}
         for i, txt in part.user_words():
-            for v in values(txt):
+            for v in records.values(txt):
                 out.setdefault(v.lower(), self.probe(v, message=i, note="user"))
-        said = [(i, values(t)) for i, t in part.assistant_texts()]
-        if said:
-            uses = _uses({v.lower() for _, vs in said for v in vs}, part.before)
-            for i, vs in said:
-                for v in vs:
-                    if uses[v.lower()] >= 2:
-                        out.setdefault(v.lower(), self.probe(v, message=i, note="assistant"))
-        return [p for p in out.values() if not any(p.target == f or f.endswith("/" + p.target) for f in files)]
+        count: dict[str, int] = {}
+        first: dict[str, tuple[int, str]] = {}
+        for i, m in part.lost:
+            if m.role != "assistant":
+                continue
+            seen = set()
+            for b in m.content:
+                srcs = records.strings(b) if b.type == "tool_call" else [b.text] if b.type == "text" else []
+                for v in (v for src in srcs for v in records.values(src)):
+                    if v.lower() not in seen:
+                        seen.add(v.lower())
+                        count[v.lower()] = count.get(v.lower(), 0) + 1
+                        first.setdefault(v.lower(), (i, v))
+        for k, n in count.items():
+            if n >= 2:
+                i, v = first[k]
+                out.setdefault(k, self.probe(v, message=i, note="assistant"))
+        vals = list(out)
+        return [p for k, p in out.items() if not part.kept.has_value(p.target)
+                and not any(k != w and k in w for w in vals)]
 
-    def check(self, probe: Probe, after: Haystack) -> bool:
-        return after.has_value(probe.target)
-
-
-_NEXT = lazyre.compile(r"\b(next|then|i'll|i will|we'll|we will|let me|let's|todo|remaining|still need|need to|plan|"
-                       r"going to|step \d)\b", re.I)
-PLAN_TOOLS = {"todowrite": ("todos", "content"), "update_plan": ("plan", "step"), "todo_write": ("todos", "content")}
-
-
-@register_probe
-class NextStep(ProbeKind):
-    name = "next_step"
-    category = "continuation"
-    help = "the last plan (open to-do items) and the next step the assistant stated"
-
-    def extract(self, part: Part) -> list[Probe]:
-        out: list[Probe] = []
-        said = part.assistant_texts()
-        if said:
-            i, txt = said[-1]
-            sents = [s for s in _sentences(txt) if len(words(s)) >= 4]
-            nxt = [s for s in sents if _NEXT.search(s)][-3:] or sents[-1:]
-            out += [self.probe(one_line(s, 400), message=i) for s in nxt]
-        for i, m in reversed(part.lost):
-            plan = [b for b in m.tool_calls() if (b.name or "").lower() in PLAN_TOOLS]
-            if plan:
-                key, field = PLAN_TOOLS[(plan[-1].name or "").lower()]
-                items = sp.call_args(plan[-1]).get(key)
-                for it in items if isinstance(items, list) else []:
-                    if isinstance(it, dict) and it.get("status") != "completed" and isinstance(it.get(field), str):
-                        out.append(self.probe(one_line(it[field], 300), message=i, note="plan"))
-                break
-        return out
-
-    def check(self, probe: Probe, after: Haystack) -> bool:
-        return after.has_passage(probe.target, 0.6)
+    def check(self, probe: Probe, summary: Haystack) -> bool:
+        return summary.has_value(probe.target)

@@ -1,8 +1,9 @@
-"""Probes: what a handoff must carry, drawn from the part of BEFORE that AFTER lost.
+"""Probes: what a handoff must carry, drawn from the part a compaction removed.
 
-A probe kind is a registered class (:class:`ProbeKind`): it draws its probes from the lost
-part (:class:`Part`) and checks each against AFTER (:class:`~ctxtool.score.text.Haystack`).
-Add one with :func:`register_probe`; ``ctxtool score`` and ``compact``'s retention pick it up.
+A probe kind is a registered class (:class:`ProbeKind`) with a ``weight`` (what losing it
+costs): it draws its probes from the removed part (:class:`Part`) and checks each against
+the summary (:class:`~ctxtool.score.text.Haystack`). Add one with :func:`register_probe`;
+``ctxtool score`` and ``compact``'s retention pick it up.
 """
 
 from __future__ import annotations
@@ -11,88 +12,100 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..model import Block, Message, is_injected
-from ..summary_prompt import extract_files
-from .text import Haystack
+from ..model import Message
+from . import records
+from .text import Haystack, key_words
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """One thing AFTER should still hold."""
+    """One thing the summary should hold."""
 
     kind: str
     text: str  # what is shown (and asked about by the judge)
-    target: str  # what is matched against AFTER
+    target: str  # what is matched: a value, or a passage whose key words are matched
     message: int | None = None  # its message's index in BEFORE's context
-    note: str = ""  # e.g. "resolved later"
+    note: str = ""  # e.g. "in progress", "used after the cut: edit"
+
+    @property
+    def keys(self) -> list[str]:
+        return key_words(self.target)
 
 
 @dataclass(slots=True)
 class Part:
-    """The part of BEFORE that AFTER no longer holds verbatim, with what the kinds need."""
+    """A cut: BEFORE's context, the part the compaction removed, and what came after it."""
 
-    lost: list[tuple[int, Message]]  # (index in BEFORE's context, message)
-    before: list[Message]  # BEFORE's whole context (a failure's fix may be in the kept part)
-    calls: dict[str, Block] = field(default_factory=dict)  # tool call id -> call, all of BEFORE
-    _files: tuple[list[str], list[str], dict[str, int]] | None = None
-
-    def files(self) -> tuple[list[str], list[str], dict[str, int]]:
-        """Files read (not modified) and modified by the lost part's tool calls
-        (:func:`ctxtool.summary_prompt.extract_files`), and the message that first names each."""
-        if self._files is None:
-            where: dict[str, int] = {}
-            for i, m in self.lost:
-                if m.role == "assistant" and m.tool_calls():
-                    r, w = extract_files([m])
-                    for p in (*r, *w):
-                        where.setdefault(p, i)
-            read, mod = extract_files(m for _, m in self.lost)
-            self._files = (read, mod, where)
-        return self._files
-
-    @classmethod
-    def of(cls, lost: list[tuple[int, Message]], before: list[Message]) -> Part:
-        calls = {b.id: b for m in before for b in m.tool_calls() if b.id}
-        return cls(lost, before, calls)
+    lost: list[tuple[int, Message]]  # (index in BEFORE's context, message), removed
+    before: list[Message]  # BEFORE's context
+    after: list[Message] = field(default_factory=list)  # after the cut: kept messages, then what followed
+    kept: Haystack = field(default_factory=lambda: Haystack(""))  # the kept messages' text (in context anyway)
+    _runs: list[records.Run] | None = None
+    _lost_text: str | None = None
 
     def user_words(self) -> list[tuple[int, str]]:
-        """The user's own messages in the lost part (not injected context, not summaries), as text."""
-        return [(i, t) for i, m in self.lost if (t := own_words(m))]
+        """The user's own messages in the removed part (not injected context, not summaries)."""
+        return [(i, t) for i, m in self.lost if (t := records.own_words(m))]
+
+    previous_summary: str = ""  # a compaction entry's summary BEFORE began with
 
     def first_request(self) -> int | None:
-        """The index in BEFORE of the user's first own message (the goal)."""
-        return next((i for i, m in enumerate(self.before) if own_words(m)), None)
+        """The index in BEFORE of the user's first own message with something to ask."""
+        return next((i for i, m in enumerate(self.before) if len(key_words(records.own_words(m))) >= 4), None)
 
-    def assistant_texts(self) -> list[tuple[int, str]]:
-        out = []
+    def previous(self) -> tuple[int | None, str] | None:
+        """The earlier summary BEFORE's context began with (a compaction entry's, or a summary
+        message the cut removed), or None."""
+        if self.previous_summary:
+            return None, self.previous_summary
         for i, m in self.lost:
-            if m.role == "assistant":
-                txt = "\n".join(b.text for b in m.content if b.type == "text").strip()
-                if txt:
-                    out.append((i, txt))
-        return out
+            if m.role == "user" and m.metadata.kind in records.SUMMARY_KINDS[:1]:
+                return i, text_of(m)
+        return None
+
+    @property
+    def cut(self) -> int:
+        """The index in BEFORE after the last removed message."""
+        return self.lost[-1][0] + 1 if self.lost else 0
+
+    def runs(self) -> list[records.Run]:
+        """BEFORE's calls with their results, up to the cut."""
+        if self._runs is None:
+            self._runs = records.runs(self.before[: self.cut])
+        return self._runs
+
+    @property
+    def lost_text(self) -> str:
+        """The removed part as lower-case text (calls, results and texts)."""
+        if self._lost_text is None:
+            self._lost_text = "\n".join(text_of(m) for _, m in self.lost).lower()
+        return self._lost_text
 
 
-def own_words(m: Message) -> str:
-    """The text of a user message in the user's own words ("" for injected context and summaries)."""
-    if m.role != "user" or is_injected(m) or m.metadata.kind in ("compaction_summary", "tool_summary"):
-        return ""
-    return "\n".join(b.text for b in m.content if b.type == "text").strip()
+def text_of(m: Message) -> str:
+    out = []
+    for b in m.content:
+        if b.type == "tool_call":
+            out.append(f"{b.name} {b.arguments_text()}")
+        elif b.text and b.type != "thinking":
+            out.append(b.text)
+    return records.REDACTED.sub(" ", "\n".join(out))
 
 
 class ProbeKind:
-    """A kind of probe: subclass, set ``name``, ``category`` and ``help``, implement
-    :meth:`extract` (and :meth:`check` when a passage match is not the rule)."""
+    """A kind of probe: subclass, set ``name``, ``category``, ``weight`` and ``help``,
+    implement :meth:`extract` (and :meth:`check` when the key-word match is not the rule)."""
 
     name: ClassVar[str] = ""
     category: ClassVar[str] = "recall"  # the judge's question family: recall | artifacts | continuation | decisions
+    weight: ClassVar[float] = 1.0
     help: ClassVar[str] = ""
 
     def extract(self, part: Part) -> list[Probe]:
         raise NotImplementedError
 
-    def check(self, probe: Probe, after: Haystack) -> bool:
-        return after.has_passage(probe.target)
+    def check(self, probe: Probe, summary: Haystack) -> bool:
+        return summary.has_keys(probe.keys)
 
     def probe(self, text: str, target: str | None = None, message: int | None = None, note: str = "") -> Probe:
         return Probe(self.name, text, text if target is None else target, message, note)

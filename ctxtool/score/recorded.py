@@ -1,15 +1,16 @@
 """The compactions a session recorded itself (Claude Code compact_boundary, pi compaction,
-Codex compacted, found by :mod:`ctxtool.compactions`), each scored on the probes of the part
-it replaced: BEFORE is the session up to the compaction, AFTER up to and with its summary."""
+Codex compacted, found by :mod:`ctxtool.compactions`), each scored on the part it replaced:
+BEFORE is the session up to the compaction, AFTER up to and with its summary, and what the
+session did next (up to its next compaction) is where continuation probes come from."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model import Message, Transcript
 from ..tokens import Tokenizer
-from .core import ScoreReport, score
+from .core import BUDGET, ScoreReport, score
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,7 @@ class Recorded:
     kind: str  # boundary | compaction | compacted | summary
     before: Transcript
     after: Transcript
+    future: list[Message] = field(default_factory=list)  # the session's messages after it
 
 
 def _prefix(t: Transcript, n: int) -> Transcript:
@@ -25,7 +27,7 @@ def _prefix(t: Transcript, n: int) -> Transcript:
 
 
 def recorded(t: Transcript) -> Iterator[Recorded]:
-    """BEFORE and AFTER of each compaction ``t`` recorded."""
+    """BEFORE, AFTER and what followed, for each compaction ``t`` recorded."""
     from ..compactions import transcript_compactions
     from ..context import is_summary
     from ..model import source_lines
@@ -35,20 +37,25 @@ def recorded(t: Transcript) -> Iterator[Recorded]:
         lines = source_lines(e)
         if lines and lines[0].lineno is not None:
             at_line.setdefault(lines[0].lineno, i)
+    found = []
     for c in transcript_compactions(t).compactions:
         at = at_line.get(c.line) if c.line is not None else None
-        if at is None:
-            continue
+        if at is not None:
+            found.append((c, at))
+    for n, (c, at) in enumerate(found):
         j = at + 1  # the summary message(s) written with it belong to AFTER
         while j < len(t.entries):
             e = t.entries[j]
             if isinstance(e, Message) and not is_summary(e):
                 break
             j += 1
-        yield Recorded(c.number, c.kind, _prefix(t, at), _prefix(t, j))
+        end = found[n + 1][1] if n + 1 < len(found) else len(t.entries)
+        future = [e for e in t.entries[j:end] if isinstance(e, Message) and e.agent_visible]
+        yield Recorded(c.number, c.kind, _prefix(t, at), _prefix(t, j), future)
 
 
-def score_recorded(t: Transcript, *, tok: Tokenizer | None = None) -> Iterator[tuple[Recorded, ScoreReport]]:
+def score_recorded(t: Transcript, *, tok: Tokenizer | None = None,
+                   budget: int = BUDGET) -> Iterator[tuple[Recorded, ScoreReport]]:
     """Each recorded compaction of ``t`` with its score."""
     for r in recorded(t):
-        yield r, score(r.before, r.after, tok=tok)
+        yield r, score(r.before, r.after, tok=tok, budget=budget, future=r.future)
