@@ -305,7 +305,8 @@ def score_cut(
     tok = tok or get_tokenizer("heuristic")
     own, appended = split_summary(summary)
     probes = probes_of(part)
-    source = serialize(part.lost)
+    # the input as a summarizer reads it: an earlier summary comes apart from the messages
+    source = serialize([(i, m) for i, m in part.lost if not is_summary(m)])
     clipped = head(own, budget, tok)
     main = Scored("summary", tok.count(own), check(probes, clipped), false_claims(part, clipped),
                   quality.reject(own, source) if own else "the summary is empty")

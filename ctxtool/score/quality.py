@@ -136,11 +136,9 @@ def degenerate(summary: str) -> str | None:
 
 
 def input_echo(lines: list[str], source: Source) -> str | None:
-    """The summary is the input copied back: most of its lines are passages of the input,
-    and it has none of the requested sections."""
-    if sum(1 for ln in lines if ln.startswith("## ")) >= 2:
-        return None
-    long = [ln for ln in lines if len(words(ln)) >= ECHO_MIN_WORDS]
+    """The summary is the input copied back: most of its lines (headings aside: section titles
+    do not make a copy a summary) are passages of the input."""
+    long = [ln for ln in lines if not ln.startswith("#") and len(words(ln)) >= ECHO_MIN_WORDS]
     if len(long) < 3:
         return None
     src = source() if callable(source) else source

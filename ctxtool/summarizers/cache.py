@@ -3,7 +3,12 @@
 The key is the SHA-256 of the summarizer's :meth:`settings` less where it is reached
 (:data:`ADDRESS_KEYS`: the same model behind another host or port is the same model) and
 everything in the request that shapes the summary (system prompt, prompt, style, previous
-summary, file lists, max tokens). Summaries live as UTF-8 files under
+summary, file lists, max tokens); for a command summarizer, also the SHA-256 of the program's
+bytes (the executable and every argument naming a file: an edited script is another
+summarizer). A summary is stored only once it passed the quality rules every summary passes
+before it is used (:func:`ctxtool.score.quality.reject`): a rejected summary is never served
+again. A command whose program cannot be read is not cached at all (a warning says so).
+Summaries live as UTF-8 files under
 ``<cache_dir>/summaries/<key>`` (the cache directory and ``summaries/`` 0700, files 0600,
 written atomically), so re-runs are free and deterministic and an interrupted dataset run
 resumes where it stopped. The cache directory may be an fsspec URL (``s3://...``): every
@@ -21,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,7 +38,7 @@ from . import Summarizer, SummaryRequest
 
 log = logging.getLogger("ctxtool.summarizers")
 
-CACHE_VERSION = 2  # 2: the endpoint's address is no longer part of the key
+CACHE_VERSION = 3  # 2: the endpoint's address is no longer part of the key; 3: a command's program bytes are
 
 #: settings that say where a model is reached, not what it is: left out of the key
 ADDRESS_KEYS = frozenset({"base_url", "url", "endpoint", "host", "port", "address"})
@@ -55,6 +62,37 @@ def cache_key(settings: dict[str, Any], req: SummaryRequest) -> str:
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def program_digest(argv: list[str]) -> str | None:
+    """The SHA-256 of a command's program: its executable (found on PATH) and every argument
+    that names a regular file, in order; None when the executable cannot be read."""
+    if not argv:
+        return None
+    exe = shutil.which(argv[0]) or (argv[0] if os.sep in argv[0] else None)
+    h = hashlib.sha256()
+    for n, word in enumerate([exe or "", *argv[1:]]):
+        try:
+            if word and os.path.isfile(word):
+                with open(word, "rb") as f:
+                    h.update(f"{n}:".encode())
+                    for chunk in iter(lambda f=f: f.read(1 << 20), b""):
+                        h.update(chunk)
+            elif n == 0:
+                return None
+        except OSError:
+            if n == 0:
+                return None
+    return h.hexdigest()
+
+
+def passes(text: str, req: SummaryRequest) -> bool:
+    """The quality rules compaction applies accept ``text`` as the summary of ``req``."""
+    from .. import summary_prompt as sp
+    from ..score.quality import reject
+
+    body = sp.parse_retain(text)[1] if req.style == "retain" else text
+    return reject(sp.strip_prefix(body), req.prompt) is None
+
+
 class CachedSummarizer:
     """Wrap ``inner``; same interface, plus thread-safe ``hits`` / ``misses`` counters."""
 
@@ -65,6 +103,13 @@ class CachedSummarizer:
         self.root = cache_root(cache_dir)
         self.dir = sub(self.root, "summaries")
         self._settings = inner.settings()
+        self.enabled = True
+        if self._settings.get("kind") == "command":
+            digest = program_digest([str(a) for a in self._settings.get("argv") or ()])
+            self._settings = {**self._settings, "program_sha256": digest}
+            if digest is None:
+                self.enabled = False
+                log.warning("the summary cache is off for this command: its program cannot be read")
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._hits = 0
@@ -101,6 +146,8 @@ class CachedSummarizer:
         return sub(self.dir, self.key(req))
 
     def summarize(self, req: SummaryRequest) -> str:
+        if not self.enabled:
+            return self.inner.summarize(req)
         key = self.key(req)
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
@@ -114,6 +161,8 @@ class CachedSummarizer:
             with self._lock:
                 self._misses += 1
             text = self.inner.summarize(req)
+            if not passes(text, req):  # compaction will reject it: never serve it again
+                return text
             try:
                 self._write(key, text)
             except CtxtoolError as e:  # a summary we paid for is still good without the cache
