@@ -185,7 +185,7 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
     rep.summary_tokens = tok.count(body) + (tok.count(retain) if retain else 0)
     if rep.tokens_after >= rep.tokens_before:
         return f"{NOT_SMALLER} ({rep.tokens_after:,} ≥ {rep.tokens_before:,} tokens)"
-    sc = score(t, built.transcript, tok=tok)
+    sc = score(t, built.transcript, tok=tok, with_controls=False)
     rep.retention = round(sc.retention, 4)
     if opts.min_retention is not None and sc.retention < opts.min_retention:
         lost = "; ".join(f"{x.kind}: {one_line(x.text, 80)}" for x in sc.lost[:3])

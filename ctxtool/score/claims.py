@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import lazyre
 from . import records
-from .kinds import error_line
+from .kinds import GENERIC, error_line
 from .probes import Part
 from .text import Haystack, key_words, words
 
@@ -36,7 +36,7 @@ _FAILING = lazyre.compile(r"\b(fails?|failing|broken|unresolved|still (?:an? )?e
 _HEAD = lazyre.compile(r"^(#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[A-Z][\w &/-]{2,40}:\s*$)")
 _COUNTER = lazyre.compile(r"\b(?:don't|do not|dont|never|stop|no need to|not)\s+(?:\w+\s+){0,2}?"
                           r"((?:use|add|run|create|change|touch|delete|remove|write|implement|call|push|commit|make|"
-                          r"install)\b[^.!?\n]{3,120})", re.I)
+                          r"install)\b[^.!?\n,;]{3,120})", re.I)
 MATCH_SHARE = 0.75  # share of a record's key words a claim line must hold
 
 
@@ -113,7 +113,7 @@ def false_claims(part: Part, summary: str) -> list[FalseClaim]:
         err = error_line(r.output)
         if fix is None or not err:
             continue
-        keys = key_words(err)
+        keys = [w for w in key_words(err) if w not in GENERIC]
         for ln, h in ls:
             if (ln.open or _FAILING.search(ln.text)) and not ln.done and _mentions(h, keys):
                 add("fixed_called_open", ln, f"{err} (fixed by a later run, message {fix.index})", r.index)

@@ -141,7 +141,7 @@ class OpenState(ProbeKind):
 
 _ERROR_LINE = lazyre.compile(r"error|exception|failed|failure|fatal|denied|not found|no such|cannot|can't|invalid|"
                              r"refused|timed out|traceback|panic|expected|undefined|assert", re.I)
-_GENERIC = frozenset(words("error errors fail failed failure exit code status command stderr stdout line file process "
+GENERIC = frozenset(words("error errors fail failed failure exit code status command stderr stdout line file process "
                            "returned non zero warning tool use result output"))
 
 
@@ -150,7 +150,7 @@ def error_line(text: str) -> str:
     three words beyond the generic ones, else ""."""
     for ln in text.splitlines():
         ln = re.sub(r"</?tool_use_error>", "", ln).strip()
-        if _ERROR_LINE.search(ln) and len([w for w in key_words(ln) if w not in _GENERIC]) >= MIN_KEYS:
+        if _ERROR_LINE.search(ln) and len([w for w in key_words(ln) if w not in GENERIC]) >= MIN_KEYS:
             return _clip(ln, 200)
     return ""
 
