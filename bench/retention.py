@@ -123,6 +123,21 @@ def table(corpus: Path = CORPUS, log: Callable[[str], None] = print, budget: int
     return rows
 
 
+def readme_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """The README's table: per recorded compaction, the product summary, the heuristic and the
+    best control (retention, false claims)."""
+    out = []
+    for where in dict.fromkeys(r["cut"] for r in rows if "@" in r["cut"]):
+        rs = [r for r in rows if r["cut"] == where]
+        prod = next(r for r in rs if r["summary"].endswith(" summary"))
+        heur = next(r for r in rs if r["summary"] == "heuristic")
+        best = max((r for r in rs if r["summary"].startswith("control")), key=lambda r: r["retention"])
+        out.append(f"| {where.split(' (')[0]} | {_pct(prod['retention'])}, {prod['false_claims']} false claim(s) | "
+                   f"{_pct(heur['retention'])}, {heur['false_claims']} false claim(s) | "
+                   f"{best['summary'].removeprefix('control: ')} {_pct(best['retention'])} |")
+    return out
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
@@ -162,6 +177,7 @@ def run(corpus: Path = CORPUS, row: Callable[..., None] | None = None) -> None:
     print(render(rows), flush=True)
     for v in verdicts(rows):
         print("  " + v)
+    print("\n".join(readme_rows(rows)))
     print(f"  ({time.perf_counter() - t0:.1f} s; retention: weighted mean over the probe kinds at the first 3,000 "
           "summary tokens; compression: tokens removed per summary token)")
     for r in rows:
@@ -169,13 +185,20 @@ def run(corpus: Path = CORPUS, row: Callable[..., None] | None = None) -> None:
             print(f"  false claim ({r['cut']}, {r['summary']}): {c.kind}: {c.line[:120]!r} — {c.evidence[:100]}")
     if row is None:
         return
-    for variant in ("heuristic", "summary"):
-        rs = [r for r in rows if r["summary"].endswith(variant) and "@" in r["cut"]]
-        if rs:
-            row(f"retention at the products' compactions: {variant} ({len(rs)})",
+    cuts = [c for c in dict.fromkeys(r["cut"] for r in rows)]
+    for kind, pick in (("the products' compactions", lambda c: "@" in c), (f"keep {KEEP:,}", lambda c: "@" not in c)):
+        for variant in ("heuristic", "product summary"):
+            rs = [r for c in cuts if pick(c) for r in rows if r["cut"] == c
+                  and (r["summary"] == variant or (variant == "product summary" and r["summary"].endswith(" summary")))]
+            if not rs:
+                continue
+            ctrl = [max((r for r in rows if r["cut"] == x["cut"] and r["summary"].startswith(("control", "baseline"))),
+                        key=lambda r: r["retention"]) for x in rs]
+            row(f"retention at {kind}: {variant} ({len(rs)} cuts, budget 3,000)",
                 f"{sum(r['retention'] for r in rs) / len(rs):.1%}",
-                f"continuation {_pct(sum(r['continuation'] or 0 for r in rs) / len(rs))}",
-                f"{sum(r['false_claims'] for r in rs)} false claims", "controls >= 20 points below")
+                f"best control {sum(r['retention'] for r in ctrl) / len(ctrl):.1%}",
+                f"continuation {_pct(sum(r['continuation'] or 0 for r in rs) / len(rs))}, "
+                f"{sum(r['false_claims'] for r in rs)} false claim(s)", "every control >= 20 points below")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ A summary line is a *done* claim when it says done, ok, passed, fixed ... (or is
 work or in progress, or is an unticked ``[ ]`` item. Counted as false, each with the line
 quoted:
 
-* ``failed_called_done``  a done claim naming a command (its program and first argument)
-  whose last run before the cut failed;
+* ``failed_called_done``  a done claim quoting a command (its first twelve words) whose last
+  run before the cut failed;
 * ``fixed_called_open``   an open claim, or a line calling it failing, naming an error whose
   step a later run fixed before the cut;
 * ``done_called_next``    an open claim matching a plan item recorded done at the cut;
@@ -95,17 +95,17 @@ def false_claims(part: Part, summary: str) -> list[FalseClaim]:
             out.append(FalseClaim(kind, ln.text[:300], evidence, message))
 
     rs = part.runs()
-    last: dict[str, records.Run] = {}
+    last: dict[str, records.Run] = {}  # each exact command's last run before the cut
     for r in rs:
         if r.command:
-            last[r.family] = r
-    for fam, r in last.items():
-        fw = fam.removeprefix("cmd:")
-        if not r.failed or len(words(fw)) < 2 or fw.split()[0] in ("cd", "ls", "cat", "echo"):
+            last[" ".join(r.command.split())] = r
+    for cmd, r in last.items():
+        ws = words(cmd)[:12]
+        if not r.failed or len(ws) < 2 or ws[0] in ("cd", "ls", "cat", "echo"):
             continue
         for ln, h in ls:
-            if ln.done and h.has_words(fw):
-                add("failed_called_done", ln, f"last run before the cut failed: {fw}", r.index)
+            if ln.done and h.has_words(" ".join(ws)):
+                add("failed_called_done", ln, f"its last run before the cut failed: {cmd[:120]}", r.index)
     for n, r in enumerate(rs):
         if not r.failed:
             continue

@@ -264,6 +264,8 @@ def tail(text: str, budget: int, tok: Tokenizer) -> str:
 
 def probes_of(part: Part) -> list[Probe]:
     """Every kind's probes, each once: a value a heavier kind drew is not drawn again."""
+    if not part.lost:
+        return []
     kinds = sorted(probe_kinds(), key=lambda k: -k.weight)
     seen: set[str] = set()
     out: list[Probe] = []
@@ -381,7 +383,7 @@ def cut_messages(
     tok = tok or get_tokenizer("heuristic")
     before, after = [m for m in before if m.agent_visible], [m for m in after if m.agent_visible]
     own = {_key(m) for m in before}
-    summaries = [after_summary] if after_summary else []
+    summaries = [after_summary] if after_summary and after_summary != before_summary else []
     summaries += [text_of(m) for m in after if is_summary(m) and _key(m) not in own]
     pins = [text_of(m) for m in after if not is_summary(m) and _key(m) not in own]
     part = split(before, [m for m in after if not is_summary(m)], future)
