@@ -267,7 +267,7 @@ def probes_of(part: Part) -> list[Probe]:
     if not part.lost:
         return []
     kinds = sorted(probe_kinds(), key=lambda k: -k.weight)
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     out: list[Probe] = []
     for k in kinds:
         for p in k.extract(part):

@@ -74,7 +74,7 @@ def program_digest(argv: list[str]) -> str | None:
             if word and os.path.isfile(word):
                 with open(word, "rb") as f:
                     h.update(f"{n}:".encode())
-                    for chunk in iter(lambda f=f: f.read(1 << 20), b""):
+                    while chunk := f.read(1 << 20):
                         h.update(chunk)
             elif n == 0:
                 return None
