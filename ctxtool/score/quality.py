@@ -26,6 +26,7 @@ TEMPLATE_MIN_LINES = 3  # template lines (placeholders, instructions) that make 
 TEMPLATE_MIN_WORDS = 5  # words of its own a suspect summary must have
 TEMPLATE_SHARE = 0.6  # or: this share of its lines is template
 ECHO_SHARE = 0.8
+ECHO_SECTIONED_SHARE = 0.95  # a summary in sections may quote its input (requests verbatim), not only copy it
 ECHO_MIN_WORDS = 5
 _DIGITS = lazyre.compile(r"\d+")
 _BULLET = lazyre.compile(r"^(?:[-*+]\s*|\d+[.)]\s*)?(?:\[[ xX]?\]\s*)?")
@@ -136,8 +137,10 @@ def degenerate(summary: str) -> str | None:
 
 
 def input_echo(lines: list[str], source: Source) -> str | None:
-    """The summary is the input copied back: most of its lines (headings aside: section titles
-    do not make a copy a summary) are passages of the input."""
+    """The summary is the input copied back: most of its lines are passages of the input
+    (headings aside); in a summary with sections, nearly all of them (section titles do not
+    make a copy a summary)."""
+    share = ECHO_SECTIONED_SHARE if sum(1 for ln in lines if ln.startswith("## ")) >= 2 else ECHO_SHARE
     long = [ln for ln in lines if not ln.startswith("#") and len(words(ln)) >= ECHO_MIN_WORDS]
     if len(long) < 3:
         return None
@@ -146,6 +149,6 @@ def input_echo(lines: list[str], source: Source) -> str | None:
         return None
     hay = Haystack.of([src])
     copied = sum(1 for ln in long if hay.has_words(_BULLET.sub("", ln)))
-    if copied >= ECHO_SHARE * len(long):
+    if copied >= share * len(long):
         return f"the summary echoes its input ({copied} of its {len(long)} lines are copied from the conversation)"
     return None
