@@ -98,7 +98,7 @@ def table(corpus: Path = CORPUS, log: Callable[[str], None] = print, budget: int
     rows: list[dict[str, Any]] = []
     for path in sessions(corpus):
         t = next(iter(formats.read(str(path))))
-        name = path.name if len(path.name) <= 34 else path.name[:31] + "..."
+        name = path.name
         for rec in recorded(t):
             c = cut(rec.before, rec.after, future=rec.future)
             product = c.score(budget=b)

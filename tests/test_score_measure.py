@@ -275,3 +275,28 @@ def test_a_command_summarizers_key_covers_its_program(tmp_path: Path) -> None:
     second = CachedSummarizer(get_summarizer("command", command=cmd), tmp_path / "cache")
     assert second.key(req) != k1
     assert "goodbye" in second.summarize(req) and second.misses == 1
+
+
+def test_continuation_probes_are_what_the_agent_used_after_the_cut() -> None:
+    sys_msg = Message("system", [text("You are a coding agent.")])
+    removed = [
+        Message("user", [text("Make the config loader accept TOML files as well as YAML files.")]),
+        Message("assistant", [call("r1", "Read", file_path="src/pkg/config_loader.py")]),
+        Message("tool", [result("r1", "def load(path): ...")]),
+        Message("assistant", [call("m1", "Bash", command="make check-config")]),
+        Message("tool", [result("m1", "ok")]),
+    ]
+    kept = [
+        Message("user", [text("Go on.")]),
+        Message("assistant", [call("e1", "Edit", file_path="src/pkg/config_loader.py", old_string="a", new_string="b"),
+                              call("m2", "Bash", command="make check-config")]),
+        Message("tool", [result("e1", "ok"), result("m2", "ok")]),
+    ]
+    summary = Message("user", [text("## Goal\nTOML support in src/pkg/config_loader.py besides YAML.")],
+                      metadata=Metadata(kind=KIND_COMPACTION_SUMMARY))
+    rep = score(Transcript("ctxtool", [sys_msg, *removed, *kept], "b.jsonl"),
+                Transcript("ctxtool", [sys_msg, summary, *kept], "a.jsonl"))
+    cont = {(r.probe.target, r.probe.note, r.kept) for r in rep.results if r.probe.kind == "continuation"}
+    assert cont == {("src/pkg/config_loader.py", "edited after the cut", True),
+                    ("make check-config", "re-ran after the cut", False)}
+    assert rep.continuation == 0.5
