@@ -102,7 +102,11 @@ def each_result(
 def _whole_size(path: str, fmt: str | None) -> int | None:
     """The size of a local regular file that one :func:`run_files` may run whole on a worker
     (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
-    session), else None."""
+    session), else None (a Parquet file: run_file reads it through ctxtool.parquet)."""
+    from . import parquet
+
+    if parquet.is_parquet_name(path):
+        return None
     size = local_size(path)
     if size is None or size < PARALLEL_MIN_BYTES:
         return size

@@ -130,13 +130,15 @@ def compact(
         fallback=fallback,
         min_retention=min_retention,
     )
-    summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
     from contextlib import ExitStack
 
     stack = ExitStack()  # closes the engine (a local Ray cluster)
+    summ = None
     try:
         sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
+        # the bound on requests is the engine's (Ray: an actor every worker of the cluster asks), else this process's
+        summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
             events=events, dry_run=dry_run, progress=progress, engine=sh,
@@ -177,7 +179,9 @@ def _emit_json(report: Any, jsonl: bool) -> None:
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
 
 
-def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None) -> Any:
+def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
+    """The summary model the flags name; ``max_in_flight`` bounds its requests through
+    ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
     from ..summarizers import get_summarizer
 
     kind = str(cfg["summarizer.kind"])
@@ -197,7 +201,8 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         from ..engines import ThreadLimiter
         from ..engines.limit import LimitedSummarizer
 
-        inner = LimitedSummarizer(inner, ThreadLimiter(max_in_flight))
+        limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
+        inner = LimitedSummarizer(inner, limiter)
     if no_cache:
         return inner
     from ..paths import cache_dir
