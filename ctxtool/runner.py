@@ -392,6 +392,9 @@ def run_file(
     if parquet.is_parquet_name(path):
         return parquet.run_file(op, path, output, column=messages_column, fmt=fmt, to=to, on_error=on_error,
                                 events=event_log(events), progress=progress, threads=threads)
+    if messages_column is not None:
+        raise CtxtoolError("--messages-column names a column of a Parquet dataset (.parquet)", path=path,
+                           code=ExitCode.USAGE)
     jsonio.check_input(path)  # a FIFO or /dev/fd/N is read like a file (streamed, not split)
     log = event_log(events)
     size = jsonio.input_size(path)

@@ -71,6 +71,7 @@ def compact(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -141,7 +142,7 @@ def compact(
         summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
-            events=events, dry_run=dry_run, progress=progress, engine=sh,
+            events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
         )
     finally:
         stack.close()
