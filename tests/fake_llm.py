@@ -14,7 +14,9 @@ Faults: ``Fault.slow(ms)`` (sleep, then reply), ``Fault.rate_limit(retry_after)`
 not a reply), ``Fault.drop()`` (close the connection without a reply),
 ``Fault.overflow()`` (the provider's context-too-long error). ``latency`` (seconds) is
 added to every request. ``rate_limit_above=N``: a provider's concurrency limit: a request
-arriving while N are already being served gets a 429 (counted in ``rate_limited``).
+arriving while N are already being served gets a 429 (counted in ``rate_limited``); a
+request is served from its arrival until its reply is ready, not while the reply's bytes
+are written back (``max_in_flight``: the most served at once).
 
 Usage::
 
@@ -196,6 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
             protocol,
         )
         over = owner._enter()
+        self._counted = True
         try:
             if over and rec.protocol != "unknown":
                 rec.fault = Fault.rate_limit(retry_after="0")
@@ -203,7 +206,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._serve(owner, rec)
         finally:
-            owner._leave()
+            self._answered()
+
+    def _answered(self) -> None:
+        """The request is out of flight once its reply is ready, before its bytes go back (as a
+        provider counts it): a client that reads the reply and sends its next request at once
+        is not counted twice while this thread finishes writing."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._leave()
 
     def _serve(self, owner: FakeLLM, rec: RecordedRequest) -> None:
         if owner.latency > 0:
@@ -259,6 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._raw(status, json.dumps(obj).encode(), "application/json", headers)
 
     def _raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self._answered()
         try:
             self.send_response(status)
             self.send_header("content-type", ctype)
