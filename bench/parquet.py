@@ -184,3 +184,10 @@ def _stop_ray() -> None:
     import ray
 
     ray.shutdown()
+
+
+if __name__ == "__main__":  # these rows alone: python -m bench.parquet
+    def _print(*cells: str) -> None:
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+    run(_print)
