@@ -116,6 +116,45 @@ def test_parquet_shards_on_ray_from_the_cli(cluster: None, tmp_path: Path) -> No
     assert json.loads(a.stdout)["totals"]["transcripts"] == 12
 
 
+def test_the_commands_docs_distributed_shows(cluster: None, s3_server: str, tmp_path: Path) -> None:  # noqa: F811
+    """docs/distributed.md's Ray commands, each through a ctxtool process (joined with --address:
+    without it each would start a cluster of its own), against the same runs on this host."""
+    import boto3
+    from test_compact import write_dataset
+    from test_parquet import hf_layout
+
+    s3 = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    data = write_dataset(tmp_path / "big.jsonl", n=10, turns=3, filler=3000)
+    lines = data.read_bytes().splitlines(keepends=True)
+    for k in range(2):
+        s3.put_object(Bucket="ctx", Key=f"doc/in/d{k}.jsonl", Body=b"".join(lines[k * 5:(k + 1) * 5]))
+    for p in hf_layout(tmp_path / "swe", shards=2, rows=3):
+        s3.put_object(Bucket="ctx", Key=f"doc/swe/{p.relative_to(tmp_path / 'swe').as_posix()}", Body=p.read_bytes())
+    on_ray = ["--engine", "ray", "--address", address()]
+    cmds = [
+        ["truncate", "s3://ctx/doc/in/*.jsonl", "-o", "s3://ctx/doc/out/", "--cache-dir", "s3://ctx/doc/cache"],
+        ["window", str(data), "-o", str(tmp_path / "small.jsonl"), "--join", "--max-messages", "40"],
+        ["truncate", "s3://ctx/doc/swe/", "-o", "s3://ctx/doc/swe-cut/", "--cache-dir", "s3://ctx/doc/cache",
+         "--max-lines", "5"],
+    ]
+    for cmd in cmds:
+        r = ctxtool(*cmd, *on_ray)
+        assert r.returncode == 0, (cmd, r.stderr)
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket="ctx", Prefix="doc/")["Contents"]}
+    assert {"doc/out/part-00000.jsonl", "doc/out/part-00001.jsonl", "doc/swe-cut/data/train-00000-of-00002.parquet",
+            "doc/swe-cut/data/train-00001-of-00002.parquet"} <= keys
+    r = ctxtool("window", str(data), "-o", str(tmp_path / "local.jsonl"), "--max-messages", "40")
+    assert r.returncode == 0 and (tmp_path / "small.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    a, b = ctxtool("stats", str(data), "--json", *on_ray), ctxtool("stats", str(data), "--json")
+    assert a.returncode == b.returncode == 0 and json.loads(a.stdout)["totals"] == json.loads(b.stdout)["totals"]
+    # the Parquet shards cut on object storage come back whole
+    r = ctxtool("restore", "s3://ctx/doc/swe-cut/", "-o", str(tmp_path / "back") + "/", "--cache-dir", "s3://ctx/doc/cache")
+    assert r.returncode == 0, r.stderr
+    for k in range(2):
+        name = f"data/train-0000{k}-of-00002.parquet"
+        assert pl.read_parquet(tmp_path / "back" / name).equals(pl.read_parquet(tmp_path / "swe" / name))
+
+
 # -- one head and two worker nodes, started with `ray start` ------------------------------------------
 
 
