@@ -9,8 +9,9 @@ Rows: ``stats`` and ``truncate`` time and peak memory, Parquet against JSON Line
 host and on Ray; ``compact`` against a loopback model answering 429 above the limit, with
 ``--max-in-flight``: transcripts per second and the peak in flight the model saw.
 
-Size: ``CTXTOOL_BENCH_PARQUET_ROWS`` trajectories (default 10,000, about 100 MB as JSON
-Lines); ``CTXTOOL_BENCH_PARQUET_ROWS=100000`` is the issue's 1 GB set.
+Size: ``CTXTOOL_BENCH_PARQUET_ROWS`` trajectories (default 5,000: about 90 MB of Parquet,
+415 MB as JSON Lines); ``CTXTOOL_BENCH_PARQUET_ROWS=60000`` is a set of about 1.1 GB of
+Parquet (5 GB as JSON Lines), the size of nebius/SWE-agent-trajectories' 12 shards.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = int(os.environ.get("CTXTOOL_BENCH_PARQUET_ROWS", 10_000))
+ROWS = int(os.environ.get("CTXTOOL_BENCH_PARQUET_ROWS", 5_000))
 SHARDS = 12  # as nebius/SWE-agent-trajectories
 LIMIT = 4  # --max-in-flight, and the loopback model's concurrency limit
 COMPACT_ROWS = 120
@@ -61,7 +62,7 @@ def generate(root: Path, rows: int = ROWS, shards: int = SHARDS) -> tuple[Path, 
                 "eval_logs": [f"Will execute following command for apply_patch ... tests {i % 7} passed" for i in ids],
             })
             frame.write_parquet(pq_dir / "data" / f"train-{k:05d}-of-{shards:05d}.parquet", row_group_size=500)
-            for rec in frame.to_dicts():  # the same rows, a record per line (the struct's nulls left out)
+            for rec in frame.iter_rows(named=True):  # the same rows, a record per line (the struct's nulls left out)
                 rec["trajectory"] = [{a: b for a, b in m.items() if b is not None} for m in rec["trajectory"]]
                 out.write(json.dumps(rec) + "\n")
     done.write_text(f"{rows}/{shards}")
