@@ -28,7 +28,8 @@ Usage::
 Everything stops by itself when the ``with`` block ends (sleeping handlers wake up).
 
 Standalone (e.g. for a benchmark driving the CLI): ``python tests/fake_llm.py --latency 0.2``
-prints the base URL on stdout and serves until ``--duration`` seconds have passed.
+prints the base URL on stdout and serves until ``--duration`` seconds have passed (or
+SIGINT), then prints what it served on stderr: requests, most in flight, 429s.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import argparse
 import collections
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -460,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
             llm._stopping.wait(args.duration)
         except KeyboardInterrupt:
             pass
+        # what it served, on stderr when it stops (at --duration or on Ctrl-C / SIGINT)
+        sys.stderr.write(json.dumps({"requests": len(llm.requests), "max_in_flight": llm.max_in_flight,
+                                     "rate_limited": llm.rate_limited}) + "\n")
     return 0
 
 
