@@ -281,7 +281,10 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
             f"{report.seconds:.2f}s; cache {report.cache_hits:,} hit(s), {report.cache_misses:,} miss(es)"
         )
     if report.output and report.output != "-" and not report.dry_run:
-        write(f"wrote {report.output} ({report.output_format}, {report.bytes_after or 0:,} bytes; input {report.bytes_before or 0:,} bytes)")
+        facts = [f for f in (report.output_format or None,  # a directory of shards: what its run knows
+                             f"{report.bytes_after:,} bytes" if report.bytes_after else None) if f]
+        facts_in = f"; input {report.bytes_before:,} bytes" if report.bytes_before else ""
+        write(f"wrote {report.output}" + (f" ({', '.join(facts)}{facts_in})" if facts else ""))
 
 
 def register(app: typer.Typer) -> None:
