@@ -29,7 +29,7 @@ Everything stops by itself when the ``with`` block ends (sleeping handlers wake 
 
 Standalone (e.g. for a benchmark driving the CLI): ``python tests/fake_llm.py --latency 0.2``
 prints the base URL on stdout and serves until ``--duration`` seconds have passed (or
-SIGINT), then prints what it served on stderr: requests, most in flight, 429s.
+SIGINT / SIGTERM), then prints what it served on stderr: requests, most in flight, 429s.
 """
 
 from __future__ import annotations
@@ -458,11 +458,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with FakeLLM(latency=args.latency, port=args.port, rate_limit_above=args.rate_limit_above) as llm:
         print(llm.url, flush=True)
-        try:
-            llm._stopping.wait(args.duration)
-        except KeyboardInterrupt:
-            pass
-        # what it served, on stderr when it stops (at --duration or on Ctrl-C / SIGINT)
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a background job of a script ignores SIGINT unless told
+            signal.signal(sig, lambda *_: llm._stopping.set())
+        llm._stopping.wait(args.duration)
+        # what it served, on stderr when it stops (at --duration, on SIGINT or SIGTERM)
         sys.stderr.write(json.dumps({"requests": len(llm.requests), "max_in_flight": llm.max_in_flight,
                                      "rate_limited": llm.rate_limited}) + "\n")
     return 0
