@@ -35,6 +35,7 @@ def run_files(
     jobs: int | None = None,
     progress: Callable[[Any], None] | None = None,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> Generator[FileRun[R] | CtxtoolError, None, None]:
     """:func:`run_file` over each of ``paths``, in order: the runs, or the error that
     stopped a file (for the caller's error policy). Several local regular files that
@@ -63,7 +64,8 @@ def run_files(
             i += len(group)
             continue
         try:
-            yield run_file(op, paths[i], fmt=fmt, on_error=on_error, jobs=jobs, progress=progress, engine=engine)
+            yield run_file(op, paths[i], fmt=fmt, on_error=on_error, jobs=jobs, progress=progress, engine=engine,
+                           messages_column=messages_column)
         except CtxtoolError as e:
             yield e
         i += 1
@@ -77,6 +79,7 @@ def each_result(
     fmt: str | None = None,
     on_error: str = "fail",
     jobs: int | None = None,
+    messages_column: str | None = None,
 ) -> list[str]:
     """Pass ``fn``'s result for every transcript of ``paths`` (files, ``-``) to ``sink``, in
     input order, as each is known: one at a time in this process, a job's or a byte range's
@@ -86,7 +89,8 @@ def each_result(
     ``skip`` left out."""
     policy = ErrorPolicy(on_error)
     skipped: list[str] = []
-    runs = run_files(Each(fn, parallel=True, sink=sink), list(paths), fmt=fmt, on_error=on_error, jobs=jobs)
+    runs = run_files(Each(fn, parallel=True, sink=sink), list(paths), fmt=fmt, on_error=on_error, jobs=jobs,
+                     messages_column=messages_column)
     try:
         for run in runs:
             if isinstance(run, CtxtoolError):
@@ -102,7 +106,11 @@ def each_result(
 def _whole_size(path: str, fmt: str | None) -> int | None:
     """The size of a local regular file that one :func:`run_files` may run whole on a worker
     (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
-    session), else None."""
+    session), else None (a Parquet file: run_file reads it through ctxtool.parquet)."""
+    from . import parquet
+
+    if parquet.is_parquet_name(path):
+        return None
     size = local_size(path)
     if size is None or size < PARALLEL_MIN_BYTES:
         return size

@@ -331,7 +331,9 @@ def repair_file(
     to: str | None = None,
     on_error: str = "fail",
     jobs: int | None = None,
+    messages_column: str | None = None,
 ) -> RepairReport:
     """``ctxtool repair``: normalize every transcript of ``path`` and write them to ``output``
     (``-``: stdout; None: nothing, a dry run)."""
-    return run_each(RepairReport, RepairOp(strip_trailing), path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs)
+    return run_each(RepairReport, RepairOp(strip_trailing), path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs,
+                    messages_column=messages_column)

@@ -349,6 +349,7 @@ def run_file(
     threads: int = 1,
     name: str | None = None,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> FileRun[R]:
     """Run ``op`` over every transcript of ``path`` and write them to ``output``.
 
@@ -363,17 +364,24 @@ def run_file(
     output). ``name``: what errors and reports call the input (default ``path``; e.g. a
     FIFO spooled to a temporary file). ``engine``: run as shards on an engine
     (:class:`ctxtool.engines.Sharding`: ``path`` may be a glob or a URL, ``output`` is a
-    directory of shards, or one file when joined)."""
+    directory of shards, or one file when joined). A Parquet dataset (a ``.parquet`` file, or a
+    directory of them: shards) runs through :mod:`ctxtool.parquet`, its conversation in the
+    column ``messages_column`` (None: found)."""
+    from . import parquet
     from .paths import refuse_overwrite
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", code=ExitCode.USAGE)
+    if engine is None and parquet.is_parquet_dir(path):  # shards: one per file, on this host's processes
+        from .engines import Sharding, get_engine
+
+        engine = Sharding(get_engine("local", workers=jobs))
     if engine is not None:
         if output is not None and not op.writes:
             raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
         log = event_log(events)
         sharded = engine.run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, log=log, check=check,
-                                  threads=threads)
+                                  threads=threads, messages_column=messages_column)
         if log is not None and log.path is not None:
             log.flush()
         return sharded
@@ -381,6 +389,12 @@ def run_file(
         if not op.writes:
             raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
         refuse_overwrite(path, output)
+    if parquet.is_parquet_name(path):
+        return parquet.run_file(op, path, output, column=messages_column, fmt=fmt, to=to, on_error=on_error,
+                                events=event_log(events), progress=progress, threads=threads)
+    if messages_column is not None:
+        raise CtxtoolError("--messages-column names a column of a Parquet dataset (.parquet)", path=path,
+                           code=ExitCode.USAGE)
     jsonio.check_input(path)  # a FIFO or /dev/fd/N is read like a file (streamed, not split)
     log = event_log(events)
     size = jsonio.input_size(path)

@@ -208,6 +208,7 @@ def stats(
     engine: Any = None,
     keep: int | None = None,
     each: Callable[[TranscriptStats], None] | None = None,
+    messages_column: str | None = None,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -224,7 +225,8 @@ def stats(
     the most context tokens (memory flat however many there are; the totals, levels, models
     and timestamps still count every one); None: all, in input order. ``each``: called with
     every transcript's figures in input order as they are known, none of them held (the
-    report's ``transcripts`` is empty): a stream in flat memory.
+    report's ``transcripts`` is empty): a stream in flat memory. ``messages_column``: a Parquet
+    dataset's conversation column (:mod:`ctxtool.parquet`; None: found).
     """
     from .manyfiles import run_files  # many files: whole files on every core
     from .stats_op import StatsOp, StatsPart
@@ -236,7 +238,7 @@ def stats(
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
     runs = run_files(op, list(formats.iter_paths(paths)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
-                     engine=engine)
+                     engine=engine, messages_column=messages_column)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:
             if isinstance(run, CtxtoolError):

@@ -60,8 +60,11 @@ def is_plain_text(path: str | Path) -> bool:
     ``{`` or ``[`` and the lines after the first are not JSON records (a JSON Lines file with a
     broken first line is a transcript with an error). Stdin is peeked at; a file is looked at
     when it is a regular file not named as a transcript (``.jsonl``, ``.json`` ...)."""
+    from . import parquet
     from .jsonio import _mostly_records
 
+    if parquet.is_parquet(str(path)):  # a Parquet dataset: transcripts (ctxtool.parquet)
+        return False
     head = _head(str(path))
     if head is None:
         return False

@@ -215,7 +215,8 @@ class _ValidateTask(Task[ValidationReport]):
 
 
 def validate(
-    paths: Iterable[str], fmt: str | None = None, on_error: str = "fail", jobs: int | None = None
+    paths: Iterable[str], fmt: str | None = None, on_error: str = "fail", jobs: int | None = None,
+    messages_column: str | None = None,
 ) -> ValidationReport:
     """Schema (canonical files) and structure (every format) problems, with file, line and
     id. Unreadable records are problems too; ``on_error`` decides only about missing files.
@@ -227,17 +228,20 @@ def validate(
     from .fileio import local_size
     from .jsonio import reopenable
     from .manyfiles import run_files
+    from .parquet import is_parquet_dir, shard_files
     from .runner import run_file
 
     report = ValidationReport()
-    files = list(formats.iter_paths(paths))
+    # a directory of Parquet shards: each file in its turn (a file is a report's unit)
+    files = [f for p in formats.iter_paths(paths) for f in ([s for s, _ in shard_files(p)] if is_parquet_dir(p) else [p])]
     i = 0
     while i < len(files):
         j = i  # local regular files from i to j: on every core, each file's run in turn
         while j < len(files) and local_size(files[j]) is not None:
             j += 1
         if j > i:
-            with contextlib.closing(run_files(ValidateOp(), files[i:j], fmt=fmt, on_error="skip", jobs=jobs)) as runs:
+            with contextlib.closing(run_files(ValidateOp(), files[i:j], fmt=fmt, on_error="skip", jobs=jobs,
+                                                  messages_column=messages_column)) as runs:
                 for p, run in zip(files[i:j], runs, strict=True):
                     _add(report, p, p, run, on_error)
             i = j
@@ -247,7 +251,8 @@ def validate(
         try:
             # the schema check reads the file a second time: a FIFO is spooled once
             with reopenable(p) if p != "-" else contextlib.nullcontext(p) as local:
-                _add(report, p, local, run_file(ValidateOp(), local, name=p, fmt=fmt, on_error="skip", jobs=jobs),
+                _add(report, p, local, run_file(ValidateOp(), local, name=p, fmt=fmt, on_error="skip", jobs=jobs,
+                                            messages_column=messages_column),
                      on_error)
         except CtxtoolError as e:
             _add(report, p, p, e, on_error)

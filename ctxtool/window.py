@@ -444,9 +444,12 @@ def window_file(
     jobs: int | None = None,
     engine: Any = None,
     fast: bool = True,
+    messages_column: str | None = None,
 ) -> WindowReport:
     """``ctxtool window``: keep a window of every transcript of ``path`` and write them to
     ``output`` (``-``: stdout; None: nothing, a dry run). ``engine``: run as shards
-    (:class:`ctxtool.engines.Sharding`). ``fast``: see :class:`WindowOp`."""
+    (:class:`ctxtool.engines.Sharding`). ``fast``: see :class:`WindowOp`. ``messages_column``: a
+    Parquet dataset's conversation column (:mod:`ctxtool.parquet`)."""
     op = WindowOp(strategy, max_messages, max_chars, keep_first_user, fast)
-    return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, engine=engine)
+    return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, engine=engine,
+                    messages_column=messages_column)

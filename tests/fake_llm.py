@@ -14,7 +14,9 @@ Faults: ``Fault.slow(ms)`` (sleep, then reply), ``Fault.rate_limit(retry_after)`
 not a reply), ``Fault.drop()`` (close the connection without a reply),
 ``Fault.overflow()`` (the provider's context-too-long error). ``latency`` (seconds) is
 added to every request. ``rate_limit_above=N``: a provider's concurrency limit: a request
-arriving while N are already being served gets a 429 (counted in ``rate_limited``).
+arriving while N are already being served gets a 429 (counted in ``rate_limited``); a
+request is served from its arrival until its reply is ready, not while the reply's bytes
+are written back (``max_in_flight``: the most served at once).
 
 Usage::
 
@@ -26,7 +28,8 @@ Usage::
 Everything stops by itself when the ``with`` block ends (sleeping handlers wake up).
 
 Standalone (e.g. for a benchmark driving the CLI): ``python tests/fake_llm.py --latency 0.2``
-prints the base URL on stdout and serves until ``--duration`` seconds have passed.
+prints the base URL on stdout and serves until ``--duration`` seconds have passed (or
+SIGINT / SIGTERM), then prints what it served on stderr: requests, most in flight, 429s.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import collections
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -196,6 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
             protocol,
         )
         over = owner._enter()
+        self._counted = True
         try:
             if over and rec.protocol != "unknown":
                 rec.fault = Fault.rate_limit(retry_after="0")
@@ -203,7 +208,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._serve(owner, rec)
         finally:
-            owner._leave()
+            self._answered()
+
+    def _answered(self) -> None:
+        """The request is out of flight once its reply is ready, before its bytes go back (as a
+        provider counts it): a client that reads the reply and sends its next request at once
+        is not counted twice while this thread finishes writing."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._leave()
 
     def _serve(self, owner: FakeLLM, rec: RecordedRequest) -> None:
         if owner.latency > 0:
@@ -259,6 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._raw(status, json.dumps(obj).encode(), "application/json", headers)
 
     def _raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self._answered()
         try:
             self.send_response(status)
             self.send_header("content-type", ctype)
@@ -444,10 +458,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with FakeLLM(latency=args.latency, port=args.port, rate_limit_above=args.rate_limit_above) as llm:
         print(llm.url, flush=True)
-        try:
-            llm._stopping.wait(args.duration)
-        except KeyboardInterrupt:
-            pass
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a background job of a script ignores SIGINT unless told
+            signal.signal(sig, lambda *_: llm._stopping.set())
+        llm._stopping.wait(args.duration)
+        # what it served, on stderr when it stops (at --duration, on SIGINT or SIGTERM)
+        sys.stderr.write(json.dumps({"requests": len(llm.requests), "max_in_flight": llm.max_in_flight,
+                                     "rate_limited": llm.rate_limited}) + "\n")
     return 0
 
 

@@ -148,3 +148,25 @@ def test_compact_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
     for i in range(2):
         cp.compact_file(tmp_path / f"in{i}.jsonl", tmp_path / f"one{i}.jsonl", options=opts())
         assert (tmp_path / "out" / f"part-0000{i}.jsonl").read_bytes() == (tmp_path / f"one{i}.jsonl").read_bytes()
+
+
+def test_cli_max_in_flight_over_the_local_engine_processes(tmp_path: Path) -> None:
+    """Shards on this host's worker processes (a glob into -o DIR/): the bound is a manager's
+    semaphore every process shares, not a thread semaphore (which does not travel to them)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    for k in range(4):
+        write_dataset(tmp_path / f"d{k}.jsonl", n=2, turns=3, filler=300 + 10 * k)
+    with FakeLLM(reply=REPLY, latency=0.15, rate_limit_above=2) as llm:
+        r = subprocess.run(
+            [sys.executable, "-m", "ctxtool", "compact", str(tmp_path / "d*.jsonl"), "-o", str(tmp_path / "out") + "/",
+             "--force", "--keep-recent-tokens", "400", "--summarizer", "openai", "--base-url", llm.openai_base,
+             "--summary-model", "m", "-j", "3", "--max-in-flight", "2", "--cache-dir", str(tmp_path / "c")],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "CTXTOOL_SUMMARIZER_RETRIES": "0"})
+        assert r.returncode == 0, r.stderr
+        assert llm.rate_limited == 0 and llm.max_in_flight <= 2 and len(llm.requests) == 8
+    report = json.loads((tmp_path / "out" / "_report.json").read_text())
+    assert report["engine"] == "local" and len(report["shards"]) == 4 and report["transcripts"] == 8

@@ -56,7 +56,7 @@ def _settings(
 
 
 def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Callable[[Any], Any],
-          sink: Callable[[Any], None], jobs: int | None = None) -> None:
+          sink: Callable[[Any], None], jobs: int | None = None, messages_column: str | None = None) -> None:
     """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
@@ -64,7 +64,8 @@ def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Calla
     from ..formats import iter_paths
     from ..manyfiles import each_result
 
-    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs))
+    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,
+                             messages_column=messages_column))
 
 
 def _transform(
@@ -76,13 +77,15 @@ def _transform(
     dry_run: bool,
     as_json: bool,
     op: Callable[[Any], Any],
+    messages_column: str | None = None,
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
     from ..runner import Each, run_file
 
     json_needs_output(as_json, dry_run, output)
-    run = run_file(Each(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value)
+    run = run_file(Each(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
+                   messages_column=messages_column)
     warn_skipped(run.skipped)
     return run.report.items
 
@@ -114,6 +117,7 @@ def cut(
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Find where to cut history (seed 003, with seed 000's rules): walk back from the newest
     message until --keep-recent-tokens are kept and cut at the nearest user message; never at
@@ -154,13 +158,13 @@ def cut(
 
     machine = as_json or as_jsonl
     if output:
-        reports = _transform(paths[0], fmt, on_error, output, to, False, machine, op)
+        reports = _transform(paths[0], fmt, on_error, output, to, False, machine, op, messages_column)
         if output == "-":
             _render_cut_summary(reports, common.ForPeople(sys.stderr))
             return
     else:
         reports = []
-        _each(paths, fmt, on_error, op, reports.append, jobs)
+        _each(paths, fmt, on_error, op, reports.append, jobs, messages_column)
     if not machine:
         _render_cut(reports)
         return

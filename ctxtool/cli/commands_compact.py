@@ -71,6 +71,7 @@ def compact(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -130,16 +131,18 @@ def compact(
         fallback=fallback,
         min_retention=min_retention,
     )
-    summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight)
     progress, stop = _progress()
     from contextlib import ExitStack
 
     stack = ExitStack()  # closes the engine (a local Ray cluster)
+    summ = None
     try:
         sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
+        # the bound on requests is the engine's (Ray: an actor every worker of the cluster asks), else this process's
+        summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
-            events=events, dry_run=dry_run, progress=progress, engine=sh,
+            events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
         )
     finally:
         stack.close()
@@ -177,7 +180,9 @@ def _emit_json(report: Any, jsonl: bool) -> None:
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
 
 
-def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None) -> Any:
+def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
+    """The summary model the flags name; ``max_in_flight`` bounds its requests through
+    ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
     from ..summarizers import get_summarizer
 
     kind = str(cfg["summarizer.kind"])
@@ -197,7 +202,8 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         from ..engines import ThreadLimiter
         from ..engines.limit import LimitedSummarizer
 
-        inner = LimitedSummarizer(inner, ThreadLimiter(max_in_flight))
+        limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
+        inner = LimitedSummarizer(inner, limiter)
     if no_cache:
         return inner
     from ..paths import cache_dir
@@ -275,7 +281,10 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
             f"{report.seconds:.2f}s; cache {report.cache_hits:,} hit(s), {report.cache_misses:,} miss(es)"
         )
     if report.output and report.output != "-" and not report.dry_run:
-        write(f"wrote {report.output} ({report.output_format}, {report.bytes_after or 0:,} bytes; input {report.bytes_before or 0:,} bytes)")
+        facts = [f for f in (report.output_format or None,  # a directory of shards: what its run knows
+                             f"{report.bytes_after:,} bytes" if report.bytes_after else None) if f]
+        facts_in = f"; input {report.bytes_before:,} bytes" if report.bytes_before else ""
+        write(f"wrote {report.output}" + (f" ({', '.join(facts)}{facts_in})" if facts else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -50,6 +50,7 @@ def stats(
     count: Annotated[bool, typer.Option("--count", help="Print only the number of tokens (of the transcripts, or of plain text).")] = False,
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and seed 002 thresholds.
@@ -109,6 +110,7 @@ def stats(
             settings=cfg,
             keep=CONTEXT_ROWS,  # the table shows only these
             each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
+            messages_column=messages_column,
         )
     finally:
         stack.close()
@@ -248,13 +250,14 @@ def validate(
     as_jsonl: JsonlOpt = False,
     limit: Annotated[int, typer.Option(help="How many problems to list (all with --json).")] = 50,
     jobs: common.JobsOpt = None,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Check schema (canonical files) and structure: tool results without a call, calls
     without a result, duplicate ids, a trailing assistant message with unanswered calls.
     Exit 4 when anything is wrong."""
     from .. import validate as v
 
-    report = v.validate(paths, fmt, jobs=jobs)
+    report = v.validate(paths, fmt, jobs=jobs, messages_column=messages_column)
     if as_json or as_jsonl:
         d = report.to_json()
         totals = {"files": d["files"], "transcripts": d["transcripts"], "messages": d["messages"],

@@ -54,6 +54,7 @@ def window(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Keep a window of the history (seed 002 truncate) and write it to -o. A tool call and
     its result are dropped or kept together; system prompts are always kept; kept messages
@@ -70,7 +71,7 @@ def window(
     json_needs_output(machine, dry_run, output)
     with common.sharding(engine, [path], None if dry_run else output, address, join, jobs) as sh:
         rep = window_file(path, None if dry_run else (output or "-"), **kw, fmt=fmt, to=to, on_error=on_error.value,
-                          jobs=jobs, engine=sh)
+                          jobs=jobs, engine=sh, messages_column=messages_column)
     warn_skipped(rep.skipped)
     reports = rep.transcripts
     if _to_stdout(output, dry_run):
@@ -129,6 +130,7 @@ def repair(
     limit: Annotated[int, typer.Option(help="How many changes to list (all with --json).")] = 50,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Normalize history (seed 004) and write it to -o: add a result marked aborted for every
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
@@ -139,7 +141,7 @@ def repair(
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)
     rep = repair_file(path, None if dry_run else (output or "-"), strip_trailing=not keep_trailing_calls, fmt=fmt, to=to,
-                      on_error=on_error.value, jobs=jobs)
+                      on_error=on_error.value, jobs=jobs, messages_column=messages_column)
     warn_skipped(rep.skipped)
     reports = rep.transcripts
     changes = [(r, c) for r in reports for c in r.changes]

@@ -126,6 +126,7 @@ def truncate(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Shorten every tool output over the limits (seed 000 order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
@@ -157,6 +158,7 @@ def truncate(
         rep = tools_ops.truncate_file(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
             events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
+            messages_column=messages_column,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
@@ -175,6 +177,7 @@ def restore(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
@@ -184,7 +187,7 @@ def restore(
     with common.sharding(engine, [path], output, address, join, jobs) as sh:
         rep = tools_ops.restore_file(
             path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value, jobs=jobs,
-            records=as_json or as_jsonl, engine=sh,
+            records=as_json or as_jsonl, engine=sh, messages_column=messages_column,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"), as_jsonl)
 
@@ -210,6 +213,7 @@ def trim(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
+    messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Seed 001 1.7: while the tool outputs exceed the budget, replace the oldest by
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
@@ -229,6 +233,7 @@ def trim(
         rep = tools_ops.trim_file(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
             on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
+            messages_column=messages_column,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 

@@ -219,6 +219,10 @@ AddressOpt = Annotated[
     typer.Option("--address", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
 ]
 JoinOpt = Annotated[bool, typer.Option("--join", help="With shards: join them, in order, into the one file -o FILE.")]
+MessagesColumnOpt = Annotated[
+    str | None,
+    typer.Option("--messages-column", help="Parquet datasets (a .parquet file, a directory of shards, a URL): the column holding each row's conversation, OpenAI or ShareGPT messages as a list of structs or a JSON string (default: found: messages, conversations, trajectory, ...)."),
+]
 MaxInFlightOpt = Annotated[
     int | None,
     typer.Option("--max-in-flight", min=1, help="At most N summary requests at once across all workers (no 429 storms)."),

@@ -36,11 +36,14 @@ def compact_file(
     progress: Callable[[int, int, RecordReport], None] | None = None,
     validate_output: bool = True,
     engine: Any = None,
+    messages_column: str | None = None,
 ) -> CompactReport:
     """Compact every transcript of ``path`` and write them to ``output`` (``None``/``-``:
     stdout; not written on ``dry_run``). ``jobs``: transcripts compacted at once (threads:
     summary models wait on the network). ``engine``: run as shards
-    (:class:`ctxtool.engines.Sharding`)."""
+    (:class:`ctxtool.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
+    column (:mod:`ctxtool.parquet`)."""
+    from ..parquet import is_parquet_name
     from ..paths import refuse_overwrite
     from ..runner import event_log, run_file
     from ..summarizers.heuristic import HeuristicSummarizer
@@ -55,7 +58,8 @@ def compact_file(
     t0 = time.perf_counter()
     try:
         run = run_file(op, src, None if dry_run else (out or "-"), fmt=fmt, to=to, on_error=on_error, jobs=1,
-                       events=log, threads=max(1, jobs), engine=engine)
+                       events=log, threads=max(1, jobs), engine=engine,
+                       messages_column=messages_column)
     except BaseException:
         if log is not None and log.path is not None and log.events:
             log.flush()  # what was done until the failure
@@ -65,7 +69,7 @@ def compact_file(
         src, out, run.format or "", part.output_format, summ.name, dry_run,
         records=[o.report for o in part.outcomes], summaries=[o.summary for o in part.outcomes],
         seconds=time.perf_counter() - t0, cache_hits=part.cache_hits, cache_misses=part.cache_misses,
-        jobs=max(1, jobs), bytes_before=run.file_bytes_before, bytes_after=part.bytes_written, skipped=run.skipped,
+        jobs=max(1, jobs), bytes_before=run.file_bytes_before, bytes_after=run.file_bytes_after if is_parquet_name(src) else part.bytes_written, skipped=run.skipped,
     )
 
 

@@ -21,6 +21,9 @@ class LimitedSummarizer:
     def settings(self) -> dict[str, Any]:
         return self.inner.settings()  # the limit does not change a summary: same cache key
 
+    def __repr__(self) -> str:  # nor a shard's settings hash: a re-run with another limit resumes
+        return f"LimitedSummarizer({self.inner!r})"
+
     def summarize(self, req: SummaryRequest) -> str:
         self.limiter.acquire()
         try:

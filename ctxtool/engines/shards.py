@@ -72,6 +72,7 @@ class ShardJob:
     on_error: str
     events: bool
     threads: int = 1
+    messages_column: str | None = None  # a Parquet shard's conversation column (None: found)
 
 
 @dataclass(slots=True)
@@ -91,9 +92,13 @@ class ShardResult:
         }
 
 
-def settings_hash(op: Operation[Any], fmt: str | None, to: str | None, on_error: str) -> str:
-    """What makes a shard's output what it is: the operation and its options, formats, policy."""
+def settings_hash(op: Operation[Any], fmt: str | None, to: str | None, on_error: str,
+                  messages_column: str | None = None) -> str:
+    """What makes a shard's output what it is: the operation and its options, formats, policy
+    (and a Parquet conversation column, when named)."""
     doc = f"{VERSION}\n{type(op).__module__}.{type(op).__qualname__}\n{op!r}\n{fmt}\n{to}\n{on_error}"
+    if messages_column is not None:
+        doc += f"\n{messages_column}"
     return hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -115,10 +120,17 @@ def plan(
     """The shards of ``paths`` (globs expanded), in order."""
     if "-" in paths:
         raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", code=ExitCode.USAGE)
+    from .. import parquet
+
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
     shards: list[Shard] = []
     counts: list[tuple[int, str, int, int]] = []  # (shard index, path, start, end) to count lines of
     for path in inputs:
+        if parquet.is_parquet(path):  # a Parquet file, or each file of a directory: its name kept
+            for f, rel in parquet.shard_files(path):
+                jsonio.check_input(f)
+                shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
+            continue
         jsonio.check_input(path)
         size = jsonio.input_size(path)
         stamp = _stamp(path)
@@ -133,6 +145,10 @@ def plan(
             if k:
                 counts.append((len(shards), path, ranges[k - 1][0], a))
             shards.append(Shard(f"part-{len(shards):05d}.jsonl", path, size, a, b, 1, fname, stamp))
+    names = [s.name for s in shards]
+    if len(set(names)) < len(names):  # Parquet files of the same name from several places
+        shards = [s if not parquet.is_parquet_name(s.name) else _renamed(s, f"part-{k:05d}.parquet")
+                  for k, s in enumerate(shards)]
     if counts:  # each range's first line: the newlines before it, counted where the workers run
         found = engine.map(_count, [(p, a, b) for _, p, a, b in counts])
         for (k, _, _, _), n in zip(counts, found, strict=True):  # in order: shard k - 1 is done
@@ -142,6 +158,15 @@ def plan(
 
 def _with_line(s: Shard, first_line: int) -> Shard:
     return Shard(s.name, s.input, s.size, s.start, s.end, first_line, s.format, s.stamp)
+
+
+def _renamed(s: Shard, name: str) -> Shard:
+    return Shard(name, s.input, s.size, s.start, s.end, s.first_line, s.format, s.stamp)
+
+
+def done_name(shard: Shard) -> str:
+    """A shard's ``_done`` entry (flat: a Parquet shard's name may hold directories)."""
+    return shard.name.replace("/", "__") + ".json"
 
 
 def _stamp(path: str) -> str | None:
@@ -168,7 +193,7 @@ def run_shard(job: ShardJob) -> ShardResult:
         from ..runner import run_file
 
         run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
-                       threads=job.threads)
+                       threads=job.threads, messages_column=job.messages_column)
         res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
     else:
         from ..parallel import RangeJob, run_range
@@ -282,13 +307,19 @@ class Sharding:
         log: EventLog | None = None,
         check: Callable[[str], None] | None = None,
         threads: int = 1,
+        messages_column: str | None = None,
     ) -> FileRun[R]:
-        """:func:`ctxtool.runner.run_file` as shards on this engine (``path`` may be a glob)."""
+        """:func:`ctxtool.runner.run_file` as shards on this engine (``path`` may be a glob, a
+        Parquet file or a directory of Parquet shards: ``messages_column`` names their
+        conversation column)."""
         if output == "-":
             if not self.join:
                 raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
                                    code=ExitCode.USAGE)
         shards = plan(self.engine, [path], fmt, to, op, self.shard_bytes)
+        if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
+            raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
+                               code=ExitCode.USAGE)
         if output is not None:
             from ..paths import refuse_overwrite
 
@@ -301,11 +332,11 @@ class Sharding:
             outdir = output.rstrip("/")
         if outdir is not None:
             _mkdir(outdir)
-        h = settings_hash(op, fmt, to, on_error)
+        h = settings_hash(op, fmt, to, on_error, messages_column)
         jobs = [
             ShardJob(op, s, urls.join(outdir, s.name) if outdir else None,
-                     urls.join(outdir, DONE, s.name + ".json") if outdir else None, h, fmt, to, on_error, log is not None,
-                     threads)
+                     urls.join(outdir, DONE, done_name(s)) if outdir else None, h, fmt, to, on_error, log is not None,
+                     threads, messages_column)
             for s in shards
         ]
         op.prepare()

@@ -412,6 +412,12 @@ def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             found = sorted(
                 q for q in path.rglob("*") if q.is_file() and q.suffix.lower() in TRANSCRIPT_SUFFIXES
             )
+            from .. import parquet
+
+            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.parquet)
+                yield s
+                if not found:
+                    continue
             if not found:
                 raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json)", path=s, code=ExitCode.NOT_FOUND)
             for q in found:

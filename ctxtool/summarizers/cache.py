@@ -138,6 +138,9 @@ class CachedSummarizer:
     def settings(self) -> dict[str, Any]:
         return self.inner.settings()
 
+    def __repr__(self) -> str:  # what a shard's settings hash sees: the model, not where its answers are kept
+        return f"CachedSummarizer({self.inner!r})"
+
     def key(self, req: SummaryRequest) -> str:
         return cache_key(self._settings, req)
 

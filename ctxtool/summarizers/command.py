@@ -86,6 +86,9 @@ class CommandSummarizer:
             "max_tokens": self.max_tokens,
         }
 
+    def __repr__(self) -> str:  # stable across runs (a shard's settings hash)
+        return f"CommandSummarizer({self.settings()!r})"
+
     def summarize(self, req: SummaryRequest) -> str:
         stdin = f"{req.system}\n\n{req.prompt}" if req.system else req.prompt
         max_tokens = min(req.max_tokens, self.max_tokens) if req.max_tokens > 0 else self.max_tokens

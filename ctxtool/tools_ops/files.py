@@ -128,9 +128,12 @@ def run_ops(
     on_error: str = "fail",
     jobs: int | None = None,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> OpsReport:
-    """Run a truncate/trim/restore operation over a file; the report names the files."""
-    run = run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, events=events, engine=engine)
+    """Run a truncate/trim/restore operation over a file; the report names the files
+    (``messages_column``: a Parquet dataset's conversation column, see :mod:`ctxtool.parquet`)."""
+    run = run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, events=events, engine=engine,
+                   messages_column=messages_column)
     rep = run.report
     rep.path, rep.output = path, output
     rep.format = rep.format or run.format
@@ -154,13 +157,15 @@ def truncate_file(
     jobs: int | None = None,
     records: bool = False,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> OpsReport:
     """``ctxtool truncate``: write ``path`` to ``output`` (``-`` stdout, None: discard) with
     every over-limit output cut and its full text in the cache. ``records``: keep each
     transcript's counts in ``report.items``."""
     op = TruncateOp(cache_root(cache), tokenizer_name(tokenizer), limits or Limits(), parse_include(include),
                     records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
+                   messages_column=messages_column)
 
 
 def trim_file(
@@ -178,6 +183,7 @@ def trim_file(
     context: ContextSettings | None = None,
     records: bool = False,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> OpsReport:
     """``ctxtool trim``: per transcript, trim the oldest tool outputs down to ``budget`` tokens
     (None: seed 001's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
@@ -185,7 +191,8 @@ def trim_file(
     if budget is not None and budget < 0:
         raise CtxtoolError("--budget must be >= 0", code=ExitCode.USAGE)
     op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
+                   messages_column=messages_column)
 
 
 def restore_file(
@@ -200,7 +207,9 @@ def restore_file(
     jobs: int | None = None,
     records: bool = False,
     engine: Sharding | None = None,
+    messages_column: str | None = None,
 ) -> OpsReport:
     """``ctxtool restore``: put back every truncated, spilled or trimmed message."""
     op = RestoreOp(cache_root(cache), records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine)
+    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
+                   messages_column=messages_column)

@@ -62,6 +62,9 @@ class HeuristicSummarizer:
     def settings(self) -> dict[str, Any]:
         return {"kind": "heuristic", "version": VERSION}
 
+    def __repr__(self) -> str:  # stable across runs: a shard's settings hash (a re-run resumes)
+        return f"HeuristicSummarizer({self.settings()!r})"
+
     def summarize(self, req: SummaryRequest) -> str:
         body = structured_summary(
             req.messages,
