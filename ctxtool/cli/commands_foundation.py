@@ -39,9 +39,9 @@ def stats(
     context_window: common.WindowOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this seed 002 threshold.")] = None,
-    warning_chars: Annotated[int | None, typer.Option(help="Seed 002 warning threshold (characters; default 200,000, context.warning_chars).")] = None,
-    critical_chars: Annotated[int | None, typer.Option(help="Seed 002 critical threshold (characters; default 400,000, context.critical_chars).")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this character threshold (AgentCore.Context's warning/critical levels).")] = None,
+    warning_chars: Annotated[int | None, typer.Option(help="Warning threshold in characters of agent-visible context since the last compaction (default 200,000, context.warning_chars; AgentCore.Context).")] = None,
+    critical_chars: Annotated[int | None, typer.Option(help="Critical threshold in characters of agent-visible context since the last compaction (default 400,000, context.critical_chars; AgentCore.Context).")] = None,
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
     output: common.OutOpt = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
@@ -52,7 +52,7 @@ def stats(
     address: common.AddressOpt = None,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
-    images, system prompt, recorded usage, context percentage and seed 002 thresholds.
+    images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
     Input that is not JSON at all (- or one file not named .json/.jsonl) is counted as plain text, like ttok."""
     from .. import stats as st
     from ..formats import iter_paths
@@ -209,7 +209,7 @@ def _render_stats(report, top: int) -> None:
             where = short_label(o.transcript) + (f":{o.line}" if o.line else "")
             lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
         con.print(lt)
-    ct = Table(title="context", title_justify="left")
+    ct = Table(title="context (since the last compaction, where there is one)", title_justify="left")
     ct.add_column("transcript")
     ct.add_column("messages", justify="right")
     ct.add_column("context tokens", justify="right")
@@ -235,7 +235,8 @@ def _render_stats(report, top: int) -> None:
     assert report.overview is not None
     levels = report.overview.levels
     con.print(
-        f"seed 002 thresholds: warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,}:"
+        f"chars since the last compaction: warning ≥ {report.warning_chars:,}, critical ≥ {report.critical_chars:,}"
+        f" (AgentCore.Context):"
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
         highlight=False,
     )

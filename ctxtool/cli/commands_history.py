@@ -1,5 +1,5 @@
-"""window and repair: rewrite history as a sliding window or bookends (seed 002) and
-normalize it (seed 004)."""
+"""window and repair: rewrite history as a sliding window or bookends (AgentCore.Context) and
+normalize it (adk-code)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def window(
     address: common.AddressOpt = None,
     join: common.JoinOpt = False,
 ) -> None:
-    """Keep a window of the history (seed 002 truncate) and write it to -o. A tool call and
+    """Keep a window of the history (AgentCore.Context's truncate) and write it to -o. A tool call and
     its result are dropped or kept together; system prompts are always kept; kept messages
     are copied byte for byte. Reports the dropped counts (on stderr when the transcript
     goes to stdout)."""
@@ -130,7 +130,7 @@ def repair(
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
 ) -> None:
-    """Normalize history (seed 004) and write it to -o: add a result marked aborted for every
+    """Normalize history (adk-code's history normalization) and write it to -o: add a result marked aborted for every
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
     assistant's unanswered tool calls. Reports each change. `repair` then `validate` is
     always clean; unchanged messages are copied byte for byte."""

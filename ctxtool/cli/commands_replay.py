@@ -64,7 +64,7 @@ def archive_cmd(
     path: common.OnePath,
     output: common.OutOpt = None,
     cutoff: Annotated[
-        int | None, typer.Option("--cutoff", "-n", min=0, help="Visible tool results to keep (default 10, seed 000 ToolCallCutoff).")
+        int | None, typer.Option("--cutoff", "-n", min=0, help="Visible tool results to keep (default 10, compaction.tool_call_cutoff; the Go agent's ToolCallCutoff).")
     ] = None,
     strategy: Annotated[
         SummaryStrategy | None,
@@ -79,7 +79,7 @@ def archive_cmd(
     events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
 ) -> None:
-    """Archive old tool results (seed 000): while more than --cutoff tool results are visible,
+    """Archive old tool results (the Go agent's tool-result archiving): while more than --cutoff tool results are visible,
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
@@ -160,7 +160,7 @@ def replay_cmd(
     chart: Annotated[bool, typer.Option("--chart/--no-chart", help="Show the terminal chart.")] = True,
     height: Annotated[int, typer.Option("--height", min=3, max=60, help="Terminal chart height in rows.")] = 12,
 ) -> None:
-    """Replay a transcript turn by turn as its agent did (seed 004 token tracker): input and
+    """Replay a transcript turn by turn as its agent did (adk-code's token tracker): input and
     output tokens per API call, running context, percent of the window, average turn size,
     turns left, where each trigger policy would have compacted and where the 95% hard limit
     would have stopped the agent. Table, --json, a terminal chart and --plot FILE."""
@@ -238,7 +238,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         where = f"turn {hit.first_turn}" if hit.first_turn else "never reached"
         more = f" (fired {len(hit.turns)}×: {', '.join(map(str, hit.turns[:8]))}{'…' if len(hit.turns) > 8 else ''})" if len(hit.turns) > 1 else ""
         verb = "stops the agent:" if th.stop else "compacts:"
-        lines.append(f"  {name:<15} {th.label:<28} seed {th.seed:<8} {verb} {where}{more}")
+        lines.append(f"  {name:<15} {th.label:<28} {th.origin:<22} {verb} {where}{more}")
     for ln in lines:
         con.print(ln, highlight=False)
 
@@ -283,7 +283,7 @@ def instructions_cmd(
     max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="Cap on the merged text (default 32 KiB, instructions.max_bytes).")] = None,
     tokenizer: common.TokenizerOpt = None,
 ) -> None:
-    """Find the AGENTS.md instruction hierarchy (seed 004): the global file in ctxtool's config
+    """Find the AGENTS.md instruction hierarchy (as adk-code merges it): the global file in ctxtool's config
     directory, the project root's (found by .git, .hg, go.mod, package.json or pyproject.toml)
     and the working directory's; merge them in that order under the 32 KiB cap and report
     sources, bytes, tokens and whether the text was cut."""

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
@@ -170,6 +171,23 @@ class _ClosedStdout(io.TextIOBase):
 
     def fileno(self) -> int:
         raise io.UnsupportedOperation("stdout is closed")
+
+
+class Choice(TyperChoice):  # type: ignore[type-arg]
+    """A choice of names listed in help as ``<a|b|c>``; ``aliases`` (former names) are
+    accepted as the name they map to and never listed."""
+
+    def __init__(self, names: Any, aliases: dict[str, str] | None = None) -> None:
+        super().__init__(list(names))
+        self.aliases = dict(aliases or {})
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+def choice_option(*decls: str, names: Any, aliases: dict[str, str] | None = None, help: str) -> Any:  # noqa: A002
+    """A ``typer.Option`` taking one of ``names`` (listed in help), former names accepted."""
+    return typer.Option(*decls, click_type=Choice(names, aliases), help=help, show_default=False)
 
 
 class OnError(StrEnum):
