@@ -238,7 +238,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         where = f"turn {hit.first_turn}" if hit.first_turn else "never reached"
         more = f" (fired {len(hit.turns)}×: {', '.join(map(str, hit.turns[:8]))}{'…' if len(hit.turns) > 8 else ''})" if len(hit.turns) > 1 else ""
         verb = "stops the agent:" if th.stop else "compacts:"
-        lines.append(f"  {name:<15} {th.label:<28} {th.origin:<22} {verb} {where}{more}")
+        lines.append(f"  {name:<15} {th.label:<28} {th.origin:<11} {verb} {where}{more}")
     for ln in lines:
         con.print(ln, highlight=False)
 

@@ -65,7 +65,7 @@ class EffectiveLimit(Policy):
 
 class Reserve(Policy):
     name = "reserve"
-    origin = "pi, Go agent"
+    origin = "pi"
     help = "pi-style: tokens > window - reserve; no window disables it"
     keys = ("compaction.enabled", "compaction.reserve_tokens")
 
@@ -82,7 +82,7 @@ class Reserve(Policy):
 
 class Ratio(Policy):
     name = "ratio"
-    origin = "tool-output cache spec"
+    origin = "cache spec"
     help = "tool-output cache spec: tokens >= window * threshold_ratio; no window is an error"
     keys = ("compaction.enabled", "compaction.auto_compact", "compaction.threshold_ratio")
 
