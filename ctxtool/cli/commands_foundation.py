@@ -53,7 +53,8 @@ def stats(
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
-    Input that is not JSON at all (- or one file not named .json/.jsonl) is counted as plain text, like ttok."""
+    Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
+    files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
     from .. import stats as st
     from ..formats import iter_paths
 
@@ -61,7 +62,7 @@ def stats(
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths))
-    if len(files) == 1 and _plain_text(files[0], tok, count, as_json or as_jsonl):
+    if _plain_text(files, tok, count, as_json or as_jsonl):
         return
     from ..jsonio import input_size
 
@@ -135,20 +136,33 @@ def stats(
             raise typer.Exit(int(ExitCode.THRESHOLD))
 
 
-def _plain_text(path: str, tok: str | None, count: bool, machine: bool) -> bool:
-    """Count ``path`` as plain text if it is not JSON at all; whether it was."""
+def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -> bool:
+    """Count ``files`` as plain text (like ttok) if none of them is a transcript; whether they were."""
     from ..textcount import count_text, is_plain_text
 
-    if not is_plain_text(path):
+    if not files or not all(is_plain_text(f) for f in files):
         return False
     if machine:
         raise CtxtoolError("plain text, not a transcript: --json/--jsonl describe transcripts; use --count",
-                           path=path, code=ExitCode.USAGE)
-    r = count_text(path, tok)
+                           path=files[0], code=ExitCode.USAGE)
+    counts = [count_text(f, tok) for f in files]
+    total = sum(r.tokens for r in counts)
     if count:
-        sys.stdout.write(f"{r.tokens}\n")
-    else:
-        sys.stdout.write(f"{r.tokens:,} tokens ({r.tokenizer}) · {r.chars:,} characters · {r.lines:,} line{'s' if r.lines != 1 else ''} of plain text\n")
+        sys.stdout.write(f"{total}\n")
+        return True
+
+    def line(tokens: int, chars: int, lines: int, tokenizer: str) -> str:
+        return f"{tokens:,} tokens ({tokenizer}) · {chars:,} characters · {lines:,} line{'s' if lines != 1 else ''} of plain text"
+
+    out = common.ForPeople(sys.stdout)
+    if len(counts) == 1:
+        r = counts[0]
+        out.write(line(r.tokens, r.chars, r.lines, r.tokenizer) + "\n")
+        return True
+    for r in counts:
+        out.write(line(r.tokens, r.chars, r.lines, r.tokenizer) + f": {r.path}\n")
+    out.write(line(total, sum(r.chars for r in counts), sum(r.lines for r in counts), counts[0].tokenizer)
+              + f": {len(counts):,} files\n")
     return True
 
 
