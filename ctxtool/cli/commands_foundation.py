@@ -43,7 +43,11 @@ def stats(
     warning_chars: Annotated[int | None, typer.Option(help="Warning threshold in characters of agent-visible context since the last compaction (default 200,000, context.warning_chars; AgentCore.Context).")] = None,
     critical_chars: Annotated[int | None, typer.Option(help="Critical threshold in characters of agent-visible context since the last compaction (default 400,000, context.critical_chars; AgentCore.Context).")] = None,
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
-    output: common.OutOpt = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
+                     "atomically; with --per-message, one row per message to FILE.csv or FILE.parquet."),
+    ] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
     top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
     jobs: common.JobsOpt = None,
@@ -60,6 +64,14 @@ def stats(
 
     if per_message and not output:
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
+    if output and output != "-" and not per_message:  # the report itself goes to -o FILE
+        if output.lower().removesuffix(".gz").removesuffix(".zst").endswith((".csv", ".parquet")):
+            raise CtxtoolError("rows per message are written with --per-message; without it -o writes the report",
+                               path=output, code=ExitCode.USAGE)
+        with common.data_to(output, paths):
+            stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
+                  False, None, on_error, top, jobs, count, engine, address)
+        return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths))
     if _plain_text(files, tok, count, as_json or as_jsonl):

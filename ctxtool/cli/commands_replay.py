@@ -145,7 +145,7 @@ def archive_cmd(
 
 
 def replay_cmd(
-    path: common.OnePath,
+    paths: common.Paths,
     fmt: common.FormatOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -170,19 +170,25 @@ def replay_cmd(
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
-    reports = rp.replay_file(path, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)
+    from ..formats import iter_paths
+
+    files = list(iter_paths(paths))
+    reports = [r for f in files for r in rp.replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
+    path = files[0] if len(files) == 1 else None
     if plot:
         if not reports:
             raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
         if len(reports) > 1:
-            err_line(f"ctxtool: {len(reports)} transcripts in the file; plotting the first (choose one with --index)")
+            where = "in the file" if path else "in the files"
+            err_line(f"ctxtool: {len(reports)} transcripts {where}; plotting the first (choose a file, and one with --index)")
         kind = rp.write_plot(reports[0], plot)
         err_line(f"wrote {kind} chart of {len(reports[0].turns)} turns to {plot}")
     if as_json or as_jsonl:
         totals = {"transcripts": len(reports), "turns": sum(len(r.turns) for r in reports),
                   "peak_tokens": max((r.peak_tokens for r in reports), default=0),
                   "stopped": sum(1 for r in reports if r.stopped_at is not None)}
-        emit("replay", {"path": path, "index": index}, items=(r.to_json() for r in reports), tail={"totals": totals},
+        emit("replay", {"path": path if path else paths[0] if len(paths) == 1 else None, "index": index},
+             items=(r.to_json() for r in reports), tail={"totals": totals},
              jsonl=as_jsonl)
         return
     if len(reports) == 1:

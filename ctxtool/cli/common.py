@@ -91,10 +91,27 @@ class CtxGroup(TyperGroup):
                 cmd = tm.get_group_from_info(
                     info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
                 )
+                for sub in cmd.commands.values():
+                    with_output(sub)
             else:
                 cmd = tm.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+                with_output(cmd)
             self.commands[name] = cmd
         return cmd
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A command name that is not one: the error names the closest commands (lazy ones too)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except TyperException as e:
+            message = getattr(e, "message", "")
+            if args and isinstance(message, str) and "Did you mean" not in message and "No such command" in message:
+                from difflib import get_close_matches
+
+                close = get_close_matches(args[0], self.list_commands(ctx))
+                if close:
+                    e.message = f"{message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
 
     def invoke(self, ctx: Any) -> Any:
         if sys.stdout is None:  # started with stdout closed (`>&-`): fail on the first write
@@ -134,6 +151,58 @@ class CtxGroup(TyperGroup):
             else:
                 err_line(f"ctxtool: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
             raise Exit(int(ExitCode.ERROR)) from None
+
+
+DATA_OUTPUT_HELP = "Write what the command prints on stdout to FILE instead (atomically; compressed when it ends in .gz or .zst)."
+
+
+def with_output(cmd: Any) -> None:
+    """Give a command that prints data and has no ``-o`` of its own one: ``-o FILE`` writes
+    what it prints on stdout to FILE (:func:`data_to`). Every command gets it as it is built,
+    so one added later has it too."""
+    if any(p.name in ("output", "data_output") for p in cmd.params):
+        return
+    from typer.core import TyperOption
+
+    cmd.params.append(TyperOption(param_decls=["data_output", "--output", "-o"], metavar="FILE", help=DATA_OUTPUT_HELP))
+    inner = cmd.callback
+
+    def callback(*args: Any, data_output: str | None = None, **kwargs: Any) -> Any:
+        inputs = kwargs.get("paths") or ([kwargs["path"]] if isinstance(kwargs.get("path"), str) else [])
+        with data_to(data_output, inputs):
+            return inner(*args, **kwargs)
+
+    cmd.callback = callback
+
+
+@contextlib.contextmanager
+def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
+    """What the block prints on stdout written to ``output`` instead (``None`` or ``-``:
+    stdout), atomically: a failure leaves no half-written file, a full disk is exit 8. An exit
+    status the command decides (a threshold, problems found) keeps what it wrote."""
+    if output is None or output == "-":
+        yield
+        return
+    from ..outputs import atomic_output
+    from ..paths import refuse_overwrite
+
+    refuse_overwrite([str(p) for p in inputs if str(p) != "-"], output)
+    decided: Exit | None = None
+    old = sys.stdout
+    with atomic_output(output) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=True)  # type: ignore[type-var]
+        sys.stdout = text
+        try:
+            try:
+                yield
+            except Exit as e:
+                decided = e
+            text.flush()
+        finally:
+            sys.stdout = old
+            text.detach()
+    if decided is not None:
+        raise decided
 
 
 def closed_pipe() -> None:
