@@ -90,7 +90,7 @@ def make_run_commands() -> list[str]:
     text = (ROOT / "Makefile").read_text()
     m = re.search(r"^run:[^\n]*\n((?:\t[^\n]*\n)+)", text, re.MULTILINE)
     assert m, "the Makefile has a run target"
-    return [ln.strip() for ln in m.group(1).splitlines() if "ctxtool" in ln]
+    return [ln.strip().lstrip("@") for ln in m.group(1).splitlines() if "ctxtool" in ln]
 
 
 def test_make_run_does_not_say_seed():

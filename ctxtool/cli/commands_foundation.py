@@ -40,8 +40,8 @@ def stats(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this character threshold (AgentCore.Context's warning/critical levels).")] = None,
-    warning_chars: Annotated[int | None, typer.Option(help="Warning threshold in characters of agent-visible context since the last compaction (default 200,000, context.warning_chars; AgentCore.Context).")] = None,
-    critical_chars: Annotated[int | None, typer.Option(help="Critical threshold in characters of agent-visible context since the last compaction (default 400,000, context.critical_chars; AgentCore.Context).")] = None,
+    warning_chars: Annotated[int | None, typer.Option(min=0, help="Warning threshold in characters of agent-visible context since the last compaction (default 200,000, context.warning_chars; AgentCore.Context).")] = None,
+    critical_chars: Annotated[int | None, typer.Option(min=0, help="Critical threshold in characters of agent-visible context since the last compaction (default 400,000, context.critical_chars; AgentCore.Context).")] = None,
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
     output: Annotated[
         str | None,
@@ -49,7 +49,7 @@ def stats(
                      "atomically; with --per-message, one row per message to FILE.csv or FILE.parquet."),
     ] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
-    top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
+    top: Annotated[int, typer.Option("--limit", min=0, help="How many of the largest tool outputs to list.")] = 5,
     jobs: common.JobsOpt = None,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of tokens (of the transcripts, or of plain text).")] = False,
     engine: common.EngineOpt = None,
@@ -273,7 +273,7 @@ def validate(
     fmt: common.FormatOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    limit: Annotated[int, typer.Option(help="How many problems to list (all with --json).")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many problems to list (all with --json).")] = 50,
     jobs: common.JobsOpt = None,
 ) -> None:
     """Check schema (canonical files) and structure: tool results without a call, calls
@@ -305,7 +305,7 @@ def validate(
 
 def convert(
     path: common.OnePath,
-    to: Annotated[str, typer.Option("--to", help=f"Output format: {', '.join(format_names())}.")],
+    to: Annotated[str, typer.Option("--to", click_type=common.Choice(format_names), help="Output format.")],
     output: common.OutOpt = None,
     fmt: common.FormatOpt = None,
     on_error: common.OnErrorOpt = common.OnError.fail,

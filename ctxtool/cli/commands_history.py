@@ -126,7 +126,7 @@ def repair(
     dry_run: DryRunOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    limit: Annotated[int, typer.Option(help="How many changes to list (all with --json).")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many changes to list (all with --json).")] = 50,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
 ) -> None:

@@ -64,11 +64,11 @@ def archive_cmd(
     path: common.OnePath,
     output: common.OutOpt = None,
     cutoff: Annotated[
-        int | None, typer.Option("--cutoff", "-n", min=0, help="Visible tool results to keep (default 10, compaction.tool_call_cutoff; the Go agent's ToolCallCutoff).")
+        int | None, typer.Option("--tool-call-cutoff", "-n", min=0, help="Visible tool results to keep (default 10, compaction.tool_call_cutoff; the Go agent's ToolCallCutoff).")
     ] = None,
     strategy: Annotated[
         SummaryStrategy | None,
-        typer.Option("--strategy", help="Summary of archived results: llm (the configured summarizer; heuristic when "
+        typer.Option("--tool-summary", help="Summary of archived results: llm (the configured summarizer; heuristic when "
                      "none), heuristic (local digest, 800 chars) or off. Default: compaction.tool_summary_strategy."),
     ] = None,
     fmt: common.FormatOpt = None,
@@ -79,7 +79,7 @@ def archive_cmd(
     events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
 ) -> None:
-    """Archive old tool results (the Go agent's tool-result archiving): while more than --cutoff tool results are visible,
+    """Archive old tool results (the Go agent's tool-result archiving): while more than --tool-call-cutoff tool results are visible,
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""

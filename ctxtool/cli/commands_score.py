@@ -29,7 +29,7 @@ def score_cmd(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per judge request (default 120).", min=1)] = None,
-    max_lost: Annotated[int, typer.Option("--max-lost", help="Lost probes listed per transcript in the text report.", min=0)] = 20,
+    max_lost: Annotated[int, typer.Option("--limit", help="How many lost probes to list per transcript (all with --json).", min=0)] = 20,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
@@ -113,7 +113,7 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
             note = f" ({p.note})" if p.note else ""
             out.write(f"  lost {p.kind}: {one_line(p.text, 160)}{note}\n")
         if len(lost) > max_lost:
-            out.write(f"  ... and {len(lost) - max_lost:,} more lost (--max-lost, or --json for all)\n")
+            out.write(f"  ... and {len(lost) - max_lost:,} more lost (--limit, or --json for all)\n")
     if len(reps) > 1:
         t = totals(reps)
         out.write(f"{t['transcripts']:,} transcript(s): {t['tokens_before']:,} → {t['tokens_after']:,} tokens; "

@@ -94,6 +94,12 @@ def _presets() -> tuple[list[str], dict[str, str], str]:
 _PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
 
 
+def _modes() -> list[str]:
+    from ..toolout import MODES
+
+    return list(MODES)
+
+
 def _modes_help() -> str:
     from ..toolout import MODES
 
@@ -110,7 +116,7 @@ def truncate(
         common.choice_option("--preset", names=_PRESETS, aliases=_PRESET_ALIASES,
                              help="A system's limits exactly: " + _PRESETS_HELP + ". Default: the tool_output settings (spill's values)."),
     ] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help=f"How cut outputs are kept: {_modes_help()}.")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", click_type=common.Choice(_modes), help=f"How cut outputs are kept: {_modes_help()}.")] = None,
     max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (default 2000, tool_output.max_lines; 0: off).")] = None,
     head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (head-tail preset: 128).")] = None,
     tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (head-tail preset: 128).")] = None,
@@ -267,7 +273,7 @@ refs_app = typer.Typer(
 def refs_show(
     ref: Annotated[str, typer.Argument(help="Ref id (sha256) or a unique prefix of 8+ hex digits.", show_default=False)],
     offset: Annotated[int, typer.Option("--offset", min=1, help="First line (1-based).")] = 1,
-    limit: Annotated[int, typer.Option("--limit", min=0, help="Lines to print (0: all).")] = 2000,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many lines to print (0: all).")] = 2000,
     cache_dir: CacheDirOpt = None,
     as_json: common.JsonOpt = False,
 ) -> None:
@@ -291,7 +297,7 @@ def refs_grep(
     context: Annotated[int, typer.Option("--context", "-C", min=0, help="Lines of context around each match.")] = 0,
     ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Case-insensitive.")] = False,
     fixed: Annotated[bool, typer.Option("--fixed-strings", "-F", help="PATTERN is a plain string, not a regex.")] = False,
-    max_count: Annotated[int | None, typer.Option("--max-count", min=1, help="Stop after N matches.")] = None,
+    max_count: Annotated[int | None, typer.Option("--limit", min=1, help="How many matches to list: stop after N (like grep's --max-count).")] = None,
     cache_dir: CacheDirOpt = None,
     as_json: common.JsonOpt = False,
 ) -> None:

@@ -86,16 +86,20 @@ class CtxGroup(TyperGroup):
         if cmd is None and name in self.lazy:
             import typer.main as tm
 
+            from .names import accept_former_names
+
             info = self.lazy[name]
             if isinstance(info, tm.TyperInfo):
                 cmd = tm.get_group_from_info(
                     info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
                 )
-                for sub in cmd.commands.values():
+                for sub_name, sub in cmd.commands.items():
                     with_output(sub)
+                    accept_former_names(sub, f"{name} {sub_name}")
             else:
                 cmd = tm.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
                 with_output(cmd)
+                accept_former_names(cmd, name)
             self.commands[name] = cmd
         return cmd
 
@@ -243,12 +247,19 @@ class _ClosedStdout(io.TextIOBase):
 
 
 class Choice(TyperChoice):  # type: ignore[type-arg]
-    """A choice of names listed in help as ``<a|b|c>``; ``aliases`` (former names) are
-    accepted as the name they map to and never listed."""
+    """A choice of names listed in help as ``<a|b|c>``; ``names`` may be a function that gives
+    them (asked when the command is parsed or its help shown: a registry's names, with what was
+    registered since). ``aliases`` (former names) are accepted as the name they map to and
+    never listed."""
 
-    def __init__(self, names: Any, aliases: dict[str, str] | None = None) -> None:
-        super().__init__(list(names))
+    def __init__(self, names: Any, aliases: dict[str, str] | None = None, case_sensitive: bool = True) -> None:
+        self._names = names
         self.aliases = dict(aliases or {})
+        self.case_sensitive = case_sensitive
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names() if callable(self._names) else self._names)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         return super().convert(self.aliases.get(value, value), param, ctx)
@@ -274,9 +285,9 @@ OnePath = Annotated[
 ]
 FormatOpt = Annotated[
     str | None,
-    typer.Option("--format", "-f", help=f"Input format (default: detected). One of: {', '.join(format_names())}."),
+    typer.Option("--format", "-f", click_type=Choice(format_names), help="Input format (default: detected)."),
 ]
-ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
+ToOpt = Annotated[str | None, typer.Option("--to", click_type=Choice(format_names), help="Output format (default: the input's).")]
 OutOpt = Annotated[
     str | None,
     typer.Option(
@@ -285,9 +296,15 @@ OutOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+def _tokenizers() -> tuple[str, ...]:
+    from ..tokens import TOKENIZERS
+
+    return TOKENIZERS
+
+
 TokenizerOpt = Annotated[
     str | None,
-    typer.Option("--tokenizer", "-t", help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
+    typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]

@@ -18,6 +18,7 @@ def generate() -> str:
     import typer
 
     from . import app
+    from .names import naming_table
 
     root = typer.main.get_command(app)
     out = [
@@ -29,19 +30,25 @@ def generate() -> str:
     text, rctx = _help(root, "ctxtool")
     out += ["## ctxtool", "", "```text", text.rstrip(), "```", ""]
 
+    leaves: dict[str, Any] = {}
+
     def walk(group: Any, prefix: str, pctx: Any) -> None:
         for name in group.list_commands(pctx):
             cmd = group.get_command(pctx, name)
             if cmd is None or getattr(cmd, "hidden", False):
                 continue
             full = f"{prefix} {name}"
+            if not hasattr(cmd, "list_commands"):
+                leaves[full.removeprefix("ctxtool ")] = cmd
             text, ctx = _help(cmd, name, pctx)
             out.extend([f"## {full}", "", "```text", text.rstrip(), "```", ""])
             if hasattr(cmd, "list_commands"):
                 walk(cmd, full, ctx)
 
     walk(root, "ctxtool", rctx)
-    return "\n".join(out)
+    return "\n".join(out[:4] + ["## Names", "", "One name per idea across commands (`ctxtool/cli/names.py`; "
+                                  "`tests/test_cli_names.py` holds every command to it):", "",
+                                  naming_table(leaves), ""] + out[4:])
 
 
 if __name__ == "__main__":
