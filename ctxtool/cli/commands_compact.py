@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 Layout = StrEnum("Layout", {n: n for n in layout_names()})  # type: ignore[misc]
 SummarizerKind = StrEnum("SummarizerKind", {n: n for n in summarizer_names()})  # type: ignore[misc]
 D = CompactOptions()  # the defaults, stated once (ctxtool.config)
+SINCE = common.SINCE
 LAYOUT_HELP = "; ".join(f"{n}: {get_layout(n).help}" for n in layout_names())
 
 
@@ -240,8 +241,10 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
         where = r.label if len(recs) > 1 else r.label.split("#")[0]
         if r.status == "compacted":
             write(
-                f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} tokens (ratio {r.ratio:.2f}x), "
-                f"{r.messages_removed:,} messages removed, {r.kept_messages:,} kept"
+                f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} {SINCE} (ratio {r.ratio:.2f}x): "
+                f"{r.summarized_messages + r.incremental:,} of {r.summarized_messages + r.incremental + r.kept_messages:,}"
+                " messages summarized, "  # a previous summary is summarized again (as score counts it)
+                f"{r.kept_messages:,} kept; {r.messages_removed:,} removed from the file"
                 + (f", first kept {r.first_kept_id}" if r.first_kept_id else "")
                 + (" (incremental)" if r.incremental else "")
                 + (" (fallback summary)" if r.fallback_used else "")

@@ -100,8 +100,8 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
     for r in reps:
         ratio = f"{r.ratio:.1f}x" if r.ratio else "-"
         out.write(f"{common.short_label(r.before)} → {common.short_label(r.after)}: {r.tokens_before:,} → "
-                  f"{r.tokens_after:,} tokens ({ratio}); {r.lost_messages:,} of {r.messages_before:,} messages "
-                  f"not kept verbatim; {len(r.results):,} probes, retention {r.retention:.1%}\n")
+                  f"{r.tokens_after:,} {common.SINCE} ({ratio}); {r.lost_messages:,} of {r.messages_before:,} messages "
+                  f"summarized (not kept verbatim); {len(r.results):,} probes, retention {r.retention:.1%}\n")
         kinds = [k for k in r.kinds if k.probes]
         if kinds:
             out.write("  " + " · ".join(f"{k.kind} {k.kept}/{k.probes}" for k in kinds) + "\n")

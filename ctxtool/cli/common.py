@@ -399,6 +399,10 @@ def fmt_int(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+#: what compact and score count, named the same in both: the content of the messages the agent
+#: sees since the last compaction (stats' role table counts every message in the file)
+SINCE = "message tokens since the last compaction"
+
 #: the rows of a per-transcript table over a dataset; ``--json`` lists every transcript
 TABLE_ROWS = 20
 

@@ -73,15 +73,20 @@ def render(transcripts: Iterable[Transcript], to: str = "markdown", options: Exp
 
 
 def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
-    """An output name that says another kind of file than the one written is an error
-    (``-o out.pdf``, ``-o out.html --to markdown``); no suffix, or ``.txt`` for markdown, is fine."""
+    """An output name that says another kind of file than the one written is an error:
+    another renderer's suffix (``-o out.html --to markdown``) or a known type that is not text
+    (``-o out.pdf``, ``.png``, ``.json``). A name without a suffix, or one no type is known
+    for (``.out``), or ``.txt``, is written as asked."""
     if out is None or implied == name:
         return
+    import mimetypes
+
     from ..errors import CtxtoolError, ExitCode
 
     base = os.path.basename(out.lower().removesuffix(".gz").removesuffix(".zst"))
     suffix = os.path.splitext(base)[1]
-    if implied is None and (not suffix or (suffix == ".txt" and name == "markdown")):
+    kind = mimetypes.MimeTypes(filenames=()).guess_type("x" + suffix)[0] if suffix else None  # Python's own table
+    if implied is None and kind in (None, "text/plain"):
         return
     kinds = ", ".join(f"{n} ({' '.join(get_renderer(n).suffixes)})" for n in renderer_names())
     said = f"an {implied} name" if implied else f"a {suffix} name"
