@@ -132,7 +132,7 @@ def _not_a_transcript(data: bytes, name: str) -> bool:
     from .jsonio import _open_source
 
     try:
-        src = _open_source(io.BufferedReader(io.BytesIO(data)), name, len(data))  # type: ignore[arg-type]
+        src = _open_source(io.BufferedReader(io.BytesIO(data)), name, len(data))
         return src.layout != "zip" and not formats._scores(src.sample(), src)
     except CtxtoolError:
         return False

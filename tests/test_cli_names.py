@@ -21,24 +21,9 @@ runner = CliRunner()
 
 
 def commands() -> dict[str, object]:
-    import typer
-    import typer._click as click
+    from ctxtool.cli.docgen import leaves
 
-    root = typer.main.get_command(app)
-    out: dict[str, object] = {}
-
-    def walk(group, prefix, ctx):
-        for name in group.list_commands(ctx):
-            cmd = group.get_command(ctx, name)
-            if cmd is None or getattr(cmd, "hidden", False):
-                continue
-            if hasattr(cmd, "list_commands"):
-                walk(cmd, [*prefix, name], click.Context(cmd, info_name=name, parent=ctx))
-            else:
-                out[" ".join([*prefix, name])] = cmd
-
-    walk(root, [], click.Context(root, info_name="ctxtool"))
-    return out
+    return leaves()
 
 
 def options(cmd) -> list:

@@ -37,26 +37,9 @@ def run(*args: str, cwd: Path, limit: int | None = None, stdin: bytes = b"") -> 
 
 
 def leaf_commands() -> dict[str, object]:
-    import typer
-    import typer._click as click
+    from ctxtool.cli.docgen import leaves
 
-    from ctxtool.cli import app
-
-    root = typer.main.get_command(app)
-    out: dict[str, object] = {}
-
-    def walk(group, prefix, ctx):
-        for name in group.list_commands(ctx):
-            cmd = group.get_command(ctx, name)
-            if cmd is None:
-                continue
-            if hasattr(cmd, "list_commands"):
-                walk(cmd, [*prefix, name], click.Context(cmd, info_name=name, parent=ctx))
-            else:
-                out[" ".join([*prefix, name])] = cmd
-
-    walk(root, [], click.Context(root, info_name="ctxtool"))
-    return out
+    return leaves()
 
 
 def test_every_command_takes_an_output_file():

@@ -20,28 +20,9 @@ BIN = Path(sys.executable).parent
 
 def command_paths() -> list[list[str]]:
     """Every registered command and subcommand (hidden ones aside), as argv prefixes."""
-    import typer
+    from ctxtool.cli.docgen import commands
 
-    from ctxtool.cli import app
-
-    root = typer.main.get_command(app)
-    out: list[list[str]] = []
-
-    def walk(group, prefix, ctx):
-        import typer._click as click
-
-        for name in group.list_commands(ctx):
-            cmd = group.get_command(ctx, name)
-            if cmd is None or getattr(cmd, "hidden", False):
-                continue
-            out.append([*prefix, name])
-            if hasattr(cmd, "list_commands"):
-                walk(cmd, [*prefix, name], click.Context(cmd, info_name=name, parent=ctx))
-
-    import typer._click as click
-
-    walk(root, [], click.Context(root, info_name="ctxtool"))
-    return out
+    return [path.split() for path in commands() if path]
 
 
 def _env() -> dict[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer

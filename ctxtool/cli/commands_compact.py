@@ -14,8 +14,8 @@ from ..compaction.settings import CompactOptions
 from ..errors import CtxtoolError, ExitCode
 from ..summarizers import Closeable, summarizer_names
 from . import common
-from .common import err_line, out_line, resolve_model, stderr_console, warn_skipped
 from .commands_check import PolicyOpt
+from .common import err_line, out_line, resolve_model, stderr_console, warn_skipped
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:

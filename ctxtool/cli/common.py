@@ -9,7 +9,7 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -194,7 +194,7 @@ def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
     decided: Exit | None = None
     old = sys.stdout
     with atomic_output(output) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=True)  # type: ignore[type-var]
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=True)
         sys.stdout = text
         try:
             try:
@@ -246,7 +246,7 @@ class _ClosedStdout(io.TextIOBase):
         raise io.UnsupportedOperation("stdout is closed")
 
 
-class Choice(TyperChoice):  # type: ignore[type-arg]
+class Choice(TyperChoice[str]):
     """A choice of names listed in help as ``<a|b|c>``; ``names`` may be a function that gives
     them (asked when the command is parsed or its help shown: a registry's names, with what was
     registered since). ``aliases`` (former names) are accepted as the name they map to and
@@ -257,8 +257,8 @@ class Choice(TyperChoice):  # type: ignore[type-arg]
         self.aliases = dict(aliases or {})
         self.case_sensitive = case_sensitive
 
-    @property  # type: ignore[override]
-    def choices(self) -> tuple[str, ...]:
+    @property
+    def choices(self) -> Sequence[str]:  # type: ignore[override]
         return tuple(self._names() if callable(self._names) else self._names)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
