@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, ExitCode
+from ..formats import format_names
 from ..summarizers import Closeable, summarizer_names
 from . import common
 from .common import resolve_model
@@ -23,8 +24,8 @@ def score_cmd(
     before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, or - for stdin).", show_default=False)],
     after: Annotated[str, typer.Argument(help="The same transcript after compaction.", show_default=False)],
     fmt: common.FormatOpt = None,
-    after_fmt: Annotated[str | None, typer.Option("--after-format", help="Format of AFTER (default: detected).")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help=f"Also ask a model ({', '.join(JUDGES)}) questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
+    after_fmt: Annotated[str | None, typer.Option("--after-format", click_type=common.Choice(format_names), help="Format of AFTER (default: detected).")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(JUDGES), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="The judge's model name.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
@@ -44,8 +45,6 @@ def score_cmd(
     from ..score import score_files
     from ..tokens import get_tokenizer
 
-    if judge is not None and judge not in JUDGES:
-        raise CtxtoolError(f"--judge: unknown backend {judge!r}; choose one of: {', '.join(JUDGES)}", code=ExitCode.USAGE)
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None

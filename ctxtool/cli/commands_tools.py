@@ -14,10 +14,10 @@ from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
     str | None,
-    typer.Option("--cache-dir", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
+    typer.Option("--cache-dir", metavar="DIR", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
 ]
 EventsOpt = Annotated[
-    str | None, typer.Option("--events", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
+    str | None, typer.Option("--events", metavar="FILE", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
 ]
 
 

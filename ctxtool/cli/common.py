@@ -291,7 +291,7 @@ ToOpt = Annotated[str | None, typer.Option("--to", click_type=Choice(format_name
 OutOpt = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o",
+        "--output", "-o", metavar="FILE",
         help="Output file (default: stdout), compressed when it ends in .gz or .zst. A file is replaced atomically; a FIFO or device is written in place.",
     ),
 ]
@@ -306,7 +306,7 @@ TokenizerOpt = Annotated[
     str | None,
     typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
 ]
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]
 OnErrorOpt = Annotated[OnError, typer.Option("--on-error", help="fail: stop at the first bad record; skip: report and continue.")]
 JobsOpt = Annotated[
@@ -315,12 +315,12 @@ JobsOpt = Annotated[
 ]
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help=f"Where shards run: {', '.join(engine_names())} (default local). Any engine but the default "
+    typer.Option("--engine", click_type=Choice(engine_names), help="Where shards run (default local). Any engine but the default "
                  "(or --join, an input glob, an output directory) writes -o DIR as shards plus _report.json; a re-run skips finished shards."),
 ]
 AddressOpt = Annotated[
     str | None,
-    typer.Option("--address", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
+    typer.Option("--address", metavar="HOST:PORT", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
 ]
 JoinOpt = Annotated[bool, typer.Option("--join", help="With shards: join them, in order, into the one file -o FILE.")]
 MaxInFlightOpt = Annotated[
