@@ -60,3 +60,22 @@ def test_a_file_named_twice_is_read_once(tmp_path, monkeypatch):
     assert one["totals"]["transcripts"] == 1
     stats = json.loads(runner.invoke(app, ["stats", rel, absolute, "samples", "--json"]).stdout)
     assert stats["totals"]["transcripts"] == json.loads(runner.invoke(app, ["stats", "samples", "--json"]).stdout)["totals"]["transcripts"]
+
+
+def test_files_read_again_are_named_once():
+    """A file read as ``src/a.py`` and as ``/repo/src/a.py`` is one file (relative names joined
+    to the directory the session records)."""
+    from ctxtool.compactions import _normal
+
+    assert _normal("/repo", "src/a.py") == _normal("/repo", "/repo/src/./a.py") == "/repo/src/a.py"
+    assert _normal("/repo", "../other/b.py") == "/other/b.py"
+    assert _normal(None, "src/a.py") == "src/a.py" and _normal("/repo", "~/x") == "~/x"
+    pi = CORPUS / "pi" / "pi_before-compaction.jsonl"
+    if not pi.exists():
+        pytest.skip("corpus not present")
+    d = json.loads(runner.invoke(app, ["compactions", str(pi), "--json"]).stdout)
+    for c in d["transcripts"][0]["compactions"]:
+        assert all(p.startswith("/") for p in c["reread"])
+        assert len(set(c["reread"])) == len(c["reread"])
+    # before, #1 listed tui-renderer.ts and main-new.ts twice (relative and absolute): 13 in all
+    assert d["totals"]["reread_files"] == 10
