@@ -96,12 +96,14 @@ def is_plain_text(path: str | Path) -> bool:
     that no transcript format recognizes. A JSON Lines file with a broken first line, or
     broken JSON, is a transcript with an error; so is any file named ``.jsonl``. Stdin is
     peeked at, a FIFO handed over; a regular file is looked at."""
-    from .jsonio import _mostly_records
+    from .jsonio import ZIP_MAGIC, _mostly_records
 
     got = _head(str(path))
     if got is None:
         return False
     head, named = got
+    if head.startswith(ZIP_MAGIC):  # an archive a transcript format reads (an Inspect .eval log)
+        return False
     complete = len(head) < SNIFF_BYTES
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
