@@ -5,25 +5,37 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-llm bench lint docs clean
+.PHONY: run install test test-llm bench lint docs clean
 
+# The environment runs the checkout itself: a .pth line puts it on sys.path and bin/ctxtool
+# calls ctxtool.cli.entry, what an editable install gives without setuptools' editable modes
+# (`compat` is deprecated and will be removed; the default mode imports a finder hook in every
+# python process of the environment, ~10 ms). Quiet: only errors are printed.
 $(STAMP): pyproject.toml requirements.lock
-	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.lock
-	# compat: the checkout on sys.path through a .pth line; the default (lenient) mode installs an
-	# import hook whose import costs every python process in this environment ~10 ms
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
-	$(BIN)/python -m compileall -q ctxtool
-	touch $(STAMP)
+	@echo "setting up $(VENV) (first run only)" >&2
+	@$(PY) -m venv $(VENV)
+	@$(BIN)/python -m pip install -qq --upgrade pip
+	@$(BIN)/python -m pip install -qq -r requirements.lock
+	@$(BIN)/python -m pip uninstall -qq -y ctxtool 2>/dev/null || true
+	@$(BIN)/python -c 'import os, sysconfig; open(os.path.join(sysconfig.get_path("purelib"), "ctxtool-checkout.pth"), "w").write(os.getcwd() + "\n")'
+	@printf '#!%s\nimport sys\nfrom ctxtool.cli import entry\nif __name__ == "__main__":\n    sys.exit(entry())\n' "$(abspath $(BIN))/python" > $(BIN)/ctxtool
+	@chmod +x $(BIN)/ctxtool
+	@$(BIN)/python -m compileall -q ctxtool
+	@touch $(STAMP)
 
 $(DEVSTAMP): $(STAMP) requirements-dev.lock
-	$(BIN)/python -m pip install -q -r requirements-dev.lock
-	touch $(DEVSTAMP)
+	@$(BIN)/python -m pip install -qq -r requirements-dev.lock
+	@touch $(DEVSTAMP)
 
 ## make run: set up and run `ctxtool stats` on the embedded sample (offline, no key)
 run: $(STAMP)
-	$(BIN)/ctxtool stats samples/claude_code_session.jsonl
+	@$(BIN)/ctxtool stats samples/claude_code_session.jsonl
+
+## make install: ctxtool on your PATH from this checkout, as a regular install of its own (the
+## locked versions): with pipx when it is there (its own environment), else `pip install --user`
+install:
+	@if command -v pipx >/dev/null 2>&1; then pipx install --force --pip-args="-c $(CURDIR)/requirements.lock" .; \
+	else $(PY) -m pip install -qq --user -c requirements.lock . && echo "installed ctxtool in $$($(PY) -m site --user-base)/bin: add it to PATH if it is not there" >&2; fi
 
 ## make test: set up with dev tools and run the whole suite
 test: $(DEVSTAMP)

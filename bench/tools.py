@@ -24,13 +24,13 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
             st.append(run_process([*CTXTOOL, "stats", str(path)]))
             d = Path(work) / str(k)
             os.sync()
-            tr.append(run_process([*CTXTOOL, "truncate", "--preset", "seed004", "--cache-dir", str(d / "cache"),
+            tr.append(run_process([*CTXTOOL, "truncate", "--preset", "head-tail", "--cache-dir", str(d / "cache"),
                                    "-o", str(d / "out.jsonl"), str(path)]))
         objs = sum(len(files) for _, _, files in os.walk(d / "cache"))
     ratios = ratios_of(st, tr)
     t_med, s_med = statistics.median(tr), statistics.median(st)
     row(
-        f"truncate --preset seed004 ({cores} processes, writing to {where})" + (f" [{label}]" if label else ""),
+        f"truncate --preset head-tail ({cores} processes, writing to {where})" + (f" [{label}]" if label else ""),
         f"{mb / t_med:.0f} MB/s ({t_med:.2f} s, {objs:,} cache files)",
         f"stats {mb / s_med:.0f} MB/s ({s_med:.2f} s)",
         spread(ratios) + " of stats' speed",
@@ -88,7 +88,7 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
 
     small = generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10)
     with tempfile.TemporaryDirectory() as cache:
-        exe = [sys.executable, "-m", "ctxtool", "truncate", "--preset", "seed004", "--cache-dir", cache, "-o", str(Path(cache) / "o.jsonl")]
+        exe = [sys.executable, "-m", "ctxtool", "truncate", "--preset", "head-tail", "--cache-dir", cache, "-o", str(Path(cache) / "o.jsonl")]
         a = peak_rss_mb([*exe, str(small)])
         b = peak_rss_mb([*exe, str(big)])
     row("truncate peak memory", f"{b:.0f} MB on {mb:.0f} MB", f"{a:.0f} MB on {small.stat().st_size / 1e6:.0f} MB", f"{b / a:.2f}x for 10x input", "flat (< 1.5x)")
@@ -100,7 +100,7 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     print(f"  {'file':<58} {'preset':<8} {'outputs cut':>11} {'bytes saved':>14} {'tokens saved':>13}")
     files = sorted(p for d in ("claude_code", "codex", "pi", "openai_chat", "messages_jsonl", "sharegpt") for p in (corpus / d).glob("*") if p.is_file())
     for p in files:
-        for preset in ("seed000", "seed004"):
+        for preset in ("spill", "head-tail"):
             with tempfile.TemporaryDirectory() as cache:
                 r = tools_ops.truncate_file(str(p), None, limits=toolout.PRESETS[preset], cache=cache)
             pct = f" ({100 * r.bytes_saved / r.bytes_before:.0f}%)" if r.bytes_before else ""

@@ -19,6 +19,7 @@ that a call had read before it, not modified in between.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +183,23 @@ def _context(t: Transcript, entries: Sequence[Entry]) -> tuple[int, str]:
     return est.tokens, est.source
 
 
+def _session_cwd(t: Transcript) -> str | None:
+    """The working directory the session records (Claude Code, Codex, pi headers), if any."""
+    sess = t.extra.get("session") if isinstance(t.extra, dict) else None
+    cwd = sess.get("cwd") if isinstance(sess, dict) else None
+    return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+
+
+def _normal(cwd: str | None, path: str) -> str:
+    """One name for one file: a relative path joined to the session's directory, ``.`` and
+    ``..`` resolved, so ``src/a.py`` and ``/repo/src/a.py`` are the same file."""
+    import posixpath
+
+    if cwd and not path.startswith(("/", "~")):
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path) if path.startswith("/") else path
+
+
 def transcript_compactions(
     t: Transcript, *, loop_turns: int = LOOP_TURNS, loop_minutes: float = LOOP_MINUTES
 ) -> TranscriptCompactions:
@@ -202,13 +220,14 @@ def transcript_compactions(
     reread_by: list[list[str]] = []
     bounds = [m.at for m in markers] + [len(entries)]
     # the reads of each segment (before the first compaction, then after each)
+    cwd = _session_cwd(t)
     for k, end in enumerate(bounds):
         seen: list[str] = []
         modified: set[str] = set()
         for e in entries[seg_start:end]:
             if not isinstance(e, Message) or e.role != "assistant":
                 continue
-            r, w = extract_files([e])
+            r, w = (list(map(functools.partial(_normal, cwd), files)) for files in extract_files([e]))
             for p in r:
                 if k > 0 and p in read_before and p not in modified and p not in seen:
                     seen.append(p)

@@ -1,4 +1,4 @@
-"""Settings with the seeds' defaults, resolved in one place.
+"""Settings with their defaults (each the value of the system it comes from), resolved in one place.
 
 Order (later wins): built-in defaults → ``ctxtool.toml`` (or ``[tool.ctxtool]`` in
 ``pyproject.toml``) found in the working directory or its parents → ``CTXTOOL_*``
@@ -29,47 +29,47 @@ class Setting:
 
 _S = Setting
 SETTINGS: tuple[Setting, ...] = (
-    # seed 000: compact.Config
-    _S("compaction.max_messages", 50, int, "seed 000 MaxMessages: message-count fallback trigger"),
-    _S("compaction.max_tokens", 8000, int, "seed 000 MaxTokens: token limit when no context window is known"),
-    _S("compaction.keep_recent", 5, int, "seed 000 KeepRecent: messages kept when no token budget is given"),
-    _S("compaction.keep_recent_tokens", 20000, int, "seeds 000/003: tokens kept verbatim after a cut"),
-    _S("compaction.reserve_tokens", 16384, int, "seeds 000/003: tokens reserved for the response"),
-    _S("compaction.tool_call_cutoff", 10, int, "seed 000 ToolCallCutoff: visible tool results before archiving"),
-    _S("compaction.tool_summary_strategy", "llm", str, "seed 000: llm (the configured summarizer), heuristic or off"),
-    _S("compaction.auto_compact", True, bool, "seed 000 AutoCompact"),
-    _S("compaction.enabled", True, bool, "seeds 001/003: compaction enabled"),
-    _S("compaction.threshold_ratio", 0.8, float, "seed 001: compact at this share of the context limit"),
-    _S("compaction.compact_threshold", 0.70, float, "seed 004: compact at 70% of the window"),
-    _S("compaction.hard_limit", 0.95, float, "seed 004: the agent stops at 95% of the window"),
-    _S("compaction.retain_last_turns", 1, int, "seed 001 retainLastTurns"),
-    _S("compaction.keep_last_messages", 10, int, "seed 004: messages kept after the summary"),
-    _S("compaction.context_window", 0, int, "seed 003 compaction.context_window (0: unset)"),
-    _S("compaction.layout", "summary", str, "summary (seeds 000/003), retain (seed 001) or initial (seed 004)"),
-    _S("context_window", 0, int, "seed 003 top-level context_window (0: unset)"),
+    # compaction (the Go agent's compact.Config, pi, adk-code)
+    _S("compaction.max_messages", 50, int, "compact at this many messages when no token limit is known (Go agent MaxMessages)"),
+    _S("compaction.max_tokens", 8000, int, "token limit when no context window is known (Go agent MaxTokens)"),
+    _S("compaction.keep_recent", 5, int, "messages kept when no token budget is given (Go agent KeepRecent)"),
+    _S("compaction.keep_recent_tokens", 20000, int, "tokens kept verbatim after a cut (pi, Go agent)"),
+    _S("compaction.reserve_tokens", 16384, int, "tokens reserved for the response: compact at window - reserve (pi, Go agent)"),
+    _S("compaction.tool_call_cutoff", 10, int, "visible tool results before archiving (Go agent ToolCallCutoff)"),
+    _S("compaction.tool_summary_strategy", "llm", str, "summary of archived tool results: llm (the configured summarizer), heuristic or off"),
+    _S("compaction.auto_compact", True, bool, "compact automatically when the limit is reached (Go agent AutoCompact)"),
+    _S("compaction.enabled", True, bool, "compaction enabled"),
+    _S("compaction.threshold_ratio", 0.8, float, "ratio policy: compact at this share of the window (tool-output cache spec)"),
+    _S("compaction.compact_threshold", 0.70, float, "hard-stop policy: compact at this share of the window (adk-code: 70%)"),
+    _S("compaction.hard_limit", 0.95, float, "hard-stop policy: the agent stops at this share of the window (adk-code: 95%)"),
+    _S("compaction.retain_last_turns", 1, int, "turns kept after a retain-layout summary (retainLastTurns)"),
+    _S("compaction.keep_last_messages", 10, int, "messages kept after an initial-layout summary (adk-code)"),
+    _S("compaction.context_window", 0, int, "context window in tokens for compaction (0: unset)"),
+    _S("compaction.layout", "summary", str, "summary (pi, Go agent), retain (<retain>/<summary>) or initial (adk-code)"),
+    _S("context_window", 0, int, "context window in tokens (0: unset)"),
     _S("model", "", str, "agent model name (registry lookup for the context window)"),
-    # seed 000: ToolOutputLimits
-    _S("tool_output.max_lines", 2000, int, "seed 000 MaxLines"),
-    _S("tool_output.max_bytes", 50 * 1024, int, "seed 000 MaxBytes"),
-    _S("tool_output.max_chars", 200 * 1024, int, "seed 000 MaxChars (runes)"),
-    _S("tool_output.spill_threshold", 200 * 1024, int, "seed 000 LargeOutputThreshold (runes): spill whole output"),
-    _S("tool_output.mode", "head_tail", str, "seed 000 TruncateMode: head or head_tail"),
-    _S("tool_output.max_line_length", 0, int, "seed 001 maxLineLength (2000 in its preset; 0: off)"),
-    _S("tool_output.head_lines", 0, int, "seed 004 head lines (128 in its preset; 0: derived from max_lines)"),
-    _S("tool_output.tail_lines", 0, int, "seed 004 tail lines (128 in its preset; 0: derived from max_lines)"),
-    _S("tool_output.context_budget_tokens", 0, int, "seed 001 contextBudgetTokens (0: clamp(window*0.25, 20k, 60k))"),
-    # seed 002: AgentCore.Context
-    _S("context.warning_chars", 200_000, int, "seed 002 warning threshold"),
-    _S("context.critical_chars", 400_000, int, "seed 002 critical threshold"),
-    _S("window.max_messages", 100, int, "seed 002 truncate max_messages"),
-    _S("window.max_chars", 500_000, int, "seed 002 truncate max_chars"),
-    _S("window.strategy", "sliding", str, "seed 002: sliding or bookends"),
-    _S("window.keep_first_user", True, bool, "seed 002 keep_first_user"),
-    # seed 004: instructions
-    _S("instructions.max_bytes", 32 * 1024, int, "seed 004 AGENTS.md merge cap"),
+    # tool output limits (the Go agent's ToolOutputLimits, the tool-output cache spec, adk-code)
+    _S("tool_output.max_lines", 2000, int, "lines kept of a tool output"),
+    _S("tool_output.max_bytes", 50 * 1024, int, "UTF-8 bytes kept of a tool output"),
+    _S("tool_output.max_chars", 200 * 1024, int, "characters (code points) kept of a tool output"),
+    _S("tool_output.spill_threshold", 200 * 1024, int, "above this many characters the whole output moves to the cache (spill)"),
+    _S("tool_output.mode", "head_tail", str, "how a cut output is kept: head or head_tail"),
+    _S("tool_output.max_line_length", 0, int, "each line cut at this many characters (2000 in the view preset; 0: off)"),
+    _S("tool_output.head_lines", 0, int, "first lines kept by head_tail (128 in the head-tail preset; 0: derived from max_lines)"),
+    _S("tool_output.tail_lines", 0, int, "last lines kept by head_tail (128 in the head-tail preset; 0: derived from max_lines)"),
+    _S("tool_output.context_budget_tokens", 0, int, "token budget of trim (0: clamp(window*0.25, 20k, 60k))"),
+    # context size and history window (AgentCore.Context)
+    _S("context.warning_chars", 200_000, int, "warning at this many characters of context since the last compaction"),
+    _S("context.critical_chars", 400_000, int, "critical at this many characters of context since the last compaction"),
+    _S("window.max_messages", 100, int, "messages kept by window"),
+    _S("window.max_chars", 500_000, int, "characters kept by window"),
+    _S("window.strategy", "sliding", str, "window strategy: sliding or bookends"),
+    _S("window.keep_first_user", True, bool, "window keeps the first user message"),
+    # instructions (adk-code's AGENTS.md hierarchy)
+    _S("instructions.max_bytes", 32 * 1024, int, "cap on the merged AGENTS.md text in bytes"),
     # summarizer (compaction)
     _S("summarizer.kind", "heuristic", str, "heuristic, openai, anthropic or command"),
-    _S("summarizer.model", "", str, "summary model (seed 001 compaction.model); defaults to the agent's"),
+    _S("summarizer.model", "", str, "summary model; defaults to the agent's"),
     _S("summarizer.base_url", "", str, "endpoint for openai/anthropic summarizers"),
     _S("summarizer.command", "", str, "program for the command summarizer (stdin: prompt, stdout: summary)"),
     _S("summarizer.timeout", 120.0, float, "seconds per request"),

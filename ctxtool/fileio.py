@@ -156,11 +156,27 @@ def _decompressed(fh: io.BufferedReader, path: str, owned: bool) -> IO[bytes]:
     return io.BufferedReader(_Reader(inner, path, fh if owned else None), BUFFER)
 
 
+#: inputs that can be read only once (a FIFO, ``<(...)``), opened to look at their first bytes:
+#: the next :func:`open_input` of the same path gets the opened stream, with those bytes in it
+_HANDED: dict[str, IO[bytes]] = {}
+
+
+def hand_over(path: str | Path, fh: IO[bytes]) -> None:
+    """Give ``fh`` (from :func:`open_input`, its head only peeked at) to the next open of ``path``."""
+    old = _HANDED.pop(str(path), None)
+    if old is not None:
+        old.close()
+    _HANDED[str(path)] = fh
+
+
 def open_input(path: str | Path) -> IO[bytes]:
     """Open ``path`` (``-``: stdin) for reading bytes: decompressed when it starts with the gzip
     or zstd magic, without a leading UTF-8 byte order mark. Streams: works on pipes and FIFOs.
     Closing the result never closes stdin."""
     name = str(path)
+    handed = _HANDED.pop(name, None)
+    if handed is not None:
+        return handed
     if name == "-":
         if sys.stdin is None:  # started with stdin closed (`<&-`)
             raise CtxtoolError("stdin is closed", path="-")

@@ -283,6 +283,7 @@ def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int |
 
 def write_rows(rows: list[dict[str, Any]], path: str) -> None:
     """Per-message rows to CSV or Parquet (by extension), atomically, through polars."""
+    import io
     import os
 
     import polars as pl
@@ -294,8 +295,10 @@ def write_rows(rows: list[dict[str, Any]], path: str) -> None:
     if suffix not in (".csv", ".parquet"):
         raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
     df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    buf = io.BytesIO()  # serialized first: polars would wrap a failed write (a full disk) in its own error
+    if suffix == ".csv":
+        df.write_csv(buf)
+    else:
+        df.write_parquet(buf)
     with atomic_output(path) as fh:
-        if suffix == ".csv":
-            df.write_csv(fh)
-        else:
-            df.write_parquet(fh)
+        fh.write(buf.getbuffer())

@@ -15,7 +15,7 @@ Processing order (seed 000 ``truncateToolContent``):
 
 A limit of 0 is off.
 
->>> cut = truncate_text("\\n".join(str(i) for i in range(1000)), PRESETS["seed004"])
+>>> cut = truncate_text("\\n".join(str(i) for i in range(1000)), PRESETS["head-tail"])
 >>> cut.kept_lines, cut.omitted_lines
 (256, 744)
 """
@@ -146,20 +146,31 @@ class Limits:
 
 
 PRESETS: dict[str, Limits] = {
-    # seed 000 ToolOutputLimits defaults
-    "seed000": Limits(),
-    # seed 001 in-context view: lines cut at 2000 characters, stop at 50 KiB
-    "seed001": Limits(max_lines=0, max_bytes=50 * 1024, max_chars=0, spill_threshold=0, mode="head", max_line_length=2000),
-    # seed 004 head+tail: first 128 + last 128 lines, max 10 KiB
-    "seed004": Limits(max_lines=256, max_bytes=10 * 1024, max_chars=0, spill_threshold=0, mode="head_tail", head_lines=128, tail_lines=128),
+    # the Go agent's ToolOutputLimits defaults: 2,000 lines, 50 KiB, 200K characters; spill above 200K
+    "spill": Limits(),
+    # the tool-output cache spec's in-context view: lines cut at 2,000 characters, stop at 50 KiB
+    "view": Limits(max_lines=0, max_bytes=50 * 1024, max_chars=0, spill_threshold=0, mode="head", max_line_length=2000),
+    # adk-code's head+tail: first 128 + last 128 lines, max 10 KiB
+    "head-tail": Limits(max_lines=256, max_bytes=10 * 1024, max_chars=0, spill_threshold=0, mode="head_tail", head_lines=128, tail_lines=128),
 }
+
+#: what each preset is, for help and listings
+PRESET_HELP = {
+    "spill": "the Go agent's: 2,000 lines, 50 KiB, 200K characters; the whole output to the cache above 200K",
+    "view": "the tool-output cache spec's in-context view: first 50 KiB, lines cut at 2,000 characters",
+    "head-tail": "adk-code's: first 128 and last 128 lines, 10 KiB",
+}
+
+#: former names, still accepted (scripts and configs written before the rename); never listed
+PRESET_ALIASES = {"seed000": "spill", "seed001": "view", "seed004": "head-tail", "000": "spill", "001": "view",
+                  "004": "head-tail", "headtail": "head-tail", "head_tail": "head-tail"}
 
 
 def preset(name: str) -> Limits:
-    key = name.lower().replace("-", "").replace("_", "")
-    for k, v in PRESETS.items():
-        if k == key or k.replace("seed", "") == key:
-            return v
+    key = name.lower()
+    key = PRESET_ALIASES.get(key, key)
+    if key in PRESETS:
+        return PRESETS[key]
     raise CtxtoolError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}", code=ExitCode.USAGE)
 
 

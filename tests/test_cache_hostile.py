@@ -84,7 +84,7 @@ def one_line_error(err: str, *names: str) -> None:
 
 
 def truncate(capsys: pytest.CaptureFixture[str], chat: Path, tmp_path: Path) -> tuple[int, str, str]:
-    return cli(capsys, "truncate", str(chat), "-o", str(tmp_path / "short.jsonl"), "--preset", "seed004")
+    return cli(capsys, "truncate", str(chat), "-o", str(tmp_path / "short.jsonl"), "--preset", "head-tail")
 
 
 # -- the ref cache ---------------------------------------------------------------------------

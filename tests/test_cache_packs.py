@@ -134,13 +134,13 @@ def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_p
     src = dataset(tmp_path / "in.jsonl")
     cache = tmp_path / "cache"
     short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
-    rep = tools_ops.truncate_file(str(src), str(short), limits=PRESETS["seed004"], cache=cache, jobs=2)
+    rep = tools_ops.truncate_file(str(src), str(short), limits=PRESETS["head-tail"], cache=cache, jobs=2)
     assert rep.truncated == 120 and rep.refs_written == 240  # an output and a stash each
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 2
     serial = tmp_path / "serial.jsonl"
-    tools_ops.truncate_file(str(src), str(serial), limits=PRESETS["seed004"], cache=tmp_path / "c2", jobs=1)
+    tools_ops.truncate_file(str(src), str(serial), limits=PRESETS["head-tail"], cache=tmp_path / "c2", jobs=1)
     assert short.read_bytes() == serial.read_bytes()  # the same output, from one process or two
-    again = tools_ops.truncate_file(str(src), str(tmp_path / "again.jsonl"), limits=PRESETS["seed004"], cache=cache, jobs=2)
+    again = tools_ops.truncate_file(str(src), str(tmp_path / "again.jsonl"), limits=PRESETS["head-tail"], cache=cache, jobs=2)
     assert again.refs_written == 0  # found in the packs
     tools_ops.restore_file(str(short), str(back), cache=cache, jobs=2)
     assert back.read_bytes() == src.read_bytes()
@@ -211,7 +211,7 @@ def test_one_process_writing_a_file_stores_its_refs_in_packs_before_the_file_is_
         assert len(named) == 120 and all(c.exists(r) for r in named)
         seen.append(len(named))
 
-    op = tools_ops.TruncateOp(cache=str(cache), limits=PRESETS["seed004"])
+    op = tools_ops.TruncateOp(cache=str(cache), limits=PRESETS["head-tail"])
     runner.run_file(op, str(src), str(out), jobs=1, check=check)
     assert seen == [120]
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
@@ -225,11 +225,11 @@ def test_one_process_writing_to_stdout_holds_each_chunk_until_its_refs_are_store
     each after the refs it names are stored (in packs too); the bytes are the file output's."""
     src = dataset(tmp_path / "in.jsonl", 30)
     cache = tmp_path / "cache"
-    r = run_ctxtool("truncate", "--preset", "seed004", "-j", "1", str(src), cache=cache)
+    r = run_ctxtool("truncate", "--preset", "head-tail", "-j", "1", str(src), cache=cache)
     assert r.returncode == 0, r.stderr
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
     out = tmp_path / "short.jsonl"
-    tools_ops.truncate_file(str(src), str(out), limits=PRESETS["seed004"], cache=tmp_path / "c2", jobs=1)
+    tools_ops.truncate_file(str(src), str(out), limits=PRESETS["head-tail"], cache=tmp_path / "c2", jobs=1)
     assert r.stdout == out.read_bytes()
 
 
@@ -267,7 +267,7 @@ def test_a_reader_of_stdout_finds_every_ref_a_line_names_when_it_reads_the_line(
     cache = tmp_path / "cache"
     env = {**os.environ, "CTXTOOL_CACHE_DIR": str(cache)}
     env.pop("CTXTOOL_DEBUG", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ctxtool", "truncate", "--preset", "seed004", "-j", "1", str(src)],
+    proc = subprocess.Popen([sys.executable, "-m", "ctxtool", "truncate", "--preset", "head-tail", "-j", "1", str(src)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     lines = named = 0

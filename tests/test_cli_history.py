@@ -136,8 +136,8 @@ def test_check_exit_status(chat: Path) -> None:
 def test_check_json_reports_every_policy(chat: Path) -> None:
     r = invoke("check", str(chat), "--context-window", "20000", "--policy", "seed004", "--json")
     d = one(r.stdout)
-    assert set(d["verdicts"]) == {"seed000", "reserve", "ratio", "seed004", "chars"}
-    assert d["policy"] == "seed004" and d["context_window"] == 20000 and d["window_source"] == "flag"
+    assert set(d["verdicts"]) == {"effective-limit", "reserve", "ratio", "hard-stop", "chars"}
+    assert d["policy"] == "hard-stop" and d["context_window"] == 20000 and d["window_source"] == "flag"
     assert d["used_tokens"] > 0 and d["percent"] == pytest.approx(100 * d["used_tokens"] / 20000, abs=0.01)
     assert r.exit_code == (ExitCode.THRESHOLD if d["compact"] else 0)
 

@@ -100,7 +100,7 @@ def test_replay_table_and_chart() -> None:
     assert r.exit_code == 0, r.output
     out = r.stdout
     assert "8 turns" in out and "turns left" in out and "📊" in out
-    assert "hard-limit" in out and "seed004" in out and "█" in out
+    assert "hard-limit" in out and "hard-stop" in out and "█" in out
 
 
 def test_replay_json() -> None:
@@ -108,7 +108,7 @@ def test_replay_json() -> None:
     assert r.exit_code == 0, r.output
     [j] = json.loads(r.stdout)["transcripts"]
     assert j["context_window"] == 40000 and j["window_source"] == "flag"
-    assert j["turn_count"] == 8 and j["policies"]["seed004"]["first_turn"] == 2
+    assert j["turn_count"] == 8 and j["policies"]["hard-stop"]["first_turn"] == 2
     r = invoke("replay", str(SAMPLES / "sharegpt_dataset.json"), "--json", "--index", "1")
     [j] = json.loads(r.stdout)["transcripts"]
     assert j["transcript"].endswith("#1")

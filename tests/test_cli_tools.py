@@ -45,7 +45,7 @@ def run(*args: str) -> object:
 
 def test_truncate_restore_roundtrip(env: Path, chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "short.jsonl"
-    r = run("truncate", str(chat), "-o", str(out), "--preset", "seed004", "--events", "ev.jsonl", "--json")
+    r = run("truncate", str(chat), "-o", str(out), "--preset", "head-tail", "--events", "ev.jsonl", "--json")
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)["totals"]
     assert rep["truncated"] == 2 and rep["bytes_saved"] > 0 and rep["tokens_saved"] > 0
@@ -80,7 +80,7 @@ def test_truncate_flags_and_spill(env: Path, chat: Path, tmp_path: Path) -> None
 
 def test_truncate_to_stdout_reports_on_stderr(env: Path, chat: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "ctxtool", "truncate", str(chat), "--preset", "seed004"],
+        [sys.executable, "-m", "ctxtool", "truncate", str(chat), "--preset", "head-tail"],
         capture_output=True,
         env={**os.environ, "CTXTOOL_CACHE_DIR": str(env)},
         timeout=60,
@@ -93,7 +93,7 @@ def test_truncate_to_stdout_reports_on_stderr(env: Path, chat: Path) -> None:
 
 def test_refs_commands(env: Path, chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "short.jsonl"
-    assert run("truncate", str(chat), "-o", str(out), "--preset", "seed004").exit_code == 0
+    assert run("truncate", str(chat), "-o", str(out), "--preset", "head-tail").exit_code == 0
     ref = json.loads(out.read_text().splitlines()[2])["ctxtool"]["output_ref"]["id"]
     r = run("refs", "show", ref[:12], "--offset", "2", "--limit", "2")
     assert r.exit_code == 0, r.output
@@ -133,7 +133,7 @@ def test_ref_errors_are_one_line(env: Path, chat: Path, tmp_path: Path) -> None:
     )
     assert r.returncode == 3 and "invalid ref" in r.stderr and "Traceback" not in r.stderr
     out = tmp_path / "short.jsonl"
-    assert run("truncate", str(chat), "-o", str(out), "--preset", "seed004").exit_code == 0
+    assert run("truncate", str(chat), "-o", str(out), "--preset", "head-tail").exit_code == 0
     ref = json.loads(out.read_text().splitlines()[2])["ctxtool"]["output_ref"]["id"]
     (env / "refs" / ref).write_text("tampered")
     r = run("refs", "show", ref)

@@ -242,10 +242,10 @@ def test_initial_layout_keeps_first_request_and_last_ten(tmp_path: Path) -> None
 def test_trigger_decides_and_force_overrides(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=3, filler=600)
     rep = cp.compact_file(src, tmp_path / "o.json", options=cp.CompactOptions(keep_recent_tokens=100))
-    assert rep.records[0].status == "not_needed" and "seed000" in rep.records[0].reason
+    assert rep.records[0].status == "not_needed" and "effective-limit" in rep.records[0].reason
     assert json.loads((tmp_path / "o.json").read_text()) == json.loads(src.read_text())
     rep = cp.compact_file(src, tmp_path / "o2.json", options=cp.CompactOptions(keep_recent_tokens=100, context_window=1000, reserve_tokens=900))
-    assert rep.records[0].trigger.startswith("seed000") and rep.records[0].status == "compacted"
+    assert rep.records[0].trigger.startswith("effective-limit") and rep.records[0].status == "compacted"
 
 
 def test_nothing_to_cut_is_ok(tmp_path: Path) -> None:

@@ -93,10 +93,10 @@ def test_settings_are_honoured_by_every_command(monkeypatch: pytest.MonkeyPatch)
     s = _cli_json("stats", path, "--json")
     assert s["thresholds"]["warning_chars"] == 1000 and _items(s)[0]["threshold"] == "warning"
     c = _items(_cli_json("check", path, "--json"))[0]
-    assert c["verdicts"]["seed000"]["status"] == "disabled" and c["verdicts"]["chars"]["status"] == "warning"
-    assert c["verdicts"]["seed004"]["status"] == "disabled"  # would compact at 10%, but compaction is off
+    assert c["verdicts"]["effective-limit"]["status"] == "disabled" and c["verdicts"]["chars"]["status"] == "warning"
+    assert c["verdicts"]["hard-stop"]["status"] == "disabled"  # would compact at 10%, but compaction is off
     r = _items(_cli_json("replay", path, "--json", "--no-chart", "--no-table"))[0]
-    assert "seed000" not in r["policies"] and "seed004" not in r["policies"]
+    assert "effective-limit" not in r["policies"] and "hard-stop" not in r["policies"]
     assert r["policies"]["chars-warning"]["value"] == 1000 and r["policies"]["chars-warning"]["first_turn"]
 
 

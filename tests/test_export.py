@@ -199,8 +199,12 @@ def test_cli_stdout_markdown_and_suffix_picks_html(tmp_path: Path, capsysbinary:
     cap = capsysbinary.readouterr()
     assert cap.out == b"" and b"wrote html export of 7 message(s)" in cap.err
     assert out.read_bytes().startswith(b"<!DOCTYPE html>") and b"<details><summary>tool output" not in out.read_bytes()
-    assert main(["export", str(src), "--to", "markdown", "-o", str(tmp_path / "x.html")]) == 0
-    assert (tmp_path / "x.html").read_bytes().startswith(b"# s.jsonl")
+    # the output's suffix is checked against --to: markdown is not written into x.html or x.pdf
+    assert main(["export", str(src), "--to", "markdown", "-o", str(tmp_path / "x.html")]) == ExitCode.USAGE
+    assert main(["export", str(src), "-o", str(tmp_path / "x.pdf")]) == ExitCode.USAGE
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "x.pdf").exists()
+    assert main(["export", str(src), "--to", "markdown", "-o", str(tmp_path / "x.md")]) == 0
+    assert (tmp_path / "x.md").read_bytes().startswith(b"# s.jsonl")
     assert src.read_bytes() == before
 
 

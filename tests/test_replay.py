@@ -72,22 +72,22 @@ def test_estimates_without_usage() -> None:
     assert r.turns[-1].context_chars == sum(m.chars() for m in t.messages)
     assert r.window is None and r.turns[0].percent is None and r.turns[0].turns_left is None
     # without a window seed 000 falls back to max_tokens 8000
-    assert r.policies["seed000"].threshold.value == 8000
-    assert r.policies["seed000"].first_turn == next(tt.number for tt in r.turns if tt.context_tokens >= 8000)
+    assert r.policies["effective-limit"].threshold.value == 8000
+    assert r.policies["effective-limit"].first_turn == next(tt.number for tt in r.turns if tt.context_tokens >= 8000)
 
 
 def test_thresholds_fire_in_order_and_hard_limit_stops() -> None:
     t = _conv(60, 4000)
     r = rp.replay(t, context_window=50_000, window_source="flag")
     names = {n: h.first_turn for n, h in r.policies.items()}
-    assert names["seed004"] is not None and names["ratio"] is not None
-    assert names["seed004"] <= names["ratio"] <= names["hard-limit"]
+    assert names["hard-stop"] is not None and names["ratio"] is not None
+    assert names["hard-stop"] <= names["ratio"] <= names["hard-limit"]
     assert r.stopped_at == names["hard-limit"]
     hit = r.turns[r.stopped_at - 1]
     assert hit.context_tokens >= 0.95 * 50_000 > r.turns[r.stopped_at - 2].context_tokens
     assert "hard-limit" in hit.fired
     # reserve is strict (>), seed000 is >=; both at window - 16384
-    assert r.policies["reserve"].threshold.value == r.policies["seed000"].threshold.value == 50_000 - 16384
+    assert r.policies["reserve"].threshold.value == r.policies["effective-limit"].threshold.value == 50_000 - 16384
     # chars thresholds use agent-visible characters
     cw = r.policies["chars-warning"]
     assert r.turns[cw.first_turn - 1].context_chars >= 200_000 > r.turns[cw.first_turn - 2].context_chars
@@ -99,7 +99,7 @@ def test_usage_based_and_config_thresholds(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("CTXTOOL_COMPACTION_COMPACT_THRESHOLD", "0.5")
     t = _conv(30, 2000, usage=True)
     r = rp.replay(t, context_window=20_000, window_source="flag", cfg=Config())
-    assert r.policies["seed004"].threshold.value == 10_000
+    assert r.policies["hard-stop"].threshold.value == 10_000
     assert all(tt.source == "usage" for tt in r.turns[:-1])
     assert r.turns[-1].source == "estimate"
 
@@ -138,7 +138,7 @@ def test_report_json_shape() -> None:
     r = rp.replay(_conv(5), context_window=10_000, window_source="flag")
     j = r.to_json()
     assert j["turn_count"] == 6 and len(j["turns"]) == 6
-    assert set(j["policies"]) == {"seed000", "reserve", "ratio", "seed004", "chars-warning", "chars-critical", "hard-limit"}
+    assert set(j["policies"]) == {"effective-limit", "reserve", "ratio", "hard-stop", "chars-warning", "chars-critical", "hard-limit"}
     assert {"turn", "input_tokens", "output_tokens", "context_tokens", "percent", "average_turn", "turns_left",
             "fired"} <= set(j["turns"][0])
 
@@ -176,7 +176,7 @@ def test_svg_chart(report: rp.ReplayReport, tmp_path: Path) -> None:
     assert rp.write_plot(report, out) == "svg"
     text = out.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
-    assert "hard-limit" in text and "seed004" in text
+    assert "hard-limit" in text and "hard-stop" in text
 
 
 def test_html_chart_is_self_contained(report: rp.ReplayReport, tmp_path: Path) -> None:
@@ -206,7 +206,7 @@ def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
     assert set(ys) == set(report.policies) - {"chars-critical"}
     by_value = sorted(ys, key=lambda n: report.policies[n].threshold.tokens)
     assert [ys[n] for n in by_value] == sorted((ys[n] for n in by_value), reverse=True)
-    assert ys["hard-limit"] < ys["ratio"] < ys["seed004"]
+    assert ys["hard-limit"] < ys["ratio"] < ys["hard-stop"]
 
 
 def test_png_without_matplotlib_or_pillow(report: rp.ReplayReport, tmp_path: Path) -> None:
@@ -254,7 +254,7 @@ def test_terminal_chart(report: rp.ReplayReport) -> None:
     rows = rp.terminal_chart(report, width=100, height=12)
     assert len(rows) == 15 and rows[-1][0].strip().startswith("above the chart: 100k chars-critical")
     text = "\n".join(r for r, _ in rows)
-    assert "hard-limit" in text and "seed004" in text and "█" in text
+    assert "hard-limit" in text and "effective-limit" in text and "█" in text
     assert any(pol == "hard-limit" for _, pol in rows)
     assert all(len(r) <= 100 for r, _ in rows[:-1])
     # many turns are bucketed into the available columns

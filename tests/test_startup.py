@@ -68,7 +68,7 @@ def test_stats_tables_into_a_pipe_import_no_rich(tmp_path: Path) -> None:
 
 
 def test_truncate_imports_one_entries_format(tmp_path: Path) -> None:
-    mods = modules("truncate", "--preset", "seed004", "--cache-dir", str(tmp_path / "cache"), "-o", str(tmp_path / "o.jsonl"),
+    mods = modules("truncate", "--preset", "head-tail", "--cache-dir", str(tmp_path / "cache"), "-o", str(tmp_path / "o.jsonl"),
                    str(SAMPLES / "claude_code_session.jsonl"), cwd=tmp_path)
     assert "ctxtool.formats.claude_code" in mods
     assert not mods & {f"ctxtool.formats.{m}" for m in ("openai", "codex", "gemini_jsonl", "inspect_log", "atif", "cline")}

@@ -56,10 +56,10 @@ def test_file_text_and_compressed(tmp_path: Path) -> None:
 
 
 def test_json_with_errors_still_errors(tmp_path: Path) -> None:
-    """Only input that is not JSON at all is text: broken JSON and JSONL stay errors."""
+    """Broken JSON and JSONL stay errors: they are transcripts with an error, not text."""
     broken = b'{"type": "user", "message": \n'
     bad_first = b"garbage\n" + b'{"type":"user","message":{"role":"user","content":"x"}}\n' * 3
-    for data in (broken, bad_first, b'[{"role": "user"', b""):
+    for data in (broken, bad_first, b'[{"role": "user"'):
         r = ctxtool("stats", "-", stdin=data)
         assert r.returncode not in (0, 1), data
         assert b"ctxtool: error:" in r.stderr and b"plain text" not in r.stdout
@@ -106,3 +106,67 @@ def test_a_timestamp_no_clock_can_hold_is_no_time() -> None:
     assert parse(1e300) is None
     assert parse(1_700_000_000_000) is not None  # milliseconds
     assert parse(1_700_000_000) is not None  # seconds
+
+
+PYPROJECT = (ROOT / "pyproject.toml").read_bytes()
+
+
+def test_what_is_not_a_transcript_is_counted_as_text(tmp_path: Path) -> None:
+    """Like ttok: TOML (a line starting with '['), a JSON document or JSON Lines no format
+    reads, empty input: each gives a count, on stdin and in a file."""
+    heuristic = get_tokenizer("heuristic")
+    cases = {
+        "toml": PYPROJECT,
+        "toml-array-table": b"[[bin]]\nname = 'x'\n[tool.x]\ny = true\n",
+        "json-doc": b'{"name": "ctxtool", "version": "1.0", "scripts": {"test": "pytest"}}\n',
+        "json-array": b"[1, 2, 3]\n",
+        "json-lines": b'{"level": "info", "msg": "started"}\n{"level": "warn", "msg": "slow"}\n',
+        "empty": b"",
+        "blank": b"\n\n",
+    }
+    for name, data in cases.items():
+        want = heuristic.count(data.decode()) if data.strip() else (heuristic.count(data.decode()) if data else 0)
+        r = ctxtool("stats", "-", "--count", stdin=data)
+        assert r.returncode == 0, (name, r.stderr)
+        assert r.stdout == f"{want}\n".encode(), name
+        f = tmp_path / f"{name}.txt"
+        f.write_bytes(data)
+        r = ctxtool("stats", str(f), "--count", stdin=b"")
+        assert r.returncode == 0 and r.stdout == f"{want}\n".encode(), (name, r.stderr)
+    doc = tmp_path / "package.json"  # a .json document that is not a transcript
+    doc.write_bytes(cases["json-doc"])
+    r = ctxtool("stats", str(doc), stdin=b"")
+    assert r.returncode == 0 and b"of plain text" in r.stdout, r.stderr
+    assert runner.invoke(app, ["stats", str(SAMPLES / "openai_chat.json"), "--count"]).stdout != "0\n"
+
+
+def test_process_substitution_and_several_files(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.md", tmp_path / "b.toml"
+    a.write_text(TEXT, "utf-8")
+    b.write_bytes(PYPROJECT)
+    h = get_tokenizer("heuristic")
+    r = subprocess.run(["bash", "-c", f'"{sys.executable}" -m ctxtool stats <(cat "{a}") --count'],
+                       capture_output=True, check=False)
+    assert r.returncode == 0 and r.stdout == f"{h.count(TEXT)}\n".encode(), r.stderr
+    # a transcript through <(...) is still read as one: the bytes looked at are read again
+    r = subprocess.run(["bash", "-c", f'"{sys.executable}" -m ctxtool stats <(cat "{SAMPLES / "claude_code_session.jsonl"}") --count'],
+                       capture_output=True, check=False)
+    want = runner.invoke(app, ["stats", str(SAMPLES / "claude_code_session.jsonl"), "--count"]).stdout
+    assert r.returncode == 0 and r.stdout.decode() == want, r.stderr
+    r = ctxtool("stats", str(a), str(b), "--count", stdin=b"")
+    assert r.returncode == 0 and r.stdout == f"{h.count(TEXT) + h.count(PYPROJECT.decode())}\n".encode()
+    r = ctxtool("stats", str(a), str(b), stdin=b"")
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 0 and len(lines) == 3 and lines[0].endswith(str(a)) and lines[2].endswith(": 2 files")
+
+
+def test_binary_input_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    for name, data in (("nul.bin", b"abc\x00def\n"), ("latin1.txt", "caf\u00e9\n".encode("latin-1")),
+                       ("random.bin", bytes(range(128, 256)) * 4)):
+        f = tmp_path / name
+        f.write_bytes(data)
+        r = ctxtool("stats", str(f), stdin=b"")
+        assert r.returncode == ExitCode.INPUT, (name, r.stdout)
+        assert r.stderr.decode().startswith(f"ctxtool: error: {f}: binary input"), r.stderr
+        r = ctxtool("stats", "-", "--count", stdin=data)
+        assert r.returncode == ExitCode.INPUT and b"-: binary input" in r.stderr, (name, r.stderr)

@@ -19,7 +19,7 @@ def convo(tokens: int, n_msgs: int = 2) -> list[Message]:
 
 def verdicts(tokens: int, **kw) -> dict:
     s = TriggerSettings(**kw)
-    res = check_messages(convo(tokens), s, policy="seed000")
+    res = check_messages(convo(tokens), s, policy="effective-limit")
     return {v.policy: v for v in res.verdicts}
 
 
@@ -30,14 +30,14 @@ def test_reserve_policy_is_strictly_greater():
 
 
 def test_seed000_reaches_the_effective_limit():
-    assert verdicts(83_616, context_window=100_000)["seed000"].status == "compact"
-    assert verdicts(83_615, context_window=100_000)["seed000"].status == "ok"
+    assert verdicts(83_616, context_window=100_000)["effective-limit"].status == "compact"
+    assert verdicts(83_615, context_window=100_000)["effective-limit"].status == "ok"
 
 
 def test_seed000_falls_back_to_max_tokens_then_max_messages():
-    v = verdicts(8000)["seed000"]
+    v = verdicts(8000)["effective-limit"]
     assert v.limit == 8000 and v.rule == "tokens >= max_tokens" and v.status == "compact"
-    assert verdicts(7999)["seed000"].status == "ok"
+    assert verdicts(7999)["effective-limit"].status == "ok"
     s = TriggerSettings(max_tokens=0, max_messages=3)
     res = check_messages(convo(10, n_msgs=3), s)
     assert res.verdict.unit == "messages" and res.verdict.status == "compact"
@@ -45,7 +45,7 @@ def test_seed000_falls_back_to_max_tokens_then_max_messages():
 
 
 def test_seed000_auto_compact_off():
-    assert verdicts(10**6, auto_compact=False)["seed000"].status == "disabled"
+    assert verdicts(10**6, auto_compact=False)["effective-limit"].status == "disabled"
 
 
 def test_ratio_policy_at_exactly_80_percent():
@@ -61,10 +61,10 @@ def test_ratio_is_strict_without_a_window():
 
 
 def test_seed004_thresholds():
-    v = verdicts(69_999, context_window=100_000)["seed004"]
+    v = verdicts(69_999, context_window=100_000)["hard-stop"]
     assert v.status == "ok" and v.limit == 70_000 and v.hard_limit == 95_000
-    assert verdicts(70_000, context_window=100_000)["seed004"].status == "compact"
-    v = verdicts(95_000, context_window=100_000)["seed004"]
+    assert verdicts(70_000, context_window=100_000)["hard-stop"].status == "compact"
+    v = verdicts(95_000, context_window=100_000)["hard-stop"]
     assert v.status == "hard_limit" and v.compact
 
 
@@ -94,10 +94,10 @@ def test_settings_from_config(monkeypatch, tmp_path):
 
 
 def test_json_lists_every_policy():
-    res = check_messages(convo(100), TriggerSettings(context_window=1000), policy="seed004")
+    res = check_messages(convo(100), TriggerSettings(context_window=1000), policy="hard-stop")
     d = res.to_json()
     assert set(d["verdicts"]) == set(POLICIES)
-    assert d["policy"] == "seed004" and d["used_tokens"] == 100 and d["percent"] == 10.0
+    assert d["policy"] == "hard-stop" and d["used_tokens"] == 100 and d["percent"] == 10.0
 
 
 def test_unknown_policy():

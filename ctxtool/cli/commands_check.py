@@ -1,4 +1,4 @@
-"""cut and check: where to cut history (seeds 000/003) and whether to compact now (the
+"""cut and check: where to cut history (pi-style cut points) and whether to compact now (the
 trigger policy registry, :mod:`ctxtool.policies`)."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -25,13 +24,16 @@ from .common import (
 )
 from .render import Emitter, JsonlOpt, emit
 
-#: ``check --policy`` choices: the trigger policy registry's names
-Policy = StrEnum("Policy", {n: n for n in policies.names()})  # type: ignore[misc]
-DEFAULT_POLICY = Policy(policies.DEFAULT)
-POLICY_HELP = "Which trigger decides the exit status: " + "; ".join(f"{p.name} ({p.help})" for p in policies.all()) + "."
+#: ``--policy``: one of the trigger policy registry's names (former names accepted)
+POLICY_HELP = "; ".join(f"{p.name} ({p.help})" for p in policies.all())
+PolicyOpt = Annotated[
+    str,
+    common.choice_option("--policy", "-p", names=policies.names(), aliases=policies.ALIASES,
+                         help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
+]
 
 ReserveOpt = Annotated[
-    int | None, typer.Option("--reserve-tokens", min=0, help="Tokens reserved for the response (default 16384, seeds 000/003).")
+    int | None, typer.Option("--reserve-tokens", min=0, help="Tokens reserved for the response (default 16384, compaction.reserve_tokens).")
 ]
 
 
@@ -97,17 +99,17 @@ def cut(
     paths: common.Paths,
     keep_recent_tokens: Annotated[
         int | None,
-        typer.Option("--keep-recent-tokens", "-k", min=0, help="Tokens to keep verbatim (seeds 000/003; default 20000; 0: use --keep-recent)."),
+        typer.Option("--keep-recent-tokens", "-k", min=0, help="Tokens to keep verbatim (default 20000, compaction.keep_recent_tokens; 0: use --keep-recent)."),
     ] = None,
     keep_recent: Annotated[
         int | None,
-        typer.Option("--keep-recent", min=1, help="Messages to keep when no token budget is given (seed 000 KeepRecent, default 5). Given alone, it selects the message-count split."),
+        typer.Option("--keep-recent", min=1, help="Messages to keep when no token budget is given (default 5, compaction.keep_recent). Given alone, it selects the message-count split."),
     ] = None,
     context_window: common.WindowOpt = None,
     model: common.ModelOpt = None,
     reserve_tokens: ReserveOpt = None,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=0, help="Seed 000 MaxTokens: the effective limit when no context window is known.")
+        int | None, typer.Option("--max-tokens", min=0, help="The effective limit in tokens when no context window is known (default 8000, compaction.max_tokens).")
     ] = None,
     tokenizer: common.TokenizerOpt = None,
     fmt: common.FormatOpt = None,
@@ -119,7 +121,7 @@ def cut(
     jobs: common.JobsOpt = None,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
-    """Find where to cut history (seed 003, with seed 000's rules): walk back from the newest
+    """Find where to cut history (pi-style cut points, with the Go agent's fallbacks): walk back from the newest
     message until --keep-recent-tokens are kept and cut at the nearest user message; never at
     a tool result, never between a tool call and its result. When even the newest turn is
     larger, cut mid-turn at an assistant message and flag the turn as split. The budget is
@@ -145,7 +147,7 @@ def cut(
     )
     budget: int | None = int(cfg["compaction.keep_recent_tokens"])
     if keep_recent is not None and keep_recent_tokens is None:
-        budget = None  # --keep-recent alone: seed 000's message-count split
+        budget = None  # --keep-recent alone: the Go agent's message-count split
     s = TriggerSettings.from_config(cfg)
     limit: int | None = None
     if s.context_window:
@@ -226,13 +228,13 @@ def _render_cut_summary(reports: list[Any], out: Any) -> None:
 
 def check(
     paths: common.Paths,
-    policy: Annotated[Policy, typer.Option("--policy", "-p", help=POLICY_HELP)] = DEFAULT_POLICY,
+    policy: PolicyOpt = policies.DEFAULT,
     context_window: common.WindowOpt = None,
     model: common.ModelOpt = None,
     reserve_tokens: ReserveOpt = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="Seed 000 MaxTokens (default 8000).")] = None,
-    max_messages: Annotated[int | None, typer.Option("--max-messages", min=0, help="Seed 000 MaxMessages (default 50).")] = None,
-    threshold_ratio: Annotated[float | None, typer.Option("--threshold-ratio", min=0.0, max=1.0, help="Seed 001 thresholdRatio (default 0.8).")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="The effective limit in tokens when no context window is known (default 8000, compaction.max_tokens).")] = None,
+    max_messages: Annotated[int | None, typer.Option("--max-messages", min=0, help="Compact at this many messages when no token limit is known (default 50, compaction.max_messages).")] = None,
+    threshold_ratio: Annotated[float | None, typer.Option("--threshold-ratio", min=0.0, max=1.0, help="The ratio policy's share of the window (default 0.8, compaction.threshold_ratio).")] = None,
     tokenizer: common.TokenizerOpt = None,
     fmt: common.FormatOpt = None,
     as_json: common.JsonOpt = False,
@@ -264,11 +266,11 @@ def check(
     cs = ContextSettings.from_config(cfg)
     w = cs.resolve(None)
     s = PolicySettings.from_config(cfg, context_window=w.window, window_source=w.source)
-    one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy.value, tokenizer=tok,
+    one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy, tokenizer=tok,
                             context=cs)
     if as_json or as_jsonl:
         totals = {"transcripts": 0, "compact": 0}
-        em = Emitter("check", {"policy": policy.value, "settings": s.to_json()}, jsonl=as_jsonl)
+        em = Emitter("check", {"policy": policy, "settings": s.to_json()}, jsonl=as_jsonl)
 
         def item(r: Any) -> None:  # a stream: each verdict as it comes
             totals["transcripts"] += 1
@@ -281,7 +283,7 @@ def check(
     else:
         results: list[Any] = []
         _each(paths, fmt, on_error, one, results.append, jobs)
-        _render_check(results, s, policy.value)
+        _render_check(results, s, policy)
         needed = any(r.compact for r in results)
     if needed:
         raise typer.Exit(int(ExitCode.THRESHOLD))
@@ -308,7 +310,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                   f"{r.tokenizer})", highlight=False)
         con.print(f"context window {window}", highlight=False)
         t = Table(box=SIMPLE_HEAD, pad_edge=False)
-        for col in ("policy", "seed", "rule", "used", "limit", "used %", "verdict"):
+        for col in ("policy", "from", "rule", "used", "limit", "used %", "verdict"):
             t.add_column(col, justify="right" if col in ("used", "limit", "used %") else "left")
         for v in r.verdicts:
             verdict = v.status
@@ -316,7 +318,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 verdict += f" (stop at {v.hard_limit:,})"
             t.add_row(
                 ("* " if v.policy == policy else "  ") + v.policy,
-                v.seeds,
+                v.origin,
                 v.rule,
                 fmt_int(v.used) + (" msgs" if v.unit == "messages" else ""),
                 fmt_int(v.limit),

@@ -1,4 +1,4 @@
-"""compact: summarize the old part of a transcript and rebuild it (seeds 000, 001, 003, 004)."""
+"""compact: summarize the old part of a transcript and rebuild it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import typer
 from ..compaction.layouts import get_layout, layout_names
 from ..compaction.settings import CompactOptions
 from ..errors import CtxtoolError, ExitCode
-from ..policies import names as policy_names
 from ..summarizers import Closeable, summarizer_names
 from . import common
+from .commands_check import PolicyOpt
 from .common import err_line, out_line, resolve_model, stderr_console, warn_skipped
 from .render import JsonlOpt, emit
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 Layout = StrEnum("Layout", {n: n for n in layout_names()})  # type: ignore[misc]
 SummarizerKind = StrEnum("SummarizerKind", {n: n for n in summarizer_names()})  # type: ignore[misc]
 D = CompactOptions()  # the defaults, stated once (ctxtool.config)
+SINCE = common.SINCE
 LAYOUT_HELP = "; ".join(f"{n}: {get_layout(n).help}" for n in layout_names())
 
 
@@ -43,23 +44,23 @@ def compact(
         Layout | None,
         typer.Option("--layout", help=f"{LAYOUT_HELP} (default {D.layout})."),
     ] = None,
-    keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", help=f"Tokens kept verbatim after the cut (default {D.keep_recent_tokens:,}).", min=0)] = None,
+    keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", "-k", help=f"Tokens kept verbatim after the cut (default {D.keep_recent_tokens:,}).", min=0)] = None,
     retain_last_turns: Annotated[int | None, typer.Option("--retain-last-turns", help=f"Turns kept with --layout retain (default {D.retain_last_turns}).", min=0)] = None,
     keep_last_messages: Annotated[int | None, typer.Option("--keep-last-messages", help=f"Messages kept with --layout initial (default {D.keep_last_messages}).", min=0)] = None,
     summarizer: Annotated[SummarizerKind | None, typer.Option("--summarizer", help=f"The summary model: {', '.join(summarizer_names())} (default: heuristic, offline).")] = None,
-    summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (seed 001: may differ from the agent's).")] = None,
+    summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (may differ from the agent's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
     summary_window: Annotated[int | None, typer.Option("--summary-context-window", help="The summary model's window (larger inputs are summarized in chunks).", min=1)] = None,
     summary_max_tokens: Annotated[int | None, typer.Option("--summary-max-tokens", help=f"Longest summary asked of the model (default {D.summary_max_tokens:,}).", min=16)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per summary request (default 120).", min=1)] = None,
-    style: Annotated[Style | None, typer.Option("--style", help="structured (seed 003 Markdown) or retain (seed 001 <retain>/<summary>); default from the layout.")] = None,
+    style: Annotated[Style | None, typer.Option("--style", help="structured (pi-style Markdown sections) or retain (<retain>/<summary> blocks); default from the layout.")] = None,
     summary_directive: Annotated[list[str] | None, typer.Option("--summary-directive", help="Extra instruction for the summary (repeatable).")] = None,
     retain_directive: Annotated[list[str] | None, typer.Option("--retain-directive", help="What <retain> must keep (repeatable).")] = None,
     instructions: Annotated[str | None, typer.Option("--instructions", help="Free-form focus for the summary.")] = None,
     pin: Annotated[list[str] | None, typer.Option("--pin", help="Instructions kept verbatim beside the summary, checked present afterwards: TEXT or @FILE (AGENTS.md, rules); repeatable.")] = None,
-    tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Seed 000: archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest].")] = False,
-    tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
+    tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest] (the Go agent's).")] = False,
+    tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", "-n", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
     min_retention: Annotated[float | None, typer.Option("--min-retention", min=0.0, max=1.0, help="Reject a summary whose retention (what `ctxtool score` measures, 0-1) is below this; with --fallback the heuristic summary is tried instead.")] = None,
     events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
@@ -76,7 +77,7 @@ def compact(
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
     reserve_tokens: Annotated[int | None, typer.Option("--reserve-tokens", help=f"Tokens reserved for the response (default {D.reserve_tokens:,}).", min=0)] = None,
-    policy: Annotated[str, typer.Option("--policy", help=f"Trigger policy: {', '.join(policy_names())} (default {D.policy}).")] = D.policy,
+    policy: PolicyOpt = D.policy,
     on_error: common.OnErrorOpt = common.OnError.fail,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
@@ -246,8 +247,10 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
         where = r.label if len(recs) > 1 else r.label.split("#")[0]
         if r.status == "compacted":
             write(
-                f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} tokens (ratio {r.ratio:.2f}x), "
-                f"{r.messages_removed:,} messages removed, {r.kept_messages:,} kept"
+                f"{where}: compacted {r.tokens_before:,} → {r.tokens_after:,} {SINCE} (ratio {r.ratio:.2f}x): "
+                f"{r.summarized_messages + r.incremental:,} of {r.summarized_messages + r.incremental + r.kept_messages:,}"
+                " messages summarized, "  # a previous summary is summarized again (as score counts it)
+                f"{r.kept_messages:,} kept; {r.messages_removed:,} removed from the file"
                 + (f", first kept {r.first_kept_id}" if r.first_kept_id else "")
                 + (" (incremental)" if r.incremental else "")
                 + (" (fallback summary)" if r.fallback_used else "")

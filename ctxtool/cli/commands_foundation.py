@@ -39,13 +39,17 @@ def stats(
     context_window: common.WindowOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this seed 002 threshold.")] = None,
-    warning_chars: Annotated[int | None, typer.Option(help="Seed 002 warning threshold (characters; default 200,000, context.warning_chars).")] = None,
-    critical_chars: Annotated[int | None, typer.Option(help="Seed 002 critical threshold (characters; default 400,000, context.critical_chars).")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Exit 5 when any transcript reaches this character threshold (AgentCore.Context's warning/critical levels).")] = None,
+    warning_chars: Annotated[int | None, typer.Option(min=0, help="Warning threshold in characters of agent-visible context since the last compaction (default 200,000, context.warning_chars; AgentCore.Context).")] = None,
+    critical_chars: Annotated[int | None, typer.Option(min=0, help="Critical threshold in characters of agent-visible context since the last compaction (default 400,000, context.critical_chars; AgentCore.Context).")] = None,
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
-    output: common.OutOpt = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
+                     "atomically; with --per-message, one row per message to FILE.csv or FILE.parquet."),
+    ] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
-    top: Annotated[int, typer.Option(help="How many of the largest tool outputs to show.")] = 5,
+    top: Annotated[int, typer.Option("--limit", min=0, help="How many of the largest tool outputs to list.")] = 5,
     jobs: common.JobsOpt = None,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of tokens (of the transcripts, or of plain text).")] = False,
     engine: common.EngineOpt = None,
@@ -53,16 +57,25 @@ def stats(
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
-    images, system prompt, recorded usage, context percentage and seed 002 thresholds.
-    Input that is not JSON at all (- or one file not named .json/.jsonl) is counted as plain text, like ttok."""
+    images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
+    Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
+    files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
     from .. import stats as st
     from ..formats import iter_paths
 
     if per_message and not output:
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
+    if output and output != "-" and not per_message:  # the report itself goes to -o FILE
+        if output.lower().removesuffix(".gz").removesuffix(".zst").endswith((".csv", ".parquet")):
+            raise CtxtoolError("rows per message are written with --per-message; without it -o writes the report",
+                               path=output, code=ExitCode.USAGE)
+        with common.data_to(output, paths):
+            stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
+                  False, None, on_error, top, jobs, count, engine, address)
+        return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths))
-    if len(files) == 1 and _plain_text(files[0], tok, count, as_json or as_jsonl):
+    if _plain_text(files, tok, count, as_json or as_jsonl):
         return
     from ..jsonio import input_size
 
@@ -137,20 +150,33 @@ def stats(
             raise typer.Exit(int(ExitCode.THRESHOLD))
 
 
-def _plain_text(path: str, tok: str | None, count: bool, machine: bool) -> bool:
-    """Count ``path`` as plain text if it is not JSON at all; whether it was."""
+def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -> bool:
+    """Count ``files`` as plain text (like ttok) if none of them is a transcript; whether they were."""
     from ..textcount import count_text, is_plain_text
 
-    if not is_plain_text(path):
+    if not files or not all(is_plain_text(f) for f in files):
         return False
     if machine:
         raise CtxtoolError("plain text, not a transcript: --json/--jsonl describe transcripts; use --count",
-                           path=path, code=ExitCode.USAGE)
-    r = count_text(path, tok)
+                           path=files[0], code=ExitCode.USAGE)
+    counts = [count_text(f, tok) for f in files]
+    total = sum(r.tokens for r in counts)
     if count:
-        sys.stdout.write(f"{r.tokens}\n")
-    else:
-        sys.stdout.write(f"{r.tokens:,} tokens ({r.tokenizer}) · {r.chars:,} characters · {r.lines:,} line{'s' if r.lines != 1 else ''} of plain text\n")
+        sys.stdout.write(f"{total}\n")
+        return True
+
+    def line(tokens: int, chars: int, lines: int, tokenizer: str) -> str:
+        return f"{tokens:,} tokens ({tokenizer}) · {chars:,} characters · {lines:,} line{'s' if lines != 1 else ''} of plain text"
+
+    out = common.ForPeople(sys.stdout)
+    if len(counts) == 1:
+        r = counts[0]
+        out.write(line(r.tokens, r.chars, r.lines, r.tokenizer) + "\n")
+        return True
+    for r in counts:
+        out.write(line(r.tokens, r.chars, r.lines, r.tokenizer) + f": {r.path}\n")
+    out.write(line(total, sum(r.chars for r in counts), sum(r.lines for r in counts), counts[0].tokenizer)
+              + f": {len(counts):,} files\n")
     return True
 
 
@@ -211,7 +237,7 @@ def _render_stats(report, top: int) -> None:
             where = short_label(o.transcript) + (f":{o.line}" if o.line else "")
             lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
         con.print(lt)
-    ct = Table(title="context", title_justify="left")
+    ct = Table(title="context (since the last compaction, where there is one)", title_justify="left")
     ct.add_column("transcript")
     ct.add_column("messages", justify="right")
     ct.add_column("context tokens", justify="right")
@@ -237,7 +263,8 @@ def _render_stats(report, top: int) -> None:
     assert report.overview is not None
     levels = report.overview.levels
     con.print(
-        f"seed 002 thresholds: warning ≥ {report.warning_chars:,} chars, critical ≥ {report.critical_chars:,}:"
+        f"chars since the last compaction: warning ≥ {report.warning_chars:,}, critical ≥ {report.critical_chars:,}"
+        f" (AgentCore.Context):"
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
         highlight=False,
     )
@@ -248,7 +275,7 @@ def validate(
     fmt: common.FormatOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    limit: Annotated[int, typer.Option(help="How many problems to list (all with --json).")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many problems to list (all with --json).")] = 50,
     jobs: common.JobsOpt = None,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
@@ -281,7 +308,7 @@ def validate(
 
 def convert(
     path: common.OnePath,
-    to: Annotated[str, typer.Option("--to", help=f"Output format: {', '.join(format_names())}.")],
+    to: Annotated[str, typer.Option("--to", click_type=common.Choice(format_names), help="Output format.")],
     output: common.OutOpt = None,
     fmt: common.FormatOpt = None,
     on_error: common.OnErrorOpt = common.OnError.fail,

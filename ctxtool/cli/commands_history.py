@@ -1,5 +1,5 @@
-"""window and repair: rewrite history as a sliding window or bookends (seed 002) and
-normalize it (seed 004)."""
+"""window and repair: rewrite history as a sliding window or bookends (AgentCore.Context) and
+normalize it (adk-code)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def window(
     join: common.JoinOpt = False,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
-    """Keep a window of the history (seed 002 truncate) and write it to -o. A tool call and
+    """Keep a window of the history (AgentCore.Context's truncate) and write it to -o. A tool call and
     its result are dropped or kept together; system prompts are always kept; kept messages
     are copied byte for byte. Reports the dropped counts (on stderr when the transcript
     goes to stdout)."""
@@ -127,12 +127,12 @@ def repair(
     dry_run: DryRunOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    limit: Annotated[int, typer.Option(help="How many changes to list (all with --json).")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many changes to list (all with --json).")] = 50,
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
-    """Normalize history (seed 004) and write it to -o: add a result marked aborted for every
+    """Normalize history (adk-code's history normalization) and write it to -o: add a result marked aborted for every
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
     assistant's unanswered tool calls. Reports each change. `repair` then `validate` is
     always clean; unchanged messages are copied byte for byte."""

@@ -64,11 +64,11 @@ def archive_cmd(
     path: common.OnePath,
     output: common.OutOpt = None,
     cutoff: Annotated[
-        int | None, typer.Option("--cutoff", "-n", min=0, help="Visible tool results to keep (default 10, seed 000 ToolCallCutoff).")
+        int | None, typer.Option("--tool-call-cutoff", "-n", min=0, help="Visible tool results to keep (default 10, compaction.tool_call_cutoff; the Go agent's ToolCallCutoff).")
     ] = None,
     strategy: Annotated[
         SummaryStrategy | None,
-        typer.Option("--strategy", help="Summary of archived results: llm (the configured summarizer; heuristic when "
+        typer.Option("--tool-summary", help="Summary of archived results: llm (the configured summarizer; heuristic when "
                      "none), heuristic (local digest, 800 chars) or off. Default: compaction.tool_summary_strategy."),
     ] = None,
     fmt: common.FormatOpt = None,
@@ -79,7 +79,7 @@ def archive_cmd(
     events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
 ) -> None:
-    """Archive old tool results (seed 000): while more than --cutoff tool results are visible,
+    """Archive old tool results (the Go agent's tool-result archiving): while more than --tool-call-cutoff tool results are visible,
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
@@ -145,7 +145,7 @@ def archive_cmd(
 
 
 def replay_cmd(
-    path: common.OnePath,
+    paths: common.Paths,
     fmt: common.FormatOpt = None,
     model: common.ModelOpt = None,
     context_window: common.WindowOpt = None,
@@ -153,14 +153,14 @@ def replay_cmd(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     plot: Annotated[
-        str | None, typer.Option("--plot", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
+        str | None, typer.Option("--plot", metavar="FILE", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
     ] = None,
     index: Annotated[int | None, typer.Option("--index", min=0, help="Only the N-th transcript of a dataset file (from 0).")] = None,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Show the per-turn table.")] = True,
     chart: Annotated[bool, typer.Option("--chart/--no-chart", help="Show the terminal chart.")] = True,
     height: Annotated[int, typer.Option("--height", min=3, max=60, help="Terminal chart height in rows.")] = 12,
 ) -> None:
-    """Replay a transcript turn by turn as its agent did (seed 004 token tracker): input and
+    """Replay a transcript turn by turn as its agent did (adk-code's token tracker): input and
     output tokens per API call, running context, percent of the window, average turn size,
     turns left, where each trigger policy would have compacted and where the 95% hard limit
     would have stopped the agent. Table, --json, a terminal chart and --plot FILE."""
@@ -170,19 +170,25 @@ def replay_cmd(
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
-    reports = rp.replay_file(path, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)
+    from ..formats import iter_paths
+
+    files = list(iter_paths(paths))
+    reports = [r for f in files for r in rp.replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
+    path = files[0] if len(files) == 1 else None
     if plot:
         if not reports:
             raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
         if len(reports) > 1:
-            err_line(f"ctxtool: {len(reports)} transcripts in the file; plotting the first (choose one with --index)")
+            where = "in the file" if path else "in the files"
+            err_line(f"ctxtool: {len(reports)} transcripts {where}; plotting the first (choose a file, and one with --index)")
         kind = rp.write_plot(reports[0], plot)
         err_line(f"wrote {kind} chart of {len(reports[0].turns)} turns to {plot}")
     if as_json or as_jsonl:
         totals = {"transcripts": len(reports), "turns": sum(len(r.turns) for r in reports),
                   "peak_tokens": max((r.peak_tokens for r in reports), default=0),
                   "stopped": sum(1 for r in reports if r.stopped_at is not None)}
-        emit("replay", {"path": path, "index": index}, items=(r.to_json() for r in reports), tail={"totals": totals},
+        emit("replay", {"path": path if path else paths[0] if len(paths) == 1 else None, "index": index},
+             items=(r.to_json() for r in reports), tail={"totals": totals},
              jsonl=as_jsonl)
         return
     if len(reports) == 1:
@@ -238,7 +244,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         where = f"turn {hit.first_turn}" if hit.first_turn else "never reached"
         more = f" (fired {len(hit.turns)}×: {', '.join(map(str, hit.turns[:8]))}{'…' if len(hit.turns) > 8 else ''})" if len(hit.turns) > 1 else ""
         verb = "stops the agent:" if th.stop else "compacts:"
-        lines.append(f"  {name:<15} {th.label:<28} seed {th.seed:<8} {verb} {where}{more}")
+        lines.append(f"  {name:<15} {th.label:<28} {th.origin:<11} {verb} {where}{more}")
     for ln in lines:
         con.print(ln, highlight=False)
 
@@ -283,7 +289,7 @@ def instructions_cmd(
     max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="Cap on the merged text (default 32 KiB, instructions.max_bytes).")] = None,
     tokenizer: common.TokenizerOpt = None,
 ) -> None:
-    """Find the AGENTS.md instruction hierarchy (seed 004): the global file in ctxtool's config
+    """Find the AGENTS.md instruction hierarchy (as adk-code merges it): the global file in ctxtool's config
     directory, the project root's (found by .git, .hg, go.mod, package.json or pyproject.toml)
     and the working directory's; merge them in that order under the 32 KiB cap and report
     sources, bytes, tokens and whether the text was cut."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, ExitCode
+from ..formats import format_names
 from ..score.core import BUDGET
 from ..summarizers import Closeable, summarizer_names
 from . import common
@@ -24,13 +25,13 @@ def score_cmd(
     before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, or - for stdin).", show_default=False)],
     after: Annotated[str, typer.Argument(help="The same transcript after compaction.", show_default=False)],
     fmt: common.FormatOpt = None,
-    after_fmt: Annotated[str | None, typer.Option("--after-format", help="Format of AFTER (default: detected).")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help=f"Also ask a model ({', '.join(JUDGES)}) questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
+    after_fmt: Annotated[str | None, typer.Option("--after-format", click_type=common.Choice(format_names), help="Format of AFTER (default: detected).")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(JUDGES), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="The judge's model name.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per judge request (default 120).", min=1)] = None,
-    max_lost: Annotated[int, typer.Option("--max-lost", help="Lost probes listed per transcript in the text report.", min=0)] = 20,
+    max_lost: Annotated[int, typer.Option("--limit", help="How many lost probes to list per transcript (all with --json).", min=0)] = 20,
     budget: Annotated[int, typer.Option("--budget", help="Tokens of the summary scored: a longer summary is scored on its first BUDGET tokens, and so is each control.", min=1)] = BUDGET,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
@@ -49,8 +50,6 @@ def score_cmd(
     from ..score import score_files
     from ..tokens import get_tokenizer
 
-    if judge is not None and judge not in JUDGES:
-        raise CtxtoolError(f"--judge: unknown backend {judge!r}; choose one of: {', '.join(JUDGES)}", code=ExitCode.USAGE)
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None
@@ -108,7 +107,7 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
         s = r.summary
         comp = f"{r.compression:.1f}x" if r.compression else "-"
         out.write(f"{common.short_label(r.before)} → {common.short_label(r.after)}: {r.tokens_before:,} → "
-                  f"{r.tokens_after:,} tokens; removed {r.lost_messages:,} of {r.messages_before:,} messages "
+                  f"{r.tokens_after:,} {common.SINCE}; removed {r.lost_messages:,} of {r.messages_before:,} messages "
                   f"({r.tokens_removed:,} tokens); summary {s.tokens:,} tokens ({comp}), scored on its first "
                   f"{r.budget:,}\n")
         out.write(f"  retention {_pct(r.retention)} · continuation {_pct(r.continuation)} · {len(r.results):,} probes · "
@@ -132,7 +131,7 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
             note = f" ({p.note})" if p.note else ""
             out.write(f"  lost {p.kind}: {one_line(p.text, 160)}{note}\n")
         if len(lost) > max_lost:
-            out.write(f"  ... and {len(lost) - max_lost:,} more lost (--max-lost, or --json for all)\n")
+            out.write(f"  ... and {len(lost) - max_lost:,} more lost (--limit, or --json for all)\n")
     if len(reps) > 1:
         t = totals(reps)
         out.write(f"{t['transcripts']:,} transcript(s): {t['tokens_before']:,} → {t['tokens_after']:,} tokens; "

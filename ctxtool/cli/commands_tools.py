@@ -1,4 +1,4 @@
-"""truncate, restore, trim and the refs group (tool output cache, seeds 000/001/004)."""
+"""truncate, restore, trim and the refs group (the tool output cache)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
     str | None,
-    typer.Option("--cache-dir", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
+    typer.Option("--cache-dir", metavar="DIR", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
 ]
 EventsOpt = Annotated[
-    str | None, typer.Option("--events", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
+    str | None, typer.Option("--events", metavar="FILE", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
 ]
 
 
@@ -85,6 +85,21 @@ def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
     return out
 
 
+def _presets() -> tuple[list[str], dict[str, str], str]:
+    from ..toolout import PRESET_ALIASES, PRESET_HELP, PRESETS
+
+    return list(PRESETS), PRESET_ALIASES, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
+
+
+_PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
+
+
+def _modes() -> list[str]:
+    from ..toolout import MODES
+
+    return list(MODES)
+
+
 def _modes_help() -> str:
     from ..toolout import MODES
 
@@ -97,20 +112,22 @@ def truncate(
     fmt: common.FormatOpt = None,
     to: common.ToOpt = None,
     preset: Annotated[
-        str | None, typer.Option("--preset", help="seed000 (default), seed001 or seed004: that system's limits exactly.")
+        str | None,
+        common.choice_option("--preset", names=_PRESETS, aliases=_PRESET_ALIASES,
+                             help="A system's limits exactly: " + _PRESETS_HELP + ". Default: the tool_output settings (spill's values)."),
     ] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help=f"How cut outputs are kept: {_modes_help()}.")] = None,
-    max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (seed 000: 2000; 0: off).")] = None,
-    head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (seed 004: 128).")] = None,
-    tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (seed 004: 128).")] = None,
-    max_chars: Annotated[int | None, typer.Option("--max-chars", min=0, help="Characters (runes) kept (seed 000: 204800).")] = None,
-    max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="UTF-8 bytes kept (seed 000: 51200; seed 004: 10240).")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", click_type=common.Choice(_modes), help=f"How cut outputs are kept: {_modes_help()}.")] = None,
+    max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (default 2000, tool_output.max_lines; 0: off).")] = None,
+    head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (head-tail preset: 128).")] = None,
+    tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (head-tail preset: 128).")] = None,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", min=0, help="Characters (code points) kept (default 204800, tool_output.max_chars).")] = None,
+    max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="UTF-8 bytes kept (default 51200, tool_output.max_bytes; head-tail preset: 10240).")] = None,
     max_line_length: Annotated[
-        int | None, typer.Option("--max-line-length", min=0, help="Cut each line at N characters (seed 001: 2000; 0: off).")
+        int | None, typer.Option("--max-line-length", min=0, help="Cut each line at N characters (view preset: 2000; 0: off).")
     ] = None,
     spill_threshold: Annotated[
         int | None,
-        typer.Option("--spill-threshold", min=0, help="Above N characters the whole output moves to the cache (seed 000: 204800; 0: off)."),
+        typer.Option("--spill-threshold", min=0, help="Above N characters the whole output moves to the cache (default 204800, tool_output.spill_threshold; 0: off)."),
     ] = None,
     include: Annotated[
         str | None, typer.Option("--include", help="Also cut these kinds (comma-separated): thinking, tool_call, image, all.")
@@ -128,7 +145,7 @@ def truncate(
     join: common.JoinOpt = False,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
-    """Shorten every tool output over the limits (seed 000 order: lines, then characters,
+    """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
     from .. import toolout, tools_ops
     from ..config import Config
@@ -215,7 +232,8 @@ def trim(
     join: common.JoinOpt = False,
     messages_column: common.MessagesColumnOpt = None,
 ) -> None:
-    """Seed 001 1.7: while the tool outputs exceed the budget, replace the oldest by
+    """Trim old tool outputs to a token budget (the tool-output cache spec's trimming): while the
+    tool outputs exceed the budget, replace the oldest by
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
     --budget: clamp(window x 0.25, 20k, 60k) of each transcript's window (--context-window,
     --model, the config, else what the transcript records or its model's)."""
@@ -260,11 +278,11 @@ refs_app = typer.Typer(
 def refs_show(
     ref: Annotated[str, typer.Argument(help="Ref id (sha256) or a unique prefix of 8+ hex digits.", show_default=False)],
     offset: Annotated[int, typer.Option("--offset", min=1, help="First line (1-based).")] = 1,
-    limit: Annotated[int, typer.Option("--limit", min=0, help="Lines to print (0: all).")] = 2000,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="How many lines to print (0: all).")] = 2000,
     cache_dir: CacheDirOpt = None,
     as_json: common.JsonOpt = False,
 ) -> None:
-    """Print a ref's lines with line numbers, like a file reader (seed 001 1.8)."""
+    """Print a ref's lines with line numbers, like a file reader."""
     res = _cache(cache_dir).show(ref, offset, limit or None)
     if as_json:
         emit("refs show", res.to_json())
@@ -284,7 +302,7 @@ def refs_grep(
     context: Annotated[int, typer.Option("--context", "-C", min=0, help="Lines of context around each match.")] = 0,
     ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Case-insensitive.")] = False,
     fixed: Annotated[bool, typer.Option("--fixed-strings", "-F", help="PATTERN is a plain string, not a regex.")] = False,
-    max_count: Annotated[int | None, typer.Option("--max-count", min=1, help="Stop after N matches.")] = None,
+    max_count: Annotated[int | None, typer.Option("--limit", min=1, help="How many matches to list: stop after N (like grep's --max-count).")] = None,
     cache_dir: CacheDirOpt = None,
     as_json: common.JsonOpt = False,
 ) -> None:
@@ -362,7 +380,7 @@ def refs_gc(
     cache_dir: CacheDirOpt = None,
     as_json: common.JsonOpt = False,
 ) -> None:
-    """Delete refs that none of the given transcripts reference (seed 001 1.9). Dry run unless --yes."""
+    """Delete refs that none of the given transcripts reference. Dry run unless --yes."""
     from .. import tools_ops
 
     referenced = tools_ops.referenced_refs(paths, fmt)

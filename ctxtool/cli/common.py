@@ -9,11 +9,12 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
@@ -85,15 +86,36 @@ class CtxGroup(TyperGroup):
         if cmd is None and name in self.lazy:
             import typer.main as tm
 
+            from .names import accept_former_names
+
             info = self.lazy[name]
             if isinstance(info, tm.TyperInfo):
                 cmd = tm.get_group_from_info(
                     info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
                 )
+                for sub_name, sub in cmd.commands.items():
+                    with_output(sub)
+                    accept_former_names(sub, f"{name} {sub_name}")
             else:
                 cmd = tm.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+                with_output(cmd)
+                accept_former_names(cmd, name)
             self.commands[name] = cmd
         return cmd
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A command name that is not one: the error names the closest commands (lazy ones too)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except TyperException as e:
+            message = getattr(e, "message", "")
+            if args and isinstance(message, str) and "Did you mean" not in message and "No such command" in message:
+                from difflib import get_close_matches
+
+                close = get_close_matches(args[0], self.list_commands(ctx))
+                if close:
+                    e.message = f"{message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
 
     def invoke(self, ctx: Any) -> Any:
         if sys.stdout is None:  # started with stdout closed (`>&-`): fail on the first write
@@ -135,6 +157,58 @@ class CtxGroup(TyperGroup):
             raise Exit(int(ExitCode.ERROR)) from None
 
 
+DATA_OUTPUT_HELP = "Write what the command prints on stdout to FILE instead (atomically; compressed when it ends in .gz or .zst)."
+
+
+def with_output(cmd: Any) -> None:
+    """Give a command that prints data and has no ``-o`` of its own one: ``-o FILE`` writes
+    what it prints on stdout to FILE (:func:`data_to`). Every command gets it as it is built,
+    so one added later has it too."""
+    if any(p.name in ("output", "data_output") for p in cmd.params):
+        return
+    from typer.core import TyperOption
+
+    cmd.params.append(TyperOption(param_decls=["data_output", "--output", "-o"], metavar="FILE", help=DATA_OUTPUT_HELP))
+    inner = cmd.callback
+
+    def callback(*args: Any, data_output: str | None = None, **kwargs: Any) -> Any:
+        inputs = kwargs.get("paths") or ([kwargs["path"]] if isinstance(kwargs.get("path"), str) else [])
+        with data_to(data_output, inputs):
+            return inner(*args, **kwargs)
+
+    cmd.callback = callback
+
+
+@contextlib.contextmanager
+def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
+    """What the block prints on stdout written to ``output`` instead (``None`` or ``-``:
+    stdout), atomically: a failure leaves no half-written file, a full disk is exit 8. An exit
+    status the command decides (a threshold, problems found) keeps what it wrote."""
+    if output is None or output == "-":
+        yield
+        return
+    from ..outputs import atomic_output
+    from ..paths import refuse_overwrite
+
+    refuse_overwrite([str(p) for p in inputs if str(p) != "-"], output)
+    decided: Exit | None = None
+    old = sys.stdout
+    with atomic_output(output) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=True)
+        sys.stdout = text
+        try:
+            try:
+                yield
+            except Exit as e:
+                decided = e
+            text.flush()
+        finally:
+            sys.stdout = old
+            text.detach()
+    if decided is not None:
+        raise decided
+
+
 def closed_pipe() -> None:
     """The reader of stdout went away (``| head``): end quietly with status 0, as Unix tools do.
     stdout's descriptor now points at /dev/null, so that the flush at interpreter exit of what
@@ -172,6 +246,30 @@ class _ClosedStdout(io.TextIOBase):
         raise io.UnsupportedOperation("stdout is closed")
 
 
+class Choice(TyperChoice[str]):
+    """A choice of names listed in help as ``<a|b|c>``; ``names`` may be a function that gives
+    them (asked when the command is parsed or its help shown: a registry's names, with what was
+    registered since). ``aliases`` (former names) are accepted as the name they map to and
+    never listed."""
+
+    def __init__(self, names: Any, aliases: dict[str, str] | None = None, case_sensitive: bool = True) -> None:
+        self._names = names
+        self.aliases = dict(aliases or {})
+        self.case_sensitive = case_sensitive
+
+    @property
+    def choices(self) -> Sequence[str]:  # type: ignore[override]
+        return tuple(self._names() if callable(self._names) else self._names)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+def choice_option(*decls: str, names: Any, aliases: dict[str, str] | None = None, help: str) -> Any:  # noqa: A002
+    """A ``typer.Option`` taking one of ``names`` (listed in help), former names accepted."""
+    return typer.Option(*decls, click_type=Choice(names, aliases), help=help, show_default=False)
+
+
 class OnError(StrEnum):
     fail = "fail"
     skip = "skip"
@@ -187,22 +285,28 @@ OnePath = Annotated[
 ]
 FormatOpt = Annotated[
     str | None,
-    typer.Option("--format", "-f", help=f"Input format (default: detected). One of: {', '.join(format_names())}."),
+    typer.Option("--format", "-f", click_type=Choice(format_names), help="Input format (default: detected)."),
 ]
-ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
+ToOpt = Annotated[str | None, typer.Option("--to", click_type=Choice(format_names), help="Output format (default: the input's).")]
 OutOpt = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o",
+        "--output", "-o", metavar="FILE",
         help="Output file (default: stdout), compressed when it ends in .gz or .zst. A file is replaced atomically; a FIFO or device is written in place.",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+def _tokenizers() -> tuple[str, ...]:
+    from ..tokens import TOKENIZERS
+
+    return TOKENIZERS
+
+
 TokenizerOpt = Annotated[
     str | None,
-    typer.Option("--tokenizer", "-t", help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
+    typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
 ]
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]
 OnErrorOpt = Annotated[OnError, typer.Option("--on-error", help="fail: stop at the first bad record; skip: report and continue.")]
 JobsOpt = Annotated[
@@ -211,12 +315,12 @@ JobsOpt = Annotated[
 ]
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help=f"Where shards run: {', '.join(engine_names())} (default local). Any engine but the default "
+    typer.Option("--engine", click_type=Choice(engine_names), help="Where shards run (default local). Any engine but the default "
                  "(or --join, an input glob, an output directory) writes -o DIR as shards plus _report.json; a re-run skips finished shards."),
 ]
 AddressOpt = Annotated[
     str | None,
-    typer.Option("--address", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
+    typer.Option("--address", metavar="HOST:PORT", help="--engine ray: join this running cluster (host:port or ray://host:port); default: start a local one."),
 ]
 JoinOpt = Annotated[bool, typer.Option("--join", help="With shards: join them, in order, into the one file -o FILE.")]
 MessagesColumnOpt = Annotated[
@@ -298,6 +402,10 @@ def console_class() -> Any:
 def fmt_int(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
+
+#: what compact and score count, named the same in both: the content of the messages the agent
+#: sees since the last compaction (stats' role table counts every message in the file)
+SINCE = "message tokens since the last compaction"
 
 #: the rows of a per-transcript table over a dataset; ``--json`` lists every transcript
 TABLE_ROWS = 20

@@ -366,20 +366,32 @@ class Out:
         if self.plain:
             text = obj.plain(self.width) if isinstance(obj, Table) else _line(obj, self.width) if isinstance(obj, str) else None
             if text is not None:
-                sys.stdout.write(text)
+                self._write(text)
                 return
-        self.rich.print(obj.to_rich() if isinstance(obj, Table) else obj, highlight=False)
+        self._rich_print(obj.to_rich() if isinstance(obj, Table) else obj)
+
+    def _write(self, text: str) -> None:
+        """Into a pipe or a file, lines end without the spaces that pad them on a terminal."""
+        sys.stdout.write(text if self.is_terminal else _TRAILING_SPACES.sub("", text))
+
+    def _rich_print(self, obj: Any) -> None:
+        if self.is_terminal:
+            self.rich.print(obj, highlight=False)
+            return
+        with self.rich.capture() as cap:
+            self.rich.print(obj, highlight=False)
+        self._write(cap.get())
 
     def print_styled(self, line: str, style: str = "") -> None:
         """A line in ``style`` on a terminal (a row of replay's chart). Into a pipe rich prints
         it as it prints a string (wrapped at the width: rich joins the texts it prints into a
         new one, which does not keep a text's own no-wrap), and so does this."""
         if self.plain and printable(line) == line and (text := _line(line, self.width)) is not None:
-            sys.stdout.write(text)
+            self._write(text)
             return
         from rich.text import Text
 
-        self.rich.print(Text(line, style=style, no_wrap=True, overflow="ellipsis"), highlight=False)
+        self._rich_print(Text(line, style=style, no_wrap=True, overflow="ellipsis"))
 
 
 def _line(text: str, width: int) -> str | None:
@@ -415,6 +427,7 @@ def _symbols_width(text: str) -> int | None:
 
 _WORD = lazyre.compile(r"\s*\S+\s*")
 _TRAILING_SPACE = lazyre.compile(r"\s+$")
+_TRAILING_SPACES = lazyre.compile(r"[ \t]+$", 8)  # re.MULTILINE, without importing re
 
 
 def _wrap(line: str, width: int, fold: bool = True) -> list[str]:

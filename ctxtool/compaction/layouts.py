@@ -91,7 +91,7 @@ def real_user(m: Message) -> bool:
 @register_layout
 class SummaryLayout(Layout):
     name = "summary"
-    help = "system + [Previous conversation summary] + kept messages (seeds 000/003)"
+    help = "system + [Previous conversation summary] + kept messages (pi, Go agent)"
 
     def cut(self, ctx: CutContext) -> Cut:
         cp = find_cut(ctx.messages, keep_recent_tokens=ctx.opts.keep_recent_tokens, keep_recent=ctx.opts.keep_recent,
@@ -102,7 +102,7 @@ class SummaryLayout(Layout):
 @register_layout
 class RetainLayout(Layout):
     name = "retain"
-    help = "<retain> + <summary> + last N turns (seed 001)"
+    help = "<retain> + <summary> + last N turns (tool-output cache spec)"
     style = "retain"
 
     def cut(self, ctx: CutContext) -> Cut:
@@ -117,7 +117,7 @@ class RetainLayout(Layout):
 @register_layout
 class InitialLayout(Layout):
     name = "initial"
-    help = "first request + summary + last 10 messages (seed 004)"
+    help = "first request + summary + last 10 messages (adk-code)"
 
     def cut(self, ctx: CutContext) -> Cut:
         eff, n, keep = ctx.messages, len(ctx.messages), max(ctx.opts.keep_last_messages, 0)

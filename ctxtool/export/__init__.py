@@ -72,6 +72,28 @@ def render(transcripts: Iterable[Transcript], to: str = "markdown", options: Exp
     return "".join(r.document((options and options.title) or title, (view(t) for t in transcripts)))
 
 
+def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
+    """An output name that says another kind of file than the one written is an error:
+    another renderer's suffix (``-o out.html --to markdown``) or a known type that is not text
+    (``-o out.pdf``, ``.png``, ``.json``). A name without a suffix, or one no type is known
+    for (``.out``), or ``.txt``, is written as asked."""
+    if out is None or implied == name:
+        return
+    import mimetypes
+
+    from ..errors import CtxtoolError, ExitCode
+
+    base = os.path.basename(out.lower().removesuffix(".gz").removesuffix(".zst"))
+    suffix = os.path.splitext(base)[1]
+    kind = mimetypes.MimeTypes(filenames=()).guess_type("x" + suffix)[0] if suffix else None  # Python's own table
+    if implied is None and kind in (None, "text/plain"):
+        return
+    kinds = ", ".join(f"{n} ({' '.join(get_renderer(n).suffixes)})" for n in renderer_names())
+    said = f"an {implied} name" if implied else f"a {suffix} name"
+    raise CtxtoolError(f"{said} for a {name} export: export writes {kinds}; name the output for --to, or drop --to",
+                       path=out, code=ExitCode.USAGE)
+
+
 def export_file(path: str | Path, output: str | Path | None = None, to: str | None = None, *,
                 fmt: str | None = None, options: ExportOptions | None = None) -> ExportResult:
     """Export every transcript in ``path`` to ``output`` (``None``/``-``: stdout). ``to``
@@ -80,7 +102,9 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     from .. import fileio, formats, outputs
 
     out = None if output is None or str(output) == "-" else str(output)
-    name = to or renderer_for_output(out) or "markdown"
+    implied = renderer_for_output(out)
+    name = to or implied or "markdown"
+    _check_suffix(out, get_renderer(name).name, implied)
     opts = options or ExportOptions()
     renderer = get_renderer(name)(opts)
     fileio.check_input(path)

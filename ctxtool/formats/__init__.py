@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import stat
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -394,10 +396,26 @@ def split_plan(
 
 def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
-    and ``-`` pass through."""
+    and ``-`` pass through. A file is given once however it is named (a relative and an
+    absolute path, a link, a directory holding a file also named): the first name is kept."""
     from pathlib import Path
 
     from .. import urls
+
+    seen: set[tuple[int, int]] = set()
+
+    def first(name: str) -> bool:
+        try:
+            st = os.stat(name)
+        except OSError:
+            return True
+        if not stat.S_ISREG(st.st_mode):  # a FIFO, a device: read as often as named
+            return True
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
 
     for p in paths:
         s = str(p)
@@ -405,7 +423,7 @@ def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             yield s
             continue
         if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
-            yield from urls.expand(s)
+            yield from (q for q in urls.expand(s) if urls.is_url(q) or first(q))
             continue
         path = Path(s)
         if path.is_dir():
@@ -421,8 +439,9 @@ def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             if not found:
                 raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json)", path=s, code=ExitCode.NOT_FOUND)
             for q in found:
-                yield str(q)
+                if first(str(q)):
+                    yield str(q)
         elif not path.exists():
             raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
-        else:
+        elif first(s):
             yield s

@@ -1,12 +1,12 @@
-"""The trigger policy registry: when should a context be compacted (every seed's rule).
+"""The trigger policy registry: when should a context be compacted (each system's rule).
 
 ``check``, ``compact``, ``replay``, ``stats`` and the agent-loop transform all ask this
 registry, so every setting that configures a policy is honoured wherever it applies.
-A new policy is one class (:class:`Policy`: its name, seeds, config keys and
+A new policy is one class (:class:`Policy`: its name, origin, config keys and
 :meth:`~Policy.limits`) plus one line here, or a :func:`register` call::
 
     class Half(Policy):
-        name, seeds, help = "half", "-", "tokens >= window / 2"
+        name, origin, help = "half", "-", "tokens >= window / 2"
         def limits(self, window, s):
             return Limits((Threshold("half", "tokens", window // 2, "50% of window", "-"),) if window else (),
                           "tokens >= window / 2", NO_LIMIT if not window else OK)
@@ -37,10 +37,10 @@ from .base import (
     Threshold,
     Verdict,
 )
-from .builtin import Chars, Ratio, Reserve, Seed000, Seed004
+from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
 
 __all__ = [
-    "ACTING", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "WARNING",
+    "ACTING", "ALIASES", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "WARNING",
     "Limits", "Measure", "Policy", "PolicySettings", "Threshold", "Verdict", "all", "all_keys", "evaluate",
     "extra_settings", "get", "names", "register", "thresholds", "unregister",
 ]
@@ -60,10 +60,18 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-for _cls in (Seed000, Reserve, Ratio, Seed004, Chars):  # the registry: one line per policy
+for _cls in (EffectiveLimit, Reserve, Ratio, HardStop, Chars):  # the registry: one line per policy
     register(_cls)
 
-DEFAULT = "seed000"
+DEFAULT = "effective-limit"
+
+#: former names, still accepted (configs and scripts written before the rename); never listed
+ALIASES = {"seed000": "effective-limit", "seed004": "hard-stop"}
+
+
+def canonical(name: str) -> str:
+    """A policy's registered name for ``name`` (a former name maps to the new one)."""
+    return ALIASES.get(name, name)
 
 
 def names() -> list[str]:
@@ -75,7 +83,7 @@ def all() -> list[Policy]:  # noqa: A001 - the registry's own name for "every po
 
 
 def get(name: str) -> Policy:
-    p = _REGISTRY.get(name)
+    p = _REGISTRY.get(canonical(name))
     if p is None:
         raise CtxtoolError(f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}", code=ExitCode.USAGE)
     return p

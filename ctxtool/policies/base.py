@@ -17,12 +17,12 @@ from ..config import BY_KEY, Setting
 
 OK = "ok"
 COMPACT = "compact"
-HARD_LIMIT = "hard_limit"  # seed 004: the agent stops
-WARNING = "warning"  # seed 002
-CRITICAL = "critical"  # seed 002
+HARD_LIMIT = "hard_limit"  # adk-code: the agent stops
+WARNING = "warning"  # AgentCore.Context
+CRITICAL = "critical"  # AgentCore.Context
 DISABLED = "disabled"
-NO_LIMIT = "no_limit"  # no threshold can be computed (seed 003 without a window)
-ERROR = "error"  # seed 001 strict: no context limit
+NO_LIMIT = "no_limit"  # no threshold can be computed (pi-style reserve without a window)
+ERROR = "error"  # the ratio policy is strict: no context limit
 #: statuses that call for compaction (the exit status of ``check``)
 ACTING = (COMPACT, HARD_LIMIT, CRITICAL)
 
@@ -51,10 +51,14 @@ class Threshold:
     metric: str  # "tokens", "chars" or "messages"
     value: int
     label: str
-    seed: str
+    origin: str  # the system the rule comes from ("adk-code")
     stop: bool = False  # the hard limit: the agent stops here
-    strict: bool = False  # fires above the value (seed 003's ``>``), not at it
+    strict: bool = False  # fires above the value (pi's ``>``), not at it
     status: str = COMPACT  # the verdict once reached
+
+    @property
+    def seed(self) -> str:  # the former name of ``origin``
+        return self.origin
 
     @property
     def tokens(self) -> int:
@@ -70,7 +74,7 @@ class Threshold:
             "metric": self.metric,
             "value": self.value,
             "label": self.label,
-            "seed": self.seed,
+            "origin": self.origin,
             "stop": self.stop,
             "strict": self.strict,
         }
@@ -93,24 +97,28 @@ class Verdict:
     """One policy's answer."""
 
     policy: str
-    seeds: str
+    origin: str  # the system the policy comes from
     status: str  # ok | compact | hard_limit | warning | critical | disabled | no_limit | error
     unit: str  # tokens | chars | messages
     used: int
     limit: int | None  # the threshold compared against
     rule: str  # the comparison, in words
     percent: float | None = None  # used / context window (or / limit for messages and chars)
-    hard_limit: int | None = None  # seed 004
+    hard_limit: int | None = None  # adk-code's hard stop
     reason: str = ""
 
     @property
     def compact(self) -> bool:
         return self.status in ACTING
 
+    @property
+    def seeds(self) -> str:  # the former name of ``origin``
+        return self.origin
+
     def to_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
-            "seeds": self.seeds,
+            "origin": self.origin,
             "compact": self.compact,
             "status": self.status,
             "unit": self.unit,
@@ -207,7 +215,7 @@ class PolicySettings:
     critical_chars = property(lambda self: int(self["context.critical_chars"]))
 
     def effective_limit(self) -> tuple[int | None, str]:
-        """Seed 000 ``EffectiveTokenLimit``: window minus reserve, else ``MaxTokens``, else none."""
+        """The Go agent's ``EffectiveTokenLimit``: window minus reserve, else ``MaxTokens``, else none."""
         if self.context_window and self.context_window > 0:
             return max(self.context_window - self.reserve_tokens, 0), "context_window - reserve_tokens"
         if self.max_tokens and self.max_tokens > 0:
@@ -229,12 +237,13 @@ def _pct(used: int, of: int | None) -> float | None:
 
 
 class Policy:
-    """A trigger policy. Subclasses set ``name``, ``seeds``, ``help``, the config ``keys``
+    """A trigger policy. Subclasses set ``name``, ``origin`` (the system its rule comes from),
+    ``help``, the config ``keys``
     they read (new ones declared in ``settings`` with their defaults) and :meth:`limits`;
     then one line in the registry (:func:`ctxtool.policies.register`)."""
 
     name: ClassVar[str]
-    seeds: ClassVar[str]
+    origin: ClassVar[str] = ""
     help: ClassVar[str]
     keys: ClassVar[tuple[str, ...]] = ()
     settings: ClassVar[tuple[Setting, ...]] = ()
@@ -245,8 +254,9 @@ class Policy:
     def evaluate(self, m: Measure, s: PolicySettings) -> Verdict:
         """The verdict: the status of the highest threshold reached, else ``limits().status``."""
         lim = self.limits(m.window, s)
+        origin = self.origin or getattr(self, "seeds", "")  # ``seeds``: the former name
         if not lim.thresholds:
-            return Verdict(self.name, self.seeds, lim.status, "tokens", m.tokens, None, lim.rule,
+            return Verdict(self.name, origin, lim.status, "tokens", m.tokens, None, lim.rule,
                            _pct(m.tokens, m.window), reason=lim.reason)
         primary = lim.thresholds[0]
         used = m.value(primary.metric)
@@ -256,5 +266,5 @@ class Policy:
                 status = th.status
         percent = _pct(used, m.window) if primary.metric == "tokens" and m.window else _pct(used, primary.value)
         hard = next((th.value for th in lim.thresholds if th.stop), None)
-        return Verdict(self.name, self.seeds, status, primary.metric, used, primary.value, lim.rule, percent,
+        return Verdict(self.name, origin, status, primary.metric, used, primary.value, lim.rule, percent,
                        hard_limit=hard, reason=lim.reason)

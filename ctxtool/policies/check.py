@@ -67,7 +67,7 @@ def _check(
     tokenizer: Tokenizer | None,
     where: tuple[str, str, int, str | None],
 ) -> CheckResult:
-    get(policy)  # an unknown name is a usage error
+    policy = get(policy).name  # an unknown name is a usage error; a former name, the new one
     s = settings or PolicySettings()
     tok = tokenizer or get_tokenizer("heuristic")
     if s.context_window:  # a window given with the settings acts as the flag
@@ -97,8 +97,8 @@ def check_transcript(
     """Every policy's verdict on ``t``'s current context (:func:`ctxtool.context.resolve`:
     the window from ``settings.context_window``, else ``context`` — a
     :class:`~ctxtool.context.ContextSettings` or a ``Config`` — then the transcript);
-    ``policy`` decides, and must be computable (``ratio`` without a window raises seed 001's
-    strict error)."""
+    ``policy`` decides, and must be computable (``ratio`` without a window raises its strict
+    error)."""
     return _check(t, settings, context, policy, tokenizer, (t.label, t.path, t.index, t.id))
 
 

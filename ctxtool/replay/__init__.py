@@ -1,4 +1,4 @@
-"""Replay a transcript turn by turn as its agent lived it (seed 004 token tracker):
+"""Replay a transcript turn by turn as its agent lived it (adk-code's token tracker):
 :mod:`.core` walks the turns, :mod:`.charts` draws them."""
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from .core import PolicyHit, ReplayReport
 PLOT_SUFFIXES = (".png", ".svg", ".html", ".htm")
 
 THRESHOLD_COLORS = {
-    "seed000": "#d97706",
+    "effective-limit": "#d97706",
     "reserve": "#d97706",
     "ratio": "#7c3aed",
-    "seed004": "#2563eb",
+    "hard-stop": "#2563eb",
     "chars-warning": "#65a30d",
     "chars-critical": "#0f766e",
     "hard-limit": "#dc2626",
@@ -27,7 +27,7 @@ THRESHOLD_COLORS = {
 def chart_top(r: ReplayReport) -> int:
     """The y-axis top: the peak or the highest token threshold, whichever is larger.
 
-    Character thresholds (seed 002) sit on the token axis at 4 characters per token; one
+    Character thresholds (AgentCore.Context's) sit on the token axis at 4 characters per token; one
     above this top is not drawn but listed (:func:`thresholds_above`)."""
     tok = [p.threshold.tokens for p in r.policies.values() if p.threshold.metric == "tokens"]
     top = max([r.peak_tokens] + tok) if tok or r.peak_tokens else max(
@@ -37,7 +37,7 @@ def chart_top(r: ReplayReport) -> int:
 
 
 def threshold_groups(r: ReplayReport) -> list[tuple[int, list[PolicyHit]]]:
-    """Thresholds drawn on the chart, by their place on the token axis (``seed000`` and
+    """Thresholds drawn on the chart, by their place on the token axis (``effective-limit`` and
     ``reserve`` share one)."""
     top = chart_top(r) * 1.05
     groups: dict[int, list[PolicyHit]] = {}
@@ -180,7 +180,7 @@ def render_html(r: ReplayReport) -> str:
             ) + "</tr>"
         )
     pol = "".join(
-        f"<li><b>{e(n)}</b> ({e(h.threshold.label)}, seed {e(h.threshold.seed)}): "
+        f"<li><b>{e(n)}</b> ({e(h.threshold.label)}, {e(h.threshold.origin)}): "
         f"{'turn ' + str(h.first_turn) if h.first_turn else 'never reached'}</li>"
         for n, h in r.policies.items()
     )

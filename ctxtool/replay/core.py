@@ -1,4 +1,4 @@
-"""Replay a transcript turn by turn as its agent lived it (seed 004 token tracker).
+"""Replay a transcript turn by turn as its agent lived it (adk-code's token tracker).
 
 A *turn* is one assistant API call: a run of consecutive assistant messages (Claude
 Code splits one response over several messages sharing a ``usage_key``; Codex puts
@@ -6,20 +6,20 @@ reasoning, text and calls in separate items and the usage on the last). For each
 
 * ``input``: the prompt the call saw. From recorded usage when there is one
   (``input + cache_creation + cache_read``), otherwise the context so far estimated
-  from the agent-visible messages (seed 000's usage-aware estimate: the last recorded
+  from the agent-visible messages (the Go agent's usage-aware estimate: the last recorded
   usage plus estimates of everything after it).
 * ``output``: ``usage.output``, or the estimated size of the turn's own messages.
 * ``context``: input + output, the running total the next call starts from, with its
   percentage of the window, the turn's growth, the average turn size (the growth of
   turns 2 onward: the first prompt is paid once) and the turns left before the hard
-  limit (seed 004's ``📊 45K/1M (4.5%) ~450 turns left``).
+  limit (adk-code's ``📊 45K/1M (4.5%) ~450 turns left``).
 
 Thresholds come from the trigger policy registry (:mod:`ctxtool.policies`), as ``ctxtool
-check`` uses them: ``seed000`` (window − 16,384 reserve; without a window seed 000's
-8,000-token ``max_tokens``), ``reserve`` (seeds 000/003: strictly above window − reserve),
-``ratio`` (seed 001: 0.8 × window), ``seed004`` (70 % of the window) and its
+check`` uses them: ``effective-limit`` (window − 16,384 reserve; without a window the Go
+agent's 8,000-token ``max_tokens``), ``reserve`` (pi-style: strictly above window − reserve),
+``ratio`` (tool-output cache spec: 0.8 × window), ``hard-stop`` (adk-code: 70 % of the window) and its
 ``hard-limit`` (95 %), where the agent stops, and the ``chars`` policy's
-``chars-warning`` / ``chars-critical`` (seed 002: 200,000 / 400,000 characters of
+``chars-warning`` / ``chars-critical`` (AgentCore.Context: 200,000 / 400,000 characters of
 agent-visible context). The window and the current context come from the one resolver
 (:func:`ctxtool.context.resolve`), as ``stats`` and ``check`` report them. A policy *fires* at each turn where
 its metric goes from below its threshold to at-or-above it; recorded compactions
@@ -28,7 +28,7 @@ prompt a quarter smaller than the context before it) bring the context back down
 
 >>> from ctxtool import formats, replay               # doctest: +SKIP
 >>> r = replay.replay(next(formats.read("session.jsonl")), context_window=200_000)
->>> r.policies["seed004"].first_turn, r.stopped_at
+>>> r.policies["hard-stop"].first_turn, r.stopped_at
 (26, None)
 """
 
@@ -77,7 +77,7 @@ class Turn:
     input_tokens: int
     output_tokens: int
     context_tokens: int  # input + output: the running total
-    context_chars: int  # agent-visible characters after the turn (seed 002 metric)
+    context_chars: int  # agent-visible characters after the turn (AgentCore.Context's metric)
     growth: int  # turn size: new tokens this turn added to the context
     cumulative_tokens: int  # tokens processed so far (sum of input + output)
     percent: float | None
