@@ -99,16 +99,17 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
             gap = ys[0] - est[0]
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
     rows = C.context_rows(t, samples)
-    prior = C.family_calibration(last_model_of(t))
+    # the fit starts from the family's ratios learned without this session
+    prior = C.Calibration.from_coefficients(
+        [family["overhead"], *(family["tokens_per_char"][k] for k in C.KINDS), family["tokens_per_image"]]
+    ) if family is not None else C.heuristic_calibration()
     for how in ("alternate", "half"):
         train, test = C.split(len(samples), how)
         if train and test:
             c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior)
             out[f"calibrated {how}"] = ([c.predict(rows[i]) for i in test], [ys[i] for i in test])
     if family is not None:
-        fc = C.Calibration.from_coefficients(
-            [family["overhead"], *(family["tokens_per_char"][k] for k in C.KINDS), family["tokens_per_image"]])
-        out["family (file left out)"] = ([fc.predict(r) for r in rows], ys)
+        out["family (file left out)"] = ([prior.predict(r) for r in rows], ys)
     pairs = list(C._anchored(samples, heur_counts))
     out["usage-aware heuristic"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
     return out

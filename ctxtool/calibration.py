@@ -443,8 +443,9 @@ def _anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iterable[
 
 
 def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = DEFAULT_SPLIT,
-             model: str | None = None) -> Accuracy | None:
-    """The accuracy figures of ``t`` (``None`` when no turn records input tokens)."""
+             model: str | None = None, prior: Calibration | None = None) -> Accuracy | None:
+    """The accuracy figures of ``t`` (``None`` when no turn records input tokens); the fit
+    starts from ``prior`` (default: the shipped ratios of the model's family)."""
     from .context import last_model
     from .tokens import TOKENIZERS, count_messages, get_tokenizer
 
@@ -465,7 +466,7 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
         pairs = list(_anchored(samples, counts))
         acc.anchored[tok.name] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     rows = context_rows(t, samples)
-    fam = family_calibration(model or last_model(t))
+    fam = prior or family_calibration(model or last_model(t))
     acc.family = fam
     acc.family_error = ErrorStats.of([fam.predict(r) for r in rows], ys)
     train, test = split(len(samples), how)
@@ -475,6 +476,10 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
     full = fit(rows, ys, fam)
     err = acc.calibrated.p90 if acc.calibrated is not None else None
     acc.calibration = Calibration(full.overhead, full.rates, full.image, err, "file", len(samples))
+    if toks:
+        counts = [full.tokens(message_features(m)) for m in t.messages]
+        pairs = list(_anchored(samples, counts))
+        acc.anchored["calibrated"] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     return acc
 
 
@@ -540,8 +545,11 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
 
     from .context import last_model
 
+    from .tokens import TOKENIZERS, count_messages, get_tokenizer
+
     start = heuristic_calibration()
     data: dict[str, list[tuple[str, list[list[float]], list[float], list[float]]]] = {}
+    raws: dict[str, list[tuple[dict[str, list[int]], list[float]]]] = {}
     for name, t in transcripts:
         samples = turn_samples(t)
         if not samples:
@@ -549,8 +557,14 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
         rows = context_rows(t, samples)
         ys = [float(s.recorded) for s in samples]
         coef = fit(rows, ys, start).coefficients()
+        raw = {}
+        for tname in TOKENIZERS:
+            tok = get_tokenizer(tname)
+            counts = count_messages(t.messages, tok)
+            raw[tname] = [(tok.count(s.summary) if s.summary else 0) + sum(counts[i] for i in s.context) for s in samples]
         for fam in {family_of(last_model(t)), GENERIC}:
             data.setdefault(fam, []).append((name, rows, ys, coef))
+            raws.setdefault(fam, []).append((raw, ys))
     out: dict[str, Any] = {}
     for fam, files in sorted(data.items()):
         c = Calibration.from_coefficients([median(col) for col in zip(*(f[3] for f in files), strict=True)])
@@ -569,6 +583,8 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
             "turns": sum(len(f[2]) for f in files),
             "files": sorted(f[0] for f in files),
             "error": {**ErrorStats.of(est, rec).to_json(), "measured": "leave one file out"},
+            "tokenizers": {n: ErrorStats.of([e for r, _ in raws[fam] for e in r[n]],
+                                            [y for _, ys in raws[fam] for y in ys]).to_json() for n in TOKENIZERS},
         }
     return {"_comment": RATIOS_COMMENT, "families": out}
 
@@ -581,3 +597,68 @@ RATIOS_COMMENT = (
     "tokens_per_image x images. error: the relative error of these ratios measured on each file with ratios "
     "learned without it. Used by --tokenizer calibrated where a file records no usage."
 )
+
+
+# -- error bars --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorBar:
+    """An estimate of the context with its uncertainty: ``tokens`` ± ``margin``, the margin
+    the 90th percentile of the relative error (``relative``) measured for this kind of
+    estimate (``basis`` says where); recorded tokens carry none."""
+
+    tokens: int
+    relative: float | None
+    basis: str
+
+    @property
+    def margin(self) -> int:
+        return math.ceil(self.tokens * self.relative) if self.relative else 0
+
+    @property
+    def low(self) -> int:
+        return max(self.tokens - self.margin, 0)
+
+    @property
+    def high(self) -> int:
+        return self.tokens + self.margin
+
+    def straddles(self, value: int) -> bool:
+        """Whether ``value`` lies within the bar: a verdict at it could go either way."""
+        return self.margin > 0 and self.low < value <= self.high
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "margin": self.margin, "low": self.low, "high": self.high,
+                "error_p90": self.relative, "basis": self.basis}
+
+    @property
+    def text(self) -> str:
+        if self.relative is None:
+            return f"{self.tokens:,} (error not measured: {self.basis})"
+        return f"{self.tokens:,} ± {self.margin:,} (p90 error {self.relative:.1%}, {self.basis})"
+
+
+def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: str | None = None) -> ErrorBar:
+    """The uncertainty of a context estimate of ``tokens`` made by ``tok``: ``source``
+    ``usage`` (the last recorded usage plus the messages after it) takes the error of that
+    same estimate measured on the file's own turns; ``estimate`` (the file's messages alone)
+    the file's measured error of ``tok`` when it records usage, else the error shipped for
+    the model's family (``calibrated``: the error on its held-back turns, or its family's)."""
+    name = getattr(tok, "name", "heuristic")
+    if source == "usage":
+        s = acc.anchored.get(name) if acc is not None else None
+        if s is not None and s.p90 is not None:
+            return ErrorBar(tokens, s.p90, f"last usage + {name}, measured on {s.turns} turns of this file")
+        return ErrorBar(tokens, None, "no turn of this file to measure it on")
+    if name == "calibrated":
+        err = getattr(tok, "error", None)
+        src = tok.calibration.source
+        where = "held-back turns of this file" if src == "file" else f"{src.split(':', 1)[-1]} family, files left out"
+        return ErrorBar(tokens, err, f"calibrated, measured on {where}")
+    if acc is not None and name in acc.tokenizers and acc.tokenizers[name].p90 is not None:
+        return ErrorBar(tokens, acc.tokenizers[name].p90, f"{name}, measured on {acc.turns} turns of this file")
+    fam = family_of(model)
+    spec = _ratios()["families"].get(fam) or _ratios()["families"].get(GENERIC) or {}
+    p90 = spec.get("tokenizers", {}).get(name, {}).get("p90")
+    return ErrorBar(tokens, p90, f"{name}, measured on the corpus ({fam if fam in _ratios()['families'] else GENERIC} family)")

@@ -32,9 +32,12 @@ from .stats import (
 from .stats_fast import TALLY_KEY, Tally
 from .token_backends import exact_counter
 from .tokens import (
+    OFFICIAL_BPE,
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
+    count_messages,
+    for_transcript,
     get_tokenizer,
     message_texts,
 )
@@ -199,7 +202,8 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
     """Add a batch of transcripts to ``part``; exact tokenizers count its messages at once
     (on every core), the heuristic needs no batch. A record tallied by :mod:`ctxtool.stats_fast`
     is finished from its tally, every other transcript by :func:`ctxtool.stats.transcript_stats`."""
-    exact = None if isinstance(tok, HeuristicTokenizer) else _exact_counts(batch, tok)
+    calibrated = getattr(tok, "fitted", None) is not None
+    exact = None if isinstance(tok, HeuristicTokenizer) or calibrated else _exact_counts(batch, tok)
     for k, t in enumerate(batch):
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
@@ -210,8 +214,10 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])
         else:
+            tt = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
+            counts = count_messages(t.messages, tt) if calibrated else None if exact is None else exact[k][0]
             ts = transcript_stats(
-                t, None if exact is None else exact[k][0], tok, context=opts["context"],
+                t, counts, tt, context=opts["context"],
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
             )
         part.add(ts)
@@ -261,7 +267,7 @@ class StatsOp(Operation[StatsPart]):
         return 1 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
 
     def prepare(self) -> None:
-        if self.tokenizer != "heuristic":
+        if self.tokenizer in OFFICIAL_BPE:
             exact_counter(self.tokenizer)  # once here; the forked workers share it
 
     def start(self, ctx: RunContext) -> Task[StatsPart]:
@@ -278,7 +284,8 @@ class _StatsTask(Task[StatsPart]):
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
                      "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
                      "level": threshold_levels(op.warning_chars, op.critical_chars)}
-        self.fast = op.fast and not op.per_message  # per-message rows need the model
+        # per-message rows need the model, and so does an estimate calibrated to the transcript
+        self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated"
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
                               sink=None if ctx.worker else op.each)
