@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -476,10 +476,9 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
     full = fit(rows, ys, fam)
     err = acc.calibrated.p90 if acc.calibrated is not None else None
     acc.calibration = Calibration(full.overhead, full.rates, full.image, err, "file", len(samples))
-    if toks:
-        counts = [full.tokens(message_features(m)) for m in t.messages]
-        pairs = list(_anchored(samples, counts))
-        acc.anchored["calibrated"] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
+    counts = [full.tokens(message_features(m)) for m in t.messages]  # what a usage-aware estimate adds
+    pairs = list(_anchored(samples, counts))
+    acc.anchored["calibrated"] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     return acc
 
 
@@ -662,3 +661,26 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
     spec = _ratios()["families"].get(fam) or _ratios()["families"].get(GENERIC) or {}
     p90 = spec.get("tokenizers", {}).get(name, {}).get("p90")
     return ErrorBar(tokens, p90, f"{name}, measured on the corpus ({fam if fam in _ratios()['families'] else GENERIC} family)")
+
+
+def context_error(t: Transcript | None, tok: Any, tokens: int, source: str, model: str | None = None,
+                  acc: Accuracy | None = None) -> ErrorBar:
+    """:func:`error_bar` of a transcript's context estimate, measuring ``t``'s accuracy when
+    it records usage (``acc`` when the caller has it)."""
+    if acc is None and t is not None and any(m.usage is not None and m.usage.total > 0 for m in t.messages):
+        acc = accuracy(t, tokenizers=[tok] if tok.name != "calibrated" else (), model=model)
+    return error_bar(tokens, source, tok, acc, model)
+
+
+def flips(bar: ErrorBar, verdict_at: Callable[[int], Sequence[tuple[str, str]]]) -> list[str]:
+    """The policies whose verdict differs somewhere within the bar: ``verdict_at(tokens)``
+    gives each policy's (name, status) at a token count."""
+    if not bar.margin:
+        return []
+    mid = dict(verdict_at(bar.tokens))
+    out: list[str] = []
+    for edge in (bar.low, bar.high):
+        for name, status in verdict_at(edge):
+            if mid.get(name) != status and name not in out:
+                out.append(name)
+    return out

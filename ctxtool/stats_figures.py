@@ -214,8 +214,7 @@ class TranscriptStats:
         }
         d["threshold"] = self.level
         d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
-        if self.accuracy is not None:
-            d["accuracy"] = self.accuracy.to_json()
+        d["accuracy"] = self.accuracy.to_json() if self.accuracy is not None else None
         return d
 
 
