@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-llm bench lint docs clean
+.PHONY: run test test-llm bench lint docs clean token-ratios
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
@@ -68,6 +68,10 @@ lint: $(DEVSTAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md
+
+# the per-family token ratios shipped in ctxtool/data/token_ratios.json, learned from the corpus
+token-ratios: $(STAMP)
+	$(BIN)/python -m bench.accuracy --write-ratios
 
 clean:
 	rm -rf $(VENV) $(BENCHVENV) build *.egg-info

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,15 @@ from . import formats
 from .context import ContextSettings, last_model, resolve
 from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
-from .model import IMAGE_CHARS, IMAGE_TOKENS, KIND_INJECTED, Message, Transcript, heuristic_tokens, is_injected
+from .model import (
+    IMAGE_CHARS,
+    IMAGE_TOKENS,
+    KIND_INJECTED,
+    Message,
+    Transcript,
+    heuristic_tokens,
+    is_injected,
+)
 from .pairing import tool_names
 from .stats_figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,

@@ -215,9 +215,9 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])
         else:
             tt = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
-            counts = count_messages(t.messages, tt) if calibrated else None if exact is None else exact[k][0]
+            own = count_messages(t.messages, tt) if calibrated else None if exact is None else exact[k][0]
             ts = transcript_stats(
-                t, counts, tt, context=opts["context"],
+                t, own, tt, context=opts["context"],
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
             )
         part.add(ts)
