@@ -14,7 +14,7 @@ from . import stats_fast
 from .context import ContextSettings
 from .formats.base import ErrorPolicy, Format
 from .jsonio import Source
-from .model import IMAGE_TOKENS, Transcript
+from .model import IMAGE_TOKENS, Transcript, heuristic_tokens
 from .runner import Operation, RunContext, Task, merge_reports
 from .stats import (
     BATCH_MESSAGES,
@@ -208,8 +208,8 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [(c + 3) // 4 for c in tl.chars]  # ceil(chars / 4): no images in a tally
-                thinking = sum((len(x) + 3) // 4 for _, x in tl.thinking)
+                counts = [heuristic_tokens(c) for c in tl.chars]  # no images in a tally
+                thinking = sum(heuristic_tokens(len(x)) for _, x in tl.thinking)
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])

@@ -45,8 +45,10 @@ from .families import (
     RATIOS_FILE,
     _ratios,
     family_calibration,
+    family_keys,
     family_of,
     learn_families,
+    pick,
 )
 from .features import (
     FEATURES,
@@ -76,6 +78,6 @@ __all__ = [
     "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
     "WITHIN", "Accuracy", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "_anchored",
     "_ratios", "accuracy", "block_features", "context_error", "context_rows", "error_bar", "family_calibration",
-    "family_of", "file_calibration", "fit", "flips", "heuristic_calibration", "learn_families", "message_features",
-    "nnls", "recorded_input", "split", "text_kind", "turn_samples",
+    "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration", "learn_families", "message_features",
+    "nnls", "pick", "recorded_input", "split", "text_kind", "turn_samples",
 ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Message, Transcript
-from .families import GENERIC, _ratios, family_calibration, family_of
+from .families import GENERIC, _ratios, family_calibration, pick
 from .features import TurnSample, _text_features, context_rows, message_features, turn_samples
 from .fit import DEFAULT_SPLIT, WITHIN, Calibration, ErrorStats, fit, split
 
@@ -96,7 +96,7 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
         pairs = list(_anchored(samples, counts))
         acc.anchored[tok.name] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     rows = context_rows(t, samples)
-    fam = prior or family_calibration(model or last_model(t))
+    fam = prior or family_calibration(model or last_model(t), t.format)
     acc.family = fam
     acc.family_error = ErrorStats.of([fam.predict(r) for r in rows], ys)
     train, test = split(len(samples), how)
@@ -120,7 +120,7 @@ def file_calibration(t: Transcript, model: str | None = None) -> Calibration:
         return acc.calibration
     from ..context import last_model
 
-    return family_calibration(model or last_model(t))
+    return family_calibration(model or last_model(t), t.format)
 
 
 # -- the calibrated tokenizer --------------------------------------------------------------------
@@ -200,7 +200,8 @@ class ErrorBar:
         return f"{self.tokens:,} ± {self.margin:,} (p90 error {self.relative:.1%}, {self.basis})"
 
 
-def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: str | None = None) -> ErrorBar:
+def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: str | None = None,
+              fmt: str | None = None) -> ErrorBar:
     """The uncertainty of a context estimate of ``tokens`` made by ``tok``: ``source``
     ``usage`` (the last recorded usage plus the messages after it) takes the error of that
     same estimate measured on the file's own turns; ``estimate`` (the file's messages alone)
@@ -219,10 +220,9 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
         return ErrorBar(tokens, err, f"calibrated, measured on {where}")
     if acc is not None and name in acc.tokenizers and acc.tokenizers[name].p90 is not None:
         return ErrorBar(tokens, acc.tokenizers[name].p90, f"{name}, measured on {acc.turns} turns of this file")
-    fam = family_of(model)
-    spec = _ratios()["families"].get(fam) or _ratios()["families"].get(GENERIC) or {}
+    fam, spec = pick(_ratios()["families"], model, fmt) or (GENERIC, {})
     p90 = spec.get("tokenizers", {}).get(name, {}).get("p90")
-    return ErrorBar(tokens, p90, f"{name}, measured on the corpus ({fam if fam in _ratios()['families'] else GENERIC} family)")
+    return ErrorBar(tokens, p90, f"{name}, measured on the corpus ({fam} family)")
 
 
 def context_error(t: Transcript | None, tok: Any, tokens: int, source: str, model: str | None = None,
@@ -231,7 +231,7 @@ def context_error(t: Transcript | None, tok: Any, tokens: int, source: str, mode
     it records usage (``acc`` when the caller has it)."""
     if acc is None and t is not None and any(m.usage is not None and m.usage.total > 0 for m in t.messages):
         acc = accuracy(t, tokenizers=[tok] if tok.name != "calibrated" else (), model=model)
-    return error_bar(tokens, source, tok, acc, model)
+    return error_bar(tokens, source, tok, acc, model, t.format if t is not None else None)
 
 
 def flips(bar: ErrorBar, verdict_at: Callable[[int], Sequence[tuple[str, str]]]) -> list[str]:

@@ -53,14 +53,33 @@ def family_of(model: str | None) -> str:
     return next((fam for fam, ps in FAMILY_PREFIXES.items() if name.startswith(ps)), GENERIC)
 
 
-def family_calibration(model: str | None) -> Calibration:
-    """The shipped calibration of the model's family (``generic`` when unknown)."""
+def family_keys(model: str | None, fmt: str | None = None) -> list[str]:
+    """The families a transcript's ratios may come from, most specific first: its model
+    family as the agent (the format) uses it (``anthropic@claude-code``: the agent's system
+    prompt and tool schemas are most of the overhead), its model family, ``generic``."""
     fam = family_of(model)
-    fams = _ratios()["families"]
-    spec = fams.get(fam) or fams.get(GENERIC)
-    if spec is None:
+    keys = [f"{fam}@{fmt}"] if fmt and fam != GENERIC else []
+    return [*keys, fam, GENERIC] if fam != GENERIC else [GENERIC]
+
+
+def pick(families: dict[str, Any], model: str | None, fmt: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The most specific of :func:`family_keys` with ratios whose error was measured (on
+    files left out: a family learned from one file has none), else ``generic``."""
+    keys = family_keys(model, fmt)
+    for k in keys:
+        spec = families.get(k)
+        if spec is not None and (spec.get("error") or {}).get("turns"):
+            return k, spec
+    return (GENERIC, families[GENERIC]) if GENERIC in families else None
+
+
+def family_calibration(model: str | None, fmt: str | None = None) -> Calibration:
+    """The shipped calibration of the model's family (see :func:`pick`; the heuristic when
+    nothing is shipped)."""
+    got = pick(_ratios()["families"], model, fmt)
+    if got is None:
         return heuristic_calibration()
-    fam = fam if fam in fams else GENERIC
+    fam, spec = got
     return Calibration.from_spec(spec, error=spec.get("error", {}).get("p90"), source=f"family:{fam}",
                                  trained_on=int(spec.get("turns", 0)))
 
@@ -92,7 +111,7 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
             tok = get_tokenizer(tname)
             counts = count_messages(t.messages, tok)
             raw[tname] = [(tok.count(s.summary) if s.summary else 0) + sum(counts[i] for i in s.context) for s in samples]
-        for fam in {family_of(last_model(t)), GENERIC}:
+        for fam in family_keys(last_model(t), t.format):
             data.setdefault(fam, []).append((name, rows, ys, coef))
             raws.setdefault(fam, []).append((raw, ys))
     out: dict[str, Any] = {}
