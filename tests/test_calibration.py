@@ -233,6 +233,15 @@ def test_check_with_recorded_usage_measures_the_usage_aware_estimate() -> None:
     assert r.to_json()["estimate_error"]["tokens"] == r.context.tokens
 
 
+def test_nothing_after_the_last_usage_is_exact_and_calibrated_check_fits_the_file() -> None:
+    t = synthetic(12, noise=0.02)
+    t.entries.append(Message("assistant", [Block("text", "done")], id="end", usage=Usage(input=99_000, output=5)))
+    r = check_transcript(t)
+    assert r.context.trailing_tokens == 0 and r.error.margin == 0 and "exact" in r.error.text and not r.could_flip
+    c = check_transcript(synthetic(12, noise=0.02), tokenizer=get_tokenizer("calibrated"))
+    assert c.tokenizer == "calibrated" and "calibrated" in c.error.basis
+
+
 def test_replay_reports_accuracy_error_bar_and_calibrated_fit() -> None:
     r = replay(synthetic(12, noise=0.02), context_window=200_000, tokenizer="calibrated")
     assert r.tokenizer == "calibrated" and r.accuracy is not None and r.error is not None
@@ -251,8 +260,9 @@ def test_cli_stats_replay_check_json_report_accuracy_and_error() -> None:
     assert rp["tokenizer"] == "calibrated" and rp["accuracy"]["turns"] > 0
     ck = json.loads(ctxtool("check", p, "--json").stdout)["transcripts"][0]
     assert ck["estimate_error"]["tokens"] == ck["used_tokens"] and isinstance(ck["could_flip"], list)
-    human = ctxtool("check", p).stdout
-    assert "estimate " in human and "±" in human
+    assert "estimate 34,694 (recorded usage, nothing after it: exact)" in ctxtool("check", p).stdout
+    human = ctxtool("check", str(SAMPLES / "openai_chat.json"), "--context-window", "4000").stdout
+    assert "estimate " in human and "±" in human and "could flip" in human
 
 
 def test_cli_stats_without_usage_has_no_accuracy_and_unknown_tokenizer_is_a_usage_error() -> None:

@@ -172,9 +172,12 @@ class ErrorBar:
     tokens: int
     relative: float | None
     basis: str
+    absolute: int | None = None  # a margin in tokens, where the error was measured so
 
     @property
     def margin(self) -> int:
+        if self.absolute is not None:
+            return self.absolute
         return math.ceil(self.tokens * self.relative) if self.relative else 0
 
     @property
@@ -195,23 +198,32 @@ class ErrorBar:
 
     @property
     def text(self) -> str:
+        if self.absolute == 0:
+            return f"{self.tokens:,} ({self.basis}: exact)"
+        if self.absolute is not None:
+            return f"{self.tokens:,} ± {self.margin:,} (p90 error in tokens, {self.basis})"
         if self.relative is None:
             return f"{self.tokens:,} (error not measured: {self.basis})"
         return f"{self.tokens:,} ± {self.margin:,} (p90 error {self.relative:.1%}, {self.basis})"
 
 
 def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: str | None = None,
-              fmt: str | None = None) -> ErrorBar:
+              fmt: str | None = None, trailing: int | None = None) -> ErrorBar:
     """The uncertainty of a context estimate of ``tokens`` made by ``tok``: ``source``
     ``usage`` (the last recorded usage plus the messages after it) takes the error of that
     same estimate measured on the file's own turns; ``estimate`` (the file's messages alone)
     the file's measured error of ``tok`` when it records usage, else the error shipped for
     the model's family (``calibrated``: the error on its held-back turns, or its family's)."""
     name = getattr(tok, "name", "heuristic")
+    if source == "usage" and trailing == 0:
+        return ErrorBar(tokens, 0.0, "recorded usage, nothing after it", 0)
     if source == "usage":
+        # the recorded part is exact: the error is that of the messages after it, in tokens,
+        # as the same estimate of each turn from the turn before was off on this file
         s = acc.anchored.get(name) if acc is not None else None
-        if s is not None and s.p90 is not None:
-            return ErrorBar(tokens, s.p90, f"last usage + {name}, measured on {s.turns} turns of this file")
+        if s is not None and s.p90_tokens is not None:
+            return ErrorBar(tokens, round(s.p90_tokens / tokens, 4) if tokens else None,
+                            f"last usage + {name}, measured on {s.turns} turns of this file", s.p90_tokens)
         return ErrorBar(tokens, None, "no turn of this file to measure it on")
     if name == "calibrated":
         err = getattr(tok, "error", None)
@@ -226,12 +238,12 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
 
 
 def context_error(t: Transcript | None, tok: Any, tokens: int, source: str, model: str | None = None,
-                  acc: Accuracy | None = None) -> ErrorBar:
+                  acc: Accuracy | None = None, trailing: int | None = None) -> ErrorBar:
     """:func:`error_bar` of a transcript's context estimate, measuring ``t``'s accuracy when
     it records usage (``acc`` when the caller has it)."""
     if acc is None and t is not None and any(m.usage is not None and m.usage.total > 0 for m in t.messages):
         acc = accuracy(t, tokenizers=[tok] if tok.name != "calibrated" else (), model=model)
-    return error_bar(tokens, source, tok, acc, model, t.format if t is not None else None)
+    return error_bar(tokens, source, tok, acc, model, t.format if t is not None else None, trailing)
 
 
 def flips(bar: ErrorBar, verdict_at: Callable[[int], Sequence[tuple[str, str]]]) -> list[str]:

@@ -34,6 +34,7 @@ class ErrorStats:
     p90: float | None
     within: float | None  # share of turns within ±10 %
     bias: float | None  # median signed error: above 0 the estimate is too high
+    p90_tokens: int | None = None  # the 90th percentile of |estimate − recorded| in tokens
 
     @classmethod
     def of(cls, estimates: Sequence[float], recorded: Sequence[float]) -> ErrorStats:
@@ -41,16 +42,19 @@ class ErrorStats:
         if not signed:
             return cls(0, None, None, None, None)
         ab = sorted(abs(x) for x in signed)
+        tokens = sorted(abs(e - r) for e, r in zip(estimates, recorded, strict=True) if r > 0)
         return cls(
             len(ab),
             round(_quantile(ab, 0.5), 4),
             round(_quantile(ab, 0.9), 4),
             round(sum(1 for x in ab if x <= WITHIN + 1e-12) / len(ab), 4),
             round(_quantile(sorted(signed), 0.5), 4),
+            math.ceil(_quantile(tokens, 0.9)),
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"turns": self.turns, "median": self.median, "p90": self.p90, "within_10": self.within, "bias": self.bias}
+        return {"turns": self.turns, "median": self.median, "p90": self.p90, "within_10": self.within, "bias": self.bias,
+                "p90_tokens": self.p90_tokens}
 
     @property
     def line(self) -> str:

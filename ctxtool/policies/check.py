@@ -9,7 +9,7 @@ from typing import Any
 from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, get_tokenizer
+from ..tokens import Tokenizer, for_transcript, get_tokenizer
 from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
 
 
@@ -74,6 +74,8 @@ def _check(
     get(policy)  # an unknown name is a usage error
     s = settings or PolicySettings()
     tok = tokenizer or get_tokenizer("heuristic")
+    if isinstance(source, Transcript):
+        tok = for_transcript(tok, source)  # a calibrated estimate fitted to the transcript's own usage
     if s.context_window:  # a window given with the settings acts as the flag
         context = ContextSettings(window=s.context_window)
     elif context is None:
@@ -99,7 +101,7 @@ def _uncertainty(source: Transcript | Sequence[Message], tok: Tokenizer, info: C
     from ..calibration import context_error, flips
 
     bar = context_error(source if isinstance(source, Transcript) else None, tok, info.tokens, info.tokens_source,
-                        info.model)
+                        info.model, trailing=info.trailing_tokens)
 
     def at(tokens: int) -> list[tuple[str, str]]:
         return [(v.policy, v.status) for v in evaluate(replace(info, tokens=tokens).measure(), s)]

@@ -378,7 +378,8 @@ def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
         report.accuracy = accuracy(t)
     if info is None:
         return
-    report.error = bar = context_error(t, tok, info.tokens, info.tokens_source, info.model, report.accuracy)
+    report.error = bar = context_error(t, tok, info.tokens, info.tokens_source, info.model, report.accuracy,
+                                       info.trailing_tokens)
     report.could_flip = [h.threshold.name for h in report.policies.values()
                          if h.threshold.metric == "tokens" and bar.straddles(h.threshold.value)]
 
