@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run install test test-llm bench lint docs clean
+.PHONY: run install test test-llm bench lint docs clean token-ratios
 
 # The environment runs the checkout itself: a .pth line puts it on sys.path and bin/ctxtool
 # calls ctxtool.cli.entry, what an editable install gives without setuptools' editable modes
@@ -80,6 +80,10 @@ lint: $(DEVSTAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md
+
+# the per-family token ratios shipped in ctxtool/data/token_ratios.json, learned from the corpus
+token-ratios: $(STAMP)
+	$(BIN)/python -m bench.accuracy --write-ratios
 
 clean:
 	rm -rf $(VENV) $(BENCHVENV) build *.egg-info

@@ -409,6 +409,8 @@ def main() -> int:
     sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
     sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     sections.append(("Parquet datasets", [lambda: __import__("bench.parquet", fromlist=["run"]).run(row)]))
+    sections.append(("token estimates against recorded usage",
+                     [lambda: __import__("bench.accuracy", fromlist=["run"]).run(CORPUS, row)]))
     for title, fns in sections:
         print(f"[{title}]", flush=True)
         for fn in fns:

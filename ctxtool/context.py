@@ -196,7 +196,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
         return ContextView(msgs, [i for i, m in enumerate(msgs) if m.agent_visible])
     start, trust, summary = at, at, ""
     if isinstance(marker, Compaction):
-        summary, target = _read_compaction(source, marker, msgs)
+        summary, target = read_compaction(source, marker, msgs)
         kept_after = False
         if isinstance(target, Message):
             start = next((i for i, m in enumerate(msgs) if m is target), at)
@@ -212,7 +212,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
     return ContextView(msgs, idx, trust, summary, kind)
 
 
-def _read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[str, Message | None]:
+def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[str, Message | None]:
     """What a compaction entry shows the agent and the first message it kept: the format's
     own answer (:meth:`ctxtool.formats.base.Format.read_compaction`) for a transcript."""
     if isinstance(source, Transcript):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,15 @@ from . import formats
 from .context import ContextSettings, last_model, resolve
 from .errors import CtxtoolError
 from .formats.base import ErrorPolicy
-from .model import IMAGE_CHARS, IMAGE_TOKENS, KIND_INJECTED, Message, Transcript, is_injected
+from .model import (
+    IMAGE_CHARS,
+    IMAGE_TOKENS,
+    KIND_INJECTED,
+    Message,
+    Transcript,
+    heuristic_tokens,
+    is_injected,
+)
 from .pairing import tool_names
 from .stats_figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,
@@ -122,7 +129,7 @@ def transcript_stats(
                 f.images += 1
             else:
                 chars += len(b.text)
-        n = math.ceil(chars / 4) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
+        n = heuristic_tokens(chars) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
         all_counts.append(n)
         chars += images * IMAGE_CHARS
         all_chars.append(chars)
@@ -168,7 +175,7 @@ def transcript_stats(
         names = tool_names(msgs)
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
-            out_tokens = all_counts[i] if len(m.content) == 1 else (math.ceil(n_out / 4) if heuristic else tok.count(b.text))
+            out_tokens = all_counts[i] if len(m.content) == 1 else (heuristic_tokens(n_out) if heuristic else tok.count(b.text))
             largest.append(
                 ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
             )
@@ -187,7 +194,15 @@ def transcript_stats(
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
+        accuracy=_accuracy(t) if f.usage.api_messages else None,
     )
+
+
+def _accuracy(t: Transcript) -> Any:
+    """Each tokenizer's error against the input tokens the transcript records."""
+    from .calibration import accuracy
+
+    return accuracy(t)
 
 
 def stats(

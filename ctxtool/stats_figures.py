@@ -192,6 +192,7 @@ class TranscriptStats:
     model: str | None = None  # the model the transcript records (the context resolver's)
     first_timestamp: str | None = None  # the earliest and latest times its lines record
     last_timestamp: str | None = None
+    accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
 
     @property
     def context_percent(self) -> float | None:
@@ -213,6 +214,7 @@ class TranscriptStats:
         }
         d["threshold"] = self.level
         d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
+        d["accuracy"] = self.accuracy.to_json() if self.accuracy is not None else None
         return d
 
 

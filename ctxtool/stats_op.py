@@ -14,7 +14,7 @@ from . import stats_fast
 from .context import ContextSettings
 from .formats.base import ErrorPolicy, Format
 from .jsonio import Source
-from .model import IMAGE_TOKENS, Transcript
+from .model import IMAGE_TOKENS, Transcript, heuristic_tokens
 from .runner import Operation, RunContext, Task, merge_reports
 from .stats import (
     BATCH_MESSAGES,
@@ -32,9 +32,12 @@ from .stats import (
 from .stats_fast import TALLY_KEY, Tally
 from .token_backends import exact_counter
 from .tokens import (
+    OFFICIAL_BPE,
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
+    count_messages,
+    for_transcript,
     get_tokenizer,
     message_texts,
 )
@@ -78,14 +81,15 @@ def _pack_transcript(x: TranscriptStats) -> tuple[Any, ...]:
     return (
         x.path, x.index, x.id, x.format, _pack_figures(x.figures), x.context_tokens, x.context_source, x.context_window,
         x.level, [_pack_output(o) for o in x.largest], x.label, x.model, x.first_timestamp, x.last_timestamp,
+        x.accuracy,
     )
 
 
 def _unpack_transcript(p: tuple[Any, ...]) -> TranscriptStats:
-    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last = p
+    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last, acc = p
     return TranscriptStats(
         path, index, id_, fmt, _unpack_figures(fig), ctx_tokens, ctx_source, window, level, [ToolOutput(*o) for o in largest],
-        label, model, first, last,
+        label, model, first, last, acc,
     )
 
 
@@ -199,19 +203,22 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
     """Add a batch of transcripts to ``part``; exact tokenizers count its messages at once
     (on every core), the heuristic needs no batch. A record tallied by :mod:`ctxtool.stats_fast`
     is finished from its tally, every other transcript by :func:`ctxtool.stats.transcript_stats`."""
-    exact = None if isinstance(tok, HeuristicTokenizer) else _exact_counts(batch, tok)
+    calibrated = getattr(tok, "fitted", None) is not None
+    exact = None if isinstance(tok, HeuristicTokenizer) or calibrated else _exact_counts(batch, tok)
     for k, t in enumerate(batch):
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [(c + 3) // 4 for c in tl.chars]  # ceil(chars / 4): no images in a tally
-                thinking = sum((len(x) + 3) // 4 for _, x in tl.thinking)
+                counts = [heuristic_tokens(c) for c in tl.chars]  # no images in a tally
+                thinking = sum(heuristic_tokens(len(x)) for _, x in tl.thinking)
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])
         else:
+            tt = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
+            own = count_messages(t.messages, tt) if calibrated else None if exact is None else exact[k][0]
             ts = transcript_stats(
-                t, None if exact is None else exact[k][0], tok, context=opts["context"],
+                t, own, tt, context=opts["context"],
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
             )
         part.add(ts)
@@ -261,7 +268,7 @@ class StatsOp(Operation[StatsPart]):
         return 1 if self.tokenizer == "heuristic" else RANGES_PER_WORKER
 
     def prepare(self) -> None:
-        if self.tokenizer != "heuristic":
+        if self.tokenizer in OFFICIAL_BPE:
             exact_counter(self.tokenizer)  # once here; the forked workers share it
 
     def start(self, ctx: RunContext) -> Task[StatsPart]:
@@ -278,7 +285,8 @@ class _StatsTask(Task[StatsPart]):
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
                      "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
                      "level": threshold_levels(op.warning_chars, op.critical_chars)}
-        self.fast = op.fast and not op.per_message  # per-message rows need the model
+        # per-message rows need the model, and so does an estimate calibrated to the transcript
+        self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated"
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
                               sink=None if ctx.worker else op.each)

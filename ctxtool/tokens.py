@@ -8,7 +8,6 @@ tiktoken's official sha256, and are placed in a private tiktoken cache directory
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -17,12 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import CtxtoolError, ExitCode
-from .model import IMAGE_TOKENS, Message
+from .model import IMAGE_TOKENS, Message, heuristic_tokens
 
 if TYPE_CHECKING:
     from .token_backends import ExactCounter
 
 TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
+#: every name ``--tokenizer`` takes: the tokenizers, and the estimate calibrated to recorded usage
+#: (:mod:`ctxtool.calibration`)
+ESTIMATORS = (*TOKENIZERS, "calibrated")
 
 # The official BPE files: tiktoken's download address (its cache key) and sha256
 # (the same constants as tiktoken_ext/openai_public.py; a test checks they agree).
@@ -52,10 +54,10 @@ class HeuristicTokenizer:
     name = "heuristic"
 
     def count(self, text: str) -> int:
-        return math.ceil(len(text) / 4)
+        return heuristic_tokens(len(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [math.ceil(len(t) / 4) for t in texts]
+        return [heuristic_tokens(len(t)) for t in texts]
 
 
 class TiktokenTokenizer:
@@ -216,7 +218,18 @@ def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
         return HeuristicTokenizer()
     if n in OFFICIAL_BPE:
         return TiktokenTokenizer(n)
-    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+    if n == "calibrated":
+        from .calibration import CalibratedTokenizer
+
+        return CalibratedTokenizer()
+    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(ESTIMATORS)}", code=ExitCode.USAGE)
+
+
+def for_transcript(tok: Tokenizer, t: Any) -> Tokenizer:
+    """The tokenizer to count ``t`` with: a calibrated one fitted to ``t``'s recorded usage
+    (:meth:`ctxtool.calibration.CalibratedTokenizer.fitted`), any other as it is."""
+    fitted = getattr(tok, "fitted", None)
+    return fitted(t) if fitted is not None else tok
 
 
 # -- counting messages ----------------------------------------------------------
@@ -256,8 +269,11 @@ def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
                     images += 1
                 else:
                     chars += b.chars()
-            out.append(math.ceil(chars / 4) + images * IMAGE_TOKENS)
+            out.append(heuristic_tokens(chars) + images * IMAGE_TOKENS)
         return out
+    per_message = getattr(tok, "count_message", None)
+    if per_message is not None:  # an estimate by content kind (ctxtool.calibration)
+        return [per_message(m) for m in msgs]
     flat: list[str] = []
     spans: list[tuple[int, int, int]] = []
     for m in msgs:
@@ -315,7 +331,8 @@ def estimate_context(
             last = i
             break
     if last is None:
-        total = extra_tokens + sum(counts[i] for i in indices)
+        # what the file does not hold (system prompt, tool schemas), when the tokenizer knows it
+        total = extra_tokens + sum(counts[i] for i in indices) + int(getattr(tok, "overhead", 0))
         return ContextEstimate(total, 0, total, "estimate")
     usage_tokens = msgs[last].usage.total  # type: ignore[union-attr]
     # Claude Code splits one API message over several messages sharing a usage key.

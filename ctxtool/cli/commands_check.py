@@ -330,6 +330,10 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
         for v in r.verdicts:
             if v.reason and v.status not in ("ok", "compact"):
                 con.print(f"{v.policy}: {v.reason}", highlight=False)
+        if r.error is not None:
+            con.print(f"estimate {r.error.text}", highlight=False)
+        if r.could_flip:
+            con.print(f"within that error the verdict could flip: {', '.join(r.could_flip)}", highlight=False)
         con.print(f"verdict ({policy}): {'COMPACT' if r.compact else 'no compaction needed'}", highlight=False)
         return
     t = Table(title=f"policy {policy} · context window {window}", title_justify="left", box=SIMPLE_HEAD, pad_edge=False)

@@ -217,6 +217,8 @@ def _render_stats(report, top: int) -> None:
             f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
             f" · cache write {u.cache_creation:,} · cache read {u.cache_read:,} · total {u.total:,}"
         )
+    lines += [ts.accuracy.summary if n == 1 else f"{ts.label}: {ts.accuracy.summary}"
+              for ts in report.transcripts if ts.accuracy is not None]
     for ln in lines:
         con.print(ln, highlight=False)
     if tot.tool_calls_by_name:

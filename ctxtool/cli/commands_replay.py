@@ -245,6 +245,11 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         more = f" (fired {len(hit.turns)}×: {', '.join(map(str, hit.turns[:8]))}{'…' if len(hit.turns) > 8 else ''})" if len(hit.turns) > 1 else ""
         verb = "stops the agent:" if th.stop else "compacts:"
         lines.append(f"  {name:<15} {th.label:<28} {th.origin:<11} {verb} {where}{more}")
+    if r.accuracy is not None:
+        lines.append(r.accuracy.summary)
+    if r.error is not None:
+        lines.append(f"current context {r.error.text}"
+                     + (f"; within it these could flip: {', '.join(r.could_flip)}" if r.could_flip else ""))
     for ln in lines:
         con.print(ln, highlight=False)
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, get_tokenizer
+from ..tokens import Tokenizer, for_transcript, get_tokenizer
 from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
 
 
@@ -27,6 +27,8 @@ class CheckResult:
     policy: str
     verdicts: list[Verdict] = field(default_factory=list)
     tokenizer: str = "heuristic"
+    error: Any = None  # ctxtool.calibration.ErrorBar: the context estimate's uncertainty
+    could_flip: list[str] = field(default_factory=list)  # policies whose verdict differs within it
 
     @property
     def verdict(self) -> Verdict:
@@ -56,6 +58,8 @@ class CheckResult:
             "limit": v.limit,
             "percent": None if v.percent is None else round(v.percent, 2),
             "verdicts": {x.policy: x.to_json() for x in self.verdicts},
+            "estimate_error": self.error.to_json() if self.error is not None else None,
+            "could_flip": self.could_flip,
         }
 
 
@@ -70,6 +74,8 @@ def _check(
     policy = get(policy).name  # an unknown name is a usage error; a former name, the new one
     s = settings or PolicySettings()
     tok = tokenizer or get_tokenizer("heuristic")
+    if isinstance(source, Transcript):
+        tok = for_transcript(tok, source)  # a calibrated estimate fitted to the transcript's own usage
     if s.context_window:  # a window given with the settings acts as the flag
         context = ContextSettings(window=s.context_window)
     elif context is None:
@@ -80,10 +86,27 @@ def _check(
     label, path, index, id_ = where
     n = len(source.messages) if isinstance(source, Transcript) else len(source)
     res = CheckResult(label, path, index, id_, n, info, s, policy, evaluate(info.measure(), s), tok.name)
+    res.error, res.could_flip = _uncertainty(source, tok, info, s)
     v = res.verdict
     if v.status == ERROR:
         raise CtxtoolError(v.reason, code=ExitCode.USAGE, path=path if path != "-" else None)
     return res
+
+
+def _uncertainty(source: Transcript | Sequence[Message], tok: Tokenizer, info: ContextInfo,
+                 s: PolicySettings) -> tuple[Any, list[str]]:
+    """The estimate's error bar and the policies whose verdict could flip within it."""
+    from dataclasses import replace
+
+    from ..calibration import context_error, flips
+
+    bar = context_error(source if isinstance(source, Transcript) else None, tok, info.tokens, info.tokens_source,
+                        info.model, trailing=info.trailing_tokens)
+
+    def at(tokens: int) -> list[tuple[str, str]]:
+        return [(v.policy, v.status) for v in evaluate(replace(info, tokens=tokens).measure(), s)]
+
+    return bar, flips(bar, at)
 
 
 def check_transcript(

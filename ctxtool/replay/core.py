@@ -44,7 +44,7 @@ from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
 from ..policies import PolicySettings, Threshold
-from ..tokens import Tokenizer, count_messages, get_tokenizer
+from ..tokens import Tokenizer, count_messages, for_transcript, get_tokenizer
 
 # a recorded prompt smaller than the previous context by more than this share counts as a
 # compaction (small drops are normal: providers strip earlier thinking blocks)
@@ -133,6 +133,9 @@ class ReplayReport:
     policies: dict[str, PolicyHit] = field(default_factory=dict)
     compactions: list[int] = field(default_factory=list)  # turns preceded by a compaction
     context: ContextInfo | None = None  # the current context, as stats and check report it
+    accuracy: Any = None  # ctxtool.calibration.Accuracy: each estimate against the recorded input
+    error: Any = None  # ctxtool.calibration.ErrorBar of the current context's estimate
+    could_flip: list[str] = field(default_factory=list)  # thresholds within that error
 
     @property
     def peak_tokens(self) -> int:
@@ -170,6 +173,9 @@ class ReplayReport:
             "compactions": self.compactions,
             "policies": {k: v.to_json() for k, v in self.policies.items()},
             "turns": [t.to_json() for t in self.turns],
+            "accuracy": self.accuracy.to_json() if self.accuracy is not None else None,
+            "estimate_error": self.error.to_json() if self.error is not None else None,
+            "could_flip": self.could_flip,
         }
 
 
@@ -221,6 +227,7 @@ def replay(
     from ..config import Config
 
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
+    tok = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
     if context_window is not None or window_source is not None:
         context = ContextSettings(window=context_window or None)
     elif context is None:
@@ -357,7 +364,24 @@ def replay(
             turn_est_out += counts[i]
     if cur_turn is not None:
         finish()
+    _uncertainty(report, t, tok)
     return report
+
+
+def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
+    """The estimate's accuracy against the recorded input (when the transcript records it),
+    the current context's error bar, and the thresholds that lie within it."""
+    from ..calibration import accuracy, context_error
+
+    info = report.context
+    if any(m.usage is not None and m.usage.total > 0 for m in t.messages):
+        report.accuracy = accuracy(t)
+    if info is None:
+        return
+    report.error = bar = context_error(t, tok, info.tokens, info.tokens_source, info.model, report.accuracy,
+                                       info.trailing_tokens)
+    report.could_flip = [h.threshold.name for h in report.policies.values()
+                         if h.threshold.metric == "tokens" and bar.straddles(h.threshold.value)]
 
 
 def replay_file(

@@ -1,0 +1,83 @@
+"""How far token estimates are from what the model recorded, and an estimate fitted to it.
+
+A transcript that records usage says, turn by turn, how many input tokens the provider
+counted for the prompt of each API call. ctxtool's model normalizes every format's usage so
+that this is ``input + cache_creation + cache_read`` (:func:`recorded_input`): Anthropic's
+``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (Claude Code, pi),
+OpenAI's and Codex's ``input_tokens`` / ``prompt_tokens`` (which include the cached tokens;
+the readers split those out as ``cache_read``), Gemini's ``input``.
+
+For each turn that records it, :func:`turn_samples` finds the agent-visible context the call
+saw (the messages before the turn, restarted at each compaction) and :func:`accuracy` sets
+each tokenizer's estimate of it beside the recorded figure: median and 90th percentile of
+the absolute relative error, and the share of turns within ±10 %.
+
+The ``calibrated`` estimate (:class:`Calibration`) is a linear model of the recorded input:
+a constant overhead (what the file does not hold: system prompt, tool schemas) plus tokens
+per character for each content kind (:data:`KINDS`: prose, code, JSON, thinking) and tokens
+per image, fitted by weighted non-negative least squares (weights ``1 / recorded``, so the
+relative error is what is minimized), pulled lightly towards the family's shipped ratios so
+that a handful of turns cannot produce a wild fit. Its error is measured on held-back
+turns only (:data:`SPLITS`): the default split fits on the first half of the turns that
+record usage and measures the second half (an agent calibrating as it goes would only know
+the past); ``alternate`` fits on odd turns and measures even ones.
+
+Where a file records no usage the ratios of the model's family are used
+(``ctxtool/data/token_ratios.json``, learned from the corpus by ``make token-ratios``, each
+with its measured error): :func:`family_calibration`.
+"""
+from __future__ import annotations
+
+from .accuracy import (
+    Accuracy,
+    CalibratedTokenizer,
+    ErrorBar,
+    _anchored,
+    accuracy,
+    context_error,
+    error_bar,
+    file_calibration,
+    flips,
+)
+from .families import (
+    FAMILY_PREFIXES,
+    GENERIC,
+    RATIOS_FILE,
+    _ratios,
+    family_calibration,
+    family_keys,
+    family_of,
+    learn_families,
+    pick,
+)
+from .features import (
+    FEATURES,
+    KINDS,
+    TurnSample,
+    block_features,
+    context_rows,
+    message_features,
+    recorded_input,
+    text_kind,
+    turn_samples,
+)
+from .fit import (
+    DEFAULT_SPLIT,
+    PRIOR_STRENGTH,
+    SPLITS,
+    WITHIN,
+    Calibration,
+    ErrorStats,
+    fit,
+    heuristic_calibration,
+    nnls,
+    split,
+)
+
+__all__ = [
+    "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
+    "WITHIN", "Accuracy", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "_anchored",
+    "_ratios", "accuracy", "block_features", "context_error", "context_rows", "error_bar", "family_calibration",
+    "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration", "learn_families", "message_features",
+    "nnls", "pick", "recorded_input", "split", "text_kind", "turn_samples",
+]

@@ -1,0 +1,144 @@
+"""Content kinds and the turns that record usage: what a calibration is fitted to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import KIND_COMPACTION_SUMMARY, Block, Compaction, Message, Transcript, Usage
+
+#: content kinds with a tokens-per-character rate of their own
+KINDS = ("prose", "code", "json", "thinking")
+#: the columns of the fit: the constant overhead, each kind's characters, the images
+FEATURES = ("overhead", *KINDS, "image", "message")
+
+# characters that are rare in prose and common in code, shell output and diffs
+_CODE_CHARS = frozenset("{}[]()<>=;:_/\\|&*#$@`'\"+-%^~")
+_SAMPLE = 4000  # characters of a text looked at to tell its kind
+
+
+def recorded_input(u: Usage) -> int:
+    """The input tokens the provider counted for one call, cached ones included."""
+    return u.input + u.cache_creation + u.cache_read
+
+
+def text_kind(text: str) -> str:
+    """``json`` for a text that is a JSON document, ``code`` for one dense in the symbols of
+    code, shell output and diffs, else ``prose`` (judged on its first few thousand characters)."""
+    s = text[:_SAMPLE]
+    head = s.lstrip()[:1]
+    if head in ("{", "[") and s.rstrip()[-1:] in ("}", "]") or head in ("{", "[") and len(text) > _SAMPLE:
+        return "json"
+    if not s:
+        return "prose"
+    sym = sum(1 for c in s if c in _CODE_CHARS)
+    indented = s.count("\n ") + s.count("\n\t")
+    lines = s.count("\n") + 1
+    return "code" if sym > 0.06 * len(s) or (lines > 4 and indented > 0.4 * lines) else "prose"
+
+
+def block_features(b: Block, out: list[float]) -> None:
+    """Add one block's characters (or image) to a feature row (:data:`FEATURES` order)."""
+    t = b.type
+    if t == "image":
+        out[5] += 1
+        return
+    if t == "tool_call":
+        out[3] += len(b.name or "") + len(b.arguments_text())
+        return
+    text = b.text
+    if not text:
+        return
+    if t == "thinking":
+        out[4] += len(text)
+        return
+    out[1 + KINDS.index(text_kind(text))] += len(text)
+
+
+def message_features(m: Message) -> list[float]:
+    row = [0.0] * len(FEATURES)
+    for b in m.content:
+        block_features(b, row)
+    row[6] = 1.0  # its framing: role markers, ids, a tool call's wrapper
+    return row
+
+
+def _text_features(text: str) -> list[float]:
+    row = [0.0] * len(FEATURES)
+    if text:
+        row[1 + KINDS.index(text_kind(text))] += len(text)
+    return row
+
+
+# -- the turns that record usage -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TurnSample:
+    """One API call that records usage: its turn number, the recorded input tokens, the
+    messages of the context it saw (indices into the transcript's messages) and the text of
+    a compaction summary that context starts from."""
+
+    turn: int
+    recorded: int
+    context: list[int]
+    summary: str = ""
+
+
+def turn_samples(t: Transcript) -> list[TurnSample]:
+    """The turns of ``t`` that record input tokens, each with the context its call saw: the
+    agent-visible messages before it, restarted at a compaction entry (its summary and the
+    messages it keeps) or at a compaction-summary message."""
+    from ..context import read_compaction
+    from ..replay.core import group_turns
+
+    msgs = t.messages
+    groups = group_turns(msgs)
+    start_of = {g[0]: k for k, g in enumerate(groups)}
+    member = {i for g in groups for i in g}
+    pos = {id(m): i for i, m in enumerate(msgs)}
+    ctx: list[int] = []
+    summary = ""
+    out: list[TurnSample] = []
+    for e in t.entries:
+        if isinstance(e, Compaction):
+            summary, target = read_compaction(t, e, msgs)
+            at = next((k for k, i in enumerate(ctx) if msgs[i] is target), None) if target is not None else None
+            ctx = ctx[at:] if at is not None else []
+            continue
+        if not isinstance(e, Message):
+            continue
+        i = pos[id(e)]
+        k = start_of.get(i)
+        if k is not None:
+            recorded = 0
+            for j in groups[k]:
+                u = msgs[j].usage
+                if u is not None and u.total > 0:
+                    recorded = recorded_input(u)
+            if recorded > 0:
+                out.append(TurnSample(k + 1, recorded, list(ctx), summary))
+        if not e.agent_visible:
+            continue
+        if e.metadata.kind == KIND_COMPACTION_SUMMARY and (ctx or summary) and i not in member:
+            ctx, summary = [], ""
+        ctx.append(i)
+    return out
+
+
+
+def context_rows(t: Transcript, samples: Sequence[TurnSample]) -> list[list[float]]:
+    """The feature row of each sample's context."""
+    per_msg = [message_features(m) for m in t.messages]
+    rows = []
+    for s in samples:
+        row = _text_features(s.summary)
+        row[0] = 1.0
+        for i in s.context:
+            for j, v in enumerate(per_msg[i]):
+                if v:
+                    row[j] += v
+        rows.append(row)
+    return rows
+
+

@@ -1,0 +1,191 @@
+"""Error figures, the calibration and its fit (weighted non-negative least squares)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .features import KINDS
+
+#: held-back splits: which usage turns the fit is trained on, the others measure it
+SPLITS = ("half", "alternate")
+DEFAULT_SPLIT = "alternate"
+WITHIN = 0.10  # the target: estimates within ±10 % of the recorded input
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``xs`` (linear between neighbours, as numpy's default)."""
+    if not xs:
+        return math.nan
+    p = q * (len(xs) - 1)
+    lo = math.floor(p)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (p - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorStats:
+    """Relative errors ``|estimate − recorded| / recorded`` over some turns."""
+
+    turns: int
+    median: float | None
+    p90: float | None
+    within: float | None  # share of turns within ±10 %
+    bias: float | None  # median signed error: above 0 the estimate is too high
+    p90_tokens: int | None = None  # the 90th percentile of |estimate − recorded| in tokens
+
+    @classmethod
+    def of(cls, estimates: Sequence[float], recorded: Sequence[float]) -> ErrorStats:
+        signed = [(e - r) / r for e, r in zip(estimates, recorded, strict=True) if r > 0]
+        if not signed:
+            return cls(0, None, None, None, None)
+        ab = sorted(abs(x) for x in signed)
+        tokens = sorted(abs(e - r) for e, r in zip(estimates, recorded, strict=True) if r > 0)
+        return cls(
+            len(ab),
+            round(_quantile(ab, 0.5), 4),
+            round(_quantile(ab, 0.9), 4),
+            round(sum(1 for x in ab if x <= WITHIN + 1e-12) / len(ab), 4),
+            round(_quantile(sorted(signed), 0.5), 4),
+            math.ceil(_quantile(tokens, 0.9)),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"turns": self.turns, "median": self.median, "p90": self.p90, "within_10": self.within, "bias": self.bias,
+                "p90_tokens": self.p90_tokens}
+
+    @property
+    def line(self) -> str:
+        if not self.turns or self.median is None or self.p90 is None or self.within is None:
+            return "no turns"
+        return f"median {self.median:.1%} · p90 {self.p90:.1%} · {self.within:.0%} of {self.turns} within ±10%"
+
+
+# -- the fit ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Tokens = overhead + Σ rate[kind] × characters of that kind + image × images.
+
+    ``error`` is the 90th percentile of the relative error measured where the fit was not
+    trained (held-back turns, or the corpus for a family's shipped ratios); ``source`` says
+    where the figures come from (``file`` or ``family:<name>``)."""
+
+    overhead: float
+    rates: dict[str, float]
+    image: float
+    error: float | None = None
+    source: str = "family:generic"
+    trained_on: int = 0
+    per_message: float = 0.0
+
+    def coefficients(self) -> list[float]:
+        return [self.overhead, *(self.rates[k] for k in KINDS), self.image, self.per_message]
+
+    def predict(self, row: Sequence[float], overhead: bool = True) -> float:
+        c = self.coefficients()
+        return (c[0] if overhead else 0.0) + sum(a * b for a, b in zip(c[1:], row[1:], strict=True))
+
+    def tokens(self, row: Sequence[float]) -> int:
+        """Tokens of content (no overhead), rounded up."""
+        return math.ceil(self.predict(row, overhead=False))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "overhead": round(self.overhead),
+            "tokens_per_char": {k: round(v, 4) for k, v in self.rates.items()},
+            "tokens_per_image": round(self.image, 1),
+            "tokens_per_message": round(self.per_message, 2),
+            "error_p90": self.error,
+            "trained_on": self.trained_on,
+        }
+
+    def spec(self) -> dict[str, Any]:
+        """The figures as ``token_ratios.json`` holds them."""
+        return {"overhead": round(self.overhead), "tokens_per_char": {k: round(v, 4) for k, v in self.rates.items()},
+                "tokens_per_image": round(self.image, 1), "tokens_per_message": round(self.per_message, 2)}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], **kw: Any) -> Calibration:
+        return cls.from_coefficients([spec["overhead"], *(spec["tokens_per_char"][k] for k in KINDS),
+                                      spec["tokens_per_image"], spec.get("tokens_per_message", 0.0)], **kw)
+
+    @classmethod
+    def from_coefficients(cls, c: Sequence[float], **kw: Any) -> Calibration:
+        n = len(KINDS)
+        return cls(c[0], dict(zip(KINDS, c[1 : 1 + n], strict=True)), c[1 + n], per_message=c[2 + n], **kw)
+
+
+def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence[float],
+         prior: Sequence[float], strength: float, sweeps: int = 400) -> list[float]:
+    """Weighted least squares with non-negative coefficients, pulled towards ``prior``:
+    minimize ``Σ w (x·c − y)² + strength · Σ (s_j (c_j − prior_j))²`` for ``c ≥ 0``, where
+    ``s_j`` is column j's weighted scale (so the pull does not depend on its units). Solved
+    by cyclic coordinate descent on the normal equations (a convex problem of a few
+    columns: it converges to the one minimum)."""
+    n = len(prior)
+    g = [[0.0] * n for _ in range(n)]
+    b = [0.0] * n
+    for x, y, w in zip(rows, ys, weights, strict=True):
+        for i in range(n):
+            xi = x[i] * w
+            if xi == 0.0:
+                continue
+            b[i] += xi * y
+            gi = g[i]
+            for j in range(n):
+                gi[j] += xi * x[j]
+    for j in range(n):
+        pull = strength * (g[j][j] if g[j][j] > 0 else 1.0)
+        g[j][j] += pull
+        b[j] += pull * prior[j]
+    c = list(prior)
+    for _ in range(sweeps):
+        moved = 0.0
+        for j in range(n):
+            if g[j][j] <= 0:
+                continue
+            r = b[j] - sum(g[j][k] * c[k] for k in range(n) if k != j)
+            v = max(r / g[j][j], 0.0)
+            moved = max(moved, abs(v - c[j]) / (abs(c[j]) + 1e-9))
+            c[j] = v
+        if moved < 1e-9:
+            break
+    return c
+
+
+PRIOR_STRENGTH = 0.002
+
+
+def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration | None = None,
+        source: str = "file") -> Calibration:
+    """The calibration of ``rows`` (feature rows, :data:`FEATURES` order) to the recorded
+    ``ys``, towards ``prior`` (default: the generic family's ratios)."""
+    p = prior or heuristic_calibration()
+    w = [1.0 / (y * y) for y in ys]
+    c = nnls(rows, ys, w, p.coefficients(), PRIOR_STRENGTH)
+    return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
+
+
+def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:
+    """Positions of ``n`` usage turns to train on and to hold back."""
+    if how == "alternate":
+        return list(range(0, n, 2)), list(range(1, n, 2))
+    if how == "half":
+        h = (n + 1) // 2
+        return list(range(h)), list(range(h, n))
+    raise ValueError(f"unknown split {how!r}; choose one of: {', '.join(SPLITS)}")
+
+
+
+def heuristic_calibration() -> Calibration:
+    """The seeds' heuristic as a calibration: no overhead, a token per 4 characters of any
+    kind, an image ~1,200 tokens. The starting point the family ratios are learned from."""
+    from ..model import IMAGE_TOKENS
+
+    return Calibration(0.0, dict.fromkeys(KINDS, 0.25), float(IMAGE_TOKENS), None, "heuristic")
+
