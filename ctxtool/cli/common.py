@@ -297,14 +297,14 @@ OutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 def _tokenizers() -> tuple[str, ...]:
-    from ..tokens import TOKENIZERS
+    from ..tokens import ESTIMATORS
 
-    return TOKENIZERS
+    return ESTIMATORS
 
 
 TokenizerOpt = Annotated[
     str | None,
-    typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline). Default: heuristic, or the model's encoding with --model."),
+    typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline), or calibrated (fitted to the usage the transcript records). Default: heuristic, or the model's encoding with --model."),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]
