@@ -262,11 +262,14 @@ def check(
     s = PolicySettings.from_config(cfg, context_window=w.window, window_source=w.source)
     one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy.value, tokenizer=tok,
                             context=cs)
+    unknown: set[str | None] = set()  # models recorded but not in the registry (a warning each)
     if as_json or as_jsonl:
         totals = {"transcripts": 0, "compact": 0}
         em = Emitter("check", {"policy": policy.value, "settings": s.to_json()}, jsonl=as_jsonl)
 
         def item(r: Any) -> None:  # a stream: each verdict as it comes
+            if not r.context.window:
+                unknown.add(r.context.model)
             totals["transcripts"] += 1
             totals["compact"] += r.compact
             em.item(r.to_json())
@@ -279,6 +282,8 @@ def check(
         _each(paths, fmt, on_error, one, results.append, jobs)
         _render_check(results, s, policy.value)
         needed = any(r.compact for r in results)
+        unknown.update(r.context.model for r in results if not r.context.window)
+    common.warn_unknown_models(unknown)
     if needed:
         raise typer.Exit(int(ExitCode.THRESHOLD))
 

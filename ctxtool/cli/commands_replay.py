@@ -171,6 +171,7 @@ def replay_cmd(
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     reports = rp.replay_file(path, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)
+    common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)
     if plot:
         if not reports:
             raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
