@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-llm bench lint docs clean
+.PHONY: run test test-llm bench lint docs clean models
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-charts.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q -r requirements-charts.lock  # the charts extra: replay --plot x.png
 	# compat: the checkout on sys.path through a .pth line; the default (lenient) mode installs an
 	# import hook whose import costs every python process in this environment ~10 ms
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
@@ -65,6 +66,14 @@ bench: $(DEVSTAMP) $(BENCHSTAMP)
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check ctxtool tests bench
 	$(BIN)/mypy
+
+## make models: refresh ctxtool/data/litellm_models.json (the model registry's windows and prices)
+## from the newest litellm release on PyPI (needs the network; not part of the tests)
+models: $(STAMP)
+	rm -rf $(VENV)/litellm-wheel
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(VENV)/litellm-wheel litellm
+	$(BIN)/python -m ctxtool.models_source $(VENV)/litellm-wheel/litellm-*.whl
+	rm -rf $(VENV)/litellm-wheel
 
 docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md
