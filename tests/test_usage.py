@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import CORPUS, SAMPLES
 from jsonschema import Draft202012Validator
+from terminal import terminal_screen
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
@@ -395,39 +396,6 @@ def test_breakdown_per_model(tmp_path: Path) -> None:
     assert "≥$" in t.stdout  # the row's cost: the priced calls, at least
 
 
-def _screen(args: list[str], env: dict[str, str], columns: int = 80) -> str:
-    """ctxtool in a real terminal (a pseudo-terminal of ``columns`` columns): what a person
-    sees, colours removed."""
-    import fcntl
-    import os
-    import pty
-    import re
-    import struct
-    import subprocess
-    import sys
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    full = {**os.environ, **env, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
-    full.pop("FORCE_COLOR", None)
-    p = subprocess.Popen([sys.executable, "-m", "ctxtool", *args], stdin=subprocess.DEVNULL, stdout=follower,
-                         stderr=subprocess.DEVNULL, env=full)
-    os.close(follower)
-    out = bytearray()
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the command is done
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(leader)
-    assert p.wait(timeout=60) == 0
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", out.decode("utf-8")).replace("\r\n", "\n")
-
-
 def big_home(tmp_path: Path) -> Path:
     """Sessions with large numbers and long model names, as months of use give."""
     base = next(o for o in lines(CLAUDE) if o.get("type") == "assistant")
@@ -451,7 +419,7 @@ def test_fits_an_80_column_terminal(tmp_path: Path, args: list[str]) -> None:
     home = big_home(tmp_path)
     env = env_of(home)
     d = run_json("-z", "UTC", *args, env=env)
-    screen = _screen(["usage", "-z", "UTC", *args], env)
+    screen = terminal_screen(["usage", "-z", "UTC", *args], env)
     rows = [ln for ln in screen.splitlines() if ln.startswith("│")]
     assert all(len(ln) <= 80 for ln in screen.splitlines()), screen
     assert "…" not in screen, screen

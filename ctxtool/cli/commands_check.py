@@ -202,6 +202,7 @@ def _render_cut(reports: list[Any]) -> None:
             fmt_int(c.messages_kept),
             f"yes@{c.turn_start_index}" if c.split_turn else "no",
         )
+    t.fit(con.width, ("first_kept_id", "split", "msgs", "kept msgs"))
     con.print(t)
     n_cut = sum(1 for r in reports if r.cut.cut_index is not None)
     applied = [r for r in reports if r.applied]
@@ -325,6 +326,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 verdict,
                 style="bold" if v.policy == policy else None,
             )
+        t.fit(con.width, ("seed",))
         con.print(t)
         for v in r.verdicts:
             if v.reason and v.status not in ("ok", "compact"):
@@ -346,6 +348,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
             "-" if v.percent is None else f"{v.percent:.1f}%",
             v.status,
         )
+    t.fit(con.width, ("messages", "limit"))
     con.print(t)
     n = sum(1 for r in results if r.compact)
     con.print(f"{n:,} of {len(results):,} transcript(s) need compaction ({policy})", highlight=False)

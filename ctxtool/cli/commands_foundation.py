@@ -210,6 +210,7 @@ def _render_stats(report, top: int) -> None:
         for o in report.largest[:top]:
             where = short_label(o.transcript) + (f":{o.line}" if o.line else "")
             lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
+        lt.fit(con.width, ("lines", "chars"))
         con.print(lt)
     ct = Table(title="context", title_justify="left")
     ct.add_column("transcript")
@@ -233,6 +234,7 @@ def _render_stats(report, top: int) -> None:
         )
     if n > CONTEXT_ROWS:
         ct.caption = common.table_caption(n, "with the most context tokens")
+    ct.fit(con.width, ("source", "messages"))
     con.print(ct)
     assert report.overview is not None
     levels = report.overview.levels
@@ -355,7 +357,9 @@ def models_cmd(
     for m in sorted(ms, key=lambda m: m.name):
         t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}",
                   f"{m.output_price:g}", m.encoding, m.source, ", ".join(m.aliases))
-    stdout_console().print(t)
+    con = stdout_console()
+    t.fit(con.width, ("aliases", "encoding", "provider", "from", "max output"))
+    con.print(t)
 
 
 def register(app: typer.Typer) -> None:

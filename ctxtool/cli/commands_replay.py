@@ -216,6 +216,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
                 "-" if tt.percent is None else f"{tt.percent:.1f}%", fmt_int(tt.average_turn),
                 fmt_int(tt.turns_left), tt.source, " ".join(ev), style=style,
             )
+        t.fit(con.width, ("line", "+turn", "avg/turn", "src", "output", "input"))
         con.print(t)
     if chart and r.turns:
         for line, pol in rp.terminal_chart(r, width=con.width, height=height):
@@ -262,6 +263,7 @@ def _render_many(reports: list[Any]) -> None:
         )
     if len(reports) > 50:
         t.caption = f"50 largest of {len(reports):,}"
+    t.fit(con.width, ("final", "hard limit"))
     con.print(t)
 
 
