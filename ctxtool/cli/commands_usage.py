@@ -241,10 +241,10 @@ def _table(report: UsageReport) -> None:
         notes.append(f"{_count(report.outside, 'call')} outside the dates")
     if report.skipped:
         notes.append(f"{_count(len(report.skipped), 'file')} skipped (see the warnings)")
+    con.print("; ".join(notes))
     dropped = [c for c in ("cache write", "cache read", "total", "calls") if c not in cols]
     if dropped:
-        notes.append(f"narrow: no {', '.join(dropped)} (--json)")
-    con.print("; ".join(notes))
+        con.print(f"narrow screen: no {', '.join(dropped)} (--json has them)")
     if report.unpriced_models:
         con.print(f"cost unknown for models not in the registry: {', '.join(report.unpriced_models)} "
                   "(≥: the priced calls only; see the warning)")

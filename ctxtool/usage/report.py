@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from .. import lazyre
@@ -194,10 +194,7 @@ def block_starts(times: list[datetime]) -> list[datetime]:
     prev: datetime | None = None
     for t in times:
         if start is None or prev is None or t >= start + BLOCK or t - prev >= BLOCK:
-            from datetime import UTC
-
-            u = t.astimezone(UTC)
-            start = u.replace(minute=0, second=0, microsecond=0)
+            start = t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         out.append(start)
         prev = t
     return out
@@ -233,8 +230,6 @@ def resolve_zone(name: str | None) -> tzinfo | None:
 
 
 def today_in(tz: tzinfo | None, now: datetime | None = None) -> date:
-    from datetime import UTC
-
     now = now or datetime.now(UTC)
     return now.astimezone(tz).date()
 
