@@ -5,17 +5,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run install test test-llm bench lint docs clean token-ratios
+.PHONY: run install test test-llm bench lint docs clean token-ratios models
 
 # The environment runs the checkout itself: a .pth line puts it on sys.path and bin/ctxtool
 # calls ctxtool.cli.entry, what an editable install gives without setuptools' editable modes
 # (`compat` is deprecated and will be removed; the default mode imports a finder hook in every
 # python process of the environment, ~10 ms). Quiet: only errors are printed.
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-charts.lock
 	@echo "setting up $(VENV) (first run only)" >&2
 	@$(PY) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --upgrade pip
 	@$(BIN)/python -m pip install -qq -r requirements.lock
+	@$(BIN)/python -m pip install -qq -r requirements-charts.lock  # the charts extra: replay --plot x.png
 	@$(BIN)/python -m pip uninstall -qq -y ctxtool 2>/dev/null || true
 	@$(BIN)/python -c 'import os, sysconfig; open(os.path.join(sysconfig.get_path("purelib"), "ctxtool-checkout.pth"), "w").write(os.getcwd() + "\n")'
 	@printf '#!%s\nimport sys\nfrom ctxtool.cli import entry\nif __name__ == "__main__":\n    sys.exit(entry())\n' "$(abspath $(BIN))/python" > $(BIN)/ctxtool
@@ -77,6 +78,14 @@ bench: $(DEVSTAMP) $(BENCHSTAMP)
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check ctxtool tests bench
 	$(BIN)/mypy
+
+## make models: refresh ctxtool/data/litellm_models.json (the model registry's windows and prices)
+## from the newest litellm release on PyPI (needs the network; not part of the tests)
+models: $(STAMP)
+	rm -rf $(VENV)/litellm-wheel
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(VENV)/litellm-wheel litellm
+	$(BIN)/python -m ctxtool.models_source $(VENV)/litellm-wheel/litellm-*.whl
+	rm -rf $(VENV)/litellm-wheel
 
 docs: $(STAMP)
 	$(BIN)/python -m ctxtool.cli.docgen > docs/cli.md

@@ -6,8 +6,15 @@ Prices are USD per 1M tokens: ``input_price``, ``output_price``, ``cache_write_p
 that applied over a span of dates (``until`` excluded, optional). :meth:`ModelInfo.prices`
 gives the prices of one day.
 
-Shipped in ``ctxtool/data/models.json``; a user file (``$CTXTOOL_MODELS``, else
-``<config dir>/models.json``, same shape) adds or overrides entries.
+Three layers, each field of a later one winning (``ModelInfo.source`` says which gave the
+window and prices):
+
+1. ``ctxtool/data/litellm_models.json``: windows and prices from litellm's maintained
+   ``model_prices_and_context_window.json`` (MIT), vendored with the version it came from
+   (:data:`LITELLM_SOURCE`; ``make models`` refreshes it, :mod:`ctxtool.models_source`);
+2. ``ctxtool/data/models.json``: what litellm does not give (encodings, dated snapshots as
+   ``aliases``, ``dated_prices``) and models it no longer lists;
+3. the user's file (``$CTXTOOL_MODELS``, else ``<config dir>/models.json``, same shape).
 
 Names are strict: a name resolves to an entry when it is the entry's id or one of its
 ``aliases`` (dated snapshots such as ``claude-3-7-sonnet-20250219`` are listed as aliases
@@ -85,6 +92,7 @@ class ModelInfo:
     cache_write_price: float | None = None  # USD per 1M prompt-cache write tokens (None: input price)
     cache_read_price: float | None = None  # USD per 1M prompt-cache read tokens (None: input price)
     dated_prices: tuple[DatedPrices, ...] = ()  # prices that applied over a span of dates
+    source: str = "ctxtool"  # where the window and prices came from: litellm | ctxtool | user
 
     @property
     def list_prices(self) -> Prices:
@@ -112,6 +120,7 @@ class ModelInfo:
             "cache_read_price": self.list_prices.cache_read,
             "encoding": self.encoding,
             "aliases": list(self.aliases),
+            "source": self.source,
         }
         if self.dated_prices:
             d["dated_prices"] = [dp.to_json() for dp in self.dated_prices]
@@ -159,12 +168,42 @@ def user_models_file() -> Path:
     return config_dir() / "models.json"
 
 
-@functools.lru_cache(maxsize=4)
-def _load(user_file: str) -> dict[str, ModelInfo]:
+#: the fields litellm gives; where one of them comes from in an entry is its ``source``
+LITELLM_FIELDS = ("provider", "context_window", "max_output", "input_price", "output_price", "cache_write_price",
+                  "cache_read_price")
+
+
+def _data(name: str) -> dict[str, Any]:
     from importlib import resources  # the registry is read on the first lookup, not at import
 
-    data = json.loads(resources.files("ctxtool").joinpath("data/models.json").read_text("utf-8"))
-    entries: dict[str, dict[str, Any]] = dict(data["models"])
+    return dict(json.loads(resources.files("ctxtool").joinpath(f"data/{name}").read_text("utf-8")))
+
+
+def litellm_source() -> dict[str, str]:
+    """Where the vendored windows and prices came from (litellm's version, its licence, the
+    day they were refreshed, how to refresh them)."""
+    return dict(_data("litellm_models.json").get("_source") or {})
+
+
+def _over(old: dict[str, Any] | None, spec: dict[str, Any], layer: str) -> dict[str, Any]:
+    """``spec``'s fields over ``old``'s; the source is ``layer`` when it sets a window or a price."""
+    if old is None or any(k in spec for k in LITELLM_FIELDS):
+        return {**(old or {}), **spec, "source": layer}
+    return {**old, **spec, "source": old.get("source", layer)}
+
+
+@functools.lru_cache(maxsize=4)
+def _load(user_file: str) -> dict[str, ModelInfo]:
+    litellm: dict[str, dict[str, Any]] = {k: {**v, "source": "litellm"}
+                                          for k, v in _data("litellm_models.json")["models"].items()}
+    entries: dict[str, dict[str, Any]] = {}
+    for name, spec in _data("models.json")["models"].items():
+        names = [name, *(spec.get("aliases") or ())]
+        base = next((litellm[n] for n in names if n in litellm), {})
+        for n in names:  # a dated snapshot litellm lists apart is an alias of this entry
+            litellm.pop(n, None)
+        entries[name] = _over(base or None, spec, "ctxtool")
+    entries = {**litellm, **entries}
     p = Path(user_file)
     if p.is_file():
         try:
@@ -173,7 +212,7 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
             raise CtxtoolError(f"cannot read model registry: {e}", path=str(p), code=ExitCode.INPUT) from e
         for name, info in (user.get("models", user) or {}).items():
             if isinstance(info, dict):
-                entries[name] = {**entries.get(name, {}), **info}
+                entries[name] = _over(entries.get(name), info, "user")
     out = {}
     for name, spec in entries.items():
         try:
@@ -184,6 +223,14 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
     return out
 
 
+def _default_encoding(name: str) -> str:
+    """OpenAI's older models (GPT-4, GPT-3.5) count with cl100k_base; the others with o200k_base
+    (the closest public tokenizer for other vendors' models too)."""
+    n = name.rsplit("/", 1)[-1]
+    old = n.startswith(("gpt-3.5", "gpt-4")) and not n.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5"))
+    return "cl100k_base" if old else "o200k_base"
+
+
 def _entry(name: str, spec: dict[str, Any]) -> ModelInfo:
     return ModelInfo(
         name=name,
@@ -192,11 +239,12 @@ def _entry(name: str, spec: dict[str, Any]) -> ModelInfo:
         max_output=int(spec.get("max_output", 0)),
         input_price=float(spec.get("input_price", 0.0)),
         output_price=float(spec.get("output_price", 0.0)),
-        encoding=str(spec.get("encoding", "o200k_base")),
+        encoding=str(spec.get("encoding") or _default_encoding(name)),
         aliases=tuple(str(a) for a in spec.get("aliases") or () if isinstance(a, str)),
         cache_write_price=_opt_price(spec.get("cache_write_price")),
         cache_read_price=_opt_price(spec.get("cache_read_price")),
         dated_prices=_dated(name, spec),
+        source=str(spec.get("source", "ctxtool")),
     )
 
 
@@ -254,3 +302,18 @@ def require(name: str) -> ModelInfo:
             code=ExitCode.USAGE,
         )
     return info
+
+
+def unknown(names: Any) -> list[str]:
+    """The names among ``names`` (model names recorded in transcripts) that no entry answers
+    to, sorted; Claude Code's ``<synthetic>`` stand-in and empty names are not models."""
+    return sorted({n for n in names if n and not str(n).startswith("<") and lookup(str(n)) is None})
+
+
+def missing_hint(name: str) -> str:
+    """What to say of a model the registry does not know: which registry, and how to add it."""
+    src = litellm_source().get("from", "litellm").split(" (")[0]
+    example = json.dumps({"models": {name: {"context_window": 200000, "input_price": 3.0, "output_price": 15.0}}})
+    return (f"model {name!r} is not in the model registry ({src} and ctxtool's own entries), so its window and "
+            f"prices are unknown; add it to {user_models_file()} (or the file $CTXTOOL_MODELS names), e.g. "
+            f"{example} (prices in USD per 1M tokens), or give --context-window")

@@ -96,7 +96,7 @@ def test_archive_to_other_format(tmp_path: Path) -> None:
 
 
 def test_replay_table_and_chart() -> None:
-    r = invoke("replay", str(CLAUDE))
+    r = invoke("replay", str(CLAUDE), "--context-window", "200000")  # thresholds near the context: drawn
     assert r.exit_code == 0, r.output
     out = r.stdout
     assert "8 turns" in out and "turns left" in out and "📊" in out

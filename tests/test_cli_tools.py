@@ -252,9 +252,16 @@ def test_trim_takes_the_window_from_the_transcripts_model(env: Path, tmp_path: P
     sample = Path(__file__).resolve().parent.parent / "samples" / "claude_code_session.jsonl"
     r = CliRunner().invoke(app, ["trim", str(sample), "-o", str(tmp_path / "t.jsonl"), "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["budget"] == 50_000  # clamp(200,000 x 0.25, 20k, 60k): the recorded model's window
+    from ctxtool import registry
+
+    info = registry.lookup("claude-opus-4-6")  # the recorded model (its window: litellm's)
+    assert info is not None
+    want = min(max(info.context_window // 4, 20_000), 60_000)  # clamp(window x 0.25, 20k, 60k)
+    assert json.loads(r.stdout)["budget"] == want
     rep = tools_ops.trim_file(str(sample), None, cache=env)
-    assert rep.budget == 50_000
+    assert rep.budget == want
+    r = CliRunner().invoke(app, ["trim", str(sample), "-o", str(tmp_path / "t2.jsonl"), "--json", "--model", "claude-sonnet-4-5"])
+    assert json.loads(r.stdout)["budget"] == 50_000  # clamp(200,000 x 0.25, 20k, 60k)
     chat = tmp_path / "nomodel.jsonl"
     chat.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
     r = CliRunner().invoke(app, ["trim", str(chat), "-o", str(tmp_path / "x.jsonl")])

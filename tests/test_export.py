@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import struct
-import subprocess
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import all_transcript_params, corpus_file
+from conftest import SAMPLES, all_transcript_params, corpus_file
 from typer.testing import CliRunner
 
 from ctxtool import formats
@@ -76,42 +74,75 @@ def session(path: Path, long_output: str = "x" * 5000) -> Path:
 
 
 class Balance(HTMLParser):
-    """Every element closed, in order (void elements excepted); script and link never appear."""
+    """Every element closed, in order (void elements excepted); nothing fetched from outside the
+    file; the one script inline, allowed by the page's Content-Security-Policy hash."""
 
     VOID = {"meta", "img", "br", "hr", "input", "link", "source", "wbr"}
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
+        super().__init__(convert_charrefs=False)
         self.stack: list[str] = []
         self.errors: list[str] = []
         self.tags: set[str] = set()
         self.text: list[str] = []
+        self.scripts: list[str] = []
+        self.csp = ""
 
     def handle_starttag(self, tag: str, attrs: list) -> None:  # type: ignore[type-arg]
         self.tags.add(tag)
+        a = dict(attrs)
+        if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy":
+            self.csp = a.get("content") or ""
+        if tag == "script" and "src" in a:
+            self.errors.append("a script from outside the file")
         for k, v in attrs:
-            if k in ("src", "href") and v and not v.startswith("data:"):
+            if k.startswith("on"):
+                self.errors.append(f"{tag} {k}: an inline event handler")
+            if k == "src" and v and not v.startswith("data:"):
                 self.errors.append(f"{tag} {k}={v[:40]}: fetched from outside the file")
+            unsafe = v and v.lower().startswith(("javascript:", "vbscript:", "data:")) and not v.lower().startswith(
+                ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp"))
+            if k == "href" and v and (tag != "a" or unsafe):
+                self.errors.append(f"{tag} {k}={v[:40]}")
         if tag not in self.VOID:
             self.stack.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
         if not self.stack or self.stack[-1] != tag:
             self.errors.append(f"</{tag}> closes {self.stack[-1] if self.stack else 'nothing'}")
         else:
             self.stack.pop()
 
     def handle_data(self, data: str) -> None:
-        self.text.append(data)
+        if self.stack and self.stack[-1] == "script":
+            self.scripts.append(data)
+        else:
+            self.text.append(__import__("html").unescape(data))
+
+    def handle_entityref(self, name: str) -> None:
+        self.text.append(__import__("html").unescape(f"&{name};"))
+
+    def handle_charref(self, name: str) -> None:
+        self.text.append(__import__("html").unescape(f"&#{name};"))
 
 
 def check_html(doc: str) -> Balance:
+    import hashlib
+
     b = Balance()
     b.feed(doc)
     b.close()
     assert not b.errors, b.errors[:5]
     assert not b.stack, f"unclosed: {b.stack}"
-    assert not b.tags & {"script", "link", "iframe", "object", "embed"}
+    assert not b.tags & {"link", "iframe", "object", "embed", "form"}
+    # the only script: inline, its hash the one the CSP allows (nothing else may run)
+    assert len(b.scripts) <= 1
+    for code in b.scripts:
+        digest = base64.b64encode(hashlib.sha256(code.encode()).digest()).decode()
+        assert f"script-src 'sha256-{digest}'" in b.csp, b.csp
+    assert "default-src 'none'" in b.csp and "unsafe-inline'" not in b.csp.split("script-src")[1]
     return b
 
 
@@ -161,6 +192,7 @@ def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     b = check_html(doc)
     assert XSS not in doc and "&lt;script&gt;alert(1)&lt;/script&gt;" in doc
     assert XSS in "".join(b.text)  # shown as text
+    assert doc.count("<script>") == 1  # the page's own, allowed by its hash
     assert "Content-Security-Policy" in doc and "http://" not in doc and "https://example" not in doc.split("</style>")[0]
     assert "<img src=\"data:image/png;base64," in doc
     assert "injected: caveat" in doc and "injected: command" in doc and "injected: reminder" in doc
@@ -254,10 +286,6 @@ def test_real_sessions_mark_their_compactions_and_injections() -> None:
 # -- a real browser --------------------------------------------------------------------------
 
 
-def _browser() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-
-
 def png_colours(data: bytes) -> int:
     """Distinct colours of an 8-bit RGB/RGBA, non-interlaced PNG (what Chromium writes)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -297,19 +325,176 @@ def png_colours(data: bytes) -> int:
     return len(colours)
 
 
+def md_session(path: Path, turns: int = 0) -> Path:
+    """The session of :func:`session`, an assistant answer in Markdown (with HTML and links
+    that must not run), and ``turns`` more user/assistant pairs."""
+    session(path)
+    objs = [json.loads(x) for x in path.read_text("utf-8").splitlines()]
+    md = ("## Fixed\n\nThe parser **now** reads `1.005` as *Decimal*:\n\n| value | before | after |\n|---|---|---|\n"
+          "| 1.005 | 1.00 | 1.01 |\n\n```python\nx = Decimal('1.005')\n```\n\n"
+          f"{XSS} <img src=x onerror=alert(2)> [click](javascript:alert(3)) [docs](https://example.invalid/d)")
+    objs.append(_line(9, "assistant", [{"type": "text", "text": md}]))
+    for i in range(turns):
+        objs.append(_line(10 + 2 * i, "user", f"question number {i}: what about case {i}?"))
+        objs.append(_line(11 + 2 * i, "assistant", [{"type": "text", "text": f"Answer {i}: **case {i}** is fine."}]))
+    path.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
+    return path
+
+
+def test_assistant_markdown_is_rendered_and_its_html_escaped(tmp_path: Path) -> None:
+    out = tmp_path / "s.html"
+    export_file(md_session(tmp_path / "s.jsonl"), out)
+    doc = out.read_text("utf-8")
+    check_html(doc)
+    assert "<strong>now</strong>" in doc and "<code>1.005</code>" in doc and "<em>Decimal</em>" in doc
+    assert "<table>" in doc and "<td>1.01</td>" in doc and "<h2>Fixed</h2>" in doc
+    assert '<code class="language-python">' in doc
+    # raw HTML in the Markdown is text; a javascript: link is not a link
+    assert "&lt;img src=x onerror=alert(2)&gt;" in doc and "<img src=x" not in doc
+    assert "javascript:" not in doc.split("<script>")[0].replace("[click](javascript:alert(3))", "")
+    assert 'href="https://example.invalid/d"' in doc
+    # a user's words stay as written (not Markdown)
+    assert "Please fix the parser, my own words." in doc
+
+
+def test_contents_link_user_turns_and_compactions(tmp_path: Path) -> None:
+    doc = render(formats.read(md_session(tmp_path / "s.jsonl", turns=2)), "html")
+    b = check_html(doc)
+    toc = doc[doc.index('<nav class="toc"'):doc.index("</nav>")]
+    hrefs = [h for h in __import__("re").findall(r'href="#([^"]+)"', toc)]
+    assert hrefs and all(f'id="{h}"' in doc for h in hrefs)  # every link has its target
+    assert "Please fix the parser" in toc and "question number 1" in toc and "Compaction boundary" in toc
+    assert "Caveat" not in toc  # injected content is not a user turn
+    assert b.text  # and the page still reads without the script
+
+
+def test_pages(tmp_path: Path) -> None:
+    src = md_session(tmp_path / "s.jsonl", turns=20)
+    one = render(formats.read(src), "html", ExportOptions(page_size=0))
+    assert one.count('<div class="page"') == 1
+    paged = render(formats.read(src), "html", ExportOptions(page_size=10))
+    check_html(paged)
+    assert paged.count('<div class="page"') == 5  # 48 messages, 10 a page
+    with pytest.raises(Exception, match="page-size"):
+        ExportOptions(page_size=-1)
+
+
+def test_a_dataset_lists_its_records(tmp_path: Path) -> None:
+    doc = render(formats.read(SAMPLES / "openai_dataset.jsonl"), "html")
+    check_html(doc)
+    toc = doc[doc.index('<nav class="toc"'):doc.index("</nav>")]
+    assert "Contents · 3 records" in toc
+    for k in (1, 2, 3):
+        assert f'href="#t{k}"' in toc and f'<section class="transcript" id="t{k}">' in doc
+
+
+def test_inspect_image_from_a_data_uri() -> None:
+    from ctxtool.export.walk import image_part
+
+    p = image_part(Block("image", data={"type": "image", "image": f"data:image/png;base64,{PNG}"}))
+    assert p.url == f"data:image/png;base64,{PNG}" and "image/png" in p.label
+    real = corpus_file("trajectories", "inspect_ai/inspect_log_images_tc_gpt-4o.json")
+    doc = render(formats.read(real), "html")
+    assert '<img src="data:image/' in doc and "no data in the transcript" not in doc
+
+
+def test_a_directory_gives_a_page_per_session_and_an_index(tmp_path: Path) -> None:
+    from ctxtool.cli import app
+
+    d = tmp_path / "sessions"
+    (d / "proj").mkdir(parents=True)
+    session(d / "proj" / "a.jsonl")
+    md_session(d / "b.jsonl", turns=1)
+    (d / "bad.jsonl").write_text("{not json\n")
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["export", str(d), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "bad.jsonl" in r.stderr and "wrote 2 session page(s)" in r.stderr
+    index = (out / "index.html").read_text("utf-8")
+    check_html(index)
+    pages = __import__("re").findall(r'<a href="([^"#]+)"', index)
+    assert sorted(pages) == ["b.jsonl.html", "proj--a.jsonl.html"]
+    for name in pages:
+        check_html((out / name).read_text("utf-8"))
+    assert "Please fix the parser, my own words." in index  # the user's first words
+    assert "bad.jsonl" in index and "not exported" in index
+    # a file for -o, or no -o, is a usage error
+    assert runner.invoke(app, ["export", str(d)]).exit_code == ExitCode.USAGE
+    (tmp_path / "f.html").write_text("x")
+    assert runner.invoke(app, ["export", str(d), "-o", str(tmp_path / "f.html")]).exit_code == ExitCode.USAGE
+
+
+def test_no_path_exports_the_default_session_stores(tmp_path: Path) -> None:
+    from ctxtool.cli import app
+
+    home = tmp_path / "home"
+    (home / ".claude" / "projects" / "-home-dev-x").mkdir(parents=True)
+    session(home / ".claude" / "projects" / "-home-dev-x" / "s1.jsonl")
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": "", "PI_CODING_AGENT_DIR": ""}
+    r = runner.invoke(app, ["export", "-o", str(tmp_path / "out")], env=env)
+    assert r.exit_code == 0, r.output
+    assert [p.name for p in (tmp_path / "out").glob("*.html")] != ["index.html"]
+    assert any((tmp_path / "out").glob("*s1.jsonl.html"))
+    assert "s1.jsonl" in (tmp_path / "out" / "index.html").read_text("utf-8")
+
+
 def test_html_in_a_headless_browser(tmp_path: Path) -> None:
-    browser = _browser()
+    """A real Chromium, driven through its DevTools pipe: the page runs its script under its
+    CSP without an error, a screenshot shows the contents, mouse clicks on the contents' links
+    bring their turn (on another page) and the compaction into view, expand/collapse all and
+    the search work, and the index's links open the session pages."""
+    from cdp import Browser, browser_path
+
+    browser = browser_path()
     if browser is None:
         pytest.skip("no Chromium installed (apt-get install -y --no-install-recommends chromium)")
     out = tmp_path / "s.html"
-    export_file(session(tmp_path / "s.jsonl"), out)
-    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,900"]
-    shot = tmp_path / "shot.png"
-    subprocess.run([*args, f"--screenshot={shot}", out.as_uri()], capture_output=True, timeout=120, check=False)
-    assert shot.exists(), "the browser wrote no screenshot"
-    assert png_colours(shot.read_bytes()) > 8  # text, role colours and the image: not a blank page
-    dom = subprocess.run([*args, "--dump-dom", out.as_uri()], capture_output=True, timeout=120, check=False).stdout.decode()
-    assert "Please fix the parser, my own words." in dom and "Compaction boundary" in dom
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>" not in dom
+    export_file(md_session(tmp_path / "s.jsonl", turns=30), out, options=ExportOptions(page_size=20))
+    b = Browser(browser, tmp_path / "profile")
+    try:
+        b.open(out.as_uri())
+        assert b.js("document.body.classList.contains('js')")  # the script ran: the CSP allowed it
+        assert b.js("document.getElementById('pageinfo').textContent") == "page 1 of 4"
+        shot = b.screenshot()
+        assert png_colours(shot) > 8
+        (tmp_path / "shot.png").write_bytes(shot)
+        toc = b.js("getComputedStyle(document.getElementById('toc')).position")
+        assert toc == "fixed"  # the contents beside the page
+        # a click on the last user turn's link: its page is shown and the turn is in view
+        last = b.js("[].slice.call(document.querySelectorAll('nav.toc a')).pop().getAttribute('href')")
+        b.click(f'nav.toc a[href="{last}"]')
+        assert b.js("location.hash") == last
+        assert b.js("document.getElementById('pageinfo').textContent") == "page 4 of 4"
+        top = b.js(f"document.getElementById('{last[1:]}').getBoundingClientRect().top")
+        assert 0 <= top < 900
+        # the compaction's link
+        b.click('nav.toc li.c a')
+        mark = b.js("document.querySelector('nav.toc li.c a').getAttribute('href')")
+        assert b.js("location.hash") == mark and b.js(f"document.getElementById('{mark[1:]}').offsetParent !== null")
+        assert b.js("document.getElementById('pageinfo').textContent") == "page 1 of 4"
+        # expand all, collapse all
+        b.click("#expand")
+        assert b.js("[].every.call(document.querySelectorAll('main details'), function(d){return d.open})")
+        b.click("#collapse")
+        assert b.js("[].every.call(document.querySelectorAll('main details'), function(d){return !d.open})")
+        # search: the turns holding the words, on every page
+        b.js("var q=document.getElementById('q'); q.value='case 27'; q.dispatchEvent(new Event('input'))")
+        assert b.js("document.getElementById('hits').textContent") == "2 matching"
+        assert b.js("document.querySelectorAll('.item:not(.miss)').length") == 2
+        assert "alert" not in json.dumps(b.events)  # nothing from the transcript ran
+        assert b.console_errors() == []
+        # an index of sessions: its link opens the session's page
+        d = tmp_path / "dir"
+        d.mkdir()
+        md_session(d / "a.jsonl")
+        assert main(["export", str(d), "-o", str(tmp_path / "site")]) == 0
+        b.open((tmp_path / "site" / "index.html").as_uri())
+        b.click('table.index a')
+        for _ in range(50):
+            if b.js("location.pathname").endswith("a.jsonl.html"):
+                break
+            __import__("time").sleep(0.1)
+        assert b.js("location.pathname").endswith("a.jsonl.html")
+        assert b.js("document.querySelector('h1').textContent") == "a.jsonl"
+    finally:
+        b.close()

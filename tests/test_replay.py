@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, all_transcript_params
 
-from ctxtool import formats
+from ctxtool import formats, registry
 from ctxtool import replay as rp
 from ctxtool.errors import CtxtoolError
 from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
@@ -40,11 +40,11 @@ def test_turns_are_api_calls_claude_code() -> None:
     assert r.turns[0].input_tokens == first.input + first.cache_creation + first.cache_read
     assert r.turns[0].output_tokens == first.output
     assert all(tt.source == "usage" for tt in r.turns)
-    assert r.window == 200_000 and r.window_source.startswith("registry:")
+    assert r.window == registry.lookup("claude-opus-4-6").context_window and r.window_source == "registry:claude-opus-4-6"
     # running totals and percentages
     for tt in r.turns:
         assert tt.context_tokens == tt.input_tokens + tt.output_tokens
-        assert tt.percent == round(100 * tt.context_tokens / 200_000, 2)
+        assert tt.percent == round(100 * tt.context_tokens / r.window, 2)
     assert r.turns[-1].turns_left is not None and r.turns[-1].turns_left > 0
 
 
@@ -209,40 +209,79 @@ def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
     assert ys["hard-limit"] < ys["ratio"] < ys["hard-stop"]
 
 
-def test_png_without_matplotlib_or_pillow(report: rp.ReplayReport, tmp_path: Path) -> None:
-    """The PNG is written by the main install alone (a process where neither can be imported):
-    the signature, the IHDR size, and more than one colour once decoded."""
-    import struct
-    import subprocess
-    import zlib
+def test_png_chart_names_everything(report: rp.ReplayReport) -> None:
+    """matplotlib's figure: a title, both axes labelled, a legend naming each threshold with its
+    value and unit, character thresholds on the characters axis (never the token axis), and
+    no two labels overlapping."""
+    pytest.importorskip("matplotlib")
+    from ctxtool.replay.plot import figure
 
-    out = tmp_path / "x.png"
+    fig = figure(report)
+    ax, ax2 = fig.axes
+    assert ax.get_title(loc="left") == rp.title(report)
+    assert ax.get_xlabel().startswith("turn") and ax.get_ylabel() == "context tokens"
+    assert ax2.get_ylabel() == "context characters"
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    for name, hit in report.policies.items():
+        th = hit.threshold
+        unit = "characters" if th.metric == "chars" else "tokens"
+        assert any(t.startswith(f"{name}: {th.value:,} {unit}") for t in texts), (name, texts)
+    # a character threshold is a line on the right axis at its value in characters, none on the token axis
+    tok_lines = {round(ln.get_ydata()[0]) for ln in ax.get_lines() if len(set(ln.get_ydata())) == 1 and len(ln.get_ydata()) == 2}
+    chr_lines = {round(ln.get_ydata()[0]) for ln in ax2.get_lines() if len(set(ln.get_ydata())) == 1 and len(ln.get_ydata()) == 2}
+    chars = {h.threshold.value for h in report.policies.values() if h.threshold.metric == "chars"}
+    assert chars and chars <= chr_lines
+    assert not ({h.threshold.tokens for h in report.policies.values() if h.threshold.metric == "chars"} & tok_lines)
+    # nothing overlaps: the legend's entries, the title and the axis labels; the legend is off the plot
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    r = canvas.get_renderer()
+    boxes = [t.get_window_extent(r) for t in legend.get_texts()]
+    boxes += [ax.title._left_title.get_window_extent(r) if hasattr(ax.title, "_left_title") else ax.title.get_window_extent(r)]
+    boxes += [ax.xaxis.label.get_window_extent(r), ax.yaxis.label.get_window_extent(r), ax2.yaxis.label.get_window_extent(r)]
+    boxes += [legend.get_window_extent(r)]
+    for i, b in enumerate(boxes[:-1]):
+        for c in boxes[i + 1 : -1]:
+            assert not b.overlaps(c), (b, c)
+    assert not legend.get_window_extent(r).overlaps(ax.get_window_extent(r))
+
+
+def test_png_without_matplotlib_says_which_extra(report: rp.ReplayReport, tmp_path: Path) -> None:
+    """Without matplotlib (a process where it cannot be imported) a PNG is a usage error naming
+    the extra to install; SVG and HTML are written as before."""
     import pickle
+    import subprocess
 
     blob = tmp_path / "r.pickle"
     blob.write_bytes(pickle.dumps(report))
     child = (
-        "import sys, pickle; sys.modules['matplotlib'] = None; sys.modules['PIL'] = None; sys.modules['numpy'] = None\n"
+        "import sys, pickle; sys.modules['matplotlib'] = None\n"
         "from ctxtool import replay as rp\n"
-        f"print(rp.write_plot(pickle.load(open({str(blob)!r}, 'rb')), {str(out)!r}))\n"
+        "from ctxtool.errors import CtxtoolError\n"
+        f"r = pickle.load(open({str(blob)!r}, 'rb'))\n"
+        f"print(rp.write_plot(r, {str(tmp_path / 'x.svg')!r}), rp.write_plot(r, {str(tmp_path / 'x.html')!r}))\n"
+        "try:\n"
+        f"    rp.write_plot(r, {str(tmp_path / 'x.png')!r})\n"
+        "except CtxtoolError as e:\n"
+        "    print(int(e.code), e)\n"
     )
     r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=False)
-    assert r.returncode == 0 and r.stdout.strip() == "png", r.stderr
-    data = out.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    w, h, depth, ctype = struct.unpack(">IIBB", data[16:26])
-    assert (w, h, depth, ctype) == (900, 420, 8, 2)
-    pos, idat = 8, b""
-    while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos : pos + 4])
-        if data[pos + 4 : pos + 8] == b"IDAT":
-            idat += data[pos + 8 : pos + 8 + n]
-        pos += 12 + n
-    raw = zlib.decompress(idat)
-    assert len(raw) == h * (1 + 3 * w)
-    pixels = {raw[i : i + 3] for y in range(h) for i in range(y * (1 + 3 * w) + 1, (y + 1) * (1 + 3 * w), 3)}
-    assert len(pixels) > 5  # not blank: white, the context line, the area, thresholds...
-    assert bytes((0x1D, 0x4E, 0xD8)) in pixels and bytes((0xDC, 0x26, 0x26)) in pixels
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first == "svg html"
+    assert second.startswith("2 ") and "'charts' extra" in second and ".[charts]" in second
+    assert not (tmp_path / "x.png").exists()
+    # through the CLI: exit 2, one line, no traceback
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((Path(__file__).parent.parent / "samples" / "claude_code_session.jsonl").read_bytes())
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['ctxtool', 'replay', sys.argv[1], '--plot', "
+            "sys.argv[2]]; from ctxtool.cli import entry; entry()")
+    r = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "y.png")], capture_output=True, text=True,
+                       check=False)
+    assert r.returncode == 2 and "charts" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bad_plot_suffix(report: rp.ReplayReport, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import CORPUS, SAMPLES
 from jsonschema import Draft202012Validator
+from terminal import terminal_screen
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
@@ -205,7 +206,12 @@ def test_unknown_model_is_reported_unpriced(tmp_path: Path) -> None:
     call["message"]["model"] = "claude-imaginary-9"
     d = run_json(str(write_lines(tmp_path / "x.jsonl", [call])), env=env_of(tmp_path))
     assert d["unpriced_models"] == ["claude-imaginary-9"]
-    assert d["totals"]["unpriced_messages"] == 1 and d["totals"]["cost_usd"] == 0
+    # unknown, never $0.00: null in JSON, "unknown" in the table, a warning saying how to add it
+    assert d["totals"]["unpriced_messages"] == 1 and d["totals"]["cost_usd"] is None
+    assert d["rows"][0]["cost_usd"] is None
+    r = runner.invoke(app, ["usage", str(tmp_path / "x.jsonl")], env=env_of(tmp_path))
+    assert "unknown" in r.stdout and "$0.00" not in r.stdout
+    assert "claude-imaginary-9" in r.stderr and "models.json" in r.stderr
 
 
 def test_since_until_and_time_zone(tmp_path: Path) -> None:
@@ -252,7 +258,7 @@ def test_parse_day() -> None:
 
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
-    for args in (["--since", "someday"], ["-z", "Mars/Olympus"], ["--by", "week"]):
+    for args in (["--since", "someday"], ["-z", "Mars/Olympus"], ["--by", "fortnight"]):
         r = runner.invoke(app, ["usage", str(CLAUDE), *args])
         assert r.exit_code in (ExitCode.USAGE, 2), (args, r.output)
         assert "Traceback" not in r.output
@@ -262,7 +268,8 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
 def test_every_grouping(home: Path) -> None:
     env = env_of(home)
-    by = {g: run_json("-z", "UTC", "--by", g, env=env) for g in ("day", "month", "session", "project", "model")}
+    by = {g: run_json("-z", "UTC", "--by", g, env=env)
+          for g in ("day", "week", "month", "block", "session", "project", "model")}
     totals = {g: d["totals"] for g, d in by.items()}
     assert all(t == totals["day"] for t in totals.values())
     keys = {g: [r["key"] for r in d["rows"]] for g, d in by.items()}
@@ -275,6 +282,11 @@ def test_every_grouping(home: Path) -> None:
     assert set(keys["model"]) >= {"claude-opus-4-6", "gpt-5-codex", "claude-sonnet-4-5"}
     assert keys["day"] == sorted(keys["day"]) and keys["month"] == sorted(keys["month"])
     assert all(k[4] == "-" and len(k) == 7 for k in keys["month"])
+    assert keys["week"] == sorted(keys["week"]) and all(date.fromisoformat(k).weekday() == 0 for k in keys["week"])
+    assert keys["block"] == sorted(keys["block"])
+    # a session row names its project and its last activity
+    first = next(r for r in by["session"]["rows"] if r["key"] == "3b8f2c1d-7e4a-4c9b-a2d5-9f6e1b0c8a47")
+    assert first["projects"] == ["/home/dev/projects/ledgerlite"] and first["last"] is not None
     costs = [r["cost_usd"] for r in by["model"]["rows"]]
     assert costs == sorted(costs, reverse=True)
 
@@ -340,3 +352,93 @@ def test_many_files_on_every_core_give_the_serial_report(home: Path, tmp_path: P
     two = usage_report([str(tree)], by="session", timezone="UTC", jobs=2)
     assert two.to_json() == one.to_json()
     assert one.duplicates > 0 and [s.path for s in one.skipped] == [str(tree / "m_bad.jsonl")]
+
+
+def call_at(base: dict[str, Any], i: int, ts: str, model: str = "claude-opus-4-6") -> dict[str, Any]:
+    c = json.loads(json.dumps(base))
+    c.update(timestamp=ts, requestId=f"req_{i}")
+    c["message"].update(id=f"msg_{i}", model=model)
+    return c
+
+
+def test_five_hour_blocks(tmp_path: Path) -> None:
+    """Blocks as ccusage counts them: from the hour of the first call, 5 hours long; a call
+    after the block's end, or after a 5-hour gap, starts the next."""
+    base = next(o for o in lines(CLAUDE) if o.get("type") == "assistant")
+    f = write_lines(tmp_path / "s.jsonl", [
+        call_at(base, 1, "2026-03-04T09:17:00Z"), call_at(base, 2, "2026-03-04T13:59:00Z"),  # one block 09:00-14:00
+        call_at(base, 3, "2026-03-04T14:00:00Z"),  # the block has ended: a new one at 14:00
+        call_at(base, 4, "2026-03-05T02:30:00Z")])  # after a gap: 02:00
+    d = run_json(str(f), "-z", "UTC", "--by", "block", env=env_of(tmp_path))
+    assert [(r["key"], r["messages"]) for r in d["rows"]] == [
+        ("2026-03-04 09:00", 2), ("2026-03-04 14:00", 1), ("2026-03-05 02:00", 1)]
+    assert d["rows"][0]["ends"] == "2026-03-04T14:00:00+00:00"
+    # the same blocks in another zone, named by their local start
+    d = run_json(str(f), "-z", "Asia/Tokyo", "--by", "block", env=env_of(tmp_path))
+    assert [r["key"] for r in d["rows"]] == ["2026-03-04 18:00", "2026-03-04 23:00", "2026-03-05 11:00"]
+
+
+def test_breakdown_per_model(tmp_path: Path) -> None:
+    base = next(o for o in lines(CLAUDE) if o.get("type") == "assistant")
+    f = write_lines(tmp_path / "s.jsonl", [
+        call_at(base, 1, "2026-03-04T09:00:00Z"), call_at(base, 2, "2026-03-04T10:00:00Z", "claude-sonnet-4-5"),
+        call_at(base, 3, "2026-03-04T11:00:00Z", "claude-imaginary-9")])
+    d = run_json(str(f), "-z", "UTC", "--by", "week", "--breakdown", env=env_of(tmp_path))
+    (row,) = d["rows"]
+    assert row["key"] == "2026-03-02"  # the Monday
+    subs = {b["key"]: b for b in row["breakdown"]}
+    assert set(subs) == {"claude-opus-4-6", "claude-sonnet-4-5", "claude-imaginary-9"}
+    assert sum(b["messages"] for b in subs.values()) == row["messages"] == 3
+    assert subs["claude-imaginary-9"]["cost_usd"] is None
+    assert row["cost_usd"] == pytest.approx(subs["claude-opus-4-6"]["cost_usd"] + subs["claude-sonnet-4-5"]["cost_usd"])
+    t = runner.invoke(app, ["usage", str(f), "-z", "UTC", "--by", "week", "--breakdown"], env=env_of(tmp_path))
+    assert "└ claude-sonnet-4-5" in t.stdout or "└ sonnet-4-5" in t.stdout
+    assert "≥$" in t.stdout  # the row's cost: the priced calls, at least
+
+
+def big_home(tmp_path: Path) -> Path:
+    """Sessions with large numbers and long model names, as months of use give."""
+    base = next(o for o in lines(CLAUDE) if o.get("type") == "assistant")
+    calls = []
+    for i, (day, model) in enumerate([("2026-03-02", "claude-opus-4-6"), ("2026-03-03", "claude-sonnet-4-5-20250929"),
+                                      ("2026-03-10", "claude-opus-4-6"), ("2026-03-11", "claude-haiku-4-5-20251001")]):
+        c = call_at(base, i, f"{day}T10:00:00Z", model)
+        c["message"]["usage"] = {"input_tokens": 125_843_221 // (i + 1), "output_tokens": 9_876_543,
+                                 "cache_creation_input_tokens": 45_123_456, "cache_read_input_tokens": 1_234_567_890}
+        calls.append(c)
+    proj = tmp_path / "home" / ".claude" / "projects" / "-home-dev-projects-a-rather-long-project-name"
+    write_lines(proj / "0b6f6f0e-1111-4c9b-a2d5-9f6e1b0c8a47.jsonl", calls)
+    return tmp_path / "home"
+
+
+@pytest.mark.parametrize("args", [[], ["--by", "week", "--breakdown"], ["--by", "session"], ["--by", "block"],
+                                  ["--by", "model"]])
+def test_fits_an_80_column_terminal(tmp_path: Path, args: list[str]) -> None:
+    """In an 80-column terminal every line fits, the key column and every number shown whole
+    (never cut with …), and cost is there; a session row shows its project and last activity."""
+    home = big_home(tmp_path)
+    env = env_of(home)
+    d = run_json("-z", "UTC", *args, env=env)
+    screen = terminal_screen(["usage", "-z", "UTC", *args], env)
+    rows = [ln for ln in screen.splitlines() if ln.startswith("│")]
+    assert all(len(ln) <= 80 for ln in screen.splitlines()), screen
+    assert "…" not in screen, screen
+    assert "cost" in screen and "$" in screen
+    text = screen.replace("│", " ")
+    for r in d["rows"]:
+        assert f"{r['input']:,}" in text and f"{r['output']:,}" in text, screen
+        assert f"${r['cost_usd']:,.2f}" in text, screen
+    assert f"{d['totals']['input']:,}" in text
+    assert len(rows) >= len(d["rows"])
+    if args == ["--by", "session"]:  # the project (its name folded onto lines) and the last activity
+        project = d["rows"][0]["projects"][0].rsplit("/", 1)[-1]
+        assert "project" in screen and project[:8] in screen and "03-11 10:00" in screen
+    if "--breakdown" in args:
+        assert "└" in screen
+
+
+def test_a_pipe_gets_the_full_table(tmp_path: Path) -> None:
+    """Into a pipe (as wide as 120 columns) the whole table: cache columns too."""
+    env = env_of(big_home(tmp_path))
+    r = runner.invoke(app, ["usage", "-z", "UTC", "--by", "month"], env={**env, "COLUMNS": "250"})
+    assert "cache read" in r.stdout and "calls" in r.stdout and "claude-sonnet-4-5-20250929" in r.stdout

@@ -208,6 +208,7 @@ def _render_cut(reports: list[Any]) -> None:
             fmt_int(c.messages_kept),
             f"yes@{c.turn_start_index}" if c.split_turn else "no",
         )
+    t.fit(con.width, ("first_kept_id", "split", "msgs", "kept msgs"))
     con.print(t)
     n_cut = sum(1 for r in reports if r.cut.cut_index is not None)
     applied = [r for r in reports if r.applied]
@@ -268,11 +269,14 @@ def check(
     s = PolicySettings.from_config(cfg, context_window=w.window, window_source=w.source)
     one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy, tokenizer=tok,
                             context=cs)
+    unknown: set[str | None] = set()  # models recorded but not in the registry (a warning each)
     if as_json or as_jsonl:
         totals = {"transcripts": 0, "compact": 0}
         em = Emitter("check", {"policy": policy, "settings": s.to_json()}, jsonl=as_jsonl)
 
         def item(r: Any) -> None:  # a stream: each verdict as it comes
+            if not r.context.window:
+                unknown.add(r.context.model)
             totals["transcripts"] += 1
             totals["compact"] += r.compact
             em.item(r.to_json())
@@ -285,6 +289,8 @@ def check(
         _each(paths, fmt, on_error, one, results.append, jobs)
         _render_check(results, s, policy)
         needed = any(r.compact for r in results)
+        unknown.update(r.context.model for r in results if not r.context.window)
+    common.warn_unknown_models(unknown)
     if needed:
         raise typer.Exit(int(ExitCode.THRESHOLD))
 
@@ -326,6 +332,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 verdict,
                 style="bold" if v.policy == policy else None,
             )
+        t.fit(con.width, ("seed",))
         con.print(t)
         for v in r.verdicts:
             if v.reason and v.status not in ("ok", "compact"):
@@ -351,6 +358,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
             "-" if v.percent is None else f"{v.percent:.1f}%",
             v.status,
         )
+    t.fit(con.width, ("messages", "limit"))
     con.print(t)
     n = sum(1 for r in results if r.compact)
     con.print(f"{n:,} of {len(results):,} transcript(s) need compaction ({policy})", highlight=False)

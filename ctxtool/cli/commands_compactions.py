@@ -57,6 +57,7 @@ def _render(rep: Any) -> None:
                 "-" if c.minutes_since is None else f"{c.minutes_since:g}", "LOOP" if c.loop else "",
                 f"{len(c.reread)} file(s)" if c.reread else "",
             )
+        tab.fit(con.width, ("min since", "turns since", "trigger"))
         con.print(tab)
         for c in t.compactions:
             if c.reread:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, OnePath, OutOpt, err_line
+from .common import FormatOpt, OutOpt, err_line
 
 ToExport = Annotated[
     str | None,
@@ -17,21 +18,55 @@ CollapseOpt = Annotated[
     typer.Option("--collapse", min=0, help="Tool outputs, arguments and injected text longer than this many characters (default 2,000) are folded (HTML) or clipped with a note (markdown); 0: never."),
 ]
 TitleOpt = Annotated[str | None, typer.Option("--title", help="Document title (default: the input's file name).")]
+PageOpt = Annotated[
+    int | None,
+    typer.Option("--page-size", min=0, help="HTML: messages per page (default 250; the page's pager shows one at a "
+                 "time); 0: one page."),
+]
+ExportPath = Annotated[
+    str | None,
+    typer.Argument(help="Transcript file (gzip/zstd too), FIFO, <(process substitution) or - for stdin; a directory "
+                   "(or nothing: the default session stores of Claude Code, Codex and pi) writes one HTML page per "
+                   "session and an index.html into the directory -o names.", show_default=False),
+]
 
 
-def export(path: OnePath, to: ToExport = None, output: OutOpt = None, fmt: FormatOpt = None,
-           collapse: CollapseOpt = None, title: TitleOpt = None) -> None:
+def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, fmt: FormatOpt = None,
+           collapse: CollapseOpt = None, title: TitleOpt = None, page_size: PageOpt = None) -> None:
     """A readable transcript: user and assistant turns, tool calls with their arguments, tool
     outputs (long ones folded), thinking folded, images (HTML: embedded when the transcript holds
     them), compaction boundaries and summaries, and injected content (reminders, command output,
-    caveats, hook output, meta lines) marked apart from the user's words."""
-    from ..export import DEFAULT_COLLAPSE, ExportOptions, export_file
+    caveats, hook output, meta lines) marked apart from the user's words. HTML adds contents linking
+    each user turn, compaction and record, the assistant's Markdown rendered, pages, search and
+    expand/collapse all (one inline script its Content-Security-Policy allows; nothing fetched)."""
+    from ..export import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions, export_file
 
-    opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title)
+    opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
+                         page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)
+    if path is None or os.path.isdir(path):
+        _many(path, to, output, fmt, opts)
+        return
     res = export_file(path, output, to, fmt=fmt, options=opts)
     if res.output:
         err_line(f"wrote {res.to} export of {res.messages:,} message(s) in {res.transcripts:,} transcript(s) "
                  f"to {res.output} ({res.bytes:,} bytes)")
+
+
+def _many(path: str | None, to: str | None, output: str | None, fmt: str | None, opts: object) -> None:
+    """A directory or the default session stores: a page per session and an index."""
+    from ..errors import CtxtoolError, ExitCode
+    from ..export.index import INDEX, export_index
+
+    if to not in (None, "html"):
+        raise CtxtoolError(f"--to {to}: many sessions export as HTML pages with an index", code=ExitCode.USAGE)
+    if not output or output == "-":
+        raise CtxtoolError("exporting many sessions writes a directory of pages: give -o DIR", code=ExitCode.USAGE)
+    res = export_index([path] if path else None, output, fmt=fmt, options=opts)  # type: ignore[arg-type]
+    for p in res.pages:
+        if p.error:
+            err_line(f"ctxtool: warning: skipped {p.error}" if p.source in p.error else
+                     f"ctxtool: warning: skipped {p.source}: {p.error}")
+    err_line(f"wrote {len(res.written):,} session page(s) and {os.path.join(output, INDEX)}")
 
 
 def register(app: typer.Typer) -> None:

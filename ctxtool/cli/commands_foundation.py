@@ -135,6 +135,8 @@ def stats(
         st.write_rows(report.rows or [], output)
         err_line(f"wrote {len(report.rows or []):,} rows to {output}")
     warn_skipped(report.skipped)
+    if not (context_window or info) and report.overview is not None:
+        common.warn_unknown_models(report.overview.models)
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
     elif em is not None:
@@ -238,6 +240,7 @@ def _render_stats(report, top: int) -> None:
         for o in report.largest[:top]:
             where = short_label(o.transcript) + (f":{o.line}" if o.line else "")
             lt.add_row(o.tool or "?", fmt_int(o.tokens), fmt_int(o.chars), fmt_int(o.lines), where)
+        lt.fit(con.width, ("lines", "chars"))
         con.print(lt)
     ct = Table(title="context (since the last compaction, where there is one)", title_justify="left")
     ct.add_column("transcript")
@@ -261,6 +264,7 @@ def _render_stats(report, top: int) -> None:
         )
     if n > CONTEXT_ROWS:
         ct.caption = common.table_caption(n, "with the most context tokens")
+    ct.fit(con.width, ("source", "messages"))
     con.print(ct)
     assert report.overview is not None
     levels = report.overview.levels
@@ -357,24 +361,37 @@ def formats_cmd(as_json: common.JsonOpt = False) -> None:
             sys.stdout.write(f"{r['name']:<12} {mode:<10} {r['description']}\n")
 
 
-def models_cmd(as_json: common.JsonOpt = False) -> None:
-    """List the model registry (context window, max output, prices, encoding, and the
-    aliases each entry also answers to: dated snapshots, ``-latest`` names)."""
+def models_cmd(
+    match: Annotated[str | None, typer.Argument(help="Only the models whose name or an alias contains this text "
+                                                "(e.g. opus, gpt-5).", show_default=False)] = None,
+    as_json: common.JsonOpt = False,
+) -> None:
+    """List the model registry (context window, max output, prices, encoding, the aliases each
+    entry also answers to, and where its window and prices came from: litellm's maintained
+    table, ctxtool's own entries, or the user's override file)."""
     from .. import registry
     from .table import Table
 
-    ms = registry.models()
+    ms = [m for m in registry.models().values()
+          if not match or any(match.lower() in n.lower() for n in (m.name, *m.aliases))]
+    src = registry.litellm_source()
     if as_json:
-        emit("models", {"override_file": str(registry.user_models_file())}, items=[m.to_json() for m in ms.values()], key="models")
+        emit("models", {"override_file": str(registry.user_models_file()), "litellm": src},
+             items=[m.to_json() for m in ms], key="models")
         return
-    t = Table(title=f"model registry (override: {registry.user_models_file()})", title_justify="left")
-    for c in ("model", "provider", "context", "max output", "$/1M in", "$/1M out", "encoding"):
-        t.add_column(c, justify="right" if c not in ("model", "provider", "encoding") else "left")
+    t = Table(title=f"model registry (override: {registry.user_models_file()})", title_justify="left",
+              caption=f"litellm: {src.get('from', '-')}, {src.get('licence', '-')}; refreshed {src.get('refreshed', '-')} "
+                      f"({src.get('refresh', '-')})")
+    t.add_column("model", overflow="fold", min_width=min(max((len(m.name) for m in ms), default=5), 28))
+    for c in ("provider", "context", "max output", "$/1M in", "$/1M out", "encoding", "from"):
+        t.add_column(c, justify="right" if c not in ("provider", "encoding", "from") else "left")
     t.add_column("aliases", overflow="fold")
-    for m in ms.values():
-        t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}", f"{m.output_price:g}", m.encoding,
-                  ", ".join(m.aliases))
-    stdout_console().print(t)
+    for m in sorted(ms, key=lambda m: m.name):
+        t.add_row(m.name, m.provider, fmt_int(m.context_window), fmt_int(m.max_output), f"{m.input_price:g}",
+                  f"{m.output_price:g}", m.encoding, m.source, ", ".join(m.aliases))
+    con = stdout_console()
+    t.fit(con.width, ("aliases", "encoding", "provider", "from", "max output"))
+    con.print(t)
 
 
 def register(app: typer.Typer) -> None:

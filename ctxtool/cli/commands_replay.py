@@ -175,6 +175,7 @@ def replay_cmd(
     files = list(iter_paths(paths))
     reports = [r for f in files for r in rp.replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
     path = files[0] if len(files) == 1 else None
+    common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)
     if plot:
         if not reports:
             raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
@@ -221,6 +222,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
                 "-" if tt.percent is None else f"{tt.percent:.1f}%", fmt_int(tt.average_turn),
                 fmt_int(tt.turns_left), tt.source, " ".join(ev), style=style,
             )
+        t.fit(con.width, ("line", "+turn", "avg/turn", "src", "output", "input"))
         con.print(t)
     if chart and r.turns:
         for line, pol in rp.terminal_chart(r, width=con.width, height=height):
@@ -272,6 +274,7 @@ def _render_many(reports: list[Any]) -> None:
         )
     if len(reports) > 50:
         t.caption = f"50 largest of {len(reports):,}"
+    t.fit(con.width, ("final", "hard limit"))
     con.print(t)
 
 

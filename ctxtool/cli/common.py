@@ -68,6 +68,15 @@ def err_line(text: str) -> None:
     sys.stderr.flush()
 
 
+def warn_unknown_models(names: Any) -> None:
+    """A warning on stderr for each model name (recorded in a transcript) that the registry
+    does not know, saying how to add it."""
+    from .. import registry
+
+    for name in registry.unknown(names):
+        err_line(f"ctxtool: warning: {registry.missing_hint(name)}")
+
+
 class CtxGroup(TyperGroup):
     """Turns :class:`CtxtoolError` into one line on stderr and its exit code (no traceback
     unless ``--debug``); unexpected exceptions become exit 1 with a hint."""

@@ -84,6 +84,43 @@ class Table:
     def add_row(self, *cells: str | None, style: str | None = None) -> None:
         self.rows.append(([c or "" for c in cells] + [""] * (len(self.columns) - len(cells)), style))
 
+    def natural_width(self) -> int:
+        """The cells the table takes when nothing is narrowed (the widest line of each cell)."""
+        n = len(self.columns)
+        width = n + 1  # the edges and the dividers
+        for i, c in enumerate(self.columns):
+            texts = [c.header, c.footer if self.show_footer else ""] + [cells[i] for cells, _ in self.rows]
+            pad = (0 if not self.pad_edge and i == 0 else 1) + (0 if not self.pad_edge and i == n - 1 else 1)
+            width += max(max(len(ln) for ln in (t.splitlines() or [""])) for t in texts) + pad
+        return width
+
+    def fit(self, width: int, drop: tuple[str, ...] = ()) -> list[str]:
+        """A table for a screen ``width`` cells wide: while it is wider, the columns named in
+        ``drop`` are left out in that order (the caption says which); if it is still wider,
+        numbers (right-justified columns) keep their cells whole and the first column, the
+        row's key, folds onto more lines rather than being cut. Returns the headers left out."""
+        dropped: list[str] = []
+        for name in drop:
+            if self.natural_width() <= width:
+                break
+            i = next((k for k, c in enumerate(self.columns) if c.header == name), None)
+            if i is None:
+                continue
+            del self.columns[i]
+            for cells, _ in self.rows:
+                del cells[i]
+            dropped.append(name)
+        if self.natural_width() > width:
+            for c in self.columns:
+                if c.justify == "right":
+                    c.no_wrap = True
+            if self.columns and self.columns[0].justify == "left":
+                self.columns[0].overflow = "fold"
+        if dropped:
+            note = f"narrow screen: no {', '.join(dropped)} (--json has them)"
+            self.caption = f"{self.caption} · {note}" if self.caption else note
+        return dropped
+
     def to_rich(self) -> Any:
         """The same table as a ``rich.table.Table``."""
         from rich import box

@@ -69,6 +69,7 @@ def compact_transcript(
     p = plan(t, opts, tok)
     eff = p.view.effective
     rep.trigger, rep.context_tokens, rep.limit = p.trigger, p.context_tokens, p.limit
+    rep.context_window, rep.window_source = p.window, p.window_source
     rep.messages_before = len(p.view.messages)
     rep.tokens_before = sum(c for m, c in zip(eff, p.counts, strict=True) if m.agent_visible) + p.view.previous_tokens
     rep.incremental = p.view.previous_summary is not None

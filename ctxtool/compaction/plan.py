@@ -9,7 +9,7 @@ from ..model import Message, Transcript
 from ..tokens import Tokenizer, count_messages, get_tokenizer
 from .layouts import CutContext, get_layout
 from .settings import CompactOptions
-from .trigger import decide, resolve_window
+from .trigger import decide, window_info
 from .view import View, context_view
 
 
@@ -22,6 +22,7 @@ class Plan:
     context_tokens: int
     limit: int | None
     window: int | None
+    window_source: str = "none"  # where the window came from (ctxtool.context.WindowInfo.source)
     cut: int | None = None  # index into view.effective
     cutpoint: CutPoint | None = None
     initial: Message | None = None  # seed 004: the first user message, kept
@@ -48,9 +49,10 @@ def plan(t: Transcript, opts: CompactOptions, tok: Tokenizer | None = None) -> P
     view = context_view(t, tok)
     eff = view.effective
     counts = count_messages(eff, tok)
-    window = resolve_window(t, opts)
+    w = window_info(t, opts)
+    window = int(w.window or 0) or None
     d = decide(t, window, opts, tok)
-    p = Plan(view, counts, d.should, d.why, d.context_tokens, d.limit, window)
+    p = Plan(view, counts, d.should, d.why, d.context_tokens, d.limit, window, w.source if window else "none")
     if not d.should:
         p.reason = d.why
         return p

@@ -20,6 +20,8 @@ class RecordReport:
     format: str = ""
     trigger: str = ""
     context_tokens: int = 0
+    context_window: int | None = None  # the window the trigger decided with (None: unknown)
+    window_source: str = "none"  # where it came from: flag | file:PATH | env:NAME | transcript | registry:NAME | none
     limit: int | None = None
     tokens_before: int = 0
     tokens_after: int = 0

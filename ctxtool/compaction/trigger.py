@@ -28,10 +28,16 @@ def context_settings(opts: CompactOptions) -> Any:
     return cs
 
 
+def window_info(t: Transcript, opts: CompactOptions) -> Any:
+    """The window and where it came from (:class:`ctxtool.context.WindowInfo`), in the
+    resolver's order: flag → config → what the transcript records → the registry entry of its
+    last model → the config's model."""
+    return context_settings(opts).resolve(t)
+
+
 def resolve_window(t: Transcript, opts: CompactOptions) -> int | None:
-    """The window, in the resolver's order: flag → config → what the transcript records →
-    the registry entry of its last model → the config's model."""
-    return int(context_settings(opts).resolve(t).window or 0) or None
+    """The window (:func:`window_info`'s), None when unknown."""
+    return int(window_info(t, opts).window or 0) or None
 
 
 def policy_settings(opts: CompactOptions, window: int | None) -> Any:

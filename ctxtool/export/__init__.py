@@ -21,6 +21,7 @@ from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
 from .base import (
     DEFAULT_COLLAPSE,
+    DEFAULT_PAGE_SIZE,
     ExportOptions,
     Renderer,
     get_renderer,
@@ -31,7 +32,7 @@ from .base import (
 from .walk import Marker, Part, Turn, View, view
 
 __all__ = [
-    "DEFAULT_COLLAPSE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
+    "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
     "export_file", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
 ]
 

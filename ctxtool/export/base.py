@@ -13,16 +13,21 @@ from .walk import View
 #: tool outputs, arguments and injected content longer than this many characters are
 #: collapsed (HTML) or clipped with a note (markdown)
 DEFAULT_COLLAPSE = 2000
+#: messages per page of an HTML export (its pager shows one page at a time)
+DEFAULT_PAGE_SIZE = 250
 
 
 @dataclass(frozen=True, slots=True)
 class ExportOptions:
     collapse: int = DEFAULT_COLLAPSE  # characters; 0: never collapse
     title: str | None = None  # the document title (default: the input's file name)
+    page_size: int = DEFAULT_PAGE_SIZE  # messages per page (HTML); 0: one page
 
     def __post_init__(self) -> None:
         if self.collapse < 0:
             raise CtxtoolError("--collapse must be 0 or more characters", code=ExitCode.USAGE)
+        if self.page_size < 0:
+            raise CtxtoolError("--page-size must be 0 or more messages", code=ExitCode.USAGE)
 
     def long(self, text: str) -> bool:
         return bool(self.collapse) and len(text) > self.collapse

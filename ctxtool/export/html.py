@@ -1,27 +1,80 @@
-"""HTML: one self-contained file (inline CSS, no script, nothing fetched: a Content-Security-Policy
-forbids it), every piece of transcript text escaped. Long tool outputs, arguments and injected
-content sit in closed ``<details>``; thinking and summaries are folded; images the transcript
-holds are shown from data URIs, others are named."""
+"""HTML: one self-contained file (inline CSS and one inline script, nothing fetched: a
+Content-Security-Policy forbids anything else, the script allowed by its hash), every piece
+of transcript text escaped. Long tool outputs, arguments and injected content sit in closed
+``<details>``; thinking and summaries are folded; images the transcript holds are shown
+from data URIs, others are named. An assistant's words are rendered as Markdown
+(markdown-it-py, raw HTML off: written out as text, ``javascript:`` links refused).
+
+To find one's way: a table of contents (each record of a dataset, each user turn and each
+compaction, linked), turns in pages of :attr:`ExportOptions.page_size` with a pager,
+expand-all and collapse-all, and a search that shows the turns holding a text. The script
+does only that; without it every page shows and every link still works.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterator
+from functools import cache
 from html import escape
+from typing import Any
 
 from .base import Renderer, plural, register, short_label
 from .markdown import ROLE_NAMES
 from .walk import Marker, Part, Turn, View
 
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: the page's one script: pages, expand/collapse all, search, links into hidden pages
+SCRIPT = """(function(){
+var d=document,pages=[].slice.call(d.querySelectorAll('.page')),cur=0;
+function $(i){return d.getElementById(i);}
+function show(i){if(!pages.length)return;cur=Math.max(0,Math.min(pages.length-1,i));
+pages.forEach(function(p,k){p.hidden=k!==cur;});$('pageinfo').textContent='page '+(cur+1)+' of '+pages.length;}
+function reveal(id){var el=$(id);if(!el)return;var p=el.closest('.page');if(p&&p.hidden)show(pages.indexOf(p));
+for(var x=el.closest('details');x;x=x.parentElement.closest('details'))x.open=true;el.scrollIntoView();}
+function all(open){[].forEach.call(d.querySelectorAll('main details'),function(x){x.open=open;});}
+d.body.classList.add('js');
+if(pages.length<2)$('pager').hidden=true;
+$('prev').onclick=function(){show(cur-1);window.scrollTo(0,0);};
+$('next').onclick=function(){show(cur+1);window.scrollTo(0,0);};
+$('expand').onclick=function(){all(true);};
+$('collapse').onclick=function(){all(false);};
+$('q').oninput=function(){var s=this.value.toLowerCase(),n=0,items=d.querySelectorAll('.item');
+if(!s){[].forEach.call(items,function(t){t.classList.remove('miss');});show(cur);$('hits').textContent='';return;}
+pages.forEach(function(p){p.hidden=false;});
+[].forEach.call(items,function(t){var m=t.textContent.toLowerCase().indexOf(s)>=0;t.classList.toggle('miss',!m);if(m)n++;});
+$('hits').textContent=n+' matching';};
+[].forEach.call(d.querySelectorAll('a[href^="#"]'),function(a){a.onclick=function(){reveal(a.getAttribute('href').slice(1));};});
+window.addEventListener('hashchange',function(){reveal(location.hash.slice(1));});
+show(0);if(location.hash)reveal(location.hash.slice(1));
+})();"""
+SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+CSP = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'"
 
 CSS = """
 :root { --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; --user:#ddf4ff; --asst:#ffffff; --tool:#f6f8fa;
   --inj:#fff8c5; --sys:#fbefff; --err:#ffebe9; --mark:#8250df; }
 * { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 980px; padding: 24px; color: var(--fg); background: #f6f8fa;
+body { margin: 0; padding: 0 24px 24px 324px; color: var(--fg); background: #f6f8fa;
   font: 15px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 32px 0 4px; }
+main, .bar { max-width: 980px; }
+body.notoc { padding-left: 24px; } .notoc main, .notoc .bar { max-width: 1400px; }
+h1 { font-size: 24px; margin: 16px 0 4px; } h2 { font-size: 19px; margin: 32px 0 4px; }
 .meta { color: var(--muted); font-size: 13px; margin-bottom: 16px; }
+nav.toc { position: fixed; top: 0; left: 0; bottom: 0; width: 300px; overflow: auto; padding: 14px 12px;
+  background: #fff; border-right: 1px solid var(--line); font-size: 13px; }
+nav.toc h2 { font-size: 14px; margin: 0 0 8px; } nav.toc ol { margin: 0; padding-left: 0; list-style: none; }
+nav.toc ol ol { padding-left: 14px; }
+nav.toc li { margin: 2px 0; } nav.toc a { color: #0969da; text-decoration: none; }
+nav.toc a:hover { text-decoration: underline; } nav.toc .c a { color: var(--mark); font-weight: 600; }
+nav.toc .more { color: var(--muted); }
+@media (max-width: 900px) { body { padding-left: 24px; } nav.toc { position: static; width: auto; border: 1px solid var(--line); margin-top: 16px; } }
+.bar { position: sticky; top: 0; z-index: 2; background: #f6f8fa; padding: 8px 0; border-bottom: 1px solid var(--line);
+  display: none; gap: 8px; align-items: center; flex-wrap: wrap; font-size: 13px; }
+.js .bar { display: flex; }
+.bar input { font: inherit; padding: 3px 6px; width: 260px; } .bar button { font: inherit; }
+.miss { display: none; }
+.item, section.transcript { scroll-margin-top: 56px; }
 .turn { border: 1px solid var(--line); border-left: 6px solid #9198a1; border-radius: 6px; margin: 12px 0;
   padding: 8px 14px; background: var(--asst); }
 .turn.user { background: var(--user); border-left-color: #0969da; }
@@ -31,10 +84,15 @@ h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 32px 0 4p
 .turn.injected { background: var(--inj); border-left-color: #bf8700; border-style: dashed; }
 .head { font-size: 12px; color: var(--muted); margin-bottom: 6px; }
 .head .role { font-weight: 700; color: var(--fg); text-transform: uppercase; letter-spacing: .04em; margin-right: 6px; }
+.head a { color: var(--muted); }
 .badge { display: inline-block; font-size: 11px; padding: 0 6px; border-radius: 10px; background: #eaeef2;
   color: var(--fg); margin-left: 4px; }
 .badge.inj { background: #f5e0a0; } .badge.err { background: #ffcecb; }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 6px 0; }
+.md { white-space: normal; } .md h1, .md h2, .md h3 { font-size: 16px; margin: 10px 0 4px; }
+.md p { margin: 6px 0; } .md code { font: 12.5px ui-monospace, "SFMono-Regular", Menlo, monospace; background: #eff1f3;
+  padding: 0 3px; border-radius: 3px; } .md pre code { background: none; padding: 0; }
+.md table { border-collapse: collapse; } .md td, .md th { border: 1px solid var(--line); padding: 2px 6px; }
 .part { margin: 8px 0; }
 .label { font-size: 12px; font-weight: 600; color: var(--muted); }
 pre { background: #fff; border: 1px solid var(--line); border-radius: 4px; padding: 8px; margin: 4px 0;
@@ -48,46 +106,145 @@ details.thinking .text { color: var(--muted); font-style: italic; }
 .marker .title { font-weight: 700; color: var(--mark); }
 img { max-width: 100%; border: 1px solid var(--line); border-radius: 4px; display: block; margin: 6px 0; }
 .image-name { font-style: italic; color: var(--muted); }
+table.index { border-collapse: collapse; background: #fff; font-size: 13px; width: 100%; }
+table.index td, table.index th { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+table.index td.n { text-align: right; white-space: nowrap; } table.index td.w { max-width: 420px; }
 """
+
+#: how much of a user's words the table of contents shows
+TOC_WORDS = 70
+#: user turns listed per transcript in the contents of a dataset (each record is listed)
+TOC_TURNS_PER_RECORD = 20
 
 
 def esc(text: str) -> str:
     return escape(text, quote=True)
 
 
+@cache
+def _markdown() -> Any:
+    """CommonMark with tables and strikethrough; raw HTML is text, unsafe links refused."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable(["table", "strikethrough"]).disable("image")
+
+
+def markdown_html(text: str) -> str:
+    """An assistant's Markdown as HTML (every raw tag in it escaped)."""
+    return str(_markdown().render(text))
+
+
+def head(title: str, contents: bool = True) -> str:
+    """The start of a page, to the opening of ``<main>`` (the bar with search, expand and
+    collapse, and the pager); ``contents``: room at the side for the contents."""
+    body = "<body>" if contents else "<body class=\"notoc\">"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<meta name=\"generator\" content=\"ctxtool export\"><title>{esc(title)}</title>"
+        f"<style>{CSS}</style></head>\n{body}\n<h1>{esc(title)}</h1>\n"
+        "<div class=\"bar\"><input id=\"q\" type=\"search\" placeholder=\"Search the transcript\" aria-label=\"search\">"
+        "<span id=\"hits\"></span><button id=\"expand\" type=\"button\">Expand all</button>"
+        "<button id=\"collapse\" type=\"button\">Collapse all</button><span id=\"pager\">"
+        "<button id=\"prev\" type=\"button\">&#8592; previous</button> <span id=\"pageinfo\"></span> "
+        "<button id=\"next\" type=\"button\">next &#8594;</button></span></div>\n<main>\n"
+    )
+
+
+def tail(toc: str) -> str:
+    """The end of a page: the contents (placed at the side by the CSS) and the script."""
+    return f"</main>\n{toc}<script>{SCRIPT}</script>\n</body></html>\n"
+
+
+def _words(t: Turn) -> str:
+    text = " ".join(p.text for p in t.parts if p.kind == "text").split()
+    s = " ".join(text)
+    return (s[:TOC_WORDS] + "…") if len(s) > TOC_WORDS else s or "(no text)"
+
+
 @register
 class HtmlRenderer(Renderer):
     name = "html"
     suffixes = (".html", ".htm")
-    description = "One self-contained HTML file (inline CSS, no scripts, nothing fetched)."
+    description = ("One self-contained HTML file: contents, pages, search, expand/collapse all (one inline script "
+                   "its Content-Security-Policy allows; nothing fetched).")
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self.toc: list[str] = []
+        self.page_turns = 0  # turns on the page being written
+        self.pages = 0
 
     def document(self, title: str, views: Iterator[View]) -> Iterator[str]:
-        yield (
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<meta name=\"generator\" content=\"ctxtool export\"><title>{esc(title)}</title>"
-            f"<style>{CSS}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n"
-        )
+        yield head(title)
         count = 0
         for v in views:
             count += 1
-            yield "<section class=\"transcript\">\n"
-            if count > 1 or "#" in v.label:
-                yield f"<h2>{esc(short_label(v.label))}</h2>\n"
-            ident = f" <code>{esc(v.id)}</code>" if v.id else ""
-            marks = f", {plural(v.markers, 'compaction')}" if v.markers else ""
-            yield f"<div class=\"meta\">{esc(v.format)} transcript{ident}: {plural(v.turns, 'message')}{marks}</div>\n"
-            for item in v.items:
-                yield self.marker(item) if isinstance(item, Marker) else self.turn(item)
-            yield "</section>\n"
+            yield from self.transcript(count, v)
         if count == 0:
             yield "<p class=\"meta\">No transcript in this file.</p>\n"
-        yield "</body></html>\n"
+        if self.pages:
+            yield "</div>\n"
+        yield tail(self.contents(count))
 
-    def turn(self, t: Turn) -> str:
-        cls = "turn " + esc(t.role) + (" injected" if t.injected else "")
-        head = [f"<span class=\"role\">{esc(ROLE_NAMES.get(t.role, t.role.title()))}</span>#{t.number}"]
+    def contents(self, records: int) -> str:
+        what = plural(records, "record") if records > 1 else "user turns and compactions"
+        return f"<nav class=\"toc\" id=\"toc\"><h2>Contents · {what}</h2>\n<ol>\n{''.join(self.toc)}</ol></nav>\n"
+
+    def _page(self, turns: int) -> str:
+        """Closes the page and opens the next when ``turns`` more would overfill it."""
+        size = self.options.page_size
+        out = ""
+        if not self.pages or (size and self.page_turns and self.page_turns + max(turns, 1) > size):
+            if self.pages:
+                out += "</div>\n"
+            self.pages += 1
+            self.page_turns = 0
+            out += f"<div class=\"page\" id=\"page{self.pages}\">\n"
+        self.page_turns += turns
+        return out
+
+    def transcript(self, k: int, v: View) -> Iterator[str]:
+        anchor = f"t{k}"
+        dataset = k > 1 or "#" in v.label
+        yield self._page(0)  # a record starts on a new page when this one is full
+        yield f"<section class=\"transcript\" id=\"{anchor}\">\n"
+        if dataset:
+            yield f"<h2>{esc(short_label(v.label))}</h2>\n"
+        ident = f" <code>{esc(v.id)}</code>" if v.id else ""
+        marks = f", {plural(v.markers, 'compaction')}" if v.markers else ""
+        yield f"<div class=\"meta\">{esc(v.format)} transcript{ident}: {plural(v.turns, 'message')}{marks}</div>\n"
+        entries: list[str] = []
+        users = 0
+        for item in v.items:
+            if isinstance(item, Marker):
+                mid = f"{anchor}c{len(entries)}"
+                entries.append(f"<li class=\"c\"><a href=\"#{mid}\">{esc(self._marker_title(item))}</a></li>\n")
+                yield self.marker(item, mid)
+                continue
+            brk = self._page(1)
+            if brk:
+                yield "</section>\n" + brk + "<section class=\"transcript cont\">\n"
+            if item.role == "user" and not item.injected:
+                users += 1
+                if not dataset or users <= TOC_TURNS_PER_RECORD:
+                    entries.append(f"<li><a href=\"#{anchor}m{item.number}\">#{item.number} {esc(_words(item))}</a></li>\n")
+            yield self.turn(item, f"{anchor}m{item.number}")
+        yield "</section>\n"
+        if dataset:
+            more = (f"<li class=\"more\">… {users - TOC_TURNS_PER_RECORD:,} more user turns</li>\n"
+                    if users > TOC_TURNS_PER_RECORD else "")
+            inner = f"<ol>{''.join(entries)}{more}</ol>" if entries else ""
+            self.toc.append(f"<li><a href=\"#{anchor}\">{esc(short_label(v.label))}</a> "
+                            f"<span class=\"more\">{plural(v.turns, 'message')}</span>{inner}</li>\n")
+        else:
+            self.toc.extend(entries)
+
+    def turn(self, t: Turn, anchor: str) -> str:
+        cls = "item turn " + esc(t.role) + (" injected" if t.injected else "")
+        head = [f"<span class=\"role\">{esc(ROLE_NAMES.get(t.role, t.role.title()))}</span>"
+                f"<a href=\"#{anchor}\">#{t.number}</a>"]
         if t.injected:
             head.append(f"<span class=\"badge inj\">injected: {esc(t.injected)}</span>")
         if t.hidden:
@@ -96,7 +253,7 @@ class HtmlRenderer(Renderer):
             if extra:
                 head.append(f"<span class=\"badge\">{esc(extra)}</span>")
         body = "".join(self.part(p, t.role) for p in t.parts)
-        return f"<div class=\"{cls}\" id=\"m{t.number}\"><div class=\"head\">{' '.join(head)}</div>{body}</div>\n"
+        return f"<div class=\"{cls}\" id=\"{anchor}\"><div class=\"head\">{' '.join(head)}</div>{body}</div>\n"
 
     def block(self, text: str, label: str, css: str = "") -> str:
         """Preformatted text under a label; past the collapse length, in a closed <details>."""
@@ -112,6 +269,8 @@ class HtmlRenderer(Renderer):
         if k == "text" and role == "system" and self.options.long(p.text):
             return (f"<details class=\"part\"><summary>System prompt · {len(p.text):,} characters</summary>"
                     f"<div class=\"text\">{esc(p.text)}</div></details>")
+        if k == "text" and role == "assistant":
+            return f"<div class=\"part text md\">{markdown_html(p.text)}</div>"
         if k == "text":
             return f"<div class=\"part text\">{esc(p.text.strip(chr(10)))}</div>"
         if k == "injected" and p.label == "summary":
@@ -137,12 +296,18 @@ class HtmlRenderer(Renderer):
             return f"<div class=\"part image-name\">[{esc(p.label)}]</div>"
         return f"<div class=\"part text\">{esc(p.text)}</div>"
 
-    def marker(self, m: Marker) -> str:
+    @staticmethod
+    def _marker_title(m: Marker) -> str:
+        title = "Compaction boundary" if m.kind == "boundary" else "Compaction"
+        return title + (f" ({m.tokens_before:,} tokens before)" if m.tokens_before is not None else "")
+
+    def marker(self, m: Marker, anchor: str = "") -> str:
         bits = [m.trigger, f"{m.tokens_before:,} tokens before" if m.tokens_before is not None else None, m.timestamp,
                 f"line {m.line}" if m.line else None]
         badges = "".join(f"<span class=\"badge\">{esc(b)}</span>" for b in bits if b)
         title = "Compaction boundary" if m.kind == "boundary" else "Compaction"
-        out = f"<div class=\"marker\"><span class=\"title\">{title}</span> {badges}"
+        ident = f" id=\"{anchor}\"" if anchor else ""
+        out = f"<div class=\"item marker\"{ident}><span class=\"title\">{title}</span> {badges}"
         if m.summary:
             out += (f"<details><summary>Summary · {len(m.summary):,} characters</summary>"
                     f"<div class=\"text\">{esc(m.summary)}</div></details>")

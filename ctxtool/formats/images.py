@@ -33,6 +33,8 @@ def parse(data: Any) -> tuple[str, str, str] | None:
     iu = data.get("image_url")
     if isinstance(iu, dict):
         iu = iu.get("url")
+    if not isinstance(iu, str) and isinstance(data.get("image"), str):
+        iu = data["image"]  # Inspect's ContentImage: {"type": "image", "image": URL or data URI}
     url = iu if isinstance(iu, str) else src.get("url")
     return parse(url) if isinstance(url, str) else None
 

@@ -1,5 +1,5 @@
-"""Charts of a replay, none with a dependency: an SVG, an HTML page, a PNG (pure Python) and
-a terminal chart of eighth blocks. The y axis holds the context tokens and every policy's thresholds (character thresholds at 4 characters per token)."""
+"""Charts of a replay: an SVG, an HTML page and a terminal chart of eighth blocks (no
+dependency), and a PNG drawn by matplotlib (:mod:`ctxtool.replay.plot`, the ``charts`` extra). The y axis holds the context tokens and every policy's thresholds (character thresholds at 4 characters per token)."""
 
 from __future__ import annotations
 
@@ -210,52 +210,17 @@ def _k(v: float) -> str:
     return f"{v:.0f}"
 
 
-def render_png(r: ReplayReport, width: int = 900, height: int = 420) -> bytes:
-    """The chart of :func:`render_svg` as a PNG (pure Python, :mod:`ctxtool.replay.raster`):
-    the context area and line, the thresholds, compactions and the turns where policies
-    fired, with numbered axes (the names are in the SVG and HTML charts)."""
-    from .raster import Canvas, hex_rgb
+def render_png(r: ReplayReport) -> bytes:
+    """The chart as a PNG, drawn by matplotlib (:mod:`ctxtool.replay.plot`, the ``charts``
+    extra; without it a usage error says how to install it)."""
+    from .plot import render_png as png
 
-    f = Frame.of(r, width, height)
-    ml, mt, pw, ph, top, n = f.ml, f.mt, f.pw, f.ph, f.top, f.n
-    x, y = f.x, f.y
-
-    cv = Canvas(width, height)
-    ink, grid = hex_rgb("#333333"), hex_rgb("#eeeeee")
-    for k in range(6):
-        v = top * k / 5
-        cv.line(ml, y(v), ml + pw, y(v), grid)
-        cv.line(ml - 4, y(v), ml, y(v), ink)
-        cv.text(ml - 8, y(v) + 5, _k(v), ink, anchor="end")
-    step = max(1, math.ceil(n / 10))
-    for turn in range(1, n + 1, step):
-        cv.text(x(turn), mt + ph + 18, str(turn), ink, anchor="middle")
-    if r.turns:
-        pts = [(x(tt.number), y(tt.context_tokens)) for tt in r.turns]
-        cv.area(pts, y(0), hex_rgb("#93c5fd"), 0.35)
-    for c in r.compactions:
-        cv.line(x(c), mt, x(c), mt + ph, hex_rgb("#6b7280"), dash=(2, 3))
-    for value, hits in threshold_groups(r):
-        stop = any(h.threshold.stop for h in hits)
-        col = hex_rgb(THRESHOLD_COLORS.get(hits[0].threshold.name, "#555555"))
-        cv.line(ml, y(value), ml + pw, y(value), col, width=2 if stop else 1, dash=None if stop else (6, 4))
-        cv.text(ml + pw + 8, y(value) + 5, _k(value), col)
-    if r.turns:
-        cv.polyline(pts, hex_rgb("#1d4ed8"), width=2)
-    for _value, hits in threshold_groups(r):
-        for h in hits:
-            if h.first_turn:
-                ft = r.turns[h.first_turn - 1]
-                col = hex_rgb(THRESHOLD_COLORS.get(h.threshold.name, "#555555"))
-                cv.circle(x(ft.number), y(ft.context_tokens), 5 if h.threshold.stop else 3.5, col)
-    cv.line(ml, mt + ph, ml + pw, mt + ph, ink)
-    cv.line(ml, mt, ml, mt + ph, ink)
-    return cv.png()
+    return png(r)
 
 
 def write_plot(r: ReplayReport, path: str | Path) -> str:
-    """Write the chart as PNG (pure Python), SVG or HTML (inline SVG); returns the kind. No
-    dependency: works with the main install."""
+    """Write the chart as PNG (matplotlib, the ``charts`` extra), SVG or HTML (inline SVG, no
+    dependency); returns the kind."""
     from ..jsonio import atomic_output
 
     suffix = Path(path).suffix.lower()

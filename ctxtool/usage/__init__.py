@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
 from ..errors import CtxtoolError
@@ -83,6 +83,7 @@ class UsageReport:
     unpriced_models: list[str]
     skipped: list[Skipped] = field(default_factory=list)
     tz: tzinfo | None = None
+    now: datetime | None = None  # when the report was made (a block still open is active)
 
     def head_json(self) -> dict[str, Any]:
         return {
@@ -133,10 +134,11 @@ def usage_report(
     progress: Progress | None = None,
     now: datetime | None = None,
     jobs: int | None = None,
+    breakdown: bool = False,
 ) -> UsageReport:
     """Usage and cost of the sessions in ``paths`` (files or directories), or of the default
-    session stores when there are none, one row per ``by`` (day, month, session, project,
-    model). ``since``/``until`` are days in ``timezone`` (an IANA name; default local),
+    session stores when there are none, one row per ``by`` (day, week, month, 5-hour block,
+    session, project, model); ``breakdown``: each row's calls per model too. ``since``/``until`` are days in ``timezone`` (an IANA name; default local),
     both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``. Many small files are
     read by ``jobs`` processes (default: one per core; :func:`ctxtool.manyfiles.run_files`);
     ``progress`` is called with (files done, files in all, the next file) as they are read."""
@@ -146,7 +148,7 @@ def usage_report(
     d0 = parse_day(since, today) if isinstance(since, str) else since
     d1 = parse_day(until, today) if isinstance(until, str) else until
     used, files = session_files(list(paths) if paths else None, stores)
-    tally = Tally(g, tz, d0, d1)
+    tally = Tally(g, tz, d0, d1, breakdown=breakdown)
     skipped: list[Skipped] = []
     done = 0
     if progress is not None:
@@ -183,4 +185,5 @@ def usage_report(
         unpriced_models=sorted(tally.unpriced_models),
         skipped=skipped,
         tz=tz,
+        now=now or datetime.now(UTC),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from .. import lazyre
@@ -49,6 +49,14 @@ class UsageRow:
     models: set[str] = field(default_factory=set)
     first: datetime | None = None
     last: datetime | None = None
+    projects: set[str] = field(default_factory=set)
+    by_model: dict[str, UsageRow] | None = None  # --breakdown: one row per model inside this one
+    ends: datetime | None = None  # a 5-hour block's end
+
+    @property
+    def cost(self) -> float | None:
+        """The cost in USD; None when no call of the row has a price (unknown, not zero)."""
+        return None if self.messages and self.unpriced_messages == self.messages else self.cost_usd
 
     def add(self, ev: UsageEvent, tokens: Tokens, cost: float | None) -> None:
         self.tokens.add(tokens)
@@ -59,21 +67,36 @@ class UsageRow:
             self.cost_usd += cost
         if ev.model:
             self.models.add(ev.model)
+        self.projects.add(ev.project)
         if ev.time is not None:
             self.first = ev.time if self.first is None or ev.time < self.first else self.first
             self.last = ev.time if self.last is None or ev.time > self.last else self.last
+        if self.by_model is not None:
+            name = ev.model or "-"
+            sub = self.by_model.get(name)
+            if sub is None:
+                sub = self.by_model[name] = UsageRow(name)
+            sub.add(ev, tokens, cost)
 
     def to_json(self, tz: tzinfo | None = None) -> dict[str, Any]:
-        return {
+        cost = self.cost
+        d: dict[str, Any] = {
             "key": self.key,
             **self.tokens.to_json(),
-            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd": None if cost is None else round(cost, 6),
             "messages": self.messages,
             "unpriced_messages": self.unpriced_messages,
             "models": sorted(self.models),
+            "projects": sorted(self.projects),
             "first": self.first.astimezone(tz).isoformat() if self.first else None,
             "last": self.last.astimezone(tz).isoformat() if self.last else None,
         }
+        if self.ends is not None:
+            d["ends"] = self.ends.astimezone(tz).isoformat()
+        if self.by_model is not None:
+            subs = sorted(self.by_model.values(), key=lambda r: (-(r.cost or 0.0), -r.tokens.total, r.key))
+            d["breakdown"] = [{k: v for k, v in r.to_json(tz).items() if k not in ("models", "projects")} for r in subs]
+        return d
 
 
 # -- groupings: one class per --by value, registered by name -------------------------------
@@ -83,6 +106,7 @@ class Grouping:
     name = ""
     title = ""
     chronological = False  # rows in key order (dates); else most expensive first
+    deferred = False  # rows made once every call is in (blocks)
 
     def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
         raise NotImplementedError
@@ -110,6 +134,17 @@ class ByDay(Grouping):
 
 
 @grouping
+class ByWeek(Grouping):
+    """Weeks from Monday, named by their Monday (in the report's zone)."""
+
+    name, title, chronological = "week", "week of", True
+
+    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
+        d = local_day(ev, tz)
+        return (d - timedelta(days=d.weekday())).isoformat() if d else "-"
+
+
+@grouping
 class ByMonth(Grouping):
     name, title, chronological = "month", "month", True
 
@@ -132,6 +167,37 @@ class ByProject(Grouping):
 
     def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
         return ev.project
+
+
+@grouping
+class ByBlock(Grouping):
+    """5-hour blocks as Claude's subscription plans meter usage (as ccusage's ``blocks``
+    reports them): a block starts at the hour of its first call (UTC) and lasts 5 hours; the
+    next call after it, or after a 5-hour gap, starts another. A block depends on the calls
+    before it, so rows are made once every call is in (:meth:`Tally.sorted_rows`)."""
+
+    name, title, chronological = "block", "block (5 h)", True
+    deferred = True
+
+    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
+        raise NotImplementedError("blocks are made from every call: Tally.sorted_rows")
+
+
+#: a 5-hour block (:class:`ByBlock`)
+BLOCK = timedelta(hours=5)
+
+
+def block_starts(times: list[datetime]) -> list[datetime]:
+    """The start of the block of each time in ``times`` (sorted)."""
+    out: list[datetime] = []
+    start: datetime | None = None
+    prev: datetime | None = None
+    for t in times:
+        if start is None or prev is None or t >= start + BLOCK or t - prev >= BLOCK:
+            start = t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        out.append(start)
+        prev = t
+    return out
 
 
 @grouping
@@ -164,8 +230,6 @@ def resolve_zone(name: str | None) -> tzinfo | None:
 
 
 def today_in(tz: tzinfo | None, now: datetime | None = None) -> date:
-    from datetime import UTC
-
     now = now or datetime.now(UTC)
     return now.astimezone(tz).date()
 
@@ -225,12 +289,16 @@ class Tally:
     outside: int = 0  # calls before --since or after --until (or undated, with either)
     unpriced_models: set[str] = field(default_factory=set)
     seen: set[Any] = field(default_factory=set)
+    breakdown: bool = False  # each row's calls per model too
+    pending: list[tuple[UsageEvent, Tokens, float | None]] = field(default_factory=list)  # deferred groupings
 
     def add_all(self, evs: Iterable[UsageEvent]) -> None:
         for ev in evs:
             self.add(ev)
 
     def sorted_rows(self) -> list[UsageRow]:
+        if self.pending:
+            self._blocks()
         rows = list(self.rows.values())
         if self.grouping.chronological:
             return sorted(rows, key=lambda r: r.key)
@@ -252,9 +320,27 @@ class Tally:
         cost = price_event(ev, tokens, day)
         if cost is None:
             self.unpriced_models.add(ev.model or "-")
-        key = self.grouping.key(ev, self.tz)
+        self.total.add(ev, tokens, cost)
+        if self.grouping.deferred:
+            self.pending.append((ev, tokens, cost))
+            return
+        self._row(self.grouping.key(ev, self.tz)).add(ev, tokens, cost)
+
+    def _row(self, key: str) -> UsageRow:
         row = self.rows.get(key)
         if row is None:
-            row = self.rows[key] = UsageRow(key)
-        row.add(ev, tokens, cost)
-        self.total.add(ev, tokens, cost)
+            row = self.rows[key] = UsageRow(key, by_model={} if self.breakdown else None)
+        return row
+
+    def _blocks(self) -> None:
+        """The 5-hour blocks of the pending calls (undated calls: one row, ``-``)."""
+        dated = sorted((p for p in self.pending if p[0].time is not None), key=lambda p: p[0].time)  # type: ignore[arg-type,return-value]
+        starts = block_starts([p[0].time for p in dated])  # type: ignore[misc]
+        for (ev, tokens, cost), start in zip(dated, starts, strict=True):
+            row = self._row(start.astimezone(self.tz).strftime("%Y-%m-%d %H:%M"))
+            row.ends = start + BLOCK
+            row.add(ev, tokens, cost)
+        for ev, tokens, cost in self.pending:
+            if ev.time is None:
+                self._row("-").add(ev, tokens, cost)
+        self.pending = []
