@@ -11,8 +11,10 @@ from .model import Block, Message
 
 
 def is_server_side(b: Block) -> bool:
-    """Calls executed by the provider (e.g. Codex web_search) have no result item."""
-    return bool(b.extra and b.extra.get("server_tool"))
+    """Calls executed by the provider (e.g. Codex web_search) have no result item, nor does a
+    call that ends the run (OpenHands ``finish``): ``formats.base.SERVER_TOOL`` / ``TERMINAL_CALL``."""
+    x = b.extra
+    return bool(x and (x.get("server_tool") or x.get("terminal_call")))
 
 
 @dataclass(slots=True)

@@ -116,6 +116,38 @@ _REGISTRY: dict[str, Lazy | Format] = {
 _ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
 FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
+
+
+def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
+    """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
+    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``)."""
+    low = name.lower()
+    for c in COMPRESSED_SUFFIXES:
+        if low.endswith(c):
+            low = low[: -len(c)]
+            break
+    return low.endswith(tuple(suffixes))
+
+
+def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> list[str]:
+    """The transcript files under directory ``d``, sorted: regular files only (a FIFO or a
+    device in the tree is never opened: it could block), directory links not followed."""
+    import os
+    import stat
+
+    found = []
+    for root, _dirs, names in os.walk(d, followlinks=False):
+        for n in names:
+            if not transcript_name(n, suffixes):
+                continue
+            q = os.path.join(root, n)
+            try:
+                if stat.S_ISREG(os.stat(q).st_mode):
+                    found.append(q)
+            except OSError:
+                continue
+    return sorted(found)
 
 __all__ = [
     "FORMAT_NAMES",
@@ -130,7 +162,9 @@ __all__ = [
     "read_source",
     "register",
     "split_plan",
+    "transcript_name",
     "unregister",
+    "walk_files",
     "writable_names",
     "write",
     "write_path",
@@ -409,13 +443,11 @@ def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             continue
         path = Path(s)
         if path.is_dir():
-            found = sorted(
-                q for q in path.rglob("*") if q.is_file() and q.suffix.lower() in TRANSCRIPT_SUFFIXES
-            )
+            found = walk_files(path)
             if not found:
-                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json)", path=s, code=ExitCode.NOT_FOUND)
-            for q in found:
-                yield str(q)
+                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)", path=s,
+                                   code=ExitCode.NOT_FOUND)
+            yield from found
         elif not path.exists():
             raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
         else:

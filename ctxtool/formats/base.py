@@ -17,6 +17,7 @@ META_KEY = "ctxtool"  # where ctxtool keeps message metadata inside foreign form
 #: format that set them, and only its writer reads them):
 #: a provider-side tool call (web search run by the provider; no result message follows)
 SERVER_TOOL = "server_tool"
+TERMINAL_CALL = "terminal_call"  # a call that ends the run (OpenHands finish): no result answers it
 SCAN_STYLE = 8  # entries looked at for a source line whose style new lines follow
 
 

@@ -84,20 +84,23 @@ def nearest_kept(p: str, parents: dict[str, Any], kept: set[str]) -> str | None:
 
 
 RELINKED = "relinked_from"  # under the line's ``ctxtool`` key: the parentUuid it had in its source
+#: a compact_boundary's ``logicalParentUuid`` (the last message before it), as RELINKED
+LOGICAL = "logicalParentUuid"
+LOGICAL_RELINKED = "logical_relinked_from"
 
 
-def relink(ln: Line, parent: str | None) -> Line:
-    """``ln`` with ``parentUuid`` set to ``parent``; the parent it had is kept under
-    ``ctxtool.relinked_from`` (the first one, across several relinks), so the link comes back
-    when that line is written again (``restore``)."""
+def relink(ln: Line, parent: str | None, key: str = "parentUuid", was_key: str = RELINKED) -> Line:
+    """``ln`` with ``parentUuid`` (or ``key``) set to ``parent``; the parent it had is kept
+    under ``ctxtool.relinked_from`` (``was_key``; the first one, across several relinks), so
+    the link comes back when that line is written again (``restore``)."""
     o = exact_obj(ln)
     new = dict(o)
     meta = dict(o.get(META_KEY)) if isinstance(o.get(META_KEY), dict) else {}
-    if RELINKED in meta and parent == meta[RELINKED]:  # back to the source's parent
-        meta.pop(RELINKED)
+    if was_key in meta and parent == meta[was_key]:  # back to the source's parent
+        meta.pop(was_key)
     else:
-        meta.setdefault(RELINKED, o.get("parentUuid"))
-    new["parentUuid"] = parent
+        meta.setdefault(was_key, o.get(key))
+    new[key] = parent
     new.pop(META_KEY, None)
     if meta:
         new[META_KEY] = meta
@@ -237,20 +240,40 @@ class ClaudeCodeFormat(Format):
         """A re-linked line with the parent it had in its source (``relinked_from``)."""
         o = ln.obj
         meta = o.get(META_KEY) if isinstance(o, dict) else None
-        if not isinstance(meta, dict) or RELINKED not in meta:
+        if not isinstance(meta, dict) or (RELINKED not in meta and LOGICAL_RELINKED not in meta):
             return None
-        return relink(ln, meta[RELINKED])
+        if LOGICAL_RELINKED in meta:
+            ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
+        return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
 
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """The lines, with the resume chain kept: a line whose parent was dropped (window, cut,
-        repair, archive) points at its nearest ancestor still written (``relink``)."""
+        repair, archive) points at its nearest ancestor still written (``relink``), and so
+        does a compact_boundary's ``logicalParentUuid``. A ``progress`` line whose parent was
+        dropped goes with it (the progress of a tool call no longer there)."""
         parents = t.extra.get(PARENTS)
         if not isinstance(parents, dict) or not parents:
             yield from super().output_items(t)
             return
         lines = list(super().output_items(t))
         written = {ln.obj["uuid"] for ln in lines if isinstance(ln.obj, dict) and isinstance(ln.obj.get("uuid"), str)}
+        # the lines of what is still here (a message written as one line keeps its later lines' uuids)
+        present = written | {ln.obj["uuid"] for e in t.entries for ln in source_lines(e)
+                             if isinstance(ln.obj, dict) and isinstance(ln.obj.get("uuid"), str)}
+        gone = set()
+        for ln in lines:  # in order: a progress line's parent comes before it
+            o = ln.obj
+            if isinstance(o, dict) and o.get("type") == "progress":
+                p = o.get("parentUuid")
+                if isinstance(p, str) and p in parents and p not in present:
+                    u = o.get("uuid")
+                    if isinstance(u, str):
+                        written.discard(u)
+                        present.discard(u)
+                    gone.add(id(ln))
         for ln in lines:
+            if id(ln) in gone:
+                continue
             o = ln.obj
             if isinstance(o, dict):
                 p = o.get("parentUuid")
@@ -260,6 +283,12 @@ class ClaudeCodeFormat(Format):
                     ln = relink(ln, was)  # its own parent is back
                 elif isinstance(p, str) and p in parents and p not in written:
                     ln = relink(ln, nearest_kept(p, parents, written))
+                lp = ln.obj.get(LOGICAL)
+                lwas = meta.get(LOGICAL_RELINKED) if isinstance(meta, dict) else None
+                if isinstance(lwas, str) and lwas in written and lwas != lp:
+                    ln = relink(ln, lwas, LOGICAL, LOGICAL_RELINKED)
+                elif isinstance(lp, str) and lp in parents and lp not in written:
+                    ln = relink(ln, nearest_kept(lp, parents, written), LOGICAL, LOGICAL_RELINKED)
             yield ln
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:

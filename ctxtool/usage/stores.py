@@ -7,7 +7,8 @@ agent           store                                       override
 ==============  ==========================================  ======================================
 Claude Code     ``~/.claude/projects`` (and                 ``CLAUDE_CONFIG_DIR``: one directory or
                 ``~/.config/claude/projects``)              a comma-separated list, ``<dir>/projects``
-Codex           ``~/.codex/sessions``                       ``CODEX_HOME``: ``<dir>/sessions``
+Codex           ``~/.codex/sessions`` and                   ``CODEX_HOME``: ``<dir>/sessions``,
+                ``~/.codex/archived_sessions``              ``<dir>/archived_sessions``
 pi              ``~/.pi/agent/sessions``                    ``PI_CODING_AGENT_DIR``: ``<dir>/sessions``
 ==============  ==========================================  ======================================
 """
@@ -51,8 +52,8 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
         stores += [Store("claude-code", str(home / ".claude" / "projects"), "default"),
                    Store("claude-code", str(home / ".config" / "claude" / "projects"), "default")]
     codex = env.get("CODEX_HOME", "").strip()
-    stores.append(Store("codex", str(Path(codex).expanduser() / "sessions"), "CODEX_HOME") if codex
-                  else Store("codex", str(home / ".codex" / "sessions"), "default"))
+    chome, csource = (Path(codex).expanduser(), "CODEX_HOME") if codex else (home / ".codex", "default")
+    stores += [Store("codex", str(chome / "sessions"), csource), Store("codex", str(chome / "archived_sessions"), csource)]
     pi = env.get("PI_CODING_AGENT_DIR", "").strip()
     stores.append(Store("pi", str(Path(pi).expanduser() / "sessions"), "PI_CODING_AGENT_DIR") if pi
                   else Store("pi", str(home / ".pi" / "agent" / "sessions"), "default"))
@@ -60,11 +61,11 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
 
 
 def _jsonl_under(d: Path) -> Iterator[Path]:
-    """Session files under ``d``, sorted, never following a directory link twice."""
-    found = []
-    for root, _dirnames, files in os.walk(d, followlinks=False):
-        found += [Path(root) / f for f in files if f.endswith(".jsonl")]
-    yield from sorted(found)
+    """Session files under ``d`` (``*.jsonl``, compressed or not: Codex keeps old rollouts as
+    ``.jsonl.zst``), sorted: regular files only (a FIFO is never opened), links not followed."""
+    from ..formats import walk_files
+
+    yield from map(Path, walk_files(d, (".jsonl",)))
 
 
 def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None) -> tuple[list[Store], list[str]]:
