@@ -17,6 +17,16 @@ def is_server_side(b: Block) -> bool:
     return bool(x and (x.get("server_tool") or x.get("terminal_call")))
 
 
+#: calls that end an agent's run, named so: no result answers them (OpenHands ``finish``,
+#: read as a terminal call; the same call converted to a chat format that cannot mark it)
+TERMINAL_NAMES = ("finish",)
+
+
+def is_terminal(b: Block) -> bool:
+    """A call that ends the run: no result is expected for it at the end of a transcript."""
+    return is_server_side(b) or (b.type == "tool_call" and b.name in TERMINAL_NAMES)
+
+
 @dataclass(slots=True)
 class Pairing:
     """For each message index: the indices of the messages it is bound to by tool pairs."""

@@ -17,8 +17,8 @@ Events (``{id, timestamp, source, action|observation, ...}``) become:
 * an action with ``tool_call_metadata`` -> an assistant tool call (id ``tool_call_id``,
   name ``function_name``, arguments ``args`` without ``thought``, which is the message's
   text); the usage of ``model_response`` is counted once per response id;
-  ``finish`` is a call no observation answers (a terminal call: pairing expects no
-  result for it; other formats write it as a call);
+  ``finish`` is a call no observation answers (a terminal call, ``pairing.is_terminal``:
+  validate and repair expect no result for it; other formats write it as a call);
 * an observation with ``tool_call_metadata`` -> the tool result (text ``content``);
 * every other event (agent state changes, ``recall``, ``null`` observations) is kept
   verbatim as a bookkeeping record.
@@ -267,7 +267,10 @@ class OpenHandsFormat(DatasetFormat):
                     t.entries.append(decode_event(o, Line(o, None, lineno)))
                     continue
                 e = decode_old_event(o, Line(o, None, lineno), spoken)
-                spoken = spoken or (isinstance(e, Message) and e.role == "assistant")
+                if isinstance(e, Message):
+                    spoken = spoken or e.role == "assistant"
+                    if META_KEY in o:
+                        e.metadata = read_meta(o)
                 t.entries.append(e)
             except CtxtoolError as e:
                 e.message = f"event {i}: {e.message}"
