@@ -159,6 +159,7 @@ def transcript_stats(
                 }
             )
     f.messages = len(msgs)
+    f.unknown_types = formats.unknown_records(t)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
     ctx = resolve(t, settings=context or ContextSettings(window=context_window), tokenizer=tok, counts=all_counts,

@@ -68,8 +68,8 @@ def is_plain_text(path: str | Path) -> bool:
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     body = head.lstrip()
-    if not body or body[:1] in (b"{", b"[") or head.startswith(b"PK\x03\x04"):  # a zip: an Inspect .eval
-        return False
+    if not body or body[:1] in (b"{", b"[") or head.startswith((b"PK\x03\x04", b"SQLite format 3\x00")):
+        return False  # a zip (an Inspect .eval), a SQLite store (opencode.db)
     rest = [(n, r) for n, r in enumerate(body.split(b"\n")[1:], 2) if r.strip()]
     return not _mostly_records(rest)
 

@@ -392,3 +392,121 @@ def test_compressed_rollouts_and_archived_sessions_are_found(tmp_path: Path) -> 
     d = json.loads(ctx(tmp_path, "usage", "--json", env=env).stdout)
     assert d["files"] == 3
     assert [s["path"] for s in d["stores"]] == [str(codex / "sessions"), str(codex / "archived_sessions")]
+
+
+# -- loud about drift -----------------------------------------------------------------------------
+def _drifted(tmp_path: Path) -> Path:
+    """The Claude Code sample with lines of two invented types among its own."""
+    src = lines(CLAUDE)
+    sid = next(o["sessionId"] for o in src if "sessionId" in o)
+    new = [{"type": "turn-budget", "sessionId": sid, "remaining": 12000}, {"type": "turn-budget", "sessionId": sid, "remaining": 9000},
+           {"type": "memory-digest", "sessionId": sid, "digest": "x"}]
+    p = tmp_path / "drift.jsonl"
+    p.write_text("".join(json.dumps(o) + "\n" for o in [*src[:5], *new[:2], *src[5:], new[2]]))
+    return p
+
+
+def _validate(schema: str, obj: Any) -> None:
+    from jsonschema import Draft202012Validator
+
+    v = Draft202012Validator(json.loads((ROOT / "schemas" / f"{schema}.schema.json").read_text()))
+    assert not [e.message for e in v.iter_errors(obj)]
+
+
+def test_unknown_line_types_counted_and_warned(tmp_path: Path) -> None:
+    p = _drifted(tmp_path)
+    r = ctx(tmp_path, "stats", str(p), "--json")
+    d = json.loads(r.stdout)
+    _validate("stats", d)
+    assert d["totals"]["unknown_types"] == {"turn-budget": 2, "memory-digest": 1}
+    assert d["transcripts"][0]["unknown_types"] == {"turn-budget": 2, "memory-digest": 1}
+    warn = [ln for ln in r.stderr.decode().splitlines() if "does not know" in ln]
+    assert len(warn) == 1 and "turn-budget ×2" in warn[0] and "memory-digest ×1" in warn[0] and str(p) in warn[0]
+    # the known files say nothing; the lines are kept verbatim
+    assert "does not know" not in ctx(tmp_path, "stats", str(CLAUDE)).stderr.decode()
+    same = tmp_path / "same.jsonl"
+    ctx(tmp_path, "convert", str(p), "--to", "claude-code", "-o", str(same))
+    assert same.read_bytes() == p.read_bytes()
+    # two files on the worker pool: one line each
+    q = tmp_path / "two" / "b.jsonl"
+    q.parent.mkdir()
+    q.write_bytes(p.read_bytes())
+    (q.parent / "a.jsonl").write_bytes(p.read_bytes())
+    r = ctx(tmp_path, "stats", str(q.parent), "--jobs", "2")
+    assert sum("does not know" in ln for ln in r.stderr.decode().splitlines()) == 2
+
+
+def test_records_without_messages_is_an_error_naming_types(tmp_path: Path) -> None:
+    p = tmp_path / "only.jsonl"
+    p.write_text('{"type":"file-history-snapshot","messageId":"a","snapshot":{}}\n{"type":"frame-link","uuid":"x"}\n'
+                 '{"type":"frame-link","uuid":"y"}\n')
+    r = ctx(tmp_path, "stats", str(p), ok=False)
+    err = r.stderr.decode()
+    assert r.returncode == 3 and "0 turns" not in err
+    assert "no messages" in err and "frame-link ×2" in err and "file-history-snapshot ×1" in err
+
+
+def test_formats_file_lists_line_types_and_version(tmp_path: Path) -> None:
+    p = _drifted(tmp_path)
+    out = ctx(tmp_path, "formats", str(p)).stdout.decode()
+    version = next(o["version"] for o in lines(CLAUDE) if "version" in o)
+    assert f"written by {version}" in out
+    rows = {tuple(ln.split(None, 1)[0:1]) + (ln.rsplit("  ", 1)[-1].strip(),) for ln in out.splitlines()[1:]}
+    assert ("turn-budget", "unknown type, kept verbatim") in rows
+    assert ("file-history-snapshot", "record, kept verbatim") in rows
+    d = ctx_json(tmp_path, "formats", str(p), str(ATIF))
+    _validate("formats", d)
+    (cc, atif) = d["files"]
+    assert {(x["type"], x["read_as"]): x["count"] for x in cc["types"]}[("turn-budget", "unknown type, kept verbatim")] == 2
+    assert sum(x["count"] for x in cc["types"]) == len(lines(p))  # every line told
+    assert atif["tool_version"] is not None and atif["transcripts"] == 2
+
+
+# -- opencode's SQLite store ----------------------------------------------------------------------
+def _store(tmp_path: Path) -> Path:
+    from opencode_store import build
+
+    d = tmp_path / "share" / "opencode"
+    d.mkdir(parents=True)
+    return build(d / "opencode.db")
+
+
+def test_opencode_store_stats_usage_export_convert(tmp_path: Path) -> None:
+    from opencode_store import CALLS
+
+    db = _store(tmp_path)
+    before = (db.read_bytes(), db.stat().st_mtime_ns, sorted(p.name for p in db.parent.iterdir()))
+    d = ctx_json(tmp_path, "stats", str(db))
+    assert [t["id"] for t in d["transcripts"]] == ["ses_main", "ses_sub"]
+    u = d["totals"]["usage"]
+    assert u["api_messages"] == len(CALLS)
+    assert (u["input"], u["output"], u["cache_creation"], u["cache_read"]) == (
+        sum(c[1] for c in CALLS), sum(c[2] + c[3] for c in CALLS), sum(c[5] for c in CALLS), sum(c[4] for c in CALLS))
+    assert d["totals"]["tool_calls"] == 2 and d["totals"]["tool_errors"] == 1
+    # usage reads it as a file, from a directory, and as a default store (XDG_DATA_HOME)
+    by_session = json.loads(ctx(tmp_path, "usage", str(db), "--by", "session", "--json").stdout)
+    assert {r["key"]: r["messages"] for r in by_session["rows"]} == {"ses_main": 2, "ses_sub": 1}
+    env = {**os.environ, "HOME": str(tmp_path / "nobody"), "XDG_DATA_HOME": str(tmp_path / "share")}
+    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR"):
+        env.pop(k, None)
+    d = json.loads(ctx(tmp_path, "usage", "--json", env=env).stdout)
+    assert d["files"] == 1 and d["totals"]["messages"] == len(CALLS)
+    # export and conversion to a format ctxtool writes
+    md, cc = tmp_path / "e.md", tmp_path / "cc.jsonl"
+    ctx(tmp_path, "export", str(db), "-o", str(md))
+    assert "Rounding happens too early" in md.read_text() and "File not found" in md.read_text()
+    ctx(tmp_path, "convert", str(db), "--to", "claude-code", "-o", str(cc))
+    assert ctx_json(tmp_path, "validate", str(cc))["problems"] == []
+    assert ctx_json(tmp_path, "compactions", str(db))["transcripts"][0]["count"] == 1
+    r = ctx(tmp_path, "convert", str(db), "--to", "opencode", "-o", str(tmp_path / "x.db"), ok=False)
+    assert r.returncode != 0 and b"read only" in r.stderr
+    # the store is read, never written (no journal, no WAL files beside it)
+    assert (db.read_bytes(), db.stat().st_mtime_ns, sorted(p.name for p in db.parent.iterdir())) == before
+
+
+def test_opencode_store_not_plain_text_nor_a_pipe(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    r = ctx(tmp_path, "stats", str(db))
+    assert b"plain text" not in r.stdout
+    r = ctx(tmp_path, "stats", "-", ok=False, stdin=db.open("rb"))
+    assert r.returncode != 0 and b"not a pipe" in r.stderr

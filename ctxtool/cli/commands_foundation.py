@@ -18,6 +18,7 @@ from .common import (
     short_label,
     stderr_console,
     stdout_console,
+    warn_drift,
     warn_skipped,
 )
 from .render import Emitter, JsonlOpt, emit
@@ -120,6 +121,7 @@ def stats(
         st.write_rows(report.rows or [], output)
         err_line(f"wrote {len(report.rows or []):,} rows to {output}")
     warn_skipped(report.skipped)
+    warn_drift(report.overview.drift if report.overview is not None else {})
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
     elif em is not None:
@@ -306,10 +308,31 @@ def convert(
         err_line(f"wrote {run.transcripts:,} transcript(s) as {target.name} to {output}")
 
 
-def formats_cmd(as_json: common.JsonOpt = False) -> None:
+def formats_cmd(
+    paths: Annotated[list[str] | None, typer.Argument(help="Files to look at: what each line type was read as.")] = None,
+    fmt: common.FormatOpt = None,
+    as_json: common.JsonOpt = False,
+) -> None:
     """List the transcript formats ctxtool reads and writes: each one's layouts, and whether
-    it is written back (a read-only one converts with --to to any format that is)."""
+    it is written back (a read-only one converts with --to to any format that is). Given
+    files: for each, the version of the agent that wrote it and what each type of line was
+    read as (a message, a record kept verbatim, a type ctxtool does not know)."""
     from .. import formats
+
+    if paths:
+        from ..formats.survey import survey_file
+
+        surveys = [survey_file(p, fmt) for p in formats.iter_paths(paths)]
+        if as_json:
+            emit("formats", items=[s.to_json() for s in surveys], key="files")
+            return
+        for s in surveys:
+            sys.stdout.write(f"{s.path}: {s.format}, {s.transcripts:,} transcript(s), written by "
+                             f"{s.tool_version or 'a version it does not record'}\n")
+            width = max((len(t) for (t, _h) in s.types), default=4)
+            for (t, how), n in sorted(s.types.items(), key=lambda x: (-x[1], x[0])):
+                sys.stdout.write(f"  {t:<{width}}  {n:>7,}  {how}\n")
+        return
 
     writable = list(formats.writable_names())
     rows = []

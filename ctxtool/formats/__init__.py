@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CtxtoolError, ExitCode
 
 if TYPE_CHECKING:
+    from collections import Counter
     from pathlib import Path
 
     from ..jsonio import Source
@@ -41,7 +42,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout)
+LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout; "sqlite": opencode's only)
 
 
 class Lazy:
@@ -112,6 +113,7 @@ _REGISTRY: dict[str, Lazy | Format] = {
     "swe-agent": Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)),
     "mini-swe-agent": Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "role")),
     "openhands": Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")),
+    "opencode": Lazy("ctxtool.formats.opencode", ("sqlite",)),
 }
 _ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
 FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
@@ -119,10 +121,16 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
 
 
+STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
+
+
 def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
     """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
-    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``)."""
+    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``), or a session store
+    (``opencode.db``)."""
     low = name.lower()
+    if low in STORE_NAMES:
+        return True
     for c in COMPRESSED_SUFFIXES:
         if low.endswith(c):
             low = low[: -len(c)]
@@ -163,6 +171,7 @@ __all__ = [
     "register",
     "split_plan",
     "transcript_name",
+    "unknown_records",
     "unregister",
     "walk_files",
     "writable_names",
@@ -265,13 +274,54 @@ def read_source(
     policy = policy or ErrorPolicy()
     try:
         if f is None:
-            yield from detect(src).read(src, policy)
+            yield from _some_messages(detect(src).read(src, policy), src.path)
         else:
-            yield from _read_forced(f, src, policy)
+            yield from _some_messages(_read_forced(f, src, policy), src.path)
     except STRUCTURE_ERRORS as e:
         # a reader met a value of a shape it does not interpret where no record-level
         # guard caught it: bad input at the line being read, never an internal error
         raise malformed(e, src.path, src.at) from e
+
+
+def unknown_records(t: Transcript) -> Counter[str]:
+    """The records of ``t`` of types its format's reader does not know (see
+    :attr:`ctxtool.formats.base.Format.known_records`): kept verbatim, counted as drift."""
+    from collections import Counter
+
+    try:
+        f = get_format(t.format)
+    except CtxtoolError:
+        return Counter()
+    return f.unknown_records(t)
+
+
+def _some_messages(ts: Iterator[Transcript], path: str) -> Iterator[Transcript]:
+    """``ts``; but a file whose transcripts hold records and not one message is an error
+    naming the record types it saw (a format that moved on: never "0 turns"). Transcripts
+    without messages are held until one with messages shows the file is not that."""
+    from collections import Counter
+
+    from ..model import Message, Record
+
+    held: list[Transcript] = []
+    seen = False
+    for t in ts:
+        if seen or any(isinstance(e, Message) for e in t.entries):
+            seen = True
+            yield from held
+            held.clear()
+            yield t
+        else:
+            held.append(t)
+    if seen or not held:
+        return
+    kinds = Counter(e.kind or "?" for t in held for e in t.entries if isinstance(e, Record))
+    if not kinds:
+        yield from held
+        return
+    n = sum(kinds.values())
+    raise CtxtoolError(f"no messages here: {n:,} line(s) or record(s), none of a type read as a message "
+                       f"({', '.join(f'{k} ×{c}' for k, c in kinds.most_common(8))})", path=path)
 
 
 def _read_forced(f: Format, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:

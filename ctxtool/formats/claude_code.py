@@ -60,6 +60,11 @@ from .claude_code_lines import (
 
 #: line types Claude Code writes that are not messages (kept as records)
 RECORD_TYPES = ("system", "summary", "progress", "file-history-snapshot", "queue-operation")
+#: line types of Claude Code 2.1.x, known and kept verbatim as records: session titles, the
+#: running cost, links between frames and continued sessions, away summaries, attachments
+#: (a ``queued_command`` the user typed while the agent worked, hook output, files), tags
+NEWER_RECORD_TYPES = ("custom-title", "ai-title", "agent-name", "cost-state", "frame-link", "continued-in",
+                      "away_summary", "attachment", "tag", "last-prompt", "pr-link", "worktree-state")
 #: fields of the first message line kept as the session template for new lines
 SESSION_KEYS = ("sessionId", "cwd", "version", "gitBranch", "userType")
 #: fields copied from a neighbouring line into a new one (sub-agent files, session slug)
@@ -113,6 +118,7 @@ class ClaudeCodeFormat(Format):
     reads = "JSONL"
     default_layout = "entries_jsonl"
     bookkeeping_records = ("progress", "file-history-snapshot", "system:", "queue-operation")
+    known_records = frozenset(RECORD_TYPES + NEWER_RECORD_TYPES)
 
     def __init__(self) -> None:
         # (id of the entries list, its length, id(entry) -> index): positions of entries

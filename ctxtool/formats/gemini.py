@@ -203,6 +203,7 @@ def decode_thought(th: Any) -> str | None:
 
 
 class GeminiFormat(Format):
+    known_records = frozenset(("gemini:info", "gemini:error", "gemini:warning"))
     name = "gemini"
     description = "Gemini CLI session files (JSON: sessionId + messages of type user/gemini with toolCalls)"
     reads = "JSON session document"

@@ -9,6 +9,7 @@ Claude Code     ``~/.claude/projects`` (and                 ``CLAUDE_CONFIG_DIR`
                 ``~/.config/claude/projects``)              a comma-separated list, ``<dir>/projects``
 Codex           ``~/.codex/sessions`` and                   ``CODEX_HOME``: ``<dir>/sessions``,
                 ``~/.codex/archived_sessions``              ``<dir>/archived_sessions``
+opencode        ``~/.local/share/opencode/opencode.db``    ``XDG_DATA_HOME``: ``<dir>/opencode/opencode.db``
 pi              ``~/.pi/agent/sessions``                    ``PI_CODING_AGENT_DIR``: ``<dir>/sessions``
 ==============  ==========================================  ======================================
 """
@@ -40,7 +41,7 @@ def _dirs(value: str) -> list[Path]:
 
 
 def default_stores(env: Mapping[str, str] | None = None, home: Path | None = None) -> list[Store]:
-    """The session stores of Claude Code, Codex and pi, as the environment places them
+    """The session stores of Claude Code, Codex, opencode and pi, as the environment places them
     (whether or not they exist)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
@@ -54,6 +55,9 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
     codex = env.get("CODEX_HOME", "").strip()
     chome, csource = (Path(codex).expanduser(), "CODEX_HOME") if codex else (home / ".codex", "default")
     stores += [Store("codex", str(chome / "sessions"), csource), Store("codex", str(chome / "archived_sessions"), csource)]
+    data = env.get("XDG_DATA_HOME", "").strip()
+    stores.append(Store("opencode", str(Path(data).expanduser() / "opencode" / "opencode.db"), "XDG_DATA_HOME") if data
+                  else Store("opencode", str(home / ".local" / "share" / "opencode" / "opencode.db"), "default"))
     pi = env.get("PI_CODING_AGENT_DIR", "").strip()
     stores.append(Store("pi", str(Path(pi).expanduser() / "sessions"), "PI_CODING_AGENT_DIR") if pi
                   else Store("pi", str(home / ".pi" / "agent" / "sessions"), "default"))
@@ -90,9 +94,9 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)
         return used, _unique(files)
     stores = default_stores() if stores is None else stores
-    present = [s for s in stores if Path(s.path).is_dir()]
+    present = [s for s in stores if Path(s.path).is_dir() or Path(s.path).is_file()]
     for s in present:
-        files += [str(f) for f in _jsonl_under(Path(s.path))]
+        files += [s.path] if Path(s.path).is_file() else [str(f) for f in _jsonl_under(Path(s.path))]
     return present, _unique(files)
 
 
