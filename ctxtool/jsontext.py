@@ -284,8 +284,8 @@ class Style:
             return cls(one.item_sep, one.key_sep, one.ascii, None, final_newline)
         hint = _ascii_hint(data)
         inline = None
-        if _SPLIT_NUMBERS.search(data) is None and (one := _ONE_LINE_NUMBERS.search(data)) is not None:
-            inline = one.group(1).decode()
+        if _SPLIT_NUMBERS.search(data) is None and (arr := _ONE_LINE_NUMBERS.search(data)) is not None:
+            inline = arr.group(1).decode()
         return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline, inline)
 
     @classmethod

@@ -236,7 +236,7 @@ def stats(
     op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    runs = run_files(op, list(formats.iter_paths(paths)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
+    runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
                      engine=engine)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:

@@ -6,6 +6,7 @@ as a real process (``io_pipes.run_ctxtool``)."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import os
@@ -322,7 +323,7 @@ def _with_boundary(tmp_path: Path) -> Path:
 
 def test_claude_code_logical_parent_follows_the_kept_lines(tmp_path: Path) -> None:
     src = _with_boundary(tmp_path)
-    out, back = tmp_path / "w.jsonl", tmp_path / "r.jsonl"
+    out = tmp_path / "w.jsonl"
     ctx(tmp_path, "window", str(src), "--max-messages", "3", "--no-keep-first-user", "-o", str(out))
     kept = lines(out)
     uuids = {o.get("uuid") for o in kept}
@@ -510,3 +511,52 @@ def test_opencode_store_not_plain_text_nor_a_pipe(tmp_path: Path) -> None:
     assert b"plain text" not in r.stdout
     r = ctx(tmp_path, "stats", "-", ok=False, stdin=db.open("rb"))
     assert r.returncode != 0 and b"not a pipe" in r.stderr
+
+
+# -- Claude Code subagents: part of their session -------------------------------------------------
+def _session_with_subagent(tmp_path: Path) -> tuple[Path, Path]:
+    """A Claude Code 2.1 project directory: the sample session ``<id>.jsonl`` and, as Claude
+    Code keeps it, one subagent ``<id>/subagents/agent-<aid>.jsonl`` with its ``.meta.json``
+    (agentType, description, spawnDepth: as parsers of these stores read it). The subagent's
+    lines are the sample's, marked as a sidechain with their own message and request ids."""
+    src = lines(CLAUDE)
+    sid = next(o["sessionId"] for o in src if "sessionId" in o)
+    proj = tmp_path / "projects" / "-home-dev-app"
+    sub = proj / sid / "subagents"
+    sub.mkdir(parents=True)
+    main = proj / f"{sid}.jsonl"
+    main.write_bytes(CLAUDE.read_bytes())
+    agent = []
+    for o in src:
+        o = copy.deepcopy(o)
+        o["isSidechain"], o["agentId"] = True, "a485154"
+        if isinstance(o.get("message"), dict) and isinstance(o["message"].get("id"), str):
+            o["message"]["id"] += "_sub"
+        if isinstance(o.get("requestId"), str):
+            o["requestId"] += "_sub"
+        agent.append(o)
+    (sub / "agent-a485154.jsonl").write_text("".join(json.dumps(o) + "\n" for o in agent))
+    (sub / "agent-a485154.meta.json").write_text(json.dumps({"agentType": "Explore", "description": "Map the code", "spawnDepth": 1}))
+    return main, proj
+
+
+def test_claude_code_session_with_its_subagents(tmp_path: Path) -> None:
+    main, proj = _session_with_subagent(tmp_path)
+    alone = ctx_json(tmp_path, "stats", str(CLAUDE))["totals"]
+    # the session file named alone brings its subagent: one unit, each file once
+    for arg in (main, proj):
+        d = ctx_json(tmp_path, "stats", str(arg))
+        assert len(d["transcripts"]) == 2
+        assert d["totals"]["messages"] == 2 * alone["messages"]
+        assert d["totals"]["usage"]["total"] == 2 * alone["usage"]["total"]
+    md = tmp_path / "e.md"
+    ctx(tmp_path, "export", str(main), "-o", str(md))
+    assert md.read_text().count("claude-code transcript") == 2 or "agent-a485154" in md.read_text()
+    assert len(ctx_json(tmp_path, "compactions", str(main))["transcripts"]) == 2
+    # usage: the session counts its subagent's calls, and --by agent breaks them down
+    by = json.loads(ctx(tmp_path, "usage", str(main), "--by", "agent", "--json").stdout)
+    rows = {r["key"]: r for r in by["rows"]}
+    assert set(rows) == {"main", "Explore (a485154)"}
+    assert rows["main"]["total"] == rows["Explore (a485154)"]["total"] == alone["usage"]["total"]
+    by_session = json.loads(ctx(tmp_path, "usage", str(proj), "--by", "session", "--json").stdout)
+    assert len(by_session["rows"]) == 1 and by_session["rows"][0]["total"] == 2 * alone["usage"]["total"]

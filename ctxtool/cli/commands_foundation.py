@@ -61,7 +61,7 @@ def stats(
     if per_message and not output:
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
     info, tok = resolve_model(model, tokenizer)
-    files = list(iter_paths(paths))
+    files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if len(files) == 1 and _plain_text(files[0], tok, count, as_json or as_jsonl):
         return
     from ..jsonio import input_size
@@ -329,9 +329,9 @@ def formats_cmd(
         for s in surveys:
             sys.stdout.write(f"{s.path}: {s.format}, {s.transcripts:,} transcript(s), written by "
                              f"{s.tool_version or 'a version it does not record'}\n")
-            width = max((len(t) for (t, _h) in s.types), default=4)
-            for (t, how), n in sorted(s.types.items(), key=lambda x: (-x[1], x[0])):
-                sys.stdout.write(f"  {t:<{width}}  {n:>7,}  {how}\n")
+            width = max((len(kind) for (kind, _h) in s.types), default=4)
+            for (kind, how), count in sorted(s.types.items(), key=lambda x: (-x[1], x[0])):
+                sys.stdout.write(f"  {kind:<{width}}  {count:>7,}  {how}\n")
         return
 
     writable = list(formats.writable_names())

@@ -25,6 +25,7 @@ class By(StrEnum):
     session = "session"
     project = "project"
     model = "model"
+    agent = "agent"
 
 
 def usage(
@@ -32,10 +33,11 @@ def usage(
         list[str] | None,
         typer.Argument(help="Session files or directories (searched recursively for *.jsonl). Default: the session "
                        "stores of Claude Code (~/.claude/projects, $CLAUDE_CONFIG_DIR, comma-separated), Codex "
-                       "(~/.codex/sessions, $CODEX_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
+                       "(~/.codex/sessions and archived_sessions, $CODEX_HOME), opencode (~/.local/share/opencode/opencode.db, "
+                       "$XDG_DATA_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
                        show_default=False),
     ] = None,
-    by: Annotated[By, typer.Option("--by", "-b", help="One row per day, month, session, project or model.")] = By.day,
+    by: Annotated[By, typer.Option("--by", "-b", help="One row per day, month, session, project, model or agent (the main agent and each subagent).")] = By.day,
     since: Annotated[str | None, typer.Option("--since", help="First day counted: YYYY-MM-DD, today, yesterday or Nd (the last N days).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Last day counted (included), same forms as --since.")] = None,
     timezone: Annotated[str | None, typer.Option("--timezone", "-z", help="IANA time zone of the days (e.g. UTC, Europe/Berlin). Default: local.")] = None,

@@ -131,6 +131,8 @@ def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) ->
     low = name.lower()
     if low in STORE_NAMES:
         return True
+    if low.endswith(".meta.json"):  # a Claude Code subagent's description, beside its transcript
+        return False
     for c in COMPRESSED_SUFFIXES:
         if low.endswith(c):
             low = low[: -len(c)]
@@ -476,9 +478,25 @@ def split_plan(
     return f.name, split_ranges(path, workers, lines=lines)
 
 
-def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
+def iter_paths(paths: Iterable[str | Path], *, subagents: bool = False) -> Iterator[str]:
     """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
-    and ``-`` pass through."""
+    and ``-`` pass through. ``subagents``: a Claude Code session file named alone brings its
+    subagents' transcripts (``<session>/subagents/agent-*.jsonl``) after it, so that the
+    session is read as one unit (each file once)."""
+    if not subagents:
+        yield from _iter_paths(paths)
+        return
+    from .claude_code import subagent_files
+
+    seen: set[str] = set()
+    for p in _iter_paths(paths):
+        for q in [p, *subagent_files(p)] if p != "-" else [p]:
+            if q not in seen:
+                seen.add(q)
+                yield q
+
+
+def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     from pathlib import Path
 
     from .. import urls

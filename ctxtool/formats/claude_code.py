@@ -88,6 +88,47 @@ def nearest_kept(p: str, parents: dict[str, Any], kept: set[str]) -> str | None:
     return None  # a cycle
 
 
+def subagent_files(session: str) -> list[str]:
+    """The subagent transcripts Claude Code 2.1 keeps beside a session file ``X.jsonl``:
+    ``X/subagents/agent-*.jsonl`` (regular files, sorted)."""
+    import os
+    import stat
+
+    d = os.path.join(os.path.splitext(session)[0], "subagents")
+    if not session.endswith(".jsonl") or not os.path.isdir(d):
+        return []
+    out = []
+    for n in sorted(os.listdir(d)):
+        q = os.path.join(d, n)
+        try:
+            if n.startswith("agent-") and n.endswith(".jsonl") and stat.S_ISREG(os.stat(q).st_mode):
+                out.append(q)
+        except OSError:
+            continue
+    return out
+
+
+def agent_info(path: str) -> dict[str, Any] | None:
+    """A subagent transcript's agent (``.../subagents/agent-<id>.jsonl``): its id, and from
+    the ``agent-<id>.meta.json`` beside it its type, description, depth and model."""
+    import os
+
+    d, n = os.path.split(path)
+    if os.path.basename(d) != "subagents" or not (n.startswith("agent-") and n.endswith(".jsonl")):
+        return None
+    info: dict[str, Any] = {"id": n[len("agent-"):-len(".jsonl")], "session_file": os.path.dirname(d) + ".jsonl"}
+    try:
+        with open(os.path.join(d, n[: -len(".jsonl")] + ".meta.json"), "rb") as fh:
+            meta = jsonio.loads(fh.read(1 << 20))
+    except (OSError, CtxtoolError):
+        meta = None
+    if isinstance(meta, dict):
+        for k, key in (("agentType", "type"), ("description", "description"), ("spawnDepth", "depth"), ("model", "model")):
+            if isinstance(meta.get(k), (str, int)) and not isinstance(meta.get(k), bool):
+                info[key] = meta[k]
+    return info
+
+
 RELINKED = "relinked_from"  # under the line's ``ctxtool`` key: the parentUuid it had in its source
 #: a compact_boundary's ``logicalParentUuid`` (the last message before it), as RELINKED
 LOGICAL = "logicalParentUuid"
@@ -239,6 +280,9 @@ class ClaudeCodeFormat(Format):
         if "session" not in t.extra and fallback_session:
             t.extra["session"] = fallback_session
             t.id = fallback_session.get("sessionId")
+        agent = agent_info(src.path)
+        if agent is not None:  # a subagent's transcript: part of its session
+            t.extra["agent"] = agent
         yield t
 
     # -- writing -------------------------------------------------------------------

@@ -339,8 +339,9 @@ def _place_usage(t: Transcript, s: dict[str, Any]) -> None:
         u = model_usage(out.get("usage"))
         choices = out.get("choices")
         first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        msg = first.get("message") if isinstance(first.get("message"), dict) else {}
-        m = by_id.get(msg.get("id")) if isinstance(msg.get("id"), str) else None
+        msg = first.get("message")
+        mid = msg.get("id") if isinstance(msg, dict) else None
+        m = by_id.get(mid) if isinstance(mid, str) else None
         if u is not None and m is not None and m.usage is None:
             m.usage = u
             model = out.get("model") or ev.get("model")

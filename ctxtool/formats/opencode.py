@@ -83,7 +83,8 @@ def _iso(ms: Any) -> str | None:
 def _usage(tokens: Any) -> Usage | None:
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    got = tokens.get("cache")
+    cache: dict[str, Any] = got if isinstance(got, dict) else {}
     u = Usage(token_count(tokens.get("input")), token_count(tokens.get("output")) + token_count(tokens.get("reasoning")),
               token_count(cache.get("write")), token_count(cache.get("read")))
     return u if u.total else None
@@ -135,7 +136,8 @@ def _assistant(mid: str, ms: Any, info: dict[str, Any], parts: list[dict[str, An
             elif t == "text" and isinstance(p.get("text"), str):
                 blocks.append(Block("text", text=p["text"]))
             elif t == "tool":
-                st = p.get("state") if isinstance(p.get("state"), dict) else {}
+                state = p.get("state")
+                st: dict[str, Any] = state if isinstance(state, dict) else {}
                 cid, name = p.get("callID"), p.get("tool")
                 blocks.append(Block("tool_call", id=cid, name=name, arguments=st.get("input")))
                 if st.get("status") == "completed":
@@ -165,8 +167,9 @@ def session_transcript(con: sqlite3.Connection, row: tuple[Any, ...], index: int
     sid, parent, title, directory, version, created = row
     t = Transcript("opencode", path=path, index=index, id=sid)
     t.extra["session"] = {"id": sid, "cwd": directory, "version": version, "title": title}
-    if parent:
+    if parent:  # started by another session: a subagent
         t.extra["parent_session"] = parent
+        t.extra["agent"] = {"id": sid, "type": "subagent"}
     t.extra["layout"] = "opencode_store"
     parts: dict[str, list[dict[str, Any]]] = {}
     for pid, mid, data in con.execute("select id, message_id, data from part where session_id = ? order by message_id, id", (sid,)):

@@ -88,7 +88,9 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
-                files.append(str(q))
+                from ..formats.claude_code import subagent_files
+
+                files += [str(q), *subagent_files(str(q))]  # a Claude Code session with its subagents
                 used.append(Store("", str(q), "argument"))
             else:
                 raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)
