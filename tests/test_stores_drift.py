@@ -560,3 +560,22 @@ def test_claude_code_session_with_its_subagents(tmp_path: Path) -> None:
     assert rows["main"]["total"] == rows["Explore (a485154)"]["total"] == alone["usage"]["total"]
     by_session = json.loads(ctx(tmp_path, "usage", str(proj), "--by", "session", "--json").stdout)
     assert len(by_session["rows"]) == 1 and by_session["rows"][0]["total"] == 2 * alone["usage"]["total"]
+
+
+def test_atif_v1_8_document_without_session_id(tmp_path: Path) -> None:
+    """ATIF v1.7 made ``session_id`` optional beside ``trajectory_id`` and embedded subagents;
+    v1.8 documents read alike (a writer of v1.8: harbor-style adapters found with the library)."""
+    doc = json.loads(ATIF.read_text())
+    doc["schema_version"] = "ATIF-v1.8"
+    doc.pop("session_id")
+    doc["trajectory_id"] = "traj-main"
+    src = tmp_path / "v18.json"
+    src.write_text(json.dumps(doc, indent=2) + "\n")
+    ts = list(formats.read(src))
+    assert [t.id for t in ts] == ["traj-main", "imports-check"]
+    same, win = tmp_path / "same.json", tmp_path / "w.json"
+    ctx(tmp_path, "convert", str(src), "--to", "atif", "-o", str(same))
+    assert same.read_bytes() == src.read_bytes()
+    ctx(tmp_path, "window", str(src), "--max-messages", "3", "-o", str(win))
+    out = json.loads(win.read_text())
+    assert out["schema_version"] == "ATIF-v1.8" and "session_id" not in out and _sequential(out)
