@@ -283,10 +283,9 @@ class Style:
             one = cls.detect(data)
             return cls(one.item_sep, one.key_sep, one.ascii, None, final_newline)
         hint = _ascii_hint(data)
-        inline = None
-        if _SPLIT_NUMBERS.search(data) is None and (arr := _ONE_LINE_NUMBERS.search(data)) is not None:
-            inline = arr.group(1).decode()
-        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline, inline)
+        arr = _ONE_LINE_NUMBERS.search(data) if _SPLIT_NUMBERS.search(data) is None else None
+        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline,
+                   arr.group(1).decode() if arr is not None else None)
 
     @classmethod
     def detect_lines(cls, raws: list[bytes]) -> Style:
@@ -324,8 +323,7 @@ class Style:
 
 COMPACT = Style()
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
-# an array of numbers on one line, as a value (after a key, or alone on its line), and one
-# written an item a line: a document that has the first and not the second keeps them so
+# an array of numbers on one line (after a key, or alone on its line), and one an item a line
 _ONE_LINE_NUMBERS = re.compile(rb'(?:": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
 _SPLIT_NUMBERS = re.compile(rb"\[[ \t]*\r?\n[ \t]*-?[0-9]")
 _STRUCT = re.compile(rb'"(?:[^"\\]|\\.)*"|[:,]', re.DOTALL)
@@ -349,8 +347,9 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
         indent = style.indent
         if indent is not None or style.final_newline is not None:
             style = Style(style.item_sep, style.key_sep, style.ascii, inline_numbers=style.inline_numbers)
-    if style.inline_numbers is not None and indent is not None:
-        pass  # the exact encoder writes one-line arrays of numbers
+    exact = style.inline_numbers is not None and indent is not None  # one-line arrays: the exact encoder
+    if exact:
+        pass
     elif style.compact and indent is None:
         try:
             return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)  # IntText("-0"): exact encoder
@@ -361,7 +360,7 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
             return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_SUBCLASS)
         except (TypeError, orjson.JSONEncodeError):
             pass
-    if (style.inline_numbers is None or indent is None) and (fast := _c_encoded(obj, style, indent)) is not None:
+    if not exact and (fast := _c_encoded(obj, style, indent)) is not None:
         return fast
     parts: list[str] = []
     enc = _Encoder(style, indent, parts)
@@ -443,13 +442,9 @@ class _Encoder:
         if not o:
             out.append(open_ + close)
             return
-        if self.inline is not None and not is_dict and all(_is_number(v) for v in o):
-            out.append(open_)
-            for i, v in enumerate(o):
-                if i:
-                    out.append(self.inline)
-                self.value(v, depth + 1)
-            out.append(close)
+        if self.inline is not None and not is_dict and all(type(v) in _NUMBERS or isinstance(v, (IntText, FloatText)) for v in o):
+            out.append(open_ + self.inline.join(_float(v) if type(v) is float else
+                                                 v.text if isinstance(v, (IntText, FloatText)) else int.__repr__(v) for v in o) + close)
             return
         out.append(open_)
         if self.indent is not None:
@@ -481,8 +476,7 @@ class _Encoder:
         out.append(close)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+_NUMBERS = (int, float)  # exactly: a bool is not a number of an array kept on one line
 
 
 def _float(f: float) -> str:

@@ -579,3 +579,24 @@ def test_atif_v1_8_document_without_session_id(tmp_path: Path) -> None:
     ctx(tmp_path, "window", str(src), "--max-messages", "3", "-o", str(win))
     out = json.loads(win.read_text())
     assert out["schema_version"] == "ATIF-v1.8" and "session_id" not in out and _sequential(out)
+
+
+def test_claude_code_real_session_with_subagent(tmp_path: Path) -> None:
+    """codemie-code's fixture of a Claude Code 2.1.7 session and its subagent, laid out as
+    Claude Code keeps them (``<id>.jsonl``, ``<id>/subagents/agent-a485154.jsonl``)."""
+    main_src = corpus_file("claude_code", "codemie_incremental-subagents_turn-2.jsonl")
+    sub_src = corpus_file("claude_code", "codemie_incremental-subagents_turn-2_agent-a485154.jsonl")
+    sid = "e9fb405b-169f-40eb-9396-7e75076f045d"
+    proj = tmp_path / "projects" / "-home-dev-app"
+    (proj / sid / "subagents").mkdir(parents=True)
+    main = proj / f"{sid}.jsonl"
+    main.write_bytes(main_src.read_bytes())
+    (proj / sid / "subagents" / "agent-a485154.jsonl").write_bytes(sub_src.read_bytes())
+    one = ctx_json(tmp_path, "stats", str(main_src))["totals"]
+    two = ctx_json(tmp_path, "stats", str(sub_src))["totals"]
+    d = ctx_json(tmp_path, "stats", str(main))["totals"]
+    assert d["messages"] == one["messages"] + two["messages"]
+    assert d["usage"]["total"] == one["usage"]["total"] + two["usage"]["total"]
+    by = json.loads(ctx(tmp_path, "usage", str(main), "--by", "agent", "--json").stdout)
+    rows = {r["key"]: r["total"] for r in by["rows"]}
+    assert set(rows) == {"main", "subagent (a485154)"} and sum(rows.values()) == by["totals"]["total"]

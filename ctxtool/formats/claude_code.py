@@ -42,17 +42,23 @@ from ..model import (
     source_lines,
 )
 from . import anthropic_blocks as codec
-from .base import META_KEY, CompactionNote, ErrorPolicy, Format, exact_obj, read_meta, template
+from .base import META_KEY, CompactionNote, ErrorPolicy, Format, read_meta, template
+from .claude_code_agents import agent_info
 from .claude_code_lines import (
+    LOGICAL,
+    LOGICAL_RELINKED,
     MESSAGE_TYPES,
+    RELINKED,
     apply_flags,
     decode_content,
     decode_usage,
     encode_content,
     foreign_timestamp,
     is_cc_line,
+    nearest_kept,
     only_tool_results,
     own_line,
+    relink,
     store_meta,
     usage_json,
     valid_uuid,
@@ -74,83 +80,6 @@ UUID_NS = uuid.UUID("6f1d3c52-8a8e-4f0e-9c4b-2b7f0e8d9a11")
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code itself puts on assistant lines it made up
 SCAN_BACK = 64  # entries looked at backwards for a parent uuid / timestamp
 PARENTS = "cc_parents"  # Transcript.extra: uuid -> parentUuid of every line read
-
-
-def nearest_kept(p: str, parents: dict[str, Any], kept: set[str]) -> str | None:
-    """The first of ``p`` and its ancestors (by ``parents``) that is ``kept``; ``None`` if none is."""
-    cur: Any = p
-    for _ in range(len(parents) + 1):
-        if not isinstance(cur, str) or cur in kept:
-            return cur if isinstance(cur, str) else None
-        if cur not in parents:  # beyond this file (a resumed session's earlier file): kept as it was
-            return cur
-        cur = parents[cur]
-    return None  # a cycle
-
-
-def subagent_files(session: str) -> list[str]:
-    """The subagent transcripts Claude Code 2.1 keeps beside a session file ``X.jsonl``:
-    ``X/subagents/agent-*.jsonl`` (regular files, sorted)."""
-    import os
-    import stat
-
-    d = os.path.join(os.path.splitext(session)[0], "subagents")
-    if not session.endswith(".jsonl") or not os.path.isdir(d):
-        return []
-    out = []
-    for n in sorted(os.listdir(d)):
-        q = os.path.join(d, n)
-        try:
-            if n.startswith("agent-") and n.endswith(".jsonl") and stat.S_ISREG(os.stat(q).st_mode):
-                out.append(q)
-        except OSError:
-            continue
-    return out
-
-
-def agent_info(path: str) -> dict[str, Any] | None:
-    """A subagent transcript's agent (``.../subagents/agent-<id>.jsonl``): its id, and from
-    the ``agent-<id>.meta.json`` beside it its type, description, depth and model."""
-    import os
-
-    d, n = os.path.split(path)
-    if os.path.basename(d) != "subagents" or not (n.startswith("agent-") and n.endswith(".jsonl")):
-        return None
-    info: dict[str, Any] = {"id": n[len("agent-"):-len(".jsonl")], "session_file": os.path.dirname(d) + ".jsonl"}
-    try:
-        with open(os.path.join(d, n[: -len(".jsonl")] + ".meta.json"), "rb") as fh:
-            meta = jsonio.loads(fh.read(1 << 20))
-    except (OSError, CtxtoolError):
-        meta = None
-    if isinstance(meta, dict):
-        for k, key in (("agentType", "type"), ("description", "description"), ("spawnDepth", "depth"), ("model", "model")):
-            if isinstance(meta.get(k), (str, int)) and not isinstance(meta.get(k), bool):
-                info[key] = meta[k]
-    return info
-
-
-RELINKED = "relinked_from"  # under the line's ``ctxtool`` key: the parentUuid it had in its source
-#: a compact_boundary's ``logicalParentUuid`` (the last message before it), as RELINKED
-LOGICAL = "logicalParentUuid"
-LOGICAL_RELINKED = "logical_relinked_from"
-
-
-def relink(ln: Line, parent: str | None, key: str = "parentUuid", was_key: str = RELINKED) -> Line:
-    """``ln`` with ``parentUuid`` (or ``key``) set to ``parent``; the parent it had is kept
-    under ``ctxtool.relinked_from`` (``was_key``; the first one, across several relinks), so
-    the link comes back when that line is written again (``restore``)."""
-    o = exact_obj(ln)
-    new = dict(o)
-    meta = dict(o.get(META_KEY)) if isinstance(o.get(META_KEY), dict) else {}
-    if was_key in meta and parent == meta[was_key]:  # back to the source's parent
-        meta.pop(was_key)
-    else:
-        meta.setdefault(was_key, o.get(key))
-    new[key] = parent
-    new.pop(META_KEY, None)
-    if meta:
-        new[META_KEY] = meta
-    return Line(new, lineno=ln.lineno, exact=True)
 
 
 class ClaudeCodeFormat(Format):

@@ -88,7 +88,7 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
-                from ..formats.claude_code import subagent_files
+                from ..formats.claude_code_agents import subagent_files
 
                 files += [str(q), *subagent_files(str(q))]  # a Claude Code session with its subagents
                 used.append(Store("", str(q), "argument"))
