@@ -324,7 +324,7 @@ class Style:
 COMPACT = Style()
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
 # an array of numbers on one line (after a key, or alone on its line), and one an item a line
-_ONE_LINE_NUMBERS = re.compile(rb'(?:": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
+_ONE_LINE_NUMBERS = re.compile(rb'(?:(?<!\\)": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
 _SPLIT_NUMBERS = re.compile(rb"\[[ \t]*\r?\n[ \t]*-?[0-9]")
 _STRUCT = re.compile(rb'"(?:[^"\\]|\\.)*"|[:,]', re.DOTALL)
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
