@@ -301,5 +301,5 @@ def compactions(
             each(tc)
 
     one = functools.partial(transcript_compactions, loop_turns=loop_turns, loop_minutes=loop_minutes)
-    each_result(one, iter_paths(paths), add, fmt=fmt, jobs=jobs)
+    each_result(one, iter_paths(paths, subagents=True), add, fmt=fmt, jobs=jobs)
     return rep

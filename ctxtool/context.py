@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
+from .model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
 from .tokens import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class ContextView:
 
 def is_summary(m: Message) -> bool:
     """A compaction summary written as a message (Claude Code's, ctxtool's in datasets)."""
-    if m.metadata.kind == KIND_COMPACTION_SUMMARY:
+    if m.metadata.kind == KIND_COMPACTION_SUMMARY or m.extra.get(HINT_SUMMARY):
         return True
     if m.role != "user" or not m.content or m.content[0].type != "text":
         return False

@@ -90,7 +90,7 @@ class Source:
     """
 
     path: str
-    layout: str  # "jsonl", "json", or "zip" (an archive: ``doc`` holds its bytes)
+    layout: str  # "jsonl", "json", "zip" (an archive: ``doc`` holds its bytes) or "sqlite" (``doc``: its path)
     doc: Any = None
     peek: list[Line] = field(default_factory=list)
     _rest: Iterator[tuple[int, bytes]] | None = None
@@ -180,6 +180,13 @@ def open_source(path: str | Path, name: str | None = None) -> Source:
     fh = open_input(path)
     owned = fh is not sys.stdin.buffer
     size = input_size(path)
+    if isinstance(fh, io.BufferedReader) and fh.peek(16)[:16] == SQLITE_MAGIC:
+        # a SQLite store (opencode.db): its format opens the file itself, read only
+        if owned:
+            fh.close()
+        if size is None or path == "-":
+            raise CtxtoolError("a SQLite store is read from a file, not a pipe", path=name)
+        return Source(name, "sqlite", doc=str(path), size=size)
     try:
         return _open_source(fh, name, size)
     except BaseException:
@@ -189,6 +196,7 @@ def open_source(path: str | Path, name: str | None = None) -> Source:
 
 
 ZIP_MAGIC = b"PK\x03\x04"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:

@@ -234,6 +234,9 @@ class Style:
     #: a document's: whether its text ends with a newline (None: not read from a document, so
     #: neither its indentation nor its end is known; writers end a document with a newline)
     final_newline: bool | None = None
+    #: an indented document's arrays of numbers written on one line (token ids, logprobs, as
+    #: harbor writes ATIF): the separator between their items; None: one item a line
+    inline_numbers: str | None = None
 
     @property
     def compact(self) -> bool:
@@ -245,6 +248,8 @@ class Style:
             d["indent"] = self.indent
         if self.final_newline is not None:
             d["final_newline"] = self.final_newline
+        if self.inline_numbers is not None:
+            d["inline_numbers"] = self.inline_numbers
         return d
 
     @classmethod
@@ -256,6 +261,7 @@ class Style:
             bool(d.get("ascii")),
             indent if isinstance(indent, int) and 0 <= indent <= 16 else None,
             d["final_newline"] if isinstance(d.get("final_newline"), bool) else None,
+            d["inline_numbers"] if d.get("inline_numbers") in (",", ", ") else None,
         )
 
     @property
@@ -277,7 +283,9 @@ class Style:
             one = cls.detect(data)
             return cls(one.item_sep, one.key_sep, one.ascii, None, final_newline)
         hint = _ascii_hint(data)
-        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline)
+        arr = _ONE_LINE_NUMBERS.search(data) if _SPLIT_NUMBERS.search(data) is None else None
+        return cls(",", ": ", hint if hint is not None else True, len(m.group(1)), final_newline,
+                   arr.group(1).decode() if arr is not None else None)
 
     @classmethod
     def detect_lines(cls, raws: list[bytes]) -> Style:
@@ -315,6 +323,9 @@ class Style:
 
 COMPACT = Style()
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
+# an array of numbers on one line (after a key, or alone on its line), and one an item a line
+_ONE_LINE_NUMBERS = re.compile(rb'(?:(?<!\\)": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
+_SPLIT_NUMBERS = re.compile(rb"\[[ \t]*\r?\n[ \t]*-?[0-9]")
 _STRUCT = re.compile(rb'"(?:[^"\\]|\\.)*"|[:,]', re.DOTALL)
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
 
@@ -335,8 +346,11 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
     if indent is None:
         indent = style.indent
         if indent is not None or style.final_newline is not None:
-            style = Style(style.item_sep, style.key_sep, style.ascii)
-    if style.compact and indent is None:
+            style = Style(style.item_sep, style.key_sep, style.ascii, inline_numbers=style.inline_numbers)
+    exact = style.inline_numbers is not None and indent is not None  # one-line arrays: the exact encoder
+    if exact:
+        pass
+    elif style.compact and indent is None:
         try:
             return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)  # IntText("-0"): exact encoder
         except (TypeError, orjson.JSONEncodeError):
@@ -346,7 +360,7 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
             return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_SUBCLASS)
         except (TypeError, orjson.JSONEncodeError):
             pass
-    if (fast := _c_encoded(obj, style, indent)) is not None:
+    if not exact and (fast := _c_encoded(obj, style, indent)) is not None:
         return fast
     parts: list[str] = []
     enc = _Encoder(style, indent, parts)
@@ -387,11 +401,12 @@ def _c_encoded(obj: Any, style: Style, indent: int | None) -> bytes | None:
 
 
 class _Encoder:
-    __slots__ = ("indent", "item_sep", "key_sep", "out", "string")
+    __slots__ = ("indent", "inline", "item_sep", "key_sep", "out", "string")
 
     def __init__(self, style: Style, indent: int | None, out: list[str]) -> None:
         self.string = encode_basestring_ascii if style.ascii else encode_basestring
         self.indent = indent
+        self.inline = style.inline_numbers if indent is not None else None
         self.item_sep = style.item_sep if indent is None else style.item_sep.rstrip(" ")
         self.key_sep = style.key_sep if indent is None else ": "
         self.out = out
@@ -427,6 +442,10 @@ class _Encoder:
         if not o:
             out.append(open_ + close)
             return
+        if self.inline is not None and not is_dict and all(type(v) in _NUMBERS or isinstance(v, (IntText, FloatText)) for v in o):
+            out.append(open_ + self.inline.join(_float(v) if type(v) is float else
+                                                 v.text if isinstance(v, (IntText, FloatText)) else int.__repr__(v) for v in o) + close)
+            return
         out.append(open_)
         if self.indent is not None:
             inner = "\n" + " " * (self.indent * (depth + 1))
@@ -455,6 +474,9 @@ class _Encoder:
         if self.indent is not None:
             out.append("\n" + " " * (self.indent * depth))
         out.append(close)
+
+
+_NUMBERS = (int, float)  # exactly: a bool is not a number of an array kept on one line
 
 
 def _float(f: float) -> str:

@@ -26,6 +26,7 @@ KIND_TOOL_RESULT = "tool_result"
 KIND_TOOL_RESULT_ARCHIVED = "tool_result_archived"
 KIND_TOOL_SUMMARY = "tool_summary"
 KIND_COMPACTION_SUMMARY = "compaction_summary"
+HINT_SUMMARY = "compaction_summary"  # Message.extra: a reader marks a compaction summary its format records
 KIND_INJECTED = "injected"  # a user-role message the agent wrote (skill text, command output, reminders)
 
 #: how text an agent injects as a user-role message begins (Claude Code: local command output,

@@ -11,8 +11,20 @@ from .model import Block, Message
 
 
 def is_server_side(b: Block) -> bool:
-    """Calls executed by the provider (e.g. Codex web_search) have no result item."""
-    return bool(b.extra and b.extra.get("server_tool"))
+    """Calls executed by the provider (e.g. Codex web_search) have no result item, nor does a
+    call that ends the run (OpenHands ``finish``): ``formats.base.SERVER_TOOL`` / ``TERMINAL_CALL``."""
+    x = b.extra
+    return bool(x and (x.get("server_tool") or x.get("terminal_call")))
+
+
+#: calls that end an agent's run, named so: no result answers them (OpenHands ``finish``,
+#: read as a terminal call; the same call converted to a chat format that cannot mark it)
+TERMINAL_NAMES = ("finish",)
+
+
+def is_terminal(b: Block) -> bool:
+    """A call that ends the run: no result is expected for it at the end of a transcript."""
+    return is_server_side(b) or (b.type == "tool_call" and b.name in TERMINAL_NAMES)
 
 
 @dataclass(slots=True)

@@ -166,6 +166,7 @@ def transcript_stats(
                 }
             )
     f.messages = len(msgs)
+    f.unknown_types = formats.unknown_records(t)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
     ctx = resolve(t, settings=context or ContextSettings(window=context_window), tokenizer=tok, counts=all_counts,
@@ -252,8 +253,8 @@ def stats(
     op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    runs = run_files(op, list(formats.iter_paths(paths)), fmt=fmt, on_error=on_error, jobs=workers, progress=progress,
-                     engine=engine, messages_column=messages_column)
+    runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,
+                     progress=progress, engine=engine, messages_column=messages_column)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:
             if isinstance(run, CtxtoolError):

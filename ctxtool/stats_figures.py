@@ -123,6 +123,8 @@ class Figures:
     by_role: dict[str, RoleStats] = field(default_factory=lambda: {r: RoleStats() for r in STATS_ROWS})
     tool_calls_by_name: Counter[str] = field(default_factory=Counter)
     usage: UsageTotals = field(default_factory=UsageTotals)
+    #: records of types the format's reader does not know (kept verbatim): drift
+    unknown_types: Counter[str] = field(default_factory=Counter)
 
     def add_message(self, row: str, tokens: int, chars: int) -> None:
         """One message's tokens and characters to its ``by_role`` row (the totals apart)."""
@@ -159,6 +161,8 @@ class Figures:
             self.tool_calls_by_name.update(o.tool_calls_by_name)
         if o.usage.api_messages:
             self.usage.add(o.usage)
+        if o.unknown_types:
+            self.unknown_types.update(o.unknown_types)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,6 +177,7 @@ class Figures:
             "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
             "framing_tokens": self.framing_tokens,
             "usage": self.usage.to_json(),
+            "unknown_types": dict(self.unknown_types.most_common()),
         }
 
 
@@ -229,6 +234,8 @@ class Overview:
     models: set[str] = field(default_factory=set)
     first_timestamp: str | None = None
     last_timestamp: str | None = None
+    #: per file, the records of types its format's reader does not know (drift, warned about)
+    drift: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, t: TranscriptStats) -> None:
         self.count += 1
@@ -236,12 +243,16 @@ class Overview:
         if t.model:
             self.models.add(t.model)
         self._times(t.first_timestamp, t.last_timestamp)
+        if t.figures.unknown_types:
+            self.drift.setdefault(t.path, Counter()).update(t.figures.unknown_types)
 
     def merge(self, o: Overview) -> None:
         self.count += o.count
         self.levels.update(o.levels)
         self.models |= o.models
         self._times(o.first_timestamp, o.last_timestamp)
+        for path, c in o.drift.items():
+            self.drift.setdefault(path, Counter()).update(c)
 
     def _times(self, first: str | None, last: str | None) -> None:
         if first and (self.first_timestamp is None or first < self.first_timestamp):

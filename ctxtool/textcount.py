@@ -105,7 +105,7 @@ def is_plain_text(path: str | Path) -> bool:
     if got is None:
         return False
     head, named = got
-    if head.startswith(ZIP_MAGIC):  # an archive a transcript format reads (an Inspect .eval log)
+    if head.startswith((ZIP_MAGIC, b"SQLite format 3\x00")):  # an Inspect .eval log, an opencode.db store
         return False
     complete = len(head) < SNIFF_BYTES
     if head.startswith(b"\xef\xbb\xbf"):

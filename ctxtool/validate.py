@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from .errors import CtxtoolError
 from .model import Message, Transcript
-from .pairing import pair
+from .pairing import is_terminal, pair
 from .runner import Operation, RunContext, Task
 
 # problem codes
@@ -134,6 +134,8 @@ def check_messages(msgs: list[Message], path: str = "-", label: str | None = Non
     last = len(msgs) - 1
     trailing = last >= 0 and msgs[last].role == "assistant"
     for ci, b in p.unanswered():
+        if trailing and ci == last and is_terminal(b):
+            continue  # the call that ended the run (OpenHands finish)
         if trailing and ci == last:
             add(TRAILING_CALLS, f"the last assistant message ends with unanswered tool call {b.id!r}", msgs[ci])
         else:

@@ -328,8 +328,9 @@ def _problems(path: Path) -> Counter:
 def _assert_verbatim(out: Path, src_lines: set[bytes]) -> None:
     """Every output line is an input line; pi's and Claude Code's writers re-link the parent
     (``parentId``, ``parentUuid``: Claude Code records the old one under ``ctxtool``) of a line
-    whose parent was dropped, so those fields may differ there."""
-    links = ("parentId", "parentUuid", "ctxtool")
+    whose parent was dropped, and a compact_boundary's ``logicalParentUuid`` likewise, so those
+    fields may differ there."""
+    links = ("parentId", "parentUuid", "logicalParentUuid", "ctxtool")
     relinked = None
     for ln in out.read_bytes().splitlines():
         if ln in src_lines:

@@ -438,7 +438,13 @@ def test_cont_of_removed_message_is_dropped() -> None:
     a = t.messages[1]
     t.remove({id(a)})
     assert not any(isinstance(e, Cont) and e.message is a for e in t.entries)
-    assert len(write_bytes([t]).splitlines()) == len(lines_of(SAMPLE)) - 4
+    # its 4 lines go, and so do the progress lines of its tool calls (parented by its lines)
+    gone = {ln.obj["uuid"] for ln in a.lines}
+    progress = [o for o in map(json.loads, lines_of(SAMPLE)) if o.get("type") == "progress" and o.get("parentUuid") in gone]
+    assert len(progress) == 1
+    out = write_bytes([t]).splitlines()
+    assert len(out) == len(lines_of(SAMPLE)) - 4 - len(progress)
+    assert not any(json.loads(ln).get("uuid") == progress[0]["uuid"] for ln in out)
 
 
 def test_restore_puts_a_continuation_back_after_a_relinked_line(tmp_path: Path) -> None:

@@ -177,6 +177,7 @@ def test_inspect_eval_archive_real_file(tmp_path: Path) -> None:
     with zipfile.ZipFile(EVAL_ARCHIVE) as z:
         sample = json.loads(z.read("samples/0_epoch_1.json"))
         header = json.loads(z.read("header.json"))
+        reductions = json.loads(z.read("reductions.json"))
     msgs = sample["messages"]
     calls = sum(len(m.get("tool_calls") or []) for m in msgs)
     results = sum(1 for m in msgs if m["role"] == "tool")
@@ -189,7 +190,9 @@ def test_inspect_eval_archive_real_file(tmp_path: Path) -> None:
     assert _cli("convert", str(EVAL_ARCHIVE), "--to", "inspect", "-o", str(out)).exit_code == 0
     log = json.loads(out.read_text())
     assert log["samples"] == [sample]
-    assert {k: v for k, v in log.items() if k != "samples"} == {k: v for k, v in header.items() if k != "samples"}
+    # the header's fields, and the archive's reductions where a JSON log keeps them
+    assert log["reductions"] == reductions
+    assert {k: v for k, v in log.items() if k not in ("samples", "reductions")} == {k: v for k, v in header.items() if k != "samples"}
     # through canonical JSONL to the same log; and every command reads the archive
     canon, back = tmp_path / "c.jsonl", tmp_path / "back.json"
     assert _cli("convert", str(EVAL_ARCHIVE), "--to", "ctxtool", "-o", str(canon)).exit_code == 0

@@ -168,7 +168,8 @@ def test_environment_overrides(home: Path, tmp_path: Path) -> None:
     stores = default_stores(env)
     assert [(s.agent, s.source) for s in stores] == [
         ("claude-code", "CLAUDE_CONFIG_DIR"), ("claude-code", "CLAUDE_CONFIG_DIR"),
-        ("codex", "CODEX_HOME"), ("pi", "PI_CODING_AGENT_DIR")]
+        ("codex", "CODEX_HOME"), ("codex", "CODEX_HOME"), ("opencode", "default"), ("pi", "PI_CODING_AGENT_DIR")]
+    assert [Path(s.path).name for s in stores if s.agent == "codex"] == ["sessions", "archived_sessions"]
     d = run_json("-z", "UTC", env=env)
     assert d["totals"]["messages"] == run_json("-z", "UTC", env=env_of(home))["totals"]["messages"]
     assert run_json(env=env_of(tmp_path / "nobody"))["files"] == 0

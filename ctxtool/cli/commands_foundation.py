@@ -18,6 +18,7 @@ from .common import (
     short_label,
     stderr_console,
     stdout_console,
+    warn_drift,
     warn_skipped,
 )
 from .render import Emitter, JsonlOpt, emit
@@ -74,7 +75,7 @@ def stats(
                   False, None, on_error, top, jobs, count, engine, address)
         return
     info, tok = resolve_model(model, tokenizer)
-    files = list(iter_paths(paths))
+    files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
     from ..jsonio import input_size
@@ -137,6 +138,7 @@ def stats(
     warn_skipped(report.skipped)
     if not (context_window or info) and report.overview is not None:
         common.warn_unknown_models(report.overview.models)
+    warn_drift(report.overview.drift if report.overview is not None else {})
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
     elif em is not None:
@@ -342,10 +344,31 @@ def convert(
         err_line(f"wrote {run.transcripts:,} transcript(s) as {target.name} to {output}")
 
 
-def formats_cmd(as_json: common.JsonOpt = False) -> None:
+def formats_cmd(
+    paths: Annotated[list[str] | None, typer.Argument(help="Files to look at: what each line type was read as.")] = None,
+    fmt: common.FormatOpt = None,
+    as_json: common.JsonOpt = False,
+) -> None:
     """List the transcript formats ctxtool reads and writes: each one's layouts, and whether
-    it is written back (a read-only one converts with --to to any format that is)."""
+    it is written back (a read-only one converts with --to to any format that is). Given
+    files: for each, the version of the agent that wrote it and what each type of line was
+    read as (a message, a record kept verbatim, a type ctxtool does not know)."""
     from .. import formats
+
+    if paths:
+        from ..formats.survey import survey_file
+
+        surveys = [survey_file(p, fmt) for p in formats.iter_paths(paths)]
+        if as_json:
+            emit("formats", items=[s.to_json() for s in surveys], key="files")
+            return
+        for s in surveys:
+            sys.stdout.write(f"{s.path}: {s.format}, {s.transcripts:,} transcript(s), written by "
+                             f"{s.tool_version or 'a version it does not record'}\n")
+            width = max((len(kind) for (kind, _h) in s.types), default=4)
+            for (kind, how), count in sorted(s.types.items(), key=lambda x: (-x[1], x[0])):
+                sys.stdout.write(f"  {kind:<{width}}  {count:>7,}  {how}\n")
+        return
 
     writable = list(formats.writable_names())
     rows = []

@@ -30,6 +30,7 @@ class By(StrEnum):
     session = "session"
     project = "project"
     model = "model"
+    agent = "agent"
 
 
 def usage(
@@ -37,11 +38,12 @@ def usage(
         list[str] | None,
         typer.Argument(help="Session files or directories (searched recursively for *.jsonl). Default: the session "
                        "stores of Claude Code (~/.claude/projects, $CLAUDE_CONFIG_DIR, comma-separated), Codex "
-                       "(~/.codex/sessions, $CODEX_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
+                       "(~/.codex/sessions and archived_sessions, $CODEX_HOME), opencode (~/.local/share/opencode/opencode.db, "
+                       "$XDG_DATA_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
                        show_default=False),
     ] = None,
     by: Annotated[By, typer.Option("--by", "-b", help="One row per day, week (from Monday), month, 5-hour block (as "
-                                   "Claude plans meter usage, like ccusage's blocks), session, project or model.")] = By.day,
+                                   "Claude plans meter usage, like ccusage's blocks), session, project, model or agent (the main agent and each subagent).")] = By.day,
     breakdown: Annotated[bool, typer.Option("--breakdown", help="Each row's calls per model too (JSON: each row's "
                                             "\"breakdown\").")] = False,
     since: Annotated[str | None, typer.Option("--since", help="First day counted: YYYY-MM-DD, today, yesterday or Nd (the last N days).")] = None,

@@ -450,6 +450,15 @@ def warn_skipped(skipped: list[Any]) -> None:
         err_line(f"ctxtool: skipped {len(skipped)} unreadable record(s); first: {skipped[0]}")
 
 
+def warn_drift(drift: dict[str, Any]) -> None:
+    """One stderr line per file holding records of types its format's reader does not know."""
+    for path, kinds in drift.items():
+        n = sum(kinds.values())
+        names = ", ".join(f"{k} ×{c}" for k, c in kinds.most_common(6)) + (", ..." if len(kinds) > 6 else "")
+        err_line(f"ctxtool: warning: {path}: {n:,} line(s) of type(s) ctxtool does not know, kept verbatim and not "
+                 f"counted as messages: {names}")
+
+
 def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
     """``--json`` puts the report on stdout, so the transcript needs ``-o FILE`` (or ``--dry-run``)."""
     if as_json and not dry_run and (output is None or output == "-"):

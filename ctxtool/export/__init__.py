@@ -113,7 +113,10 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     tally = _Tally()
     written = 0
     with outputs.atomic_output(out) as fh:
-        for piece in renderer.document(title, tally.count(view(t) for t in formats.read(path, fmt))):
+        # a Claude Code session file brings its subagents' transcripts (one unit)
+        files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
+        transcripts = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
+        for piece in renderer.document(title, tally.count(view(t) for t in transcripts)):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)

@@ -305,6 +305,9 @@ class HtmlRenderer(Renderer):
         bits = [m.trigger, f"{m.tokens_before:,} tokens before" if m.tokens_before is not None else None, m.timestamp,
                 f"line {m.line}" if m.line else None]
         badges = "".join(f"<span class=\"badge\">{esc(b)}</span>" for b in bits if b)
+        if m.kind == "notice":
+            return (f"<div class=\"marker notice\"><span class=\"title\">{esc(m.title)}</span> {badges}"
+                    f"<div class=\"text\">{esc(m.summary)}</div></div>\n")
         title = "Compaction boundary" if m.kind == "boundary" else "Compaction"
         ident = f" id=\"{anchor}\"" if anchor else ""
         out = f"<div class=\"item marker\"{ident}><span class=\"title\">{title}</span> {badges}"

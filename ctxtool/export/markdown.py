@@ -100,6 +100,9 @@ class MarkdownRenderer(Renderer):
         return p.text + "\n"
 
     def marker(self, m: Marker) -> str:
+        if m.kind == "notice":
+            head = f"**{m.title}**" + (f" · {m.timestamp}" if m.timestamp else "")
+            return quote(head) + ">\n" + quote(m.summary) + "\n"
         bits = ["Compaction boundary" if m.kind == "boundary" else "Compaction"]
         if m.trigger:
             bits.append(m.trigger)

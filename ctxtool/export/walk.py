@@ -52,7 +52,8 @@ class Turn:
 @dataclass(frozen=True, slots=True)
 class Marker:
     """A compaction: Claude Code's boundary line (``boundary``) or a recorded compaction entry
-    with its summary (``compaction``: pi, Codex, ctxtool)."""
+    with its summary (``compaction``: pi, Codex, ctxtool); or a ``notice`` the agent showed
+    between turns (its text in ``summary``)."""
 
     kind: str
     summary: str = ""
@@ -60,7 +61,16 @@ class Marker:
     tokens_before: int | None = None
     timestamp: str | None = None
     line: int | None = None
+    title: str = ""  # a ``notice``'s: what the agent called it (Info, Error, Warning)
 
+    @property
+    def is_compaction(self) -> bool:
+        return self.kind in ("boundary", "compaction")
+
+
+# records an agent wrote between turns that its user saw ("Request cancelled.", an API
+# error): shown as notices (Gemini CLI's info, error and warning records)
+NOTICE_RECORDS = {"gemini:info": "Info", "gemini:error": "Error", "gemini:warning": "Warning"}
 
 Item = Turn | Marker
 
@@ -78,7 +88,7 @@ class View:
 
     @property
     def markers(self) -> int:
-        return sum(isinstance(i, Marker) for i in self.items)
+        return sum(isinstance(i, Marker) and i.is_compaction for i in self.items)
 
 
 def _str(v: Any) -> str | None:
@@ -184,6 +194,12 @@ def view(t: Transcript) -> View:
             v.items.append(_compaction(t, e))
         elif isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
             v.items.append(_boundary(e))
+        elif isinstance(e, Record) and e.kind in NOTICE_RECORDS:
+            o = e.line.obj if isinstance(e.line.obj, dict) else {}
+            c = o.get("content")
+            text = c if isinstance(c, str) else jsonio.dumps_text(c) if c is not None else ""
+            v.items.append(Marker("notice", summary=text, timestamp=_str(o.get("timestamp")), line=e.line.lineno,
+                                  title=NOTICE_RECORDS[e.kind]))
     return v
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CtxtoolError, ExitCode
 
 if TYPE_CHECKING:
+    from collections import Counter
     from pathlib import Path
 
     from ..jsonio import Source
@@ -43,7 +44,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout)
+LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout; "sqlite": opencode's only)
 
 
 class Lazy:
@@ -114,10 +115,19 @@ _REGISTRY: dict[str, Lazy | Format] = {
     "swe-agent": Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)),
     "mini-swe-agent": Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "role")),
     "openhands": Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")),
+    "opencode": Lazy("ctxtool.formats.opencode", ("sqlite",)),
 }
 _ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
 FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
-TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+# directory walks (and the names they pick up): ctxtool/formats/walk.py
+from .walk import (  # noqa: E402 - after the registry they document
+    COMPRESSED_SUFFIXES,
+    STORE_NAMES,
+    TRANSCRIPT_SUFFIXES,
+    iter_paths,
+    transcript_name,
+    walk_files,
+)
 
 __all__ = [
     "FORMAT_NAMES",
@@ -132,7 +142,13 @@ __all__ = [
     "read_source",
     "register",
     "split_plan",
+    "COMPRESSED_SUFFIXES",
+    "STORE_NAMES",
+    "TRANSCRIPT_SUFFIXES",
+    "transcript_name",
+    "unknown_records",
     "unregister",
+    "walk_files",
     "writable_names",
     "write",
     "write_path",
@@ -233,13 +249,54 @@ def read_source(
     policy = policy or ErrorPolicy()
     try:
         if f is None:
-            yield from detect(src).read(src, policy)
+            yield from _some_messages(detect(src).read(src, policy), src.path)
         else:
-            yield from _read_forced(f, src, policy)
+            yield from _some_messages(_read_forced(f, src, policy), src.path)
     except STRUCTURE_ERRORS as e:
         # a reader met a value of a shape it does not interpret where no record-level
         # guard caught it: bad input at the line being read, never an internal error
         raise malformed(e, src.path, src.at) from e
+
+
+def unknown_records(t: Transcript) -> Counter[str]:
+    """The records of ``t`` of types its format's reader does not know (see
+    :attr:`ctxtool.formats.base.Format.known_records`): kept verbatim, counted as drift."""
+    from collections import Counter
+
+    try:
+        f = get_format(t.format)
+    except CtxtoolError:
+        return Counter()
+    return f.unknown_records(t)
+
+
+def _some_messages(ts: Iterator[Transcript], path: str) -> Iterator[Transcript]:
+    """``ts``; but a file whose transcripts hold records and not one message is an error
+    naming the record types it saw (a format that moved on: never "0 turns"). Transcripts
+    without messages are held until one with messages shows the file is not that."""
+    from collections import Counter
+
+    from ..model import Message, Record
+
+    held: list[Transcript] = []
+    seen = False
+    for t in ts:
+        if seen or any(isinstance(e, Message) for e in t.entries):
+            seen = True
+            yield from held
+            held.clear()
+            yield t
+        else:
+            held.append(t)
+    if seen or not held:
+        return
+    kinds = Counter(e.kind or "?" for t in held for e in t.entries if isinstance(e, Record))
+    if not kinds:
+        yield from held
+        return
+    n = sum(kinds.values())
+    raise CtxtoolError(f"no messages here: {n:,} line(s) or record(s), none of a type read as a message "
+                       f"({', '.join(f'{k} ×{c}' for k, c in kinds.most_common(8))})", path=path)
 
 
 def _read_forced(f: Format, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
@@ -392,56 +449,3 @@ def split_plan(
     finally:
         src.close()
     return f.name, split_ranges(path, workers, lines=lines)
-
-
-def iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
-    """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
-    and ``-`` pass through. A file is given once however it is named (a relative and an
-    absolute path, a link, a directory holding a file also named): the first name is kept."""
-    from pathlib import Path
-
-    from .. import urls
-
-    seen: set[tuple[int, int]] = set()
-
-    def first(name: str) -> bool:
-        try:
-            st = os.stat(name)
-        except OSError:
-            return True
-        if not stat.S_ISREG(st.st_mode):  # a FIFO, a device: read as often as named
-            return True
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            return False
-        seen.add(key)
-        return True
-
-    for p in paths:
-        s = str(p)
-        if s == "-":
-            yield s
-            continue
-        if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
-            yield from (q for q in urls.expand(s) if urls.is_url(q) or first(q))
-            continue
-        path = Path(s)
-        if path.is_dir():
-            found = sorted(
-                q for q in path.rglob("*") if q.is_file() and q.suffix.lower() in TRANSCRIPT_SUFFIXES
-            )
-            from .. import parquet
-
-            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.parquet)
-                yield s
-                if not found:
-                    continue
-            if not found:
-                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json)", path=s, code=ExitCode.NOT_FOUND)
-            for q in found:
-                if first(str(q)):
-                    yield str(q)
-        elif not path.exists():
-            raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
-        elif first(s):
-            yield s

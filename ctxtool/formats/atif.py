@@ -10,8 +10,9 @@ content parts with images) as text, ``reasoning_content`` as thinking, ``tool_ca
 (``tool_call_id``, ``function_name``, ``arguments``) as calls, ``metrics`` as usage
 (``prompt_tokens`` includes the cached ones). Its ``observation.results`` answering the
 step's calls (``source_call_id``; a result without one answers the call at its position
-when the counts agree) follow as one tool message. A step without calls keeps its
-observation (system steps: subagent delegation, context management) as it came.
+when the counts agree) follow as one tool message. An observation that answers no call (a
+parse-error notice, the summary of a context-management step) follows as a user message;
+a context-management step's (``extra.context_management``) is a compaction summary.
 
 Writing: an unchanged step is written as it came; a changed one is rebuilt from its source
 object (its other fields, and each result's ``subagent_trajectory_ref`` and ``extra``, kept).
@@ -25,7 +26,7 @@ from typing import IO, Any
 from .. import jsonio
 from ..errors import CtxtoolError
 from ..jsonio import Source
-from ..model import Block, Compaction, Line, Message, Metadata, Transcript, Usage, token_count
+from ..model import HINT_SUMMARY, Block, Compaction, Line, Message, Metadata, Transcript, Usage, token_count
 from .base import (
     META_KEY,
     STRUCTURE_ERRORS,
@@ -110,13 +111,24 @@ def decode_step(step: dict[str, Any], prefix: str = "") -> list[Message]:
     obs = step.get("observation")
     results = obs.get("results") if isinstance(obs, dict) else None
     answered = bool(calls) and isinstance(results, list) and bool(results)
+    # an observation that answers no call (a parse-error notice, a context summary): its
+    # text is a user message of its own, read and written with the step
+    told = not calls and isinstance(results, list) and any(isinstance(r, dict) and r.get("content") for r in results)
     head_obj = step
     extra: dict[str, Any] = {STEP: "step"}
-    if answered:
+    if answered or told:
         head_obj = {k: v for k, v in step.items() if k != "observation"}
         extra[OBS_AT] = list(step).index("observation")
     out = [Message(role, blocks, id=mid, metadata=meta, usage=_usage(step.get("metrics"), None),
                    model=model if isinstance(model, str) else None, lines=[Line(head_obj)], extra=extra)]
+    if told:
+        assert isinstance(obs, dict) and isinstance(results, list)
+        oextra: dict[str, Any] = {STEP: "observation"}
+        if _context_step(step):
+            oextra[HINT_SUMMARY] = True  # the summary a context-management step left
+        out.append(Message("user", [Block("text", text=content_text(r.get("content"))) for r in results if isinstance(r, dict)],
+                           id=f"{mid}/observation" if mid else None,
+                           metadata=read_meta(obs) if META_KEY in obs else Metadata(), lines=[Line(obs)], extra=oextra))
     if answered:
         assert isinstance(obs, dict) and isinstance(results, list)
         names = {c.get("tool_call_id"): c.get("function_name") for c in calls}
@@ -153,6 +165,16 @@ def trajectory_transcript(doc: dict[str, Any], path: str, index: int, sub: bool)
     t.extra["layout"] = "atif_subagent" if sub else "atif_document"
     t.extra["entries_count"] = len(t.entries)
     return t
+
+
+CONTEXT_KEYS = ("context_management", "summarization", "context_summarization", "compaction")
+
+
+def _context_step(step: dict[str, Any]) -> bool:
+    """A step recording a context summarization (its ``extra`` names it: the v1.2 system steps
+    of context management, harbor's summarization steps)."""
+    ex = step.get("extra")
+    return isinstance(ex, dict) and any(k in ex for k in CONTEXT_KEYS)
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -232,17 +254,26 @@ def _unchanged(m: Message) -> bool:
 
 
 def build_step(head: Message | None, tools: list[Message], step_id: int) -> dict[str, Any]:
+    """One step (``step_id``: its place, from 1: ATIF readers such as harbor's ``Trajectory``
+    require ids sequential from 1, so a step kept after others were dropped is numbered
+    again; a step already at its place is written as it came)."""
     if head is not None and _unchanged(head) and _own_step(head.lines[0].obj):
         step = head.lines[0].obj  # as it came
     elif head is not None:
         step = render_head(head, step_id)
     else:
         step = {"step_id": step_id, "source": "agent", "message": ""}
+    if _renumbered(step.get("step_id"), step_id):
+        step = {k: (step_id if k == "step_id" else v) for k, v in step.items()}
     results = [b for b in head.content if b.type == "tool_result"] if head is not None else []
     results += [b for m in tools for b in m.content if b.type == "tool_result"]
-    if not results:
+    told = [m for m in tools if m.role != "tool"]
+    if not results and not told:
         return step
-    if len(tools) == 1 and not results[: -len(tools[0].content)] and _unchanged(tools[0]) \
+    if told:
+        obs = told[0].lines[0].obj if len(told) == 1 and _unchanged(told[0]) and isinstance(told[0].lines[0].obj, dict) \
+            else _told_observation(told)
+    elif len(tools) == 1 and not results[: -len(tools[0].content)] and _unchanged(tools[0]) \
             and isinstance(tools[0].lines[0].obj, dict) and "results" in tools[0].lines[0].obj:
         obs = tools[0].lines[0].obj
     else:
@@ -252,6 +283,28 @@ def build_step(head: Message | None, tools: list[Message], step_id: int) -> dict
     at = at if isinstance(at, int) and 0 <= at <= len(items) else len(items)
     items.insert(at, ("observation", obs))
     return dict(items)
+
+
+def _renumbered(old: Any, step_id: int) -> bool:
+    """Whether a step's id is a number out of its place (one that is not a number is kept)."""
+    return isinstance(old, int) and not isinstance(old, bool) and old != step_id and step_id > 0
+
+
+def _told_observation(told: list[Message]) -> dict[str, Any]:
+    """The observation of a step that answers no call, from its message(s): the source's
+    other fields kept, each result's text replaced."""
+    src = told[0].lines[0].obj if told[0].lines else None
+    obs: dict[str, Any] = dict(src) if isinstance(src, dict) and "results" in src else {}
+    old = [r for r in obs.get("results") or [] if isinstance(r, dict) and r.get("content")]
+    texts = [b.text for m in told for b in m.content if b.type == "text"]
+    out = []
+    for i, text in enumerate(texts):
+        r = dict(old[i]) if i < len(old) else {}
+        r["content"] = r["content"] if "content" in r and content_text(r["content"]) == text else text
+        out.append(r)
+    obs["results"] = out
+    put_meta(obs, told[0])
+    return obs
 
 
 def build_steps(entries: list[Any]) -> list[dict[str, Any]]:
@@ -266,6 +319,9 @@ def build_steps(entries: list[Any]) -> list[dict[str, Any]]:
             continue
         if e.role == "tool" and groups and (groups[-1][0] is None or groups[-1][0].role == "assistant"):
             groups[-1][1].append(e)
+        elif e.extra.get(STEP) == "observation" and e.role == "user" and groups and groups[-1][0] is not None \
+                and groups[-1][0].extra.get(STEP) == "step" and not groups[-1][1]:
+            groups[-1][1].append(e)  # an observation answering no call: its step's
         elif e.role == "tool":
             groups.append((None, [e]))
         else:

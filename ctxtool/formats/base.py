@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -17,6 +18,7 @@ META_KEY = "ctxtool"  # where ctxtool keeps message metadata inside foreign form
 #: format that set them, and only its writer reads them):
 #: a provider-side tool call (web search run by the provider; no result message follows)
 SERVER_TOOL = "server_tool"
+TERMINAL_CALL = "terminal_call"  # a call that ends the run (OpenHands finish): no result answers it
 SCAN_STYLE = 8  # entries looked at for a source line whose style new lines follow
 
 
@@ -86,6 +88,21 @@ class Format:
     #: record any format may keep; otherwise a name only formats of that family understand
     #: (a whole eval log, a trajectory), and other formats leave it behind
     record_family: str = ""
+    #: the kinds of records (``Record.kind``, or its part before the first ``:``) its reader
+    #: knows; a record of any other kind is a line type the agent added since (drift): kept
+    #: verbatim, counted by ``stats`` and warned about. None: the format does not tell.
+    known_records: frozenset[str] | None = None
+
+    def unknown_records(self, t: Transcript) -> Counter[str]:
+        """How many records of each kind ``t`` holds that this format does not know."""
+        out: Counter[str] = Counter()
+        known = self.known_records
+        if known is None:
+            return out
+        for e in t.entries:
+            if isinstance(e, Record) and e.kind not in known and e.kind.split(":", 1)[0] not in known:
+                out[e.kind] += 1
+        return out
 
     def sniff(self, sample: list[Any], src: Source) -> int:
         raise NotImplementedError

@@ -42,17 +42,23 @@ from ..model import (
     source_lines,
 )
 from . import anthropic_blocks as codec
-from .base import META_KEY, CompactionNote, ErrorPolicy, Format, exact_obj, read_meta, template
+from .base import META_KEY, CompactionNote, ErrorPolicy, Format, read_meta, template
+from .claude_code_agents import agent_info
 from .claude_code_lines import (
+    LOGICAL,
+    LOGICAL_RELINKED,
     MESSAGE_TYPES,
+    RELINKED,
     apply_flags,
     decode_content,
     decode_usage,
     encode_content,
     foreign_timestamp,
     is_cc_line,
+    nearest_kept,
     only_tool_results,
     own_line,
+    relink,
     store_meta,
     usage_json,
     valid_uuid,
@@ -60,6 +66,11 @@ from .claude_code_lines import (
 
 #: line types Claude Code writes that are not messages (kept as records)
 RECORD_TYPES = ("system", "summary", "progress", "file-history-snapshot", "queue-operation")
+#: line types of Claude Code 2.1.x, known and kept verbatim as records: session titles, the
+#: running cost, links between frames and continued sessions, away summaries, attachments
+#: (a ``queued_command`` the user typed while the agent worked, hook output, files), tags
+NEWER_RECORD_TYPES = ("custom-title", "ai-title", "agent-name", "cost-state", "frame-link", "continued-in",
+                      "away_summary", "attachment", "tag", "last-prompt", "pr-link", "worktree-state")
 #: fields of the first message line kept as the session template for new lines
 SESSION_KEYS = ("sessionId", "cwd", "version", "gitBranch", "userType")
 #: fields copied from a neighbouring line into a new one (sub-agent files, session slug)
@@ -71,45 +82,13 @@ SCAN_BACK = 64  # entries looked at backwards for a parent uuid / timestamp
 PARENTS = "cc_parents"  # Transcript.extra: uuid -> parentUuid of every line read
 
 
-def nearest_kept(p: str, parents: dict[str, Any], kept: set[str]) -> str | None:
-    """The first of ``p`` and its ancestors (by ``parents``) that is ``kept``; ``None`` if none is."""
-    cur: Any = p
-    for _ in range(len(parents) + 1):
-        if not isinstance(cur, str) or cur in kept:
-            return cur if isinstance(cur, str) else None
-        if cur not in parents:  # beyond this file (a resumed session's earlier file): kept as it was
-            return cur
-        cur = parents[cur]
-    return None  # a cycle
-
-
-RELINKED = "relinked_from"  # under the line's ``ctxtool`` key: the parentUuid it had in its source
-
-
-def relink(ln: Line, parent: str | None) -> Line:
-    """``ln`` with ``parentUuid`` set to ``parent``; the parent it had is kept under
-    ``ctxtool.relinked_from`` (the first one, across several relinks), so the link comes back
-    when that line is written again (``restore``)."""
-    o = exact_obj(ln)
-    new = dict(o)
-    meta = dict(o.get(META_KEY)) if isinstance(o.get(META_KEY), dict) else {}
-    if RELINKED in meta and parent == meta[RELINKED]:  # back to the source's parent
-        meta.pop(RELINKED)
-    else:
-        meta.setdefault(RELINKED, o.get("parentUuid"))
-    new["parentUuid"] = parent
-    new.pop(META_KEY, None)
-    if meta:
-        new[META_KEY] = meta
-    return Line(new, lineno=ln.lineno, exact=True)
-
-
 class ClaudeCodeFormat(Format):
     name = "claude-code"
     description = "Claude Code session logs (~/.claude/projects/*/*.jsonl)"
     reads = "JSONL"
     default_layout = "entries_jsonl"
     bookkeeping_records = ("progress", "file-history-snapshot", "system:", "queue-operation")
+    known_records = frozenset(RECORD_TYPES + NEWER_RECORD_TYPES)
 
     def __init__(self) -> None:
         # (id of the entries list, its length, id(entry) -> index): positions of entries
@@ -230,6 +209,9 @@ class ClaudeCodeFormat(Format):
         if "session" not in t.extra and fallback_session:
             t.extra["session"] = fallback_session
             t.id = fallback_session.get("sessionId")
+        agent = agent_info(src.path)
+        if agent is not None:  # a subagent's transcript: part of its session
+            t.extra["agent"] = agent
         yield t
 
     # -- writing -------------------------------------------------------------------
@@ -237,20 +219,40 @@ class ClaudeCodeFormat(Format):
         """A re-linked line with the parent it had in its source (``relinked_from``)."""
         o = ln.obj
         meta = o.get(META_KEY) if isinstance(o, dict) else None
-        if not isinstance(meta, dict) or RELINKED not in meta:
+        if not isinstance(meta, dict) or (RELINKED not in meta and LOGICAL_RELINKED not in meta):
             return None
-        return relink(ln, meta[RELINKED])
+        if LOGICAL_RELINKED in meta:
+            ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
+        return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
 
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """The lines, with the resume chain kept: a line whose parent was dropped (window, cut,
-        repair, archive) points at its nearest ancestor still written (``relink``)."""
+        repair, archive) points at its nearest ancestor still written (``relink``), and so
+        does a compact_boundary's ``logicalParentUuid``. A ``progress`` line whose parent was
+        dropped goes with it (the progress of a tool call no longer there)."""
         parents = t.extra.get(PARENTS)
         if not isinstance(parents, dict) or not parents:
             yield from super().output_items(t)
             return
         lines = list(super().output_items(t))
         written = {ln.obj["uuid"] for ln in lines if isinstance(ln.obj, dict) and isinstance(ln.obj.get("uuid"), str)}
+        # the lines of what is still here (a message written as one line keeps its later lines' uuids)
+        present = written | {ln.obj["uuid"] for e in t.entries for ln in source_lines(e)
+                             if isinstance(ln.obj, dict) and isinstance(ln.obj.get("uuid"), str)}
+        gone = set()
+        for ln in lines:  # in order: a progress line's parent comes before it
+            o = ln.obj
+            if isinstance(o, dict) and o.get("type") == "progress":
+                p = o.get("parentUuid")
+                if isinstance(p, str) and p in parents and p not in present:
+                    u = o.get("uuid")
+                    if isinstance(u, str):
+                        written.discard(u)
+                        present.discard(u)
+                    gone.add(id(ln))
         for ln in lines:
+            if id(ln) in gone:
+                continue
             o = ln.obj
             if isinstance(o, dict):
                 p = o.get("parentUuid")
@@ -260,6 +262,12 @@ class ClaudeCodeFormat(Format):
                     ln = relink(ln, was)  # its own parent is back
                 elif isinstance(p, str) and p in parents and p not in written:
                     ln = relink(ln, nearest_kept(p, parents, written))
+                lp = ln.obj.get(LOGICAL)
+                lwas = meta.get(LOGICAL_RELINKED) if isinstance(meta, dict) else None
+                if isinstance(lwas, str) and lwas in written and lwas != lp:
+                    ln = relink(ln, lwas, LOGICAL, LOGICAL_RELINKED)
+                elif isinstance(lp, str) and lp in parents and lp not in written:
+                    ln = relink(ln, nearest_kept(lp, parents, written), LOGICAL, LOGICAL_RELINKED)
             yield ln
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:

@@ -8,9 +8,9 @@ from typing import Any
 
 from .. import jsonio
 from ..errors import CtxtoolError
-from ..model import KIND_COMPACTION_SUMMARY, Block, Message, Usage, token_count
+from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Usage, token_count
 from . import anthropic_blocks as codec
-from .base import META_KEY
+from .base import META_KEY, exact_obj
 
 MESSAGE_TYPES = ("user", "assistant")
 
@@ -138,3 +138,38 @@ def valid_uuid(s: Any) -> str | None:
         return None
 
 
+# -- the resume chain (parentUuid) kept when an operation drops lines ---------------------
+def nearest_kept(p: str, parents: dict[str, Any], kept: set[str]) -> str | None:
+    """The first of ``p`` and its ancestors (by ``parents``) that is ``kept``; ``None`` if none is."""
+    cur: Any = p
+    for _ in range(len(parents) + 1):
+        if not isinstance(cur, str) or cur in kept:
+            return cur if isinstance(cur, str) else None
+        if cur not in parents:  # beyond this file (a resumed session's earlier file): kept as it was
+            return cur
+        cur = parents[cur]
+    return None  # a cycle
+
+
+RELINKED = "relinked_from"  # under the line's ``ctxtool`` key: the parentUuid it had in its source
+#: a compact_boundary's ``logicalParentUuid`` (the last message before it), as RELINKED
+LOGICAL = "logicalParentUuid"
+LOGICAL_RELINKED = "logical_relinked_from"
+
+
+def relink(ln: Line, parent: str | None, key: str = "parentUuid", was_key: str = RELINKED) -> Line:
+    """``ln`` with ``parentUuid`` (or ``key``) set to ``parent``; the parent it had is kept
+    under ``ctxtool.relinked_from`` (``was_key``; the first one, across several relinks), so
+    the link comes back when that line is written again (``restore``)."""
+    o = exact_obj(ln)
+    new = dict(o)
+    meta = dict(o.get(META_KEY)) if isinstance(o.get(META_KEY), dict) else {}
+    if was_key in meta and parent == meta[was_key]:  # back to the source's parent
+        meta.pop(was_key)
+    else:
+        meta.setdefault(was_key, o.get(key))
+    new[key] = parent
+    new.pop(META_KEY, None)
+    if meta:
+        new[META_KEY] = meta
+    return Line(new, lineno=ln.lineno, exact=True)

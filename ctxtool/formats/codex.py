@@ -133,6 +133,12 @@ class CodexFormat(Format):
     reads = "JSONL"
     default_layout = "entries_jsonl"
     bookkeeping_records = ("event_msg", "response_item")
+    #: the line types of a rollout, and those of Codex 0.145+ kept verbatim
+    known_records = frozenset((*LINE_TYPES, "world_state", "token_usage_record"))
+
+    def unknown_records(self, t: Transcript) -> Counter[str]:
+        """Line types beyond the five a rollout has (a legacy rollout's records are its own)."""
+        return Counter() if t.extra.get("codex_layout") == "legacy" else super().unknown_records(t)
 
     # -- detection -----------------------------------------------------------------------
     def sniff(self, sample: list[Any], src: Source) -> int:

@@ -115,7 +115,10 @@ class DatasetFormat(Format):
             return self._record_score(doc, single=True) if isinstance(doc, dict) else 0
         if self.entries and self.is_item(sample[0]):
             return self.score(sample)
-        return self._record_score(sample[0], single=False)
+        # the first record holding a message list decides (one without, a bad record, is
+        # left to the error policy when read)
+        rec = next((r for r in sample if self.messages_key(r) is not None), sample[0])
+        return self._record_score(rec, single=False)
 
     def records_per_line(self, src: Source) -> bool:
         sample = src.sample()

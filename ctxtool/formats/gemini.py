@@ -107,7 +107,10 @@ def decode_record(o: dict[str, Any], line_no: int | None) -> list[Message | Reco
     tok = o.get("tokens")
     if isinstance(tok, dict):
         cached = token_count(tok.get("cached"))
-        usage = Usage(max(token_count(tok.get("input")) - cached, 0), token_count(tok.get("output")), 0, cached)
+        # Gemini CLI's ``output`` leaves out the thinking (``thoughts``, billed as output) and
+        # ``input`` the tool-use prompt (``tool``); ``total`` is their sum with both
+        usage = Usage(max(token_count(tok.get("input")) + token_count(tok.get("tool")) - cached, 0),
+                      token_count(tok.get("output")) + token_count(tok.get("thoughts")), 0, cached)
     answered = [tc for tc in calls if "result" in tc]
     head_obj: dict[str, Any] = o
     extra: dict[str, Any] = {}
@@ -200,6 +203,7 @@ def decode_thought(th: Any) -> str | None:
 
 
 class GeminiFormat(Format):
+    known_records = frozenset(("gemini:info", "gemini:error", "gemini:warning"))
     name = "gemini"
     description = "Gemini CLI session files (JSON: sessionId + messages of type user/gemini with toolCalls)"
     reads = "JSON session document"

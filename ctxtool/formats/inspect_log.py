@@ -26,7 +26,7 @@ from typing import IO, Any
 from .. import jsonio
 from ..errors import CtxtoolError
 from ..jsonio import Source
-from ..model import Block, Line, Message, Metadata, Transcript
+from ..model import Block, Line, Message, Metadata, Transcript, Usage, token_count
 from .base import (
     META_KEY,
     STRUCTURE_ERRORS,
@@ -133,9 +133,26 @@ def decode_message(o: dict[str, Any], line: Line, att: dict[str, Any]) -> Messag
                    model=model if isinstance(model, str) else None, lines=[line])
 
 
+def _refs(v: Any, found: set[str]) -> set[str]:
+    """The attachment hashes ``v`` refers to."""
+    if isinstance(v, str):
+        if v.startswith(ATTACHMENT):
+            found.add(v[len(ATTACHMENT):])
+    elif isinstance(v, list):
+        for x in v:
+            _refs(x, found)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _refs(x, found)
+    return found
+
+
 def render_message(msg: Message, tmpl: dict[str, Any], back: dict[str, str]) -> list[dict[str, Any]]:
     """A message as Inspect chat messages (one tool message per result); ``tmpl`` is its
-    source object (other fields kept); attachment texts go back to their references."""
+    source object (other fields kept); the texts its source held as attachments go back to
+    their references (text written inline stays inline)."""
+    used = _refs(tmpl, set())
+    back = {k: h for k, h in back.items() if h in used}
     out: list[dict[str, Any]] = []
     results = [b for b in msg.content if b.type == "tool_result"]
     for b in results:
@@ -206,9 +223,12 @@ class InspectFormat(Format):
             raise CtxtoolError("not an Inspect eval log (needs 'version', 'eval' and 'samples')", path=src.path)
         samples = doc.get("samples") or []
         log = {k: (None if k == "samples" else v) for k, v in doc.items()}
+        log_usage = not _samples_record_usage(samples)  # else each sample's own
         for i, s in enumerate(samples):
             try:
                 t = sample_transcript(s, log, src.path, i)
+                if i == 0 and log_usage:
+                    place_log_usage(t, log)
             except CtxtoolError as e:
                 e.message = f"sample {i}: {e.message}"
                 policy.handle(e)
@@ -267,6 +287,7 @@ def sample_transcript(s: Any, log: dict[str, Any], path: str, i: int) -> Transcr
         except CtxtoolError as e:
             e.message = f"message {k}: {e.message}"
             raise
+    _place_usage(t, s)
     sid, epoch = s.get("id"), s.get("epoch")
     t.id = f"{sid}" + (f"/{epoch}" if epoch is not None else "") if sid is not None else str(i)
     t.record = {"log": log, "sample": {k: (None if k == "messages" else v) for k, v in s.items()}}
@@ -274,6 +295,88 @@ def sample_transcript(s: Any, log: dict[str, Any], path: str, i: int) -> Transcr
     t.extra["layout"] = "inspect_log"
     t.extra["entries_count"] = len(t.entries)
     return t
+
+
+def model_usage(u: Any) -> Usage | None:
+    """Inspect's ``ModelUsage`` as usage: ``input_tokens`` holds the cache reads when the
+    provider counts them in (its ``total_tokens`` then leaves them out once)."""
+    if not isinstance(u, dict) or not any(k in u for k in ("input_tokens", "output_tokens", "total_tokens")):
+        return None
+    inp, out = token_count(u.get("input_tokens")), token_count(u.get("output_tokens"))
+    write, read = token_count(u.get("input_tokens_cache_write")), token_count(u.get("input_tokens_cache_read"))
+    total = token_count(u.get("total_tokens"))
+    if read and total and total != inp + out + write + read and total == inp + out + write:
+        inp = max(inp - read, 0)  # the reads are inside input_tokens
+    return Usage(inp, out, write, read)
+
+
+def _sum_usage(by_model: Any) -> tuple[Usage | None, str | None]:
+    """The usage of a ``model_usage`` map (model name -> ModelUsage), summed; its model when one."""
+    if not isinstance(by_model, dict):
+        return None, None
+    total: Usage | None = None
+    for u in map(model_usage, by_model.values()):
+        if u is not None:
+            total = u if total is None else Usage(total.input + u.input, total.output + u.output,
+                                                  total.cache_creation + u.cache_creation, total.cache_read + u.cache_read)
+    names = [k for k in by_model if isinstance(k, str)]
+    return total, names[0] if len(names) == 1 else None
+
+
+def _place_usage(t: Transcript, s: dict[str, Any]) -> None:
+    """Each model call's usage on the assistant message it produced (the sample's ``model``
+    events name it by id); without events, the sample's ``model_usage`` on its last
+    assistant message."""
+    msgs = [m for m in t.iter_messages() if m.role == "assistant"]
+    if not msgs:
+        return
+    by_id = {m.id: m for m in msgs if m.id}
+    placed = False
+    for ev in s.get("events") or []:
+        if not (isinstance(ev, dict) and ev.get("event") == "model" and isinstance(ev.get("output"), dict)):
+            continue
+        out = ev["output"]
+        u = model_usage(out.get("usage"))
+        choices = out.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        msg = first.get("message")
+        mid = msg.get("id") if isinstance(msg, dict) else None
+        m = by_id.get(mid) if isinstance(mid, str) else None
+        if u is not None and m is not None and m.usage is None:
+            m.usage = u
+            model = out.get("model") or ev.get("model")
+            m.model = m.model or (model if isinstance(model, str) else None)
+            placed = True
+    if not placed:
+        u, model = _sum_usage(s.get("model_usage"))
+        if u is not None:
+            msgs[-1].usage = u
+            msgs[-1].model = msgs[-1].model or model
+
+
+def place_log_usage(t: Transcript, log: dict[str, Any]) -> None:
+    """A JSON log whose samples record no usage of their own: its ``stats.model_usage`` on
+    its first transcript (a ``.eval`` archive's samples always record theirs)."""
+    stats = log.get("stats")
+    u, model = _sum_usage(stats.get("model_usage") if isinstance(stats, dict) else None)
+    msgs = [m for m in t.iter_messages() if m.role == "assistant"]
+    if u is not None and msgs:
+        msgs[-1].usage = u
+        msgs[-1].model = msgs[-1].model or model
+
+
+def _samples_record_usage(samples: list[Any]) -> bool:
+    """Whether any sample records its own usage (``model_usage``, or a model event's)."""
+    for s in samples:
+        if not isinstance(s, dict):
+            continue
+        if isinstance(s.get("model_usage"), dict) and s["model_usage"]:
+            return True
+        for ev in s.get("events") or []:
+            if isinstance(ev, dict) and ev.get("event") == "model" and isinstance(ev.get("output"), dict) \
+                    and ev["output"].get("usage"):
+                return True
+    return False
 
 
 def is_eval_archive(data: Any) -> bool:
@@ -302,6 +405,8 @@ def read_eval_archive(data: bytes, path: str, policy: ErrorPolicy) -> Iterator[T
         header = jsonio.loads(z.read("header.json")) if "header.json" in names else {}
         log = {k: copy.deepcopy(v) for k, v in header.items()} if isinstance(header, dict) else {}
         log["samples"] = None
+        if "reductions.json" in names:  # the JSON log's ``reductions``, kept when it is converted
+            log["reductions"] = jsonio.loads(z.read("reductions.json"))
         entries = sorted(n for n in names if n.startswith("samples/") and n.endswith(".json"))
         for i, name in enumerate(entries):
             try:

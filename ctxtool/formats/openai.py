@@ -119,6 +119,13 @@ def decode_message(o: dict[str, Any], line: Line) -> Message:
             blocks.append(Block("tool_call", name=fc.get("name"), arguments=fc.get("arguments"), extra={"legacy": True}))
     usage = None
     u = get("usage")
+    model = get("model")
+    if u is None:  # mini-swe-agent keeps the model's response (litellm's) in extra.response
+        ex = get("extra")
+        resp = ex.get("response") if isinstance(ex, dict) else None
+        if isinstance(resp, dict):
+            u = resp.get("usage")
+            model = model if model is not None else resp.get("model")
     if isinstance(u, dict):
         details = u.get("prompt_tokens_details")
         try:
@@ -128,7 +135,7 @@ def decode_message(o: dict[str, Any], line: Line) -> Message:
             e.line = line.lineno
             raise
     meta = read_meta(o) if META_KEY in o else Metadata()
-    return Message(role, blocks, get("id"), meta, usage, None, get("model"), [line])
+    return Message(role, blocks, get("id"), meta, usage, None, model if isinstance(model, str) else None, [line])
 
 
 def render_message(msg: Message, tmpl: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -6,7 +6,9 @@ Layouts read and written back as they came:
 * ``entries_jsonl``: one event per line;
 * ``records_jsonl``: an evaluation ``output.jsonl``, one instance per line with its events
   under ``history``; every other field (``instance_id``, ``test_result``, ``metrics``...)
-  is kept.
+  is kept. Older releases (the first openhands-resolver) wrote events without ``source``:
+  an action's arguments at its top level, its observation the next event (paired by
+  position), a ``message`` the user's until the agent acts.
 
 Events (``{id, timestamp, source, action|observation, ...}``) become:
 
@@ -15,7 +17,8 @@ Events (``{id, timestamp, source, action|observation, ...}``) become:
 * an action with ``tool_call_metadata`` -> an assistant tool call (id ``tool_call_id``,
   name ``function_name``, arguments ``args`` without ``thought``, which is the message's
   text); the usage of ``model_response`` is counted once per response id;
-  ``finish`` is a call no observation answers (marked like a provider-side call);
+  ``finish`` is a call no observation answers (a terminal call, ``pairing.is_terminal``:
+  validate and repair expect no result for it; other formats write it as a call);
 * an observation with ``tool_call_metadata`` -> the tool result (text ``content``);
 * every other event (agent state changes, ``recall``, ``null`` observations) is kept
   verbatim as a bookkeeping record.
@@ -32,7 +35,7 @@ from typing import Any
 from ..errors import CtxtoolError
 from ..jsonio import Source
 from ..model import Block, Line, Message, Record, Transcript, Usage, token_count
-from .base import META_KEY, SERVER_TOOL, assign_positional_ids, is_synthetic, put_meta, read_meta, template
+from .base import META_KEY, TERMINAL_CALL, assign_positional_ids, is_synthetic, put_meta, read_meta, template
 from .dataset import DatasetFormat
 
 __all__ = ["FORMAT", "OpenHandsFormat"]
@@ -43,6 +46,61 @@ TERMINAL = ("finish",)  # actions that end the run: no observation answers them
 
 def _is_event(o: Any) -> bool:
     return isinstance(o, dict) and o.get("source") in SOURCES and ("action" in o or "observation" in o)
+
+
+# older releases (OpenDevin, the first openhands-resolver output.jsonl) wrote events without
+# ``source``, ``args`` or call ids: an action's arguments and ``thought`` at its top level,
+# its observation the next event (paired by position)
+ACTION_FIELDS = ("action", "thought", "is_confirmed", "security_risk", "keep_prompt", "kernel_init_code",
+                 "wait_for_response", "images_urls")
+
+
+def _is_old_event(o: Any) -> bool:
+    return isinstance(o, dict) and "source" not in o and (
+        isinstance(o.get("action"), str) or isinstance(o.get("observation"), str))
+
+
+def _any_event(o: Any) -> bool:
+    return _is_event(o) or _is_old_event(o)
+
+
+def decode_old_event(o: dict[str, Any], line: Line, spoken: bool) -> Message | Record:
+    """An event of an older release; ``spoken``: the agent acted already (a ``message``
+    after that is the agent's, before it the user's)."""
+    if "observation" in o:
+        if o.get("observation") in ("null", None) or "content" not in o:
+            return Record(line, kind=f"observation:{o.get('observation')}")
+        return Message("tool", [Block("tool_result", text=_str(o.get("content")), name=_str(o.get("observation")) or None)],
+                       lines=[line], extra={"old_event": True})
+    action = o.get("action")
+    if action == "message":
+        return Message("assistant" if spoken else "user", [Block("text", text=_str(o.get("content")))], lines=[line],
+                       extra={"old_event": True})
+    if action in ("system",):
+        return Message("system", [Block("text", text=_str(o.get("content")))], lines=[line], extra={"old_event": True})
+    blocks = [Block("text", text=o["thought"])] if _str(o.get("thought")) else []
+    call = Block("tool_call", name=_str(action) or None, arguments={k: v for k, v in o.items() if k not in ACTION_FIELDS})
+    if action in TERMINAL:
+        call.extra = {TERMINAL_CALL: True}
+    blocks.append(call)
+    return Message("assistant", blocks, lines=[line], extra={"old_event": True})
+
+
+def render_old_event(msg: Message, tmpl: dict[str, Any]) -> list[dict[str, Any]]:
+    """A changed message of an older release's event: its source event, ``content`` (an
+    observation, a message) or ``thought`` (an action) replaced."""
+    o = dict(tmpl)
+    results = [b for b in msg.content if b.type == "tool_result"]
+    if "observation" in o:
+        o["content"] = "\n".join(b.text for b in results) if results else "\n".join(b.text for b in msg.content if b.type == "text")
+    elif o.get("action") == "message" or o.get("action") == "system":
+        o["content"] = "\n".join(b.text for b in msg.content if b.type in ("text", "thinking"))
+    else:
+        thought = "\n".join(b.text for b in msg.content if b.type in ("text", "thinking"))
+        if thought or "thought" in o:
+            o["thought"] = thought
+    put_meta(o, msg)
+    return [o]
 
 
 def _call_id(o: dict[str, Any]) -> str | None:
@@ -98,7 +156,7 @@ def _decode_event(o: dict[str, Any], line: Line) -> Message | Record:
         call = Block("tool_call", id=cid, name=name if isinstance(name, str) else _str(action) or None,
                      arguments={k: v for k, v in args.items() if k != "thought"})
         if action in TERMINAL:
-            call.extra = {SERVER_TOOL: True}
+            call.extra = {TERMINAL_CALL: True}
         blocks.append(call)
         usage, key, model = _usage(tcm, line.lineno)
         return Message("assistant", blocks, usage=usage, usage_key=key, model=model, lines=[line])
@@ -175,10 +233,15 @@ class OpenHandsFormat(DatasetFormat):
     item_needs = "an OpenHands event (needs 'source' and 'action' or 'observation')"
 
     def is_item(self, o: Any) -> bool:
-        return _is_event(o)
+        return _any_event(o)
 
     def score(self, items: list[Any], rec: dict[str, Any] | None = None, single: bool = False) -> int:
-        return 95 if items and all(_is_event(o) for o in items[:50]) else 0
+        if items and all(_is_event(o) for o in items[:50]):
+            return 95
+        # an older release's events (no source): only inside an output.jsonl record (its
+        # ``history`` beside ``instruction`` or ``instance_id``), never a bare list
+        old = rec is not None and ("instruction" in rec or "instance_id" in rec)
+        return 90 if old and items and all(_any_event(o) for o in items[:50]) else 0
 
     def decode(self, o: dict[str, Any], line: Line) -> Message:
         e = decode_event(o, line)
@@ -195,11 +258,20 @@ class OpenHandsFormat(DatasetFormat):
 
     def _transcript(self, items: list[Any], src: Source, index: int, lineno: int | None) -> Transcript:
         t = Transcript(self.name, path=src.path, index=index, lineno=lineno)
+        spoken = False
         for i, o in enumerate(items):
-            if not _is_event(o):
+            if not _any_event(o):
                 raise CtxtoolError(f"event {i} is not {self.item_needs}", path=src.path, line=lineno)
             try:
-                t.entries.append(decode_event(o, Line(o, None, lineno)))
+                if _is_event(o):
+                    t.entries.append(decode_event(o, Line(o, None, lineno)))
+                    continue
+                e = decode_old_event(o, Line(o, None, lineno), spoken)
+                if isinstance(e, Message):
+                    spoken = spoken or e.role == "assistant"
+                    if META_KEY in o:
+                        e.metadata = read_meta(o)
+                t.entries.append(e)
             except CtxtoolError as e:
                 e.message = f"event {i}: {e.message}"
                 e.path, e.line = e.path or src.path, e.line or lineno
@@ -209,6 +281,8 @@ class OpenHandsFormat(DatasetFormat):
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:
         tmpl = template(msg)
+        if _is_old_event(tmpl) and msg.extra.get("old_event"):
+            return render_old_event(msg, tmpl)
         return render_event(msg, tmpl if _is_event(tmpl) else {})
 
 

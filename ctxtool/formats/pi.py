@@ -103,6 +103,9 @@ class _WriteState:
 
 
 class PiFormat(Format):
+    #: pi's session entry types (its session format, ``SessionEntry``) that are not messages
+    known_records = frozenset(("session", "model_change", "thinking_level_change", "label", "custom", "session_info",
+                               "message", "branch_summary", "custom_message", "compaction"))
     name = "pi"
     description = "pi coding-agent session files (session / message / compaction lines)"
     reads = "JSONL"

@@ -88,6 +88,7 @@ class UsageEvent:
     project: str
     usage: Usage
     path: str
+    agent: str = "main"  # the main agent, or the subagent that made the call (``--by agent``)
 
 
 def _timestamp(m: Message) -> str | None:
@@ -121,6 +122,16 @@ def _session_info(t: Transcript) -> tuple[str, str]:
     return (t.id or t.label), cwd
 
 
+def agent_name(t: Transcript) -> str:
+    """Which agent a transcript is: ``main``, or a subagent named by its type and id (a
+    Claude Code ``subagents/agent-<id>.jsonl``; an opencode session started by another)."""
+    a = t.extra.get("agent")
+    if isinstance(a, dict):
+        kind = a.get("type") or "subagent"
+        return f"{kind} ({a.get('id')})" if a.get("id") else str(kind)
+    return "main"
+
+
 def _parent_name(path: str) -> str:
     from pathlib import Path
 
@@ -132,6 +143,7 @@ def events(t: Transcript) -> Iterator[UsageEvent]:
     message written over several lines carries one)."""
     keyfn = KEYS.get(t.format, _default_key)
     session, project = _session_info(t)
+    agent = agent_name(t)
     seen: set[int] = set()
     for m in t.iter_messages():
         u = m.usage
@@ -139,4 +151,4 @@ def events(t: Transcript) -> Iterator[UsageEvent]:
             continue
         seen.add(id(u))
         ts = _timestamp(m)
-        yield UsageEvent(keyfn(t, m, ts), parse_time(ts), m.model, session, project, u, t.path)
+        yield UsageEvent(keyfn(t, m, ts), parse_time(ts), m.model, session, project, u, t.path, agent)

@@ -208,6 +208,14 @@ class ByModel(Grouping):
         return ev.model or "-"
 
 
+@grouping
+class ByAgent(Grouping):
+    name, title = "agent", "agent"
+
+    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
+        return ev.agent
+
+
 def get_grouping(name: str) -> Grouping:
     g = GROUPINGS.get(name)
     if g is None:

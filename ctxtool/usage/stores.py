@@ -7,7 +7,9 @@ agent           store                                       override
 ==============  ==========================================  ======================================
 Claude Code     ``~/.claude/projects`` (and                 ``CLAUDE_CONFIG_DIR``: one directory or
                 ``~/.config/claude/projects``)              a comma-separated list, ``<dir>/projects``
-Codex           ``~/.codex/sessions``                       ``CODEX_HOME``: ``<dir>/sessions``
+Codex           ``~/.codex/sessions`` and                   ``CODEX_HOME``: ``<dir>/sessions``,
+                ``~/.codex/archived_sessions``              ``<dir>/archived_sessions``
+opencode        ``~/.local/share/opencode/opencode.db``    ``XDG_DATA_HOME``: ``<dir>/opencode/opencode.db``
 pi              ``~/.pi/agent/sessions``                    ``PI_CODING_AGENT_DIR``: ``<dir>/sessions``
 ==============  ==========================================  ======================================
 """
@@ -39,7 +41,7 @@ def _dirs(value: str) -> list[Path]:
 
 
 def default_stores(env: Mapping[str, str] | None = None, home: Path | None = None) -> list[Store]:
-    """The session stores of Claude Code, Codex and pi, as the environment places them
+    """The session stores of Claude Code, Codex, opencode and pi, as the environment places them
     (whether or not they exist)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
@@ -51,8 +53,11 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
         stores += [Store("claude-code", str(home / ".claude" / "projects"), "default"),
                    Store("claude-code", str(home / ".config" / "claude" / "projects"), "default")]
     codex = env.get("CODEX_HOME", "").strip()
-    stores.append(Store("codex", str(Path(codex).expanduser() / "sessions"), "CODEX_HOME") if codex
-                  else Store("codex", str(home / ".codex" / "sessions"), "default"))
+    chome, csource = (Path(codex).expanduser(), "CODEX_HOME") if codex else (home / ".codex", "default")
+    stores += [Store("codex", str(chome / "sessions"), csource), Store("codex", str(chome / "archived_sessions"), csource)]
+    data = env.get("XDG_DATA_HOME", "").strip()
+    stores.append(Store("opencode", str(Path(data).expanduser() / "opencode" / "opencode.db"), "XDG_DATA_HOME") if data
+                  else Store("opencode", str(home / ".local" / "share" / "opencode" / "opencode.db"), "default"))
     pi = env.get("PI_CODING_AGENT_DIR", "").strip()
     stores.append(Store("pi", str(Path(pi).expanduser() / "sessions"), "PI_CODING_AGENT_DIR") if pi
                   else Store("pi", str(home / ".pi" / "agent" / "sessions"), "default"))
@@ -60,11 +65,11 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
 
 
 def _jsonl_under(d: Path) -> Iterator[Path]:
-    """Session files under ``d``, sorted, never following a directory link twice."""
-    found = []
-    for root, _dirnames, files in os.walk(d, followlinks=False):
-        found += [Path(root) / f for f in files if f.endswith(".jsonl")]
-    yield from sorted(found)
+    """Session files under ``d`` (``*.jsonl``, compressed or not: Codex keeps old rollouts as
+    ``.jsonl.zst``), sorted: regular files only (a FIFO is never opened), links not followed."""
+    from ..formats import walk_files
+
+    yield from map(Path, walk_files(d, (".jsonl",)))
 
 
 def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None) -> tuple[list[Store], list[str]]:
@@ -83,15 +88,17 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
-                files.append(str(q))
+                from ..formats.claude_code_agents import subagent_files
+
+                files += [str(q), *subagent_files(str(q))]  # a Claude Code session with its subagents
                 used.append(Store("", str(q), "argument"))
             else:
                 raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)
         return used, _unique(files)
     stores = default_stores() if stores is None else stores
-    present = [s for s in stores if Path(s.path).is_dir()]
+    present = [s for s in stores if Path(s.path).is_dir() or Path(s.path).is_file()]
     for s in present:
-        files += [str(f) for f in _jsonl_under(Path(s.path))]
+        files += [s.path] if Path(s.path).is_file() else [str(f) for f in _jsonl_under(Path(s.path))]
     return present, _unique(files)
 
 

@@ -1,0 +1,120 @@
+"""Directory walks: which files of a directory are transcripts (``*.jsonl``, ``*.json``,
+``*.traj``, ``*.ndjson``, compressed or not, and session stores such as ``opencode.db``),
+regular files only, and a Claude Code session's subagents with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from ..errors import CtxtoolError, ExitCode
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
+
+
+STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
+
+
+def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
+    """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
+    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``), or a session store
+    (``opencode.db``)."""
+    low = name.lower()
+    if low in STORE_NAMES:
+        return True
+    if low.endswith(".meta.json"):  # a Claude Code subagent's description, beside its transcript
+        return False
+    for c in COMPRESSED_SUFFIXES:
+        if low.endswith(c):
+            low = low[: -len(c)]
+            break
+    return low.endswith(tuple(suffixes))
+
+
+def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> list[str]:
+    """The transcript files under directory ``d``, sorted: regular files only (a FIFO or a
+    device in the tree is never opened: it could block), directory links not followed."""
+    import os
+    import stat
+
+    found = []
+    for root, _dirs, names in os.walk(d, followlinks=False):
+        for n in names:
+            if not transcript_name(n, suffixes):
+                continue
+            q = os.path.join(root, n)
+            try:
+                if stat.S_ISREG(os.stat(q).st_mode):
+                    found.append(q)
+            except OSError:
+                continue
+    return sorted(found)
+
+
+def iter_paths(paths: Iterable[str | Path], *, subagents: bool = False) -> Iterator[str]:
+    """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
+    and ``-`` pass through. ``subagents``: a Claude Code session file named alone brings its
+    subagents' transcripts (``<session>/subagents/agent-*.jsonl``) after it, so that the
+    session is read as one unit (each file once)."""
+    if not subagents:
+        yield from _iter_paths(paths)
+        return
+    from .claude_code_agents import subagent_files
+
+    seen: set[str] = set()
+    for p in _iter_paths(paths):
+        for q in [p, *subagent_files(p)] if p != "-" else [p]:
+            if q not in seen:
+                seen.add(q)
+                yield q
+
+
+def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
+    """A file is given once however it is named (a relative and an absolute path, a link, a
+    directory holding a file also named): the first name is kept."""
+    import os
+    import stat
+
+    from .. import urls
+
+    seen: set[tuple[int, int]] = set()
+
+    def first(name: str) -> bool:
+        try:
+            st = os.stat(name)
+        except OSError:
+            return True
+        if not stat.S_ISREG(st.st_mode):  # a FIFO, a device: read as often as named
+            return True
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for p in paths:
+        s = str(p)
+        if s == "-":
+            yield s
+            continue
+        if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
+            yield from (q for q in urls.expand(s) if urls.is_url(q) or first(q))
+            continue
+        path = Path(s)
+        if path.is_dir():
+            found = walk_files(path)
+            from .. import parquet
+
+            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.parquet)
+                yield s
+                if not found:
+                    continue
+            if not found:
+                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)", path=s,
+                                   code=ExitCode.NOT_FOUND)
+            yield from (q for q in found if first(q))
+        elif not path.exists():
+            raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
+        elif first(s):
+            yield s
