@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import importlib
-import os
-import stat
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
