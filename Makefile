@@ -7,10 +7,10 @@ DEVSTAMP := $(VENV)/.installed-dev
 
 .PHONY: run test test-llm bench lint docs clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-mcp.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q -r requirements.lock -r requirements-mcp.lock  # with the mcp extra (ctxtool mcp)
 	# compat: the checkout on sys.path through a .pth line; the default (lenient) mode installs an
 	# import hook whose import costs every python process in this environment ~10 ms
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat

@@ -117,6 +117,97 @@ class Lines:
         return self.n - 1
 
 
-def decode(data: bytes) -> str:
-    """A line's text as ``read_text`` decodes a whole ref (lone surrogates kept)."""
-    return data.decode("utf-8", "surrogatepass")
+    def batches(self, max_line: int | None = None) -> Iterator[Batch]:
+        """Every line from where the reading is, in batches of about a piece, each one
+        string (:class:`Batch`): for a search through every line, decoded a piece at a time
+        and split only where it is needed."""
+        while self._more():
+            piece = self._piece
+            first = piece.find(b"\n", self._pos)
+            if first < 0:
+                self._take(len(piece))
+                continue
+            self._take(first)
+            self._pos = first + 1
+            head = self._end_line()
+            text = text_of(head, max_line)[0]
+            last = piece.rfind(b"\n", self._pos)
+            count = 1
+            if last >= self._pos:
+                block = piece[self._pos:last]
+                try:
+                    more = block.decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError as e:
+                    raise NotText(self.n + block.count(b"\n", 0, e.start)) from None
+                text = f"{text}\n{more}"
+                k = block.count(b"\n") + 1
+                self.n += k
+                count += k
+                self._pos = last + 1
+            yield Batch(head.n, text, count, max_line)
+        if not self._done:
+            self._done = True
+            if self._length:
+                last_line = self._end_line()
+                yield Batch(last_line.n, text_of(last_line, max_line)[0], 1, max_line)
+
+
+class Batch:
+    """Lines ``n0`` to ``n0 + count - 1`` as one string, joined by newlines (``text``); each
+    line cut at ``max_line`` characters where it is taken out (:meth:`line`, :attr:`lines`)."""
+
+    __slots__ = ("_lines", "count", "max_line", "n0", "text")
+
+    def __init__(self, n0: int, text: str, count: int, max_line: int | None) -> None:
+        self.n0, self.text, self.count, self.max_line = n0, text, count, max_line
+        self._lines: list[str] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            lines = self.text.split("\n")
+            m = self.max_line
+            if m is not None and max(map(len, lines)) > m:
+                lines = [t[:m] for t in lines]
+            self._lines = lines
+        return self._lines
+
+    def last(self, k: int) -> list[str]:
+        """The last ``k`` lines (without splitting the others)."""
+        if k <= 0:
+            return []
+        if self._lines is not None:
+            return self._lines[-k:]
+        tail = self.text.rsplit("\n", k)[-k:]
+        m = self.max_line
+        return tail if m is None else [t[:m] for t in tail]
+
+    def cut(self, line: str) -> str:
+        return line if self.max_line is None else line[: self.max_line]
+
+
+class NotText(ValueError):
+    """A line that is not UTF-8."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"line {line} is not UTF-8 text")
+        self.line = line
+
+
+def text_of(ln: Line, max_line: int | None) -> tuple[str, bool]:
+    """A line's text as ``read_text`` decodes a whole ref (lone surrogates kept), cut at
+    ``max_line`` characters, and whether it was cut; :class:`NotText` when it is not UTF-8."""
+    data = ln.data
+    for _ in range(4):  # cut inside a character (``keep``): its first bytes dropped
+        try:
+            text = data.decode("utf-8", "surrogatepass")
+            break
+        except UnicodeDecodeError as e:
+            if not ln.cut or e.start < len(data) - 3:
+                raise NotText(ln.n) from None
+            data = data[: e.start]
+    else:
+        raise NotText(ln.n)
+    if max_line is not None and (ln.cut or len(text) > max_line):
+        return text[:max_line], True
+    return text, False

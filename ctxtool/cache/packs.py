@@ -31,7 +31,7 @@ import secrets
 import struct
 import time
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .. import jsonio
 from ..errors import CtxtoolError
@@ -218,7 +218,7 @@ class Packs:
         except BaseException:
             fh.close()
             raise
-        return _Slice(fh, loc.length)
+        return cast(IO[bytes], _Slice(fh, loc.length))
 
     def remove(self, refs: set[str]) -> None:
         """Take ``refs`` out of the packs: each pack holding one is written again without

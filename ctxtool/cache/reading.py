@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
-from .lines import Line, Lines
+from .lines import Batch, Lines, NotText, text_of
 from .results import GrepMatch, GrepResult, RefInfo, ShowResult
 
 LINE_SECONDS = 1.0  # with a time limit: a pattern matching one line longer than this is an error
@@ -60,7 +60,10 @@ class Reading:
         capped = False
         if limit != 0:
             for ln in lines.read(offset):
-                text, was_cut = _text(full, ln, max_line)
+                try:
+                    text, was_cut = text_of(ln, max_line)
+                except NotText as e:
+                    raise _not_text(full, e) from None
                 size += len(text.encode("utf-8", "surrogatepass")) + 8
                 if out and max_bytes is not None and size > max_bytes:
                     capped = True
@@ -109,7 +112,8 @@ class Reading:
         found = 0  # matches seen, skipped ones included
         for ref in targets:
             res.refs_searched += 1
-            found = _grep_ref(self.stream(ref), ref, rx, res, found, context, skip, max_matches, deadline, max_line)
+            match = _Matcher(rx, _block_rx(regex, pattern, flags, fixed), deadline, ref)
+            found = _grep_ref(self.stream(ref), ref, match, res, found, context, skip, max_matches, max_line)
             if res.timed_out or res.more:
                 break
         return res
@@ -120,25 +124,82 @@ def _clip(pattern: str) -> str:
     return shown if len(shown) <= 80 else shown[:76] + "...'"
 
 
-def _text(ref: str, ln: Line, max_line: int | None) -> tuple[str, bool]:
-    """A line's text (cut at ``max_line`` characters), and whether it was cut."""
-    data = ln.data
-    for _ in range(4):  # a cut inside a character: its bytes dropped
+def _block_rx(regex: Any, pattern: str, flags: int, fixed: bool) -> Any:
+    """The pattern for a whole batch of lines (``MULTILINE``: ``^`` and ``$`` at each line),
+    when a match in one line is sure to be one in the batch too; ``None`` for a pattern that
+    may tell a line's ends from a newline (``\\A``, ``\\Z``, lookarounds, inline flags)."""
+    if not fixed and ("(?" in pattern.replace("(?:", "").replace("(?P<", "") or re_edge(pattern)):
+        return None
+    return regex.compile(regex.escape(pattern) if fixed else pattern, flags | regex.MULTILINE | regex.VERSION0)
+
+
+def re_edge(pattern: str) -> bool:
+    return any(e in pattern for e in ("\\A", "\\Z", "\\z", "\\G"))
+
+
+class _Matcher:
+    """Which lines of a batch match: the batch searched whole first (one call for a megabyte
+    of lines that do not match), each line it points at checked on its own; a pattern that
+    cannot be searched so, or a batch whose search takes too long, line by line."""
+
+    def __init__(self, rx: Any, brx: Any, deadline: float | None, ref: str) -> None:
+        self.rx, self.brx, self.deadline, self.ref = rx, brx, deadline, ref
+
+    def _left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _line(self, text: str, n: int) -> bool:
+        left = self._left()
+        if left is None:
+            return self.rx.search(text) is not None
         try:
-            text = data.decode("utf-8", "surrogatepass")
-            break
-        except UnicodeDecodeError as e:
-            if not ln.cut or e.start < len(data) - 3:
-                raise CtxtoolError(f"ref {ref} is not UTF-8 text (line {ln.n})", code=ExitCode.INPUT) from e
-            data = data[: e.start]
-    if max_line is not None and (ln.cut or len(text) > max_line):
-        return text[:max_line], True
-    return text, False
+            return self.rx.search(text, timeout=max(min(left, LINE_SECONDS), 0.001)) is not None
+        except TimeoutError:
+            raise CtxtoolError(
+                f"pattern {_clip(self.rx.pattern)} took more than {min(left, LINE_SECONDS):g} s on line {n} of ref "
+                f"{self.ref[:12]} (catastrophic backtracking?): simplify it, or search a plain string",
+                code=ExitCode.USAGE) from None
+
+    def hits(self, b: Batch) -> tuple[list[int], int]:
+        """The indexes of the matching lines of batch ``b``, and how many of its lines were
+        searched (fewer than all: out of time)."""
+        if self.brx is not None:
+            left = self._left()
+            if left is None or left > 0:
+                try:
+                    return self._by_block(b, left), b.count
+                except TimeoutError:
+                    pass  # a pattern slow on a batch (one crossing lines): line by line
+        out: list[int] = []
+        for k, text in enumerate(b.lines):
+            left = self._left()
+            if left is not None and left <= 0:
+                return out, k
+            if self._line(text, b.n0 + k):
+                out.append(k)
+        return out, b.count
+
+    def _by_block(self, b: Batch, left: float | None) -> list[int]:
+        block = b.text
+        kw = {} if left is None else {"timeout": max(min(left, LINE_SECONDS), 0.001)}
+        out: list[int] = []
+        pos = at = k = 0  # search from pos; line k starts at ``at``
+        while (m := self.brx.search(block, pos, **kw)) is not None:
+            k += block.count("\n", at, m.start())
+            at = block.rfind("\n", 0, m.start()) + 1
+            nl = block.find("\n", m.start())
+            if self._line(b.cut(block[at:nl] if nl >= 0 else block[at:]), b.n0 + k):
+                out.append(k)
+            if nl < 0:
+                break
+            pos = at = nl + 1
+            k += 1
+        return out
 
 
 def _grep_ref(
-    pieces: Iterator[bytes], ref: str, rx: Any, res: GrepResult, found: int, context: int, skip: int,
-    max_matches: int | None, deadline: float | None, max_line: int | None,
+    pieces: Iterator[bytes], ref: str, match: _Matcher, res: GrepResult, found: int, context: int, skip: int,
+    max_matches: int | None, max_line: int | None,
 ) -> int:
     """Search one ref's lines, adding to ``res``; returns the matches seen so far in all.
 
@@ -149,49 +210,57 @@ def _grep_ref(
     before: deque[tuple[int, str]] = deque(maxlen=context)
     after = 0
     stopped = False
-    for ln in Lines(pieces, keep=None if max_line is None else 4 * max_line).read():
-        text = _text(ref, ln, max_line)[0]
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
+    try:
+        for b in Lines(pieces, keep=None if max_line is None else 4 * max_line).batches(max_line):
+            hits, upto = match.hits(b)
+            n0 = b.n0
+            i = 0
+            for k in [*hits, upto]:
+                if i < k and after:  # context after the last match
+                    take = min(after, k - i)
+                    lines = b.lines
+                    res.matches.extend(GrepMatch(ref, n0 + j, lines[j], False) for j in range(i, i + take))
+                    after -= take
+                    i += take
+                if i < k:
+                    if stopped:
+                        res.more = True
+                        return found
+                    lo = max(i, k - context)
+                    if k == b.count and not hits:
+                        before.extend(zip(range(n0 + lo, n0 + k), b.last(k - lo), strict=True))
+                    else:
+                        before.extend((n0 + j, b.lines[j]) for j in range(lo, k))
+                    i = k
+                if k == upto:
+                    break
+                i = k + 1
+                if stopped:
+                    res.more = True
+                    return found
+                found += 1
+                if found <= skip:
+                    before.clear()
+                    after = 0
+                    continue
+                res.matches.extend(GrepMatch(ref, m, t, False) for m, t in before)
+                before.clear()
+                res.matches.append(GrepMatch(ref, n0 + k, b.lines[k], True))
+                after = context
+                if max_matches is not None and found - skip >= max_matches:
+                    stopped = True
+                    if not context:
+                        res.more = True
+                        return found
+            if upto < b.count:
                 res.timed_out = True
-                res.stopped_at = (ref, ln.n)
+                res.stopped_at = (ref, n0 + upto)
                 return found
-            try:
-                hit = rx.search(text, timeout=min(left, LINE_SECONDS)) is not None
-            except TimeoutError:
-                raise CtxtoolError(
-                    f"pattern {_clip(rx.pattern)} took more than {min(left, LINE_SECONDS):g} s on line {ln.n} of "
-                    f"ref {ref[:12]} (catastrophic backtracking?): simplify it, or search a plain string",
-                    code=ExitCode.USAGE) from None
-        else:
-            hit = rx.search(text) is not None
-        if hit and stopped:
-            res.more = True
-            return found
-        if hit and found < skip:
-            found += 1
-            before.clear()
-            after = 0
-            continue
-        if hit:
-            res.matches.extend(GrepMatch(ref, n, t, False) for n, t in before)
-            before.clear()
-            res.matches.append(GrepMatch(ref, ln.n, text, True))
-            found += 1
-            after = context
-            if max_matches is not None and found - skip >= max_matches:
-                stopped = True
-        elif after:
-            res.matches.append(GrepMatch(ref, ln.n, text, False))
-            after -= 1
-        elif stopped:
-            res.more = True
-            return found
-        elif context:
-            before.append((ln.n, text))
-        if stopped and not after and not context:
-            res.more = True
-            return found
+    except NotText as e:
+        raise _not_text(ref, e) from None
     res.more = stopped
     return found
+
+
+def _not_text(ref: str, e: NotText) -> CtxtoolError:
+    return CtxtoolError(f"ref {ref} is not UTF-8 text (line {e.line})", code=ExitCode.INPUT)
