@@ -42,6 +42,23 @@ HINT = (
 )
 
 
+def add_hint(t: Any) -> bool:
+    """``--agent-hint``: :data:`HINT` as a system message at the end of transcript ``t``
+    (once: not when it is there already); whether it was added. A format with no system
+    messages (Gemini CLI's) writes it as a user message."""
+    from .model import Block, Message
+
+    if any(is_hint(m) for m in t.iter_messages()):
+        return False
+    t.entries.append(Message("system", [Block("text", text=HINT)], dirty=True))
+    return True
+
+
+def is_hint(m: Any) -> bool:
+    """Is message ``m`` the note :func:`add_hint` writes (``restore`` takes it out)?"""
+    return bool(m.role in ("system", "user") and m.text() == HINT)
+
+
 def view() -> tuple[int, int]:
     """What one result may hold: bytes, and characters per line (seed 001 maxMessageBytes and
     maxLineLength, :data:`ctxtool.toolout.PRESETS`)."""

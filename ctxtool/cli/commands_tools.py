@@ -16,6 +16,11 @@ CacheDirOpt = Annotated[
     str | None,
     typer.Option("--cache-dir", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
 ]
+HintOpt = Annotated[
+    bool,
+    typer.Option("--agent-hint", help="End each transcript with one short system note naming the tools that read "
+                 "the cache (tool_output_cache, tool_output_cache_grep: ctxtool mcp)."),
+]
 EventsOpt = Annotated[
     str | None, typer.Option("--events", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
 ]
@@ -117,6 +122,7 @@ def truncate(
     ] = None,
     cache_dir: CacheDirOpt = None,
     events: EventsOpt = None,
+    agent_hint: HintOpt = False,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
@@ -157,6 +163,7 @@ def truncate(
         rep = tools_ops.truncate_file(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
             events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
+            hint=agent_hint,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
@@ -203,6 +210,7 @@ def trim(
     tokenizer: common.TokenizerOpt = None,
     cache_dir: CacheDirOpt = None,
     events: EventsOpt = None,
+    agent_hint: HintOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
@@ -229,6 +237,7 @@ def trim(
         rep = tools_ops.trim_file(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
             on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
+            hint=agent_hint,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
