@@ -381,7 +381,7 @@ def truncation_notice(cut: Cut, ref: str, tokens: int) -> str:
         f"[ctxtool: tool output truncated ({', '.join(cut.reasons)}): original {cut.orig_lines:,} lines, "
         f"{cut.orig_bytes:,} bytes, ~{tokens:,} tokens; kept {cut.kept_lines:,} whole lines, {kept_bytes:,} bytes"
         + (f"; {'; '.join(what)}" if what else "")
-        + f". Full output: ref={ref} (read it with the {READ} tool, or: ctxtool refs show {ref[:12]} --offset N --limit N)]"
+        + f". Full output: ref={ref} ({READ} or ctxtool refs show {ref[:12]})]"  # as long as it was before the tool
     )
 
 
