@@ -11,11 +11,11 @@ DEVSTAMP := $(VENV)/.installed-dev
 # calls ctxtool.cli.entry, what an editable install gives without setuptools' editable modes
 # (`compat` is deprecated and will be removed; the default mode imports a finder hook in every
 # python process of the environment, ~10 ms). Quiet: only errors are printed.
-$(STAMP): pyproject.toml requirements.lock requirements-charts.lock
+$(STAMP): pyproject.toml requirements.lock requirements-charts.lock requirements-mcp.lock
 	@echo "setting up $(VENV) (first run only)" >&2
 	@$(PY) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --upgrade pip
-	@$(BIN)/python -m pip install -qq -r requirements.lock
+	@$(BIN)/python -m pip install -qq -r requirements.lock -r requirements-mcp.lock  # with the mcp extra (ctxtool mcp)
 	@$(BIN)/python -m pip install -qq -r requirements-charts.lock  # the charts extra: replay --plot x.png
 	@$(BIN)/python -m pip uninstall -qq -y ctxtool 2>/dev/null || true
 	@$(BIN)/python -c 'import os, sysconfig; open(os.path.join(sysconfig.get_path("purelib"), "ctxtool-checkout.pth"), "w").write(os.getcwd() + "\n")'

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
+from .agent_tools import GREP, READ
 from .errors import CtxtoolError, ExitCode
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
@@ -391,7 +392,7 @@ def truncation_notice(cut: Cut, ref: str, tokens: int) -> str:
         f"[ctxtool: tool output truncated ({', '.join(cut.reasons)}): original {cut.orig_lines:,} lines, "
         f"{cut.orig_bytes:,} bytes, ~{tokens:,} tokens; kept {cut.kept_lines:,} whole lines, {kept_bytes:,} bytes"
         + (f"; {'; '.join(what)}" if what else "")
-        + f". Full output: ref={ref} (ctxtool refs show {ref[:12]} --offset N --limit N)]"
+        + f". Full output: ref={ref} ({READ} or ctxtool refs show {ref[:12]})]"  # as long as it was before the tool
     )
 
 
@@ -400,14 +401,14 @@ def spill_notice(cut: Cut, ref: str, tokens: int) -> str:
     return (
         f"[ctxtool: tool output too large for the context ({cut.orig_chars:,} characters > spill threshold): "
         f"{cut.orig_lines:,} lines, {cut.orig_bytes:,} bytes, ~{tokens:,} tokens saved to the tool output cache; "
-        f"ref={ref} sha256={ref}. Read it with: ctxtool refs show {ref[:12]} --offset 1 --limit 200; "
-        f"search it with: ctxtool refs grep {ref[:12]} PATTERN]"
+        f"ref={ref} sha256={ref}. Read it with the {READ} tool, or: ctxtool refs show {ref[:12]} --offset 1 "
+        f"--limit 200; search it with the {GREP} tool, or: ctxtool refs grep {ref[:12]} PATTERN]"
     )
 
 
 def trim_placeholder(ref: str) -> str:
-    """Seed 001 1.7 placeholder."""
-    return f"[tool output trimmed; ref={ref}]"
+    """Seed 001 1.7 placeholder, naming the tool that expands it (seed 001 1.8)."""
+    return f"[tool output trimmed; ref={ref}; read it with {READ}]"
 
 
 def with_notice(body: str, notice: str) -> str:

@@ -326,7 +326,7 @@ def test_read_set_ledger() -> None:
         Message("assistant", [tc("1", "Read", file_path="src/config.py"), tc("2", "Read", file_path="src/big.py", offset=10, limit=5),
                               tc("3", "Read", file_path="src/log.txt")]),
         Message("tool", [tr("1", shown + "\n\n<system-reminder>Whenever you read a file...</system-reminder>"),
-                         tr("2", "    10→x = 1"), tr("3", f"line\n[tool output trimmed; ref={ref}]")]),
+                         tr("2", "    10→x = 1"), tr("3", f"line\n[tool output trimmed; ref={ref}; read it with tool_output_cache]")]),
         Message("assistant", [tc("4", "Edit", file_path="src/config.py", old_string="3", new_string="5")]),
         Message("tool", [tr("4", "ok")]),
     ]

@@ -23,7 +23,7 @@ PI = SAMPLES / "pi_session.jsonl"
 runner = CliRunner()
 
 # commands that read no transcript file
-NOT_FILE_COMMANDS = {"formats", "models", "config", "refs", "instructions"}
+NOT_FILE_COMMANDS = {"formats", "models", "config", "refs", "instructions", "mcp"}
 
 
 def test_the_table_covers_every_command_that_reads_a_file() -> None:

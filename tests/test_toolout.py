@@ -99,10 +99,13 @@ def test_notices() -> None:
     ref = "a" * 64
     n = T.truncation_notice(cut, ref, 2750)
     assert "1,000 lines" in n and "~2,750 tokens" in n and f"ref={ref}" in n
-    assert T.trim_placeholder(ref) == f"[tool output trimmed; ref={ref}]"
+    assert n.endswith(f"Full output: ref={ref} (tool_output_cache or ctxtool refs show aaaaaaaaaaaa)]")
+    # seed 001 1.7's placeholder, naming the tool of 1.8 that expands it
+    assert T.trim_placeholder(ref) == f"[tool output trimmed; ref={ref}; read it with tool_output_cache]"
     spilled = T.truncate_text("x" * 300_000, T.Limits())
     s = T.spill_notice(spilled, ref, 75_000)
     assert "300,000 characters" in s and f"sha256={ref}" in s
+    assert "the tool_output_cache tool" in s and "the tool_output_cache_grep tool" in s
     assert T.with_notice("", "N") == "N"
     assert T.with_notice("a\n", "N") == "a\n\nN" == T.with_notice("a", "N")
 

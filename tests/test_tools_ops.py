@@ -112,7 +112,7 @@ def test_trim_after_truncate_points_at_the_full_output(tmp_path: Path) -> None:
     tools_ops.truncate_transcript(t, PRESETS["head-tail"], cache)
     first_ref = t.messages[1].metadata.output_ref["id"]
     tools_ops.trim_transcript(t, 1, cache)
-    assert t.messages[1].content[0].text == f"[tool output trimmed; ref={first_ref}]"
+    assert t.messages[1].content[0].text == f"[tool output trimmed; ref={first_ref}; read it with tool_output_cache]"
     tools_ops.restore_transcript(t, cache)
     assert t.messages[1].content[0].text == big
 

@@ -41,13 +41,13 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
-from .content import Corrupt, as_int, compress, line_count, read_ref
+from .content import Corrupt, as_int, compress, iter_ref, line_count
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
 from .packs import DIR as PACKS_DIR
@@ -327,12 +327,19 @@ class RefCache(Upkeep, Reading):
             self.flush()
 
     def _load(self, ref: str, *, keep: bool = True) -> bytes:
-        """The checked content of the full id ``ref`` (see :func:`read_ref`): its file, else
+        """The checked content of the full id ``ref`` (see :func:`iter_ref`): its file, else
         its first place in a pack."""
+        return b"".join(part for part in self._stream(ref) if keep)
+
+    def _load_packed(self, ref: str, loc: Loc, *, keep: bool) -> bytes:
+        return b"".join(part for part in self._stream_packed(ref, loc) if keep)
+
+    def _stream(self, ref: str) -> Iterator[bytes]:
+        """The content of the full id ``ref`` in pieces (:func:`iter_ref`), checked when read
+        to its end: its file, else its first place in a pack."""
         if ref in self._batch:
             self._write_batch(last=False)
         refs = self._refs()
-        p = sub(self.refs_dir, ref)
         try:
             if refs is None:
                 raise FileNotFoundError
@@ -341,26 +348,35 @@ class RefCache(Upkeep, Reading):
             loc = self.packs.find(ref, again=True)
             if loc is None:
                 raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
-            return self._load_packed(ref, loc, keep=keep)
-        try:
-            return read_ref(fh, ref, keep=keep)
-        except Corrupt as e:
-            raise CtxtoolError(f"ref {ref} is corrupted: {e} (run ctxtool refs verify)", path=str(p)) from None
-        except OSError as e:
-            raise cache_error(e, p, "cannot read: ") from e
-        finally:
-            fh.close()
+            yield from self._stream_packed(ref, loc)
+            return
+        yield from self._checked(fh, ref, sub(self.refs_dir, ref))
 
-    def _load_packed(self, ref: str, loc: Loc, *, keep: bool) -> bytes:
+    def _stream_packed(self, ref: str, loc: Loc) -> Iterator[bytes]:
         p = sub(self.root, PACKS_DIR, loc.pack)
         try:
-            return read_ref(self.packs.open_entry(loc), ref, keep=keep)
+            fh = self.packs.open_entry(loc)
         except FileNotFoundError:
             raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+        except OSError as e:
+            raise cache_error(e, p, "cannot read: ") from e
+        yield from self._checked(fh, ref, p)
+
+    @staticmethod
+    def _checked(fh: IO[bytes], ref: str, p: Any) -> Iterator[bytes]:
+        try:
+            with fh:
+                yield from iter_ref(fh, ref)
         except Corrupt as e:
             raise CtxtoolError(f"ref {ref} is corrupted: {e} (run ctxtool refs verify)", path=str(p)) from None
         except OSError as e:
             raise cache_error(e, p, "cannot read: ") from e
+
+    def stream(self, ref: str) -> Iterator[bytes]:
+        """The content of a ref (an id or a unique prefix, validated as :meth:`resolve` does)
+        in pieces of about a megabyte: an output of any size in flat memory, checked against
+        its sha256 when read to its end."""
+        return self._stream(self.resolve(ref))
 
     def read_bytes(self, ref: str) -> bytes:
         return self._load(self.resolve(ref))

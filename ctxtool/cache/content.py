@@ -1,5 +1,5 @@
 """What a ref file is: its content compressed, checked against its sha256 whole on every
-read (``show``, restore, ``verify`` share :func:`read_ref`).
+read (``show``, ``grep``, restore, ``verify`` share :func:`iter_ref`, which streams it).
 
 New refs are one zstd frame (:func:`compress`, level 1: the size zlib's level 1 gives, in
 less than half the time, and faster to read). Refs written by older versions are one zlib
@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Iterator
 from typing import IO, Any
 
 COMPRESS_LEVEL = 1  # zstd's level 1: zlib level 1's size at a fraction of its time
 CHUNK = 1 << 20
+ZSTD_IN = 1 << 10  # compressed bytes per zstd call: a piece of at most ~32 MiB, however it compresses
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 _compressor: Any = None
@@ -44,38 +46,58 @@ def _decompressor(head: bytes) -> tuple[Any, type[Exception]]:
     return zlib.decompressobj(), zlib.error
 
 
-def read_ref(fh: IO[bytes], ref: str, *, keep: bool) -> bytes:
-    """The content of the ref file open as ``fh``, checked; raises :class:`Corrupt`.
+def iter_ref(fh: IO[bytes], ref: str) -> Iterator[bytes]:
+    """The content of the ref file open as ``fh``, in decompressed pieces of about
+    :data:`CHUNK` bytes, so that an output of any size is never held whole; raises
+    :class:`Corrupt`. The one check that ``show``, every read and ``verify`` share.
 
-    The one check that ``show``, every read and ``verify`` share: a complete compressed
-    stream (a zstd frame, or the zlib stream of an older version), nothing after it,
-    content whose sha256 is ``ref``. ``keep=False`` only checks.
+    Read to its end, it has been checked: a complete compressed stream (a zstd frame, or the
+    zlib stream of an older version), nothing after it, content whose sha256 is ``ref``;
+    else :class:`Corrupt` is raised after the last piece. A reader that stops early (a page
+    of a huge output) has not checked what it did not read.
     """
     h = hashlib.sha256()
-    out: list[bytes] = []
     chunk = fh.read(CHUNK)
     z, error = _decompressor(chunk)
+    bounded = error is zlib.error  # zlib takes an output bound; zstd does not
     try:
         while chunk:
-            if z.eof:
-                raise Corrupt("bytes after the end of its compressed stream")
-            part = z.decompress(chunk)
-            h.update(part)
-            if keep:
-                out.append(part)
+            if bounded:
+                pieces: Iterator[bytes] = _zlib_pieces(z, chunk)
+            else:  # a zstd piece grows with its input (a long run: ~32,000x): small inputs
+                pieces = (z.decompress(chunk[i:i + ZSTD_IN]) if not z.eof else _after_end()
+                          for i in range(0, len(chunk), ZSTD_IN))
+            for part in pieces:
+                if part:
+                    h.update(part)
+                    yield part
             chunk = fh.read(CHUNK)
         part = z.flush()
     except error as e:
         raise Corrupt("not a valid compressed stream") from e
     h.update(part)
-    out.append(part)
+    if part:
+        yield part
     if not z.eof:
         raise Corrupt("its compressed stream is cut short")
     if z.unused_data:
         raise Corrupt("bytes after the end of its compressed stream")
     if h.hexdigest() != ref:
         raise Corrupt("its content does not match its sha256")
-    return b"".join(out)
+
+
+def _after_end() -> bytes:
+    raise Corrupt("bytes after the end of its compressed stream")
+
+
+def _zlib_pieces(z: Any, chunk: bytes) -> Iterator[bytes]:
+    """What ``chunk`` inflates to, in pieces of at most :data:`CHUNK` bytes."""
+    if z.eof:
+        _after_end()
+    part = z.decompress(chunk, CHUNK)
+    yield part
+    while z.unconsumed_tail:
+        yield z.decompress(z.unconsumed_tail, CHUNK)
 
 
 def line_count(data: bytes) -> int:

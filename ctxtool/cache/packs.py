@@ -16,7 +16,7 @@ writes a new pack of the refs it keeps and removes the old one. Layout::
     index                     JSON: [[ref, offset, length], ...], offsets from the file start
     trailer                   the index's length (8 bytes, big-endian), then MAGIC again
 
-Each entry is checked like a ref file (:func:`ctxtool.cache.content.read_ref`: a complete
+Each entry is checked like a ref file (:func:`ctxtool.cache.content.iter_ref`: a complete
 stream, nothing after it, the right sha256) on every read and by ``refs verify``; a pack
 whose index cannot be read is reported by ``refs verify`` and its refs are missing. Every
 ref in a pack is found, read, listed, verified and collected by its id like a ref file.
@@ -31,7 +31,7 @@ import secrets
 import struct
 import time
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .. import jsonio
 from ..errors import CtxtoolError
@@ -207,14 +207,18 @@ class Packs:
         return name
 
     def open_entry(self, loc: Loc) -> IO[bytes]:
-        """The stored bytes of one entry, to check with :func:`read_ref` (``FileNotFoundError``
+        """The stored bytes of one entry, to check with :func:`iter_ref` (``FileNotFoundError``
         when its pack is gone)."""
         d = self._open(False)
         if d is None:
             raise FileNotFoundError(loc.pack)
-        with d.open_reader(loc.pack) as fh:
+        fh = d.open_reader(loc.pack)
+        try:
             fh.seek(loc.offset)
-            return io.BytesIO(fh.read(loc.length))
+        except BaseException:
+            fh.close()
+            raise
+        return cast(IO[bytes], _Slice(fh, loc.length))
 
     def remove(self, refs: set[str]) -> None:
         """Take ``refs`` out of the packs: each pack holding one is written again without
@@ -238,3 +242,26 @@ class Packs:
         self.bad.clear()
         self._seen.clear()
         self._loaded = False
+
+
+class _Slice(io.RawIOBase):
+    """``length`` bytes of an open file from where it stands, read in pieces (an entry of a
+    pack: a large one is never held whole)."""
+
+    def __init__(self, fh: IO[bytes], length: int) -> None:
+        self._fh = fh
+        self._left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0 or n > self._left:
+            n = self._left
+        data = self._fh.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()

@@ -49,6 +49,8 @@ class ShowResult:
     limit: int | None
     total_lines: int
     lines: list[tuple[int, str]]
+    cut_lines: int = 0  # lines shown cut at ``max_line`` characters
+    capped: bool = False  # the page stopped before ``limit`` lines at ``max_bytes``
 
     def render(self) -> str:
         """Like a file reader: right-aligned line numbers, a tab, the line."""
@@ -81,6 +83,9 @@ class GrepResult:
     pattern: str
     refs_searched: int
     matches: list[GrepMatch]
+    more: bool = False  # stopped at max_matches: more may follow
+    timed_out: bool = False  # out of time between two lines (``stopped_at``: the next to search)
+    stopped_at: tuple[str, int] | None = None
 
     @property
     def match_count(self) -> int:

@@ -86,7 +86,7 @@ class Upkeep:
 
     def verify(self) -> VerifyResult:
         """Check every ref file, and every ref in every pack, with the same check every read
-        makes (:func:`read_ref`); a pack whose index cannot be read is corrupted as a whole
+        makes (:func:`iter_ref`); a pack whose index cannot be read is corrupted as a whole
         (named ``packs/<name>``)."""
         res = VerifyResult()
         man = self.manifest()

@@ -65,6 +65,8 @@ def compact(
     min_retention: Annotated[float | None, typer.Option("--min-retention", min=0.0, max=1.0, help="Reject a summary whose retention (what `ctxtool score` measures, 0-1) is below this; with --fallback the heuristic summary is tried instead.")] = None,
     events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (cut, sizes, prompt size) without calling a model or writing.")] = False,
+    agent_hint: Annotated[bool, typer.Option("--agent-hint", help="End each compacted transcript with one short system "
+                                             "note naming the tools that read the cache and the transcripts (ctxtool mcp).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Transcripts summarized in parallel (datasets).", min=1)] = 1,
     cache_dir: Annotated[str | None, typer.Option("--cache-dir", help="Summary cache (default: $CTXTOOL_CACHE_DIR, else the user cache directory).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache remote summaries.")] = False,
@@ -144,6 +146,7 @@ def compact(
         report = cp.compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
             events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
+            hint=agent_hint,
         )
     finally:
         stack.close()

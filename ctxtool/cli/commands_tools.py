@@ -16,6 +16,11 @@ CacheDirOpt = Annotated[
     str | None,
     typer.Option("--cache-dir", metavar="DIR", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
 ]
+HintOpt = Annotated[
+    bool,
+    typer.Option("--agent-hint", help="End each transcript with one short system note naming the tools that read "
+                 "the cache (tool_output_cache, tool_output_cache_grep: ctxtool mcp)."),
+]
 EventsOpt = Annotated[
     str | None, typer.Option("--events", metavar="FILE", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
 ]
@@ -134,6 +139,7 @@ def truncate(
     ] = None,
     cache_dir: CacheDirOpt = None,
     events: EventsOpt = None,
+    agent_hint: HintOpt = False,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
@@ -176,6 +182,7 @@ def truncate(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
             events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
             messages_column=messages_column,
+            hint=agent_hint,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
@@ -223,6 +230,7 @@ def trim(
     tokenizer: common.TokenizerOpt = None,
     cache_dir: CacheDirOpt = None,
     events: EventsOpt = None,
+    agent_hint: HintOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     on_error: common.OnErrorOpt = common.OnError.fail,
@@ -252,6 +260,7 @@ def trim(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
             on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
             messages_column=messages_column,
+            hint=agent_hint,
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 

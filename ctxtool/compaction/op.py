@@ -74,6 +74,7 @@ class CompactOp(Operation[CompactPart]):
     dry_run: bool = False
     validate_output: bool = True
     progress: Progress | None = field(default=None, compare=False, repr=False)
+    hint: bool = False  # --agent-hint: a compacted transcript ends with a note naming the cache's tools
 
     def __getstate__(self) -> dict[str, Any]:
         return dict(self.__dict__, progress=None)  # a callback stays in its process
@@ -119,6 +120,10 @@ class CompactTask(Task[CompactPart]):
         assert self.target is not None
         o = compact_transcript(t, self.summarizer, self.op.options, dry_run=self.op.dry_run, tok=self.tok,
                                out_format=self.target.name)
+        if self.op.hint and o.report.status == "compacted":
+            from ..agent_tools import add_hint
+
+            add_hint(o.transcript)
         self.pending[id(t)] = o
         return o.transcript
 

@@ -37,12 +37,14 @@ def compact_file(
     validate_output: bool = True,
     engine: Any = None,
     messages_column: str | None = None,
+    hint: bool = False,
 ) -> CompactReport:
     """Compact every transcript of ``path`` and write them to ``output`` (``None``/``-``:
     stdout; not written on ``dry_run``). ``jobs``: transcripts compacted at once (threads:
     summary models wait on the network). ``engine``: run as shards
     (:class:`ctxtool.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
-    column (:mod:`ctxtool.parquet`)."""
+    column (:mod:`ctxtool.parquet`). ``hint``: a compacted transcript ends with a note
+    naming the tools that read the cache (:func:`ctxtool.agent_tools.add_hint`)."""
     from ..parquet import is_parquet_name
     from ..paths import refuse_overwrite
     from ..runner import event_log, run_file
@@ -53,7 +55,7 @@ def compact_file(
     if dry_run:
         refuse_overwrite(src, out)  # the runner checks the outputs it writes
     summ: Summarizer = summarizer if summarizer is not None else HeuristicSummarizer()
-    op = CompactOp(options or CompactOptions(), summ, dry_run, validate_output, progress)
+    op = CompactOp(options or CompactOptions(), summ, dry_run, validate_output, progress, hint=hint)
     log = event_log(events)
     t0 = time.perf_counter()
     try:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..agent_tools import add_hint
 from ..cache import RefCache
 from ..context import ContextSettings
 from ..errors import CtxtoolError, ExitCode
@@ -68,6 +69,8 @@ class _CacheOp(Operation[OpsReport]):
     tokenizer: str = "heuristic"
     #: keep each transcript's own counts in ``report.items`` (for --json)
     records: bool = field(default=False, kw_only=True)
+    #: --agent-hint: a system note naming the cache's tools at the end of each transcript
+    hint: bool = field(default=False, kw_only=True)
 
     def prepare(self) -> None:
         RefCache(self.cache).ensure()  # once, before the workers race to create it
@@ -83,7 +86,7 @@ class TruncateOp(_CacheOp):
 
     def start(self, ctx: RunContext) -> Task[OpsReport]:
         kinds = set(self.include)
-        return _OpsTask(self, ctx, lambda c, t: truncate(c, t, self.limits, kinds))
+        return _OpsTask(self, ctx, _hinted(self.hint, lambda c, t: truncate(c, t, self.limits, kinds)))
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ class TrimOp(_CacheOp):
     context: ContextSettings | None = None  # where a missing budget's window comes from
 
     def start(self, ctx: RunContext) -> Task[OpsReport]:
-        return _OpsTask(self, ctx, lambda c, t: trim(c, t, self.budget, self.context), self.budget)
+        return _OpsTask(self, ctx, _hinted(self.hint, lambda c, t: trim(c, t, self.budget, self.context)), self.budget)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,17 @@ class RestoreOp(_CacheOp):
 
     def start(self, ctx: RunContext) -> Task[OpsReport]:
         return _OpsTask(self, ctx, restore)
+
+
+def _hinted(hint: bool, fn: Callable[[Ctx, Transcript], None]) -> Callable[[Ctx, Transcript], None]:
+    if not hint:
+        return fn
+
+    def run(c: Ctx, t: Transcript) -> None:
+        fn(c, t)
+        add_hint(t)
+
+    return run
 
 
 def cache_root(cache: RefCache | str | Path | None) -> str:
@@ -158,12 +172,14 @@ def truncate_file(
     records: bool = False,
     engine: Sharding | None = None,
     messages_column: str | None = None,
+    hint: bool = False,
 ) -> OpsReport:
     """``ctxtool truncate``: write ``path`` to ``output`` (``-`` stdout, None: discard) with
     every over-limit output cut and its full text in the cache. ``records``: keep each
-    transcript's counts in ``report.items``."""
+    transcript's counts in ``report.items``; ``hint``: end each transcript with a system note
+    naming the tools that read the cache (:func:`ctxtool.agent_tools.add_hint`)."""
     op = TruncateOp(cache_root(cache), tokenizer_name(tokenizer), limits or Limits(), parse_include(include),
-                    records=records)
+                    records=records, hint=hint)
     return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
                    messages_column=messages_column)
 
@@ -184,13 +200,15 @@ def trim_file(
     records: bool = False,
     engine: Sharding | None = None,
     messages_column: str | None = None,
+    hint: bool = False,
 ) -> OpsReport:
     """``ctxtool trim``: per transcript, trim the oldest tool outputs down to ``budget`` tokens
     (None: seed 001's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
-    :mod:`ctxtool.context` from ``context``: flags and config, then what the transcript records)."""
+    :mod:`ctxtool.context` from ``context``: flags and config, then what the transcript records);
+    ``hint`` as for :func:`truncate_file`."""
     if budget is not None and budget < 0:
         raise CtxtoolError("--budget must be >= 0", code=ExitCode.USAGE)
-    op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records)
+    op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records, hint=hint)
     return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
                    messages_column=messages_column)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import formats, jsonio
+from ..agent_tools import is_hint
 from ..cache import RefCache
 from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
@@ -34,6 +35,9 @@ def restore(ctx: Ctx, t: Transcript) -> None:
     style: Any = None  # how the source was written, as truncate or trim read it (see flush_stashes)
     for msg in t.iter_messages():
         rep.messages += 1
+        if is_hint(msg):  # --agent-hint's note: not in what was read
+            drop.add(id(msg))
+            continue
         try:
             src = _source_ref(msg)
             if src is None:

@@ -25,7 +25,7 @@ _REMINDER = lazyre.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S
 _SED_RANGE = lazyre.compile(r"^\d+(?:,\d+)?p$")
 _EXEC_HEADER = lazyre.compile(r"^(?:Chunk ID|Wall time|Exit code|Process exited)", re.M)
 _RUNNING = lazyre.compile(r"^Process running with session ID \d+", re.M)
-_CTX_NOTICE = lazyre.compile(r"\[ctxtool: tool output (?:truncated|too large)[^\]]*\]|\[tool output trimmed; ref=[0-9a-f]+\]")
+_CTX_NOTICE = lazyre.compile(r"\[ctxtool: tool output (?:truncated|too large)[^\]]*\]|\[tool output trimmed; ref=[0-9a-f]+[^\]\n]*\]")
 
 
 @dataclass(slots=True)

@@ -1,0 +1,30 @@
+"""mcp: the tool output cache as tools an agent calls, over the Model Context Protocol."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .commands_tools import CacheDirOpt, _cache
+
+
+def mcp_cmd(
+    cache_dir: CacheDirOpt = None,
+    transcripts: Annotated[
+        list[str] | None,
+        typer.Option("--transcripts", help="A transcript file or directory transcript_search may read (repeatable; "
+                     "default: none, the tool refuses every path)."),
+    ] = None,
+) -> None:
+    """Serve the ref cache to an agent as MCP tools on stdin/stdout: tool_output_cache (read a
+    ref by lines), tool_output_cache_grep (search one ref or all) and transcript_search (where a
+    string appeared in the transcripts under --transcripts). Read only. Needs the mcp extra:
+    pip install 'ctxtool[mcp]'."""
+    from ..mcp_server import serve
+
+    serve(_cache(cache_dir), transcripts or [])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mcp")(mcp_cmd)
