@@ -1,4 +1,4 @@
-"""The tool output cache as tools an agent calls (seed 001 1.8): ``tool_output_cache`` reads a
+"""The tool output cache as tools an agent calls (the tool-output cache spec): ``tool_output_cache`` reads a
 ref by lines, numbered like a ``read`` tool; ``tool_output_cache_grep`` searches one ref or
 all; ``transcript_search`` finds where in some transcripts a string appeared.
 
@@ -8,7 +8,7 @@ reads, or raising :class:`ctxtool.errors.CtxtoolError` (an error result). ``ctxt
 the MCP SDK. Every tool only reads: a ref id is validated as ``refs show`` validates it
 (:meth:`ctxtool.cache.RefCache.resolve`) before a path is built, every read stays inside
 the cache, and a transcript is read only under a directory the server was given. Every
-result is capped as the seed 001 in-context view is (:func:`view`: 50 KiB, lines cut at 2,000
+result is capped as the in-context view is (:func:`view`: 50 KiB, lines cut at 2,000
 characters) and ends with a note telling how to get the next page.
 """
 
@@ -60,11 +60,11 @@ def is_hint(m: Any) -> bool:
 
 
 def view() -> tuple[int, int]:
-    """What one result may hold: bytes, and characters per line (seed 001 maxMessageBytes and
+    """What one result may hold: bytes, and characters per line (the in-context view's maxMessageBytes and
     maxLineLength, :data:`ctxtool.toolout.PRESETS`)."""
     from .toolout import PRESETS
 
-    v = PRESETS["seed001"]
+    v = PRESETS["view"]
     return v.max_bytes, v.max_line_length
 
 

@@ -221,9 +221,9 @@ def test_error_bar_and_verdicts_that_could_flip() -> None:
     msgs = [Message("user", [Block("text", "a" * 40_000)])]  # 10,000 tokens by the heuristic, no usage
     near = check_messages(msgs, PolicySettings(context_window=10_000 + 16_384 + 500))
     assert near.error is not None and near.error.relative is not None
-    assert near.could_flip and "seed000" in near.could_flip
+    assert near.could_flip and "effective-limit" in near.could_flip
     far = check_messages(msgs, PolicySettings(context_window=1_000_000))
-    assert "seed000" not in far.could_flip
+    assert "effective-limit" not in far.could_flip
 
 
 def test_check_with_recorded_usage_measures_the_usage_aware_estimate() -> None:
