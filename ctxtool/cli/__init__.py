@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "config": "commands_config",
     "refs": "commands_tools",
     "usage": "commands_usage",
+    "redact": "commands_redact",
 }
 
 
