@@ -25,6 +25,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .. import jsonio, jsontext
 from ..formats.base import exact_obj, make_exact
 from ..model import Compaction, Message, Transcript, source_lines
@@ -164,6 +166,9 @@ class _Pass:
         self.reporting = True
         self.changes = 0
         self.record_changed = False
+        #: containers this pass changed: a line that shares one with another (a record and its
+        #: versions) changed too, though its own walk finds nothing left to replace
+        self.touched: set[int] = set()
 
     # -- the transcript ------------------------------------------------------------
     def transcript(self, t: Transcript) -> None:
@@ -247,18 +252,23 @@ class _Pass:
             self.obj(o)
             return o
         if isinstance(o, list):
+            if id(o) in self.touched:
+                self.changes += 1
             for i, v in enumerate(o):
                 self.path.append(f"[{i}]")
                 nv = self.value(v)
                 self.path.pop()
                 if nv is not v:
                     o[i] = nv
+                    self.touched.add(id(o))
             return o
         if isinstance(o, tuple):
             return tuple(self.value(v) for v in o)
         return o
 
     def obj(self, d: dict[Any, Any]) -> None:
+        if id(d) in self.touched:
+            self.changes += 1
         typ = d.get("type")
         self.drop_signatures(d, typ)
         media = next((d[k] for k in MEDIA_KEYS if isinstance(d.get(k), str)), None)
@@ -269,17 +279,21 @@ class _Pass:
                 pass  # kept (--keep-signatures): an opaque blob, not scanned
             elif (isinstance(v, str) and k in BINARY_KEYS and len(v) >= 64
                   and (media is not None or typ in BINARY_TYPES or len(v) >= BINARY_MIN) and _is_base64(v)):
-                d[k] = self.binary(v, media)
+                nv = d[k] = self.binary(v, media)
+                if nv is not v:
+                    self.touched.add(id(d))
             else:
                 nv = self.value(v)
                 if nv is not v:
                     d[k] = nv
+                    self.touched.add(id(d))
             self.path.pop()
         if not self.learn and self.r.secrets.placeholder:
             renamed = [(self.text(k) if isinstance(k, str) else k, v) for k, v in d.items()]
             if any(a is not b for (a, _), b in zip(renamed, d, strict=True)):
                 d.clear()
                 d.update(renamed)
+                self.touched.add(id(d))
 
     def drop_signatures(self, d: dict[Any, Any], typ: Any) -> None:
         if self.keep or self.learn:
@@ -288,6 +302,7 @@ class _Pass:
         for k in doomed:
             del d[k]
         if doomed:
+            self.touched.add(id(d))
             self.changes += len(doomed)
             if self.reporting:
                 self.res.signatures_dropped += len(doomed)
@@ -296,10 +311,7 @@ class _Pass:
         if len(s) < MIN_SECRET:
             return s
         if self.learn:
-            if s not in self.seen:
-                self.seen.add(s)
-                for kind, v in self.r.detector.find(s):
-                    self.r.secrets.add(kind, v)
+            self.learn_text(s)
             return s
         new, put = self.r.secrets.sub(s)
         if put:
@@ -310,6 +322,28 @@ class _Pass:
                 self.res.findings.extend(
                     Finding(kinds[ph], ph, self.res.path, self.line, self.message, where) for ph in put)
         return new
+
+    def learn_text(self, s: str) -> None:
+        if s in self.seen:
+            return
+        self.seen.add(s)
+        for kind, v in self.r.detector.find(s):
+            self.r.secrets.add(kind, v)
+        if s[:1] in "{[" and s[-1:] in "}]":  # JSON inside a string (OpenAI's arguments): its strings too
+            try:
+                inner = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                return
+            stack = [inner]
+            while stack:
+                o = stack.pop()
+                if isinstance(o, str):
+                    if len(o) >= MIN_SECRET:
+                        self.learn_text(o)
+                elif isinstance(o, dict):
+                    stack.extend(o.values())
+                elif isinstance(o, list):
+                    stack.extend(o)
 
     def binary(self, v: str, media: str | None) -> str:
         if self.learn:

@@ -45,7 +45,7 @@ MAX_DECODE = 1 << 16
 #: ``msg_…``, also through Bedrock and Vertex; OpenAI's ``call_…``, ``chatcmpl-…``, ``resp_…``):
 #: names, never secrets, though random enough for the high-entropy plugins
 PROVIDER_ID = re.compile(r"(?:(?:srvtoolu|toolu|msg|call|fc|rs|resp|run|req)_(?:bdrk_|vrtx_)?|chatcmpl-)[A-Za-z0-9]{8,}")
-_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")
 _PCT = re.compile(r"%[0-9A-Fa-f]{2}")
 _PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----")
 _PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=:,. -]|\s|\\[nr])*")
@@ -175,6 +175,7 @@ def _detect_secrets() -> Iterator[Any]:
         classes: list[Any] = [*get_mapping_from_secret_type_to_class().values(), *from_file(own.__file__)]
         settings.configure_plugins([{"name": c.__name__} for c in {c.__name__: c for c in classes}.values()])
         plugins = get_plugins()
+        by_type = {p.secret_type: p for p in plugins}
 
         def scan(text: str) -> Iterator[tuple[str, str]]:
             lines = text.splitlines()
@@ -184,7 +185,7 @@ def _detect_secrets() -> Iterator[Any]:
             # filters), run on the lines some plugin may find something in, with their context
             for part in _windows(lines, [i for i, ln in enumerate(lines) if _candidate(plugins, ln)]):
                 for found in _process_line_based_plugins(list(enumerate(part, 1)), filename=SCAN_NAME):
-                    yield from _found(found, text)
+                    yield from _found(found, text, by_type.get(found.type))
 
         yield scan
 
@@ -208,6 +209,18 @@ def _candidate(plugins: list[Any], text: str) -> bool:
     return False
 
 
+def _whole_matches(plugin: Any, text: str, value: str) -> Iterator[str]:
+    """The whole matches of a regex plugin whose pattern's first group (the one a regex
+    plugin reports) is only the prefix of its match: detect-secrets 1.5 reports ``ghp`` for a
+    GitHub token and ``glpat`` for a GitLab one."""
+    for rx in getattr(plugin, "denylist", ()):
+        if not rx.groups:
+            continue
+        for m in rx.finditer(text):
+            if m.group(1) == value and m.start(1) == m.start() and m.end(1) < m.end():
+                yield m.group(0)
+
+
 def _windows(lines: list[str], hits: list[int]) -> Iterator[list[str]]:
     """The runs of ``lines`` around each hit, :data:`CONTEXT` lines either side, merged."""
     start = end = -1
@@ -222,9 +235,13 @@ def _windows(lines: list[str], hits: list[int]) -> Iterator[list[str]]:
         yield lines[start:end]
 
 
-def _found(found: Any, text: str) -> Iterator[tuple[str, str]]:
+def _found(found: Any, text: str, plugin: Any) -> Iterator[tuple[str, str]]:
     value = found.secret_value
     if not value:
+        return
+    whole = list(_whole_matches(plugin, text, value))
+    if whole:  # the plugin reported the group that opens its match (GitHub's "ghp"): the match
+        yield from ((slug(found.type), w) for w in whole)
         return
     if found.type == "Private Key":
         yield from (("private-key", block) for block in private_keys(text))
@@ -261,9 +278,11 @@ def _decodings(s: str) -> Iterator[str]:
         run = m.group(0)
         if len(run) > MAX_DECODE:
             continue
-        text = _b64_text(run)
-        if text is not None:
-            yield text
+        for skip in range(4):  # the run may begin with a letter of the text before it ("\\n" in JSON text)
+            text = _b64_text(run[skip:])
+            if text is not None:
+                yield text
+                break
     if "%" in s and _PCT.search(s):
         for decoded in {unquote(s), unquote_plus(s)}:
             if decoded != s:
