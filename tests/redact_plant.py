@@ -148,6 +148,7 @@ def field_class(path: tuple[Any, ...], ctx: frozenset[str]) -> str | None:
 
 def _ctx(d: dict[str, Any], ctx: frozenset[str]) -> frozenset[str]:
     t, role = d.get("type"), d.get("role")
+    t, role = (t if isinstance(t, str) else None), (role if isinstance(role, str) else None)
     add = set()
     if t in TOOL_OUTPUT_TYPES or role in TOOL_OUTPUT_ROLES:
         add.add("tool_output")
@@ -197,7 +198,7 @@ class Planter:
 
 
 def _json_text(s: str) -> Any:
-    if not s[:1] in "{[":
+    if s[:1] not in "{[":
         return None
     try:
         v = json.loads(s)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import FormatOpt, OnePath, OutOpt, err_line
 
 ToExport = Annotated[
@@ -20,7 +21,8 @@ TitleOpt = Annotated[str | None, typer.Option("--title", help="Document title (d
 
 
 def export(path: OnePath, to: ToExport = None, output: OutOpt = None, fmt: FormatOpt = None,
-           collapse: CollapseOpt = None, title: TitleOpt = None) -> None:
+           collapse: CollapseOpt = None, title: TitleOpt = None, redact: RedactFlag = False,
+           secrets_from: SecretsFromOpt = None) -> None:
     """A readable transcript: user and assistant turns, tool calls with their arguments, tool
     outputs (long ones folded), thinking folded, images (HTML: embedded when the transcript holds
     them), compaction boundaries and summaries, and injected content (reminders, command output,
@@ -28,7 +30,8 @@ def export(path: OnePath, to: ToExport = None, output: OutOpt = None, fmt: Forma
     from ..export import DEFAULT_COLLAPSE, ExportOptions, export_file
 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title)
-    res = export_file(path, output, to, fmt=fmt, options=opts)
+    res = export_file(path, output, to, fmt=fmt, options=opts,
+                      redact=options(secrets_from) if redact or secrets_from else None)
     if res.output:
         err_line(f"wrote {res.to} export of {res.messages:,} message(s) in {res.transcripts:,} transcript(s) "
                  f"to {res.output} ({res.bytes:,} bytes)")

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
@@ -29,6 +30,9 @@ from .base import (
     renderer_names,
 )
 from .walk import Marker, Part, Turn, View, view
+
+if TYPE_CHECKING:
+    from ..redact import RedactOptions, Redactor
 
 __all__ = [
     "DEFAULT_COLLAPSE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
@@ -73,10 +77,22 @@ def render(transcripts: Iterable[Transcript], to: str = "markdown", options: Exp
 
 
 def export_file(path: str | Path, output: str | Path | None = None, to: str | None = None, *,
-                fmt: str | None = None, options: ExportOptions | None = None) -> ExportResult:
+                fmt: str | None = None, options: ExportOptions | None = None,
+                redact: RedactOptions | None = None) -> ExportResult:
     """Export every transcript in ``path`` to ``output`` (``None``/``-``: stdout). ``to``
     defaults to what the output's suffix implies, else markdown. The input is read as it
-    is written out (a large file is never held as one document)."""
+    is written out (a large file is never held as one document). ``redact``: each
+    transcript's secrets replaced first, as ``ctxtool redact`` does."""
+    if redact is not None:
+        from ..redact import Redactor
+
+        with Redactor(redact) as r:
+            return _export(path, output, to, fmt, options, r)
+    return _export(path, output, to, fmt, options, None)
+
+
+def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
+            options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
     from .. import fileio, formats, outputs
 
     out = None if output is None or str(output) == "-" else str(output)
@@ -88,7 +104,12 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     tally = _Tally()
     written = 0
     with outputs.atomic_output(out) as fh:
-        for piece in renderer.document(title, tally.count(view(t) for t in formats.read(path, fmt))):
+        read = formats.read(path, fmt)
+        if redactor is not None:
+            from ..redact import redacted
+
+            read = redacted(read, redactor)
+        for piece in renderer.document(title, tally.count(view(t) for t in read)):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)
