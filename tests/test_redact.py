@@ -52,6 +52,9 @@ def test_planted_secrets_never_survive(path: Path, tmp_path: Path) -> None:
     assert report["totals"]["findings"] >= len(planted)
     text = r.stdout
     assert not any(f in text for x in planted for v in x.values for f in redact_plant.forms(v)), "a secret in the report"
+    # nothing left to find: the redacted copy checks clean
+    again = ctxtool("redact", str(out), "--check", *redact_plant.redact_args(env), check=False)
+    assert again.returncode == 0, again.stdout[-2000:]
     # the same format, valid, its pairs, orphans and ids as they were, and a round trip
     assert shape(out) == shape(planted_path)
     v_in = ctxtool("validate", str(planted_path), check=False).returncode
@@ -162,3 +165,16 @@ def test_bad_pattern_and_missing_env_file(tmp_path: Path) -> None:
     assert r.returncode == ExitCode.USAGE and "--deny" in r.stderr and "Traceback" not in r.stderr
     r = ctxtool("redact", p, "--check", "--secrets-from", str(tmp_path / "none.env"), check=False)
     assert r.returncode == ExitCode.NOT_FOUND and "none.env" in r.stderr
+
+
+def test_json_and_jsonl_follow_the_schema(tmp_path: Path) -> None:
+    from test_json_shapes import check_json, check_jsonl
+
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps({"role": "user", "content": "export AWS_ACCESS_KEY_ID=AKIAQWERTYUIOPASDF12"}) + "\n")
+    for args in ([str(p), "--check"], [str(p), str(SAMPLES / "claude_code_session.jsonl"), "-o", str(tmp_path / "o")]):
+        r = ctxtool("redact", *args, "--json", check=False)
+        d = check_json("redact", "redact", r.stdout)
+        assert d["totals"]["findings"] == 1 and d["transcripts"][0]["findings"][0]["kind"] == "aws-access-key"
+        lines = check_jsonl("redact", "redact", ctxtool("redact", *args, "--jsonl", check=False).stdout)
+        assert len(lines) == len(d["transcripts"]) + 1

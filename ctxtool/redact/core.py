@@ -30,7 +30,7 @@ import orjson
 from .. import jsonio, jsontext
 from ..formats.base import exact_obj, make_exact
 from ..model import Compaction, Message, Transcript, source_lines
-from .detect import MIN_SECRET, Detector, RedactOptions, Secrets
+from .detect import MIN_SECRET, PLACEHOLDER, Detector, RedactOptions, Secrets
 
 #: keys holding an encrypted or signed blob, dropped wherever they are (Codex and Responses
 #: reasoning and compaction, Gemini's and pi's thinking signatures)
@@ -148,7 +148,7 @@ class Redactor:
         if ph is None:
             n = self.secrets.numbers.get(kind, 0) + 1
             self.secrets.numbers[kind] = n
-            ph = self._blobs[key] = f"[REDACTED:{kind}#{n}]"
+            ph = self._blobs[key] = f"{PLACEHOLDER}{kind}#{n}]"
         return ph
 
 

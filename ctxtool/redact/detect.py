@@ -30,6 +30,8 @@ from ..errors import CtxtoolError, ExitCode
 #: the kind of an exact value from an env file, and of a --deny match
 KIND_ENV = "env-value"
 KIND_DENY = "denied"
+#: how every placeholder begins: what holds one is ours, not a secret (a redacted file checks clean)
+PLACEHOLDER = "[REDACTED:"
 #: a secret shorter than this is not one (a keyword assignment of "x"): it would replace
 #: every such word of the transcript
 MIN_SECRET = 6
@@ -154,7 +156,7 @@ class Detector:
                     yield KIND_DENY, v
         if self._scan is not None:
             for kind, v in self._scan(s):
-                if len(v) >= MIN_SECRET and not self._allowed(v):
+                if len(v) >= MIN_SECRET and PLACEHOLDER not in v and not self._allowed(v):
                     yield kind, v
 
     def _allowed(self, v: str) -> bool:
@@ -338,7 +340,7 @@ class Secrets:
             return False
         n = self.numbers.get(kind, 0) + 1
         self.numbers[kind] = n
-        ph = f"[REDACTED:{kind}#{n}]"
+        ph = f"{PLACEHOLDER}{kind}#{n}]"
         self.kind_of[ph] = kind
         self.placeholder[value] = ph
         for form in encoded_forms(value):
