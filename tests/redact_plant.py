@@ -119,6 +119,10 @@ def secrets_for(rng: random.Random, field: str) -> list[Planted]:
     return out
 
 
+#: kinds planted as a field of their own rather than in text
+FIELD_KINDS = ("keyword-json-field",)
+
+
 def forms(value: str) -> set[str]:
     """How a value may survive in JSON bytes: as is, JSON-escaped, URL-encoded, base64."""
     out = {value, json.dumps(value)[1:-1], quote(value, safe=""), quote(value)}
@@ -172,6 +176,7 @@ class Planter:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.left = dict.fromkeys(FIELDS, PER_FIELD)
+        self.fields = PER_FIELD
         self.planted: list[Planted] = []
 
     def value(self, o: Any, path: tuple[Any, ...], ctx: frozenset[str]) -> Any:
@@ -179,6 +184,11 @@ class Planter:
             ctx = _ctx(o, ctx)
             for k in list(o):
                 o[k] = self.value(o[k], (*path, k), ctx)
+            if path and path[-1] in TOOL_ARG_KEYS and self.fields > 0:  # a tool's arguments: a field of their own
+                self.fields -= 1
+                v = _rand(self.rng, ALNUM, 20)
+                o["db_password"] = v
+                self.planted.append(Planted("keyword-json-field", "tool_args", v, (v,)))
             return o
         if isinstance(o, list):
             for i, v in enumerate(o):
@@ -252,10 +262,45 @@ def grade(files: list[Path], work: Path, run: Callable[[list[str]], None]) -> It
         yield f, planted, survivors(planted, out.read_bytes())
 
 
+def false_positives(files: list[Path], run: Callable[[list[str]], str]) -> dict[str, Any]:
+    """``redact --check --json`` over files as they are (no secret planted: the corpus was
+    checked for keys, tokens and private keys when it was gathered, so every finding counts as
+    a false positive): findings and distinct values per kind, and the strings scanned."""
+    kinds: dict[str, list[int]] = {}
+    per_file: dict[str, int] = {}
+    total_bytes = 0
+    for f in files:
+        d = json.loads(run(["redact", str(f), "--check", "--json"]))
+        total_bytes += f.stat().st_size
+        for k, v in d["totals"]["kinds"].items():
+            cell = kinds.setdefault(k, [0, 0])
+            cell[0] += v["secrets"]
+            cell[1] += v["findings"]
+        if d["totals"]["secrets"]:
+            per_file[f.name] = d["totals"]["secrets"]
+    distinct = sum(c[0] for c in kinds.values())
+    return {"files": len(files), "bytes": total_bytes, "distinct": distinct,
+            "findings": sum(c[1] for c in kinds.values()), "kinds": kinds, "per_file": per_file}
+
+
 def main(argv: list[str]) -> int:
     import tempfile
 
     root = Path(__file__).resolve().parent.parent
+    if argv[:1] == ["--false-positives"]:
+        corpus = [Path(a) for a in argv[1:]] or sorted(
+            p for p in (root.parent / "shared" / "corpus").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj"))
+
+        def out(args: list[str]) -> str:
+            r = subprocess.run([sys.executable, "-m", "ctxtool", *args], capture_output=True, text=True)
+            return r.stdout
+
+        fp = false_positives(corpus, out)
+        print(json.dumps(fp, indent=1))
+        mb = fp["bytes"] / 1e6
+        print(f"false positives: {fp['distinct']} distinct values, {fp['findings']} occurrences, in "
+              f"{fp['files']} files ({mb:.1f} MB): {fp['distinct'] / mb:.2f} distinct per MB")
+        return 0
     files = [Path(a) for a in argv] or sorted(
         [p for p in (root / "samples").glob("*.json*")]
         + [p for p in (root.parent / "shared" / "corpus").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")])
@@ -270,7 +315,8 @@ def main(argv: list[str]) -> int:
                 cell = table.setdefault((x.kind, x.field), [0, 0])
                 cell[0 if x not in left else 1] += 1
             print(f"{f.name}: {len(planted)} planted, {len(left)} survived", file=sys.stderr)
-    kinds = sorted({k for k, _ in table}, key=lambda k: [p.kind for p in secrets_for(random.Random(0), "")].index(k))
+    order = [p.kind for p in secrets_for(random.Random(0), "")] + list(FIELD_KINDS)
+    kinds = sorted({k for k, _ in table}, key=order.index)
     print("| kind | " + " | ".join(FIELDS) + " |")
     print("|---" * (len(FIELDS) + 1) + "|")
     for k in kinds:

@@ -22,6 +22,7 @@ text they sign changed.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,8 +263,9 @@ class _Pass:
                     o[i] = nv
                     self.touched.add(id(o))
             return o
-        if isinstance(o, tuple):
-            return tuple(self.value(v) for v in o)
+        if type(o) is tuple:
+            items = [self.value(v) for v in o]
+            return o if all(a is b for a, b in zip(items, o, strict=True)) else tuple(items)
         return o
 
     def obj(self, d: dict[Any, Any]) -> None:
@@ -287,6 +289,8 @@ class _Pass:
                 if nv is not v:
                     d[k] = nv
                     self.touched.add(id(d))
+                if self.learn and isinstance(v, str) and isinstance(k, str) and len(v) >= MIN_SECRET:
+                    self.learn_field(k, v)
             self.path.pop()
         if not self.learn and self.r.secrets.placeholder:
             renamed = [(self.text(k) if isinstance(k, str) else k, v) for k, v in d.items()]
@@ -323,6 +327,12 @@ class _Pass:
                     Finding(kinds[ph], ph, self.res.path, self.line, self.message, where) for ph in put)
         return new
 
+    def learn_field(self, key: str, v: str) -> None:
+        """A value under a key that names a secret (``"db_password": "…"``): scanned as the
+        line a config or JSON file would hold, so the keyword plugin sees the key."""
+        if len(key) <= 64 and self.r.detector.names_secret(key):
+            self.learn_text(json.dumps({key: v}, ensure_ascii=False)[1:-1])
+
     def learn_text(self, s: str) -> None:
         if s in self.seen:
             return
@@ -342,6 +352,9 @@ class _Pass:
                         self.learn_text(o)
                 elif isinstance(o, dict):
                     stack.extend(o.values())
+                    for k, v in o.items():
+                        if isinstance(k, str) and isinstance(v, str) and len(v) >= MIN_SECRET:
+                            self.learn_field(k, v)
                 elif isinstance(o, list):
                     stack.extend(o)
 

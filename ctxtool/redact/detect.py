@@ -128,6 +128,7 @@ class Detector:
         self.allow = _patterns(options.allow, "--allow")
         self._stack = contextlib.ExitStack()
         self._scan: Any = None
+        self._keyword: re.Pattern[str] | None = None
 
     def __enter__(self) -> Detector:
         if self.options.detectors:
@@ -158,6 +159,16 @@ class Detector:
             for kind, v in self._scan(s):
                 if len(v) >= MIN_SECRET and PLACEHOLDER not in v and not self._allowed(v):
                     yield kind, v
+
+    def names_secret(self, key: str) -> bool:
+        """Whether a key names a secret, by detect-secrets' keyword plugin's word list."""
+        if self._keyword is None:
+            if self._scan is None:
+                return False
+            from detect_secrets.plugins.keyword import DENYLIST_REGEX
+
+            self._keyword = re.compile(DENYLIST_REGEX, re.I)
+        return self._keyword.search(key) is not None
 
     def _allowed(self, v: str) -> bool:
         return PROVIDER_ID.fullmatch(v) is not None or any(rx.search(v) for rx in self.allow)
