@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -128,7 +129,6 @@ class Detector:
         self.allow = _patterns(options.allow, "--allow")
         self._stack = contextlib.ExitStack()
         self._scan: Any = None
-        self._keyword: re.Pattern[str] | None = None
 
     def __enter__(self) -> Detector:
         if self.options.detectors:
@@ -162,13 +162,7 @@ class Detector:
 
     def names_secret(self, key: str) -> bool:
         """Whether a key names a secret, by detect-secrets' keyword plugin's word list."""
-        if self._keyword is None:
-            if self._scan is None:
-                return False
-            from detect_secrets.plugins.keyword import DENYLIST_REGEX
-
-            self._keyword = re.compile(DENYLIST_REGEX, re.I)
-        return self._keyword.search(key) is not None
+        return self._scan is not None and keywords().search(key) is not None
 
     def _allowed(self, v: str) -> bool:
         return PROVIDER_ID.fullmatch(v) is not None or any(rx.search(v) for rx in self.allow)
@@ -187,7 +181,8 @@ def _detect_secrets() -> Iterator[Any]:
     with transient_settings({"plugins_used": []}) as settings:
         classes: list[Any] = [*get_mapping_from_secret_type_to_class().values(), *from_file(own.__file__)]
         settings.configure_plugins([{"name": c.__name__} for c in {c.__name__: c for c in classes}.values()])
-        plugins = get_plugins()
+        # the keyword plugin last: the others are quicker to rule a text in
+        plugins = sorted(get_plugins(), key=lambda p: type(p).__name__ == "KeywordDetector")
         by_type = {p.secret_type: p for p in plugins}
 
         def scan(text: str) -> Iterator[tuple[str, str]]:
@@ -203,6 +198,15 @@ def _detect_secrets() -> Iterator[Any]:
         yield scan
 
 
+@functools.cache
+def keywords() -> re.Pattern[str]:
+    """The words detect-secrets' keyword plugin looks for (``password``, ``api_key``,
+    ``secret`` ...), in any case."""
+    from detect_secrets.plugins.keyword import DENYLIST_REGEX
+
+    return re.compile(DENYLIST_REGEX, re.I)
+
+
 #: lines of context detect-secrets' filters look at around a line (its code snippet)
 CONTEXT = 5
 
@@ -210,11 +214,17 @@ CONTEXT = 5
 def _candidate(plugins: list[Any], text: str) -> bool:
     """Whether any plugin's own matching finds something in ``text`` (a high-entropy string
     only above the plugin's limit): what is not a candidate holds nothing the plugins report.
-    Their patterns do not cross lines, so a text holds a candidate when one of its lines does."""
+    Their patterns do not cross lines, so a text holds a candidate when one of its lines does.
+    The keyword plugin (the slowest, last) is asked only about a text that holds one of its
+    words."""
     from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    from detect_secrets.plugins.keyword import KeywordDetector
 
     for p in plugins:
-        if isinstance(p, HighEntropyStringsPlugin):
+        if isinstance(p, KeywordDetector):
+            if keywords().search(text) is not None and next(iter(p.analyze_string(text)), None) is not None:
+                return True
+        elif isinstance(p, HighEntropyStringsPlugin):
             if any(p.calculate_shannon_entropy(v) > p.entropy_limit for v in p.analyze_string(text)):
                 return True
         elif next(iter(p.analyze_string(text)), None) is not None:
