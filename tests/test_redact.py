@@ -29,7 +29,7 @@ def ctxtool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return r
 
 
-def shape(path: Path) -> list[tuple[str, int, list[tuple[int, int]], int, list[str | None]]]:
+def shape(path: Path) -> list[tuple[str, int, list[tuple[int, int | None]], int, list[str | None]]]:
     """What redaction must keep: per transcript its format, message count, pairs (call
     message, result message), orphans, and message ids."""
     out = []
@@ -63,9 +63,9 @@ def test_planted_secrets_never_survive(path: Path, tmp_path: Path) -> None:
     assert ctxtool("validate", str(out), check=False).returncode == v_in
     fmt = next(formats.read(out)).format
     if formats.get_format(fmt).writes:
-        again = tmp_path / f"again{path.suffix}"
-        ctxtool("convert", str(out), "--to", fmt, "-o", str(again))
-        assert again.read_bytes() == out.read_bytes()
+        back = tmp_path / f"again{path.suffix}"
+        ctxtool("convert", str(out), "--to", fmt, "-o", str(back))
+        assert back.read_bytes() == out.read_bytes()
 
 
 def test_placeholders_are_typed_and_stable_across_files(tmp_path: Path) -> None:
