@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     REMOTE = 6  # a summary model or command failed
     NOT_FOUND = 7  # a file, ref or record that does not exist
     IO = 8  # an output could not be written (disk full, I/O error, no permission)
+    SECRETS = 9  # `redact --check` found something it would redact
     INTERRUPTED = 130
 
 

@@ -53,6 +53,7 @@ from .model import Transcript
 
 if TYPE_CHECKING:
     from .engines import Sharding
+    from .redact import RedactOptions
 
 #: a dataset file at least this large is split across processes unless ``jobs`` is given
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
@@ -302,12 +303,23 @@ def run_each(cls: type[FR], op: Operation[Results[Any]], path: str, output: str 
 
 
 def convert_file(
-    path: str, output: str | None, to: str, *, fmt: str | None = None, on_error: str = "fail", records: bool = False
+    path: str, output: str | None, to: str, *, fmt: str | None = None, on_error: str = "fail", records: bool = False,
+    redact: RedactOptions | None = None,
 ) -> FileRun[Results[Any]]:
     """``ctxtool convert``: every transcript of ``path`` written to ``output`` in format ``to``
-    (``records``: with each transcript's label and message count in ``report.items``)."""
+    (``records``: with each transcript's label and message count in ``report.items``;
+    ``redact``: each transcript's secrets replaced first, as ``ctxtool redact`` does)."""
     formats.get_format(to)  # an unknown name is a usage error before anything is read
-    return run_file(Identity(records), path, output, fmt=fmt, to=to, on_error=on_error)
+    if redact is None:
+        return run_file(Identity(records), path, output, fmt=fmt, to=to, on_error=on_error)
+    from .redact import Redactor
+
+    with Redactor(redact) as r:
+        def redacted(t: Transcript) -> dict[str, Any] | None:
+            r.redact(t)
+            return _converted(t) if records else None
+
+        return run_file(Each(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error)
 
 
 @dataclass(slots=True)

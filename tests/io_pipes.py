@@ -115,6 +115,7 @@ FILE_COMMANDS: dict[str, list[str]] = {
     "score": ["score", "{i}", str(SAMPLES / "pi_session.jsonl")],  # BEFORE from the input, AFTER a file
     "export": ["export", "{i}", "--to", "html", "--title", "t", "-o", "{o}"],
     "usage": ["usage", "{i}", "--json"],
+    "redact": ["redact", "{i}", "-o", "{o}"],
 }
 
 

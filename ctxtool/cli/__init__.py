@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "refs": "commands_tools",
     "usage": "commands_usage",
     "mcp": "commands_mcp",
+    "redact": "commands_redact",
 }
 
 

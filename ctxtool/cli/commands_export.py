@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import FormatOpt, OutOpt, err_line
 
 ToExport = Annotated[
@@ -32,7 +33,8 @@ ExportPath = Annotated[
 
 
 def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, fmt: FormatOpt = None,
-           collapse: CollapseOpt = None, title: TitleOpt = None, page_size: PageOpt = None) -> None:
+           collapse: CollapseOpt = None, title: TitleOpt = None, page_size: PageOpt = None, redact: RedactFlag = False,
+           secrets_from: SecretsFromOpt = None) -> None:
     """A readable transcript: user and assistant turns, tool calls with their arguments, tool
     outputs (long ones folded), thinking folded, images (HTML: embedded when the transcript holds
     them), compaction boundaries and summaries, and injected content (reminders, command output,
@@ -44,9 +46,15 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
                          page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)
     if path is None or os.path.isdir(path):
+        if redact or secrets_from:
+            from ..errors import CtxtoolError, ExitCode
+
+            raise CtxtoolError("--redact exports one transcript at a time: redact a directory with `ctxtool redact DIR -o OUT` "
+                               "first, then export OUT", code=ExitCode.USAGE)
         _many(path, to, output, fmt, opts)
         return
-    res = export_file(path, output, to, fmt=fmt, options=opts)
+    res = export_file(path, output, to, fmt=fmt, options=opts,
+                      redact=options(secrets_from) if redact or secrets_from else None)
     if res.output:
         err_line(f"wrote {res.to} export of {res.messages:,} message(s) in {res.transcripts:,} transcript(s) "
                  f"to {res.output} ({res.bytes:,} bytes)")

@@ -11,6 +11,7 @@ import typer
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
 from . import common
+from .commands_redact import RedactFlag, SecretsFromOpt
 from .common import (
     err_line,
     fmt_int,
@@ -322,6 +323,8 @@ def convert(
     on_error: common.OnErrorOpt = common.OnError.fail,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
+    redact: RedactFlag = False,
+    secrets_from: SecretsFromOpt = None,
 ) -> None:
     """Convert a transcript file to another format. Converting a file to its own format
     reproduces it; converting to ctxtool and back does too. With --json, the report (one
@@ -333,7 +336,10 @@ def convert(
     machine = as_json or as_jsonl
     if machine and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", code=ExitCode.USAGE)
-    run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine)
+    from .commands_redact import options
+
+    run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
+                       redact=options(secrets_from) if redact or secrets_from else None)
     warn_skipped(run.skipped)
     if machine:
         items = run.report.items

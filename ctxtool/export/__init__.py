@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
@@ -30,6 +31,9 @@ from .base import (
     renderer_names,
 )
 from .walk import Marker, Part, Turn, View, view
+
+if TYPE_CHECKING:
+    from ..redact import RedactOptions, Redactor
 
 __all__ = [
     "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
@@ -96,10 +100,22 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
 
 
 def export_file(path: str | Path, output: str | Path | None = None, to: str | None = None, *,
-                fmt: str | None = None, options: ExportOptions | None = None) -> ExportResult:
+                fmt: str | None = None, options: ExportOptions | None = None,
+                redact: RedactOptions | None = None) -> ExportResult:
     """Export every transcript in ``path`` to ``output`` (``None``/``-``: stdout). ``to``
     defaults to what the output's suffix implies, else markdown. The input is read as it
-    is written out (a large file is never held as one document)."""
+    is written out (a large file is never held as one document). ``redact``: each
+    transcript's secrets replaced first, as ``ctxtool redact`` does."""
+    if redact is not None:
+        from ..redact import Redactor
+
+        with Redactor(redact) as r:
+            return _export(path, output, to, fmt, options, r)
+    return _export(path, output, to, fmt, options, None)
+
+
+def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
+            options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
     from .. import fileio, formats, outputs
 
     out = None if output is None or str(output) == "-" else str(output)
@@ -115,8 +131,12 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     with outputs.atomic_output(out) as fh:
         # a Claude Code session file brings its subagents' transcripts (one unit)
         files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
-        transcripts = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
-        for piece in renderer.document(title, tally.count(view(t) for t in transcripts)):
+        read = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
+        if redactor is not None:
+            from ..redact import redacted
+
+            read = redacted(read, redactor)
+        for piece in renderer.document(title, tally.count(view(t) for t in read)):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)
