@@ -107,9 +107,9 @@ def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> No
         s = r.summary
         comp = f"{r.compression:.1f}x" if r.compression else "-"
         out.write(f"{common.short_label(r.before)} → {common.short_label(r.after)}: {r.tokens_before:,} → "
-                  f"{r.tokens_after:,} {common.SINCE}; removed {r.lost_messages:,} of {r.messages_before:,} messages "
-                  f"({r.tokens_removed:,} tokens); summary {s.tokens:,} tokens ({comp}), scored on its first "
-                  f"{r.budget:,}\n")
+                  f"{r.tokens_after:,} {common.SINCE} (summary compression {comp}); {r.lost_messages:,} of "
+                  f"{r.messages_before:,} messages summarized ({r.tokens_removed:,} tokens); summary {s.tokens:,} "
+                  f"tokens, scored on its first {r.budget:,}\n")
         out.write(f"  retention {_pct(r.retention)} · continuation {_pct(r.continuation)} · {len(r.results):,} probes · "
                   f"{len(r.claims)} false claim(s) · quality rules: {s.quality or 'pass'}\n")
         if r.controls:
