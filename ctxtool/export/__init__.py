@@ -131,7 +131,7 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     with outputs.atomic_output(out) as fh:
         # a Claude Code session file brings its subagents' transcripts (one unit)
         files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
-        read = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
+        read: Iterable[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
         if redactor is not None:
             from ..redact import redacted
 
