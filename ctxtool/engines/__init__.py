@@ -91,19 +91,32 @@ def sharding(
 ) -> Sharding | None:
     """How the CLI runs a file command: None for a plain run (the default engine, one input
     file, one output file: as before), else shards on the named engine. Shards are chosen by
-    ``--engine ray``, ``--join``, an input glob, or an output that is a directory (ends in
-    ``/`` or exists as one)."""
+    ``--engine ray``, ``--join``, an input glob or directory, or an output that is a directory
+    (ends in ``/`` or exists as one)."""
     from .. import urls
 
     name = engine or DEFAULT
     if address and name == DEFAULT:
         raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", code=ExitCode.USAGE)
     directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
-    if name == DEFAULT and not join and not directory and not any(urls.has_glob(p) for p in paths):
+    tree = [p for p in paths if _is_transcript_dir(p)]
+    if tree and output is not None and not (directory or join):
+        raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/ (or --join -o FILE)",
+                           path=tree[0], code=ExitCode.USAGE)
+    if name == DEFAULT and not join and not directory and not tree and not any(urls.has_glob(p) for p in paths):
         return None
     from .shards import Sharding
 
     return Sharding(get_engine(name, workers=workers, address=address), join=join)
+
+
+def _is_transcript_dir(path: str) -> bool:
+    """A local directory of transcript files (a directory of Parquet shards is one dataset)."""
+    import os
+
+    from .. import parquet, urls
+
+    return not urls.is_url(path) and os.path.isdir(path) and not parquet.is_parquet(path)
 
 
 def _is_dir(path: str) -> bool:

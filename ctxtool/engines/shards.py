@@ -114,6 +114,17 @@ def _suffix(path: str, to: str | None) -> str:
     return ".json" if name.endswith(".json") and to is None else ".jsonl"
 
 
+def _relative_name(rel: str, to: str | None) -> str:
+    """A directory's file as an output name: its relative path, its suffix the output's."""
+    rel = rel.replace(os.sep, "/")
+    if to is None:
+        return rel
+    stem = rel
+    for c in (".gz", ".zst"):
+        stem = stem.removesuffix(c)
+    return os.path.splitext(stem)[0] + _suffix(stem, to)
+
+
 def plan(
     engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
 ) -> list[Shard]:
@@ -130,6 +141,18 @@ def plan(
             for f, rel in parquet.shard_files(path):
                 jsonio.check_input(f)
                 shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
+            continue
+        if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
+            for f in formats.walk_files(path):  # written under its own relative name (its suffix as --to says)
+                rel = os.path.relpath(f, path).replace(os.sep, "/")
+                if rel == REPORT or rel.startswith(DONE + "/"):  # a sharded run's own bookkeeping
+                    continue
+                jsonio.check_input(f)
+                shards.append(Shard(_relative_name(rel, to), f, jsonio.input_size(f),
+                                    stamp=_stamp(f)))
+            if not shards:
+                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
+                                   path=path, code=ExitCode.NOT_FOUND)
             continue
         jsonio.check_input(path)
         size = jsonio.input_size(path)
@@ -191,6 +214,9 @@ def run_shard(job: ShardJob) -> ShardResult:
     log = EventLog(None) if job.events else None
     if s.start is None:
         from ..runner import run_file
+
+        if job.output is not None and not urls.is_url(job.output) and "/" in s.name:  # a file of a directory's tree
+            os.makedirs(os.path.dirname(job.output), exist_ok=True)
 
         run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
                        threads=job.threads, messages_column=job.messages_column)
