@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_score import call, result, text  # the block helpers the score tests share
 
 from ctxtool import formats
-from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Transcript
+from ctxtool.model import KIND_COMPACTION_SUMMARY, Message, Metadata, Transcript
 from ctxtool.score import cut, score
 from ctxtool.score.controls import serialize
 
@@ -73,18 +74,6 @@ def test_the_boundary_test_catches_an_import(tmp_path: Path) -> None:
 
 
 # -- hand-built transcripts with known false claims ------------------------------------------
-
-
-def text(s: str) -> Block:
-    return Block("text", text=s)
-
-
-def call(cid: str, name: str, **args: Any) -> Block:
-    return Block("tool_call", id=cid, name=name, arguments=args)
-
-
-def result(cid: str, s: str, err: bool = False) -> Block:
-    return Block("tool_result", id=cid, text=s, is_error=err)
 
 
 def _session() -> list[Message]:
