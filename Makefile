@@ -84,7 +84,7 @@ lint: $(DEVSTAMP)
 models: $(STAMP)
 	rm -rf $(VENV)/litellm-wheel
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(VENV)/litellm-wheel litellm
-	$(BIN)/python -m ctxtool.models_source $(VENV)/litellm-wheel/litellm-*.whl
+	$(BIN)/python -m ctxtool.tokens.models_source $(VENV)/litellm-wheel/litellm-*.whl
 	rm -rf $(VENV)/litellm-wheel
 
 docs: $(STAMP)

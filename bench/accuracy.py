@@ -72,7 +72,7 @@ def measure(named: list[tuple[str, Any]]) -> tuple[list[tuple[str, int, dict[str
 
 
 def last_model_of(t: Any) -> str | None:
-    from ctxtool.context import last_model
+    from ctxtool.tokens.context import last_model
 
     return last_model(t)
 
@@ -86,7 +86,7 @@ def _pooled(p: dict[str, tuple[list[float], list[float]]]) -> dict[str, Any]:
 def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[str, tuple[list[float], list[float]]]:
     """Each column's estimates and the recorded figures they are judged against."""
     from ctxtool import calibration as C
-    from ctxtool.tokens import count_messages, get_tokenizer
+    from ctxtool.tokens.count import count_messages, get_tokenizer
 
     ys = [float(s.recorded) for s in samples]
     out: dict[str, tuple[list[float], list[float]]] = {}

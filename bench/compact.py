@@ -21,7 +21,7 @@ def _records(src: Path, dst: Path, n: int) -> Path:
 
 
 def run(small: Path, row: Callable[..., None], corpus: Path) -> None:
-    from ctxtool import compact
+    from ctxtool import compaction as compact
     from ctxtool.summarizers import get_summarizer
     from ctxtool.summarizers.cache import CachedSummarizer
 

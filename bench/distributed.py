@@ -18,7 +18,7 @@ LIMIT = 4
 
 
 def _ask(job: tuple[str, Any, int]) -> int:
-    from ctxtool.engines.limit import LimitedSummarizer
+    from ctxtool.run.engines.limit import LimitedSummarizer
     from ctxtool.summarizers import SummaryRequest, get_summarizer
 
     base_url, limiter, k = job
@@ -29,9 +29,9 @@ def _ask(job: tuple[str, Any, int]) -> int:
 
 
 def _truncate(big: Path, engine: Any, d: str, shard_bytes: int) -> tuple[float, int]:
-    from ctxtool import tools_ops
-    from ctxtool.engines import Sharding
-    from ctxtool.toolout import Limits
+    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.run.engines import Sharding
+    from ctxtool.tool_outputs.algorithms import Limits
 
     t = time.perf_counter()
     rep = tools_ops.truncate_file(str(big), f"{d}/out-{engine.name}", limits=Limits(max_lines=50, max_bytes=4000),
@@ -45,7 +45,7 @@ def run(big: Path, row: Callable[..., None]) -> None:
     except ImportError:
         row("--engine ray", "skipped", "-", "ray is not installed (pip install 'ctxtool[ray]')", "report")
         return
-    from ctxtool.engines import get_engine
+    from ctxtool.run.engines import get_engine
 
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_llm import FakeLLM  # the tests' loopback OpenAI-compatible server

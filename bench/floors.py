@@ -13,7 +13,7 @@ model, no stash, no output written: ``stats`` over the same file divided by this
 time is the best the truncate row could read.
 
 ``tokens``: count every text ctxtool counts (bench/peers.py ``openai_texts``) with the exact
-counter ``stats --tokenizer o200k_base`` uses (:func:`ctxtool.token_backends.exact_counter`,
+counter ``stats --tokenizer o200k_base`` uses (:func:`ctxtool.tokens.backends.exact_counter`,
 loaded once per process): no transcript model, no report. A peer's loop time divided by this
 process's time is the best an exact count could read against it.
 """
@@ -46,7 +46,7 @@ def _truncate(args: tuple[str, int, int]) -> tuple[int, int]:
     import orjson
 
     from ctxtool.cache.content import compress
-    from ctxtool.toolout import PRESETS, truncate_text
+    from ctxtool.tool_outputs.algorithms import PRESETS, truncate_text
 
     path, start, end = args
     limits = PRESETS["head-tail"]
@@ -84,7 +84,7 @@ FLOORS = {"truncate": _truncate, "tokens": _tokens}
 def main(name: str, path: str) -> None:
     global _COUNT
     if name == "tokens":
-        from ctxtool.token_backends import exact_counter
+        from ctxtool.tokens.backends import exact_counter
 
         _COUNT = exact_counter("o200k_base").count
     size, n = os.path.getsize(path), os.cpu_count() or 1

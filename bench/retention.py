@@ -52,8 +52,8 @@ def sessions(corpus: Path) -> list[Path]:
 def heuristic_of(c: Any) -> str:
     """ctxtool's heuristic summary of exactly the part a cut removed, as compaction writes it
     (the previous summary merged, the file lists appended)."""
-    from ctxtool import summary_prompt as sp
     from ctxtool.compaction.summarize import summarize
+    from ctxtool.summarizers import prompt as sp
     from ctxtool.summarizers.heuristic import HeuristicSummarizer
 
     msgs = [m for _, m in c.part.lost]

@@ -78,7 +78,7 @@ def spread(ratios: list[float]) -> str:
 
 
 def peer_env() -> dict[str, str]:
-    from ctxtool.tokens import install_bpe_files
+    from ctxtool.tokens.count import install_bpe_files
 
     env = dict(os.environ)
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -196,7 +196,7 @@ def bench_stats_vs_parse(big: Path) -> None:
     row(f"stats --tokenizer heuristic, {mb:.0f} MB (whole processes)",
         f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"orjson loop script {statistics.median(whole):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
-    from ctxtool import stats
+    from ctxtool.stats import transcript as stats
 
     base, inproc = paired(lambda: peer_once("orjson_loop", big, any_python=True),
                           in_process(lambda: stats.stats([str(big)])))
@@ -210,7 +210,7 @@ def bench_stats_tiktoken(path: Path) -> None:
     that loads the encoding, parses each record and encodes its texts, both whole processes
     (the issue's measure); then the loop alone against stats in-process. The script's total
     must equal ctxtool's (same texts, same counts)."""
-    from ctxtool import stats
+    from ctxtool.stats import transcript as stats
 
     _, total = peer_whole("tiktoken_loop", path, repeat=0)
     same = ctxtool_json(["stats", "--tokenizer", "o200k_base", str(path)])["totals"]["tokens"] == total
@@ -291,7 +291,7 @@ def bench_window_read(path: Path, label: str = "") -> None:
     """window's fast read (a dataset record planned from its tally, only the messages it
     keeps read) against every message read (``fast=False``): in this process, one core, the
     budget of the trim row, output written; interleaved."""
-    from ctxtool.window import window_file
+    from ctxtool.history.window import window_file
 
     on = f" [{label}]" if label else ""
     fast: list[float] = []

@@ -5,7 +5,7 @@ start-up stay cheap::
 
     import ctxtool
     for t in ctxtool.read("session.jsonl"):
-        report = ctxtool.stats.transcript_stats(...)
+        report = ctxtool.stats.transcript.transcript_stats(...)
 """
 
 from __future__ import annotations
@@ -28,25 +28,24 @@ _EXPORTS = {
     "write": "ctxtool.formats",
     "write_path": "ctxtool.formats",
     "detect": "ctxtool.formats",
-    "get_tokenizer": "ctxtool.tokens",
-    "estimate_context": "ctxtool.tokens",
-    "find_cut": "ctxtool.history",
-    "check_messages": "ctxtool.validate",
+    "get_tokenizer": "ctxtool.tokens.count",
+    "estimate_context": "ctxtool.tokens.count",
+    "find_cut": "ctxtool.history.cut",
+    "check_messages": "ctxtool.history.validate",
     "Config": "ctxtool.config",
-    "run_file": "ctxtool.runner",
-    "merge_reports": "ctxtool.runner",
-    "convert_file": "ctxtool.runner",
-    "truncate_file": "ctxtool.tools_ops",
-    "trim_file": "ctxtool.tools_ops",
-    "restore_file": "ctxtool.tools_ops",
-    "window_file": "ctxtool.window",
-    "repair_file": "ctxtool.repair",
+    "run_file": "ctxtool.run.runner",
+    "merge_reports": "ctxtool.run.runner",
+    "convert_file": "ctxtool.run.runner",
+    "truncate_file": "ctxtool.tool_outputs",
+    "trim_file": "ctxtool.tool_outputs",
+    "restore_file": "ctxtool.tool_outputs",
+    "window_file": "ctxtool.history.window",
+    "repair_file": "ctxtool.history.repair",
     "usage_report": "ctxtool.usage",
 }
 _SUBMODULES = {
-    "formats", "stats", "validate", "tokens", "registry", "history", "pairing", "config", "events", "model",
-    "errors", "export", "jsonio", "summarizers", "runner", "records", "tools_ops", "window", "repair", "toolout",
-    "usage",
+    "agent", "cache", "calibration", "compaction", "config", "errors", "export", "formats", "history", "io", "model",
+    "policies", "redact", "replay", "run", "score", "stats", "summarizers", "text", "tokens", "tool_outputs", "usage",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
@@ -59,25 +58,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from .formats import read as read
     from .formats import write as write
     from .formats import write_path as write_path
-    from .history import find_cut as find_cut
+    from .history.cut import find_cut as find_cut
+    from .history.repair import repair_file as repair_file
+    from .history.validate import check_messages as check_messages
+    from .history.window import window_file as window_file
     from .model import Block as Block
     from .model import Compaction as Compaction
     from .model import Message as Message
     from .model import Metadata as Metadata
     from .model import Transcript as Transcript
     from .model import Usage as Usage
-    from .repair import repair_file as repair_file
-    from .runner import convert_file as convert_file
-    from .runner import merge_reports as merge_reports
-    from .runner import run_file as run_file
-    from .tokens import estimate_context as estimate_context
-    from .tokens import get_tokenizer as get_tokenizer
-    from .tools_ops import restore_file as restore_file
-    from .tools_ops import trim_file as trim_file
-    from .tools_ops import truncate_file as truncate_file
+    from .run.runner import convert_file as convert_file
+    from .run.runner import merge_reports as merge_reports
+    from .run.runner import run_file as run_file
+    from .tokens.count import estimate_context as estimate_context
+    from .tokens.count import get_tokenizer as get_tokenizer
+    from .tool_outputs import restore_file as restore_file
+    from .tool_outputs import trim_file as trim_file
+    from .tool_outputs import truncate_file as truncate_file
     from .usage import usage_report as usage_report
-    from .validate import check_messages as check_messages
-    from .window import window_file as window_file
 
 
 def __getattr__(name: str) -> Any:

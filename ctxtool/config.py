@@ -199,10 +199,10 @@ class Config:
         return list(self._vals.items())
 
     def context_window(self) -> tuple[int | None, str]:
-        """The window flags and config name, without a transcript (see :mod:`ctxtool.context`
+        """The window flags and config name, without a transcript (see :mod:`ctxtool.tokens.context`
         for the whole order): compaction.context_window, context_window, the registry entry
         of ``model``; else ``(None, "none")``."""
-        from .context import ContextSettings
+        from .tokens.context import ContextSettings
 
         w = ContextSettings.from_config(self).resolve(None)
         return w.window, w.source

@@ -85,7 +85,7 @@ class Block:
             return ""
         if isinstance(a, str):
             return a
-        from . import jsonio
+        from .io import jsonl as jsonio
 
         return jsonio.dumps_text(a)
 

@@ -65,7 +65,7 @@ MANY_COMMANDS: list[list[str]] = [
 ]
 
 #: a many-files case holds at least this many bytes (more than the pool's threshold,
-#: ctxtool.manyfiles.FILES_MIN_BYTES)
+#: ctxtool.run.manyfiles.FILES_MIN_BYTES)
 MANY_BYTES = 1_300_000
 
 #: what no output for people may carry (an escape sequence would reach the terminal; JSON

@@ -136,13 +136,13 @@ def transcripts(
 def _read_bytes(data: bytes, fmt: str) -> Transcript:
     from ctxtool import formats
     from ctxtool.formats.base import ErrorPolicy
-    from ctxtool.jsonio import Source, _numbered
+    from ctxtool.io.jsonl import Source, _numbered
 
     it = _numbered(io.BytesIO(data))
     src = Source("mem.jsonl", "jsonl", _rest=it, size=len(data))
     first = next(it, None)
     if first is not None:
-        from ctxtool.jsonio import loads
+        from ctxtool.io.jsonl import loads
         from ctxtool.model import Line
 
         src.peek.append(Line(loads(first[1]), first[1], first[0]))
@@ -196,8 +196,9 @@ def round_trip_checks(data: bytes, suffix: str, fmt: str, load: Any) -> None:
     import tempfile
     from pathlib import Path
 
-    from ctxtool import formats, tools_ops
-    from ctxtool.toolout import Limits
+    from ctxtool import formats
+    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs.algorithms import Limits
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / ("in" + suffix)

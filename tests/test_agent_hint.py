@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxtool import formats
-from ctxtool.agent_tools import HINT, is_hint
+from ctxtool.agent.tools import HINT, is_hint
 from tests.conftest import SAMPLES, sample_files
 from tests.io_pipes import run_ctxtool
 

@@ -11,9 +11,10 @@ from conftest import SAMPLES, all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import archive as ar
 from ctxtool import formats
-from ctxtool.events import EventLog
+from ctxtool.history import archive as ar
+from ctxtool.history.pairing import pair
+from ctxtool.io.events import EventLog
 from ctxtool.model import (
     KIND_TOOL_RESULT_ARCHIVED,
     KIND_TOOL_SUMMARY,
@@ -22,7 +23,6 @@ from ctxtool.model import (
     Metadata,
     Transcript,
 )
-from ctxtool.pairing import pair
 
 # -- a small generator of agent transcripts ---------------------------------------------------
 

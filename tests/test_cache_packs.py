@@ -16,12 +16,13 @@ from typing import IO, cast
 import pytest
 from io_pipes import run_ctxtool
 
-from ctxtool import runner, tools_ops
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.cache.packs import MAGIC, PACK_MIN
 from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.outputs import HeldOutput
-from ctxtool.toolout import PRESETS
+from ctxtool.io.outputs import HeldOutput
+from ctxtool.run import runner
+from ctxtool.tool_outputs.algorithms import PRESETS
 
 
 def texts(n: int, tag: str = "") -> list[str]:

@@ -22,7 +22,13 @@ from ctxtool.model import Block, Compaction, Message, Transcript, Usage, heurist
 from ctxtool.policies import PolicySettings
 from ctxtool.policies.check import check_messages, check_transcript
 from ctxtool.replay import replay
-from ctxtool.tokens import ESTIMATORS, HeuristicTokenizer, count_messages, estimate_context, get_tokenizer
+from ctxtool.tokens.count import (
+    ESTIMATORS,
+    HeuristicTokenizer,
+    count_messages,
+    estimate_context,
+    get_tokenizer,
+)
 
 PROSE = "The quick brown fox jumps over the lazy dog and then goes home to sleep. "
 CODE = "def f(x):\n    return {'a': [x[0], x[1]]}  # {}[]()<>=;:\n"

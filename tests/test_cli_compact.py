@@ -10,9 +10,9 @@ from pathlib import Path
 from test_compact import write_chat, write_dataset
 from typer.testing import CliRunner
 
-from ctxtool import summary_prompt as sp
 from ctxtool.cli import app
 from ctxtool.errors import ExitCode
+from ctxtool.summarizers import prompt as sp
 
 runner = CliRunner()
 

@@ -320,7 +320,7 @@ def test_subprocess_pipeline(broken: Path, tmp_path: Path) -> None:
 
 
 def _problems(path: Path) -> Counter:
-    from ctxtool.validate import validate
+    from ctxtool.history.validate import validate
 
     return Counter(p.code for p in validate([str(path)]).problems)
 

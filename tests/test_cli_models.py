@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from ctxtool import registry
 from ctxtool.cli import app
+from ctxtool.tokens import models as registry
 
 
 def test_models_table_and_json_show_aliases() -> None:
@@ -56,7 +56,7 @@ def test_user_file_overrides_and_names_its_source(tmp_path, monkeypatch) -> None
 
 
 def test_reduce_keeps_chat_models_per_million() -> None:
-    from ctxtool.models_source import reduce
+    from ctxtool.tokens.models_source import reduce
 
     raw = {
         "sample_spec": {"mode": "chat"},

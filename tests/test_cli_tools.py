@@ -247,12 +247,12 @@ def test_a_bad_ref_id_in_a_transcript_is_bad_input(chat: Path, env: Path, tmp_pa
 
 
 def test_trim_takes_the_window_from_the_transcripts_model(env: Path, tmp_path: Path) -> None:
-    from ctxtool import tools_ops
+    from ctxtool import tool_outputs as tools_ops
 
     sample = Path(__file__).resolve().parent.parent / "samples" / "claude_code_session.jsonl"
     r = CliRunner().invoke(app, ["trim", str(sample), "-o", str(tmp_path / "t.jsonl"), "--json"])
     assert r.exit_code == 0, r.output
-    from ctxtool import registry
+    from ctxtool.tokens import models as registry
 
     info = registry.lookup("claude-opus-4-6")  # the recorded model (its window: litellm's)
     assert info is not None

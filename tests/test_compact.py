@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from conftest import CORPUS
 
-from ctxtool import compact as cp
+from ctxtool import compaction as cp
 from ctxtool import formats
-from ctxtool import summary_prompt as sp
-from ctxtool.errors import CtxtoolError
-from ctxtool.events import EventLog
+from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.history.validate import check_messages
+from ctxtool.io.events import EventLog
 from ctxtool.summarizers import ContextOverflowError
-from ctxtool.validate import check_messages
+from ctxtool.summarizers import prompt as sp
 
 
 # -- synthetic transcripts ------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ class Counting:
         if self.overflow_first and first:
             raise ContextOverflowError("prompt is too long")
         if self.fail_on and self.fail_on in req.prompt:
-            raise CtxtoolError("summary model failed: 500", code=cp.ExitCode.REMOTE)
+            raise CtxtoolError("summary model failed: 500", code=ExitCode.REMOTE)
         return self.reply
 
 
@@ -469,11 +469,11 @@ def test_failing_record_fails_the_run_unless_skip(tmp_path: Path) -> None:
 
 def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
     """CompactOp pickles (its progress callback stays behind) and runs one record at a time
-    through ctxtool.records, byte for byte what the file run writes, reports merging."""
+    through ctxtool.run.records, byte for byte what the file run writes, reports merging."""
     import pickle
 
-    from ctxtool import records, runner
     from ctxtool.compaction import CompactOp
+    from ctxtool.run import records, runner
 
     src = write_dataset(tmp_path / "d.jsonl", n=3)
     seen: list[tuple[int, int]] = []

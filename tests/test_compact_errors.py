@@ -14,10 +14,10 @@ from conftest import CORPUS
 from test_compact import opts, write_chat, write_dataset
 from typer.testing import CliRunner
 
-from ctxtool import archive as ar
 from ctxtool import compaction, formats
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError
+from ctxtool.history import archive as ar
 
 LLAMA = CORPUS / "messages_jsonl" / "llamafactory_reason_tool_use_demo_50.jsonl"
 

@@ -10,10 +10,10 @@ import pytest
 from fake_llm import FakeLLM, Fault
 from test_compact import opts, write_chat, write_dataset
 
-from ctxtool import compact as cp
-from ctxtool import summary_prompt as sp
+from ctxtool import compaction as cp
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.summarizers import get_summarizer
+from ctxtool.summarizers import prompt as sp
 from ctxtool.summarizers.cache import CachedSummarizer
 
 REPLY = "## Goal\nFix the failing test.\n\n## Progress\n### Done\n- [x] edited\n"

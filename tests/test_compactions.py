@@ -11,8 +11,8 @@ from conftest import corpus_file
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.compactions import compactions, transcript_compactions
 from ctxtool.formats import read_all
+from ctxtool.stats.compactions import compactions, transcript_compactions
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

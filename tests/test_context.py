@@ -1,15 +1,15 @@
-"""The one context resolver (ctxtool.context): window order and sources, strict model
+"""The one context resolver (ctxtool.tokens.context): window order and sources, strict model
 names, the current context after a compaction boundary."""
 
 from __future__ import annotations
 
 import pytest
 
-from ctxtool import context
 from ctxtool.config import Config
-from ctxtool.context import ContextSettings, resolve, resolve_window
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.model import Block, Compaction, Line, Message, Metadata, Record, Transcript, Usage
+from ctxtool.tokens import context
+from ctxtool.tokens.context import ContextSettings, resolve, resolve_window
 
 
 def _say(role: str, chars: int, **kw) -> Message:  # type: ignore[no-untyped-def]

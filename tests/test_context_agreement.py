@@ -12,11 +12,13 @@ import pytest
 from conftest import SAMPLES, all_transcript_params
 from typer.testing import CliRunner
 
-from ctxtool import compaction, formats, registry, replay, stats
+from ctxtool import compaction, formats, replay
 from ctxtool.cli import app
 from ctxtool.config import Config
 from ctxtool.errors import ExitCode
 from ctxtool.policies.check import check_transcript
+from ctxtool.stats import transcript as stats
+from ctxtool.tokens import models as registry
 
 runner = CliRunner()
 
@@ -65,7 +67,7 @@ def test_claude_code_sample_uses_its_models_window() -> None:
     r = runner.invoke(app, ["check", str(SAMPLES / "claude_code_session.jsonl"), "--json"])
     assert r.exit_code == 0, r.output
     d = _items(json.loads(r.stdout))[0]
-    want = registry.lookup("claude-opus-4-6")  # litellm's window for the model (ctxtool.registry)
+    want = registry.lookup("claude-opus-4-6")  # litellm's window for the model (ctxtool.tokens.models)
     assert want is not None and d["context_window"] == want.context_window
     assert d["window_source"] == "registry:claude-opus-4-6"
     assert d["compact"] is False and d["percent"] < 20

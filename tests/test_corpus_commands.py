@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.errors import ExitCode
-from ctxtool.validate import schema_errors
+from ctxtool.history.validate import schema_errors
 
 runner = CliRunner()
 
@@ -56,7 +56,7 @@ def test_stats_validate_convert(path: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", all_transcript_params())
 def test_cross_format_conversions_stay_valid(path: Path, tmp_path: Path) -> None:
     """Converting to every other format yields a file ctxtool reads back, with no new orphans."""
-    from ctxtool.validate import check_messages
+    from ctxtool.history.validate import check_messages
 
     ts = list(formats.read(str(path)))
     before = sum(len(check_messages(t.messages)) for t in ts)

@@ -19,10 +19,11 @@ from conftest import all_transcript_params, expected_format
 from test_format_gemini import gemini_load
 from typer.testing import CliRunner
 
-from ctxtool import formats, tools_ops
+from ctxtool import formats
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cli import app
-from ctxtool.pairing import pair
-from ctxtool.toolout import Limits
+from ctxtool.history.pairing import pair
+from ctxtool.tool_outputs.algorithms import Limits
 
 runner = CliRunner()
 TIGHT = Limits(max_lines=10, max_bytes=1000, max_chars=1500, spill_threshold=40_000, max_line_length=200)

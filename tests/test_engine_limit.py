@@ -14,15 +14,15 @@ from fake_llm import FakeLLM
 from test_compact import opts, write_dataset
 from test_compact_remote import REPLY, remote
 
-from ctxtool import compact as cp
+from ctxtool import compaction as cp
 from ctxtool.cli import main
-from ctxtool.engines import Engine, Sharding, ThreadLimiter, engine_names, get_engine, register_engine
-from ctxtool.engines.base import J, T
-from ctxtool.engines.limit import LimitedSummarizer
 from ctxtool.errors import CtxtoolError
-from ctxtool.runner import run_file
+from ctxtool.history.window import WindowOp, window_file
+from ctxtool.run.engines import Engine, Sharding, ThreadLimiter, engine_names, get_engine, register_engine
+from ctxtool.run.engines.base import J, T
+from ctxtool.run.engines.limit import LimitedSummarizer
+from ctxtool.run.runner import run_file
 from ctxtool.summarizers.cache import CachedSummarizer
-from ctxtool.window import WindowOp, window_file
 
 
 def test_no_bound_meets_a_429_storm_and_the_bound_prevents_it(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_import_ctxtool_imports_neither_ray_nor_fsspec() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, ctxtool, ctxtool.engines, ctxtool.urls, ctxtool.cli.common; "
+    code = ("import sys, ctxtool, ctxtool.run.engines, ctxtool.io.urls, ctxtool.cli.common; "
             "bad = [m for m in ('ray', 'fsspec', 's3fs') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -128,7 +128,7 @@ def test_stdin_is_not_sharded(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_trim_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
-    from ctxtool import tools_ops
+    from ctxtool import tool_outputs as tools_ops
 
     src = write_dataset(tmp_path / "d.jsonl", n=8, turns=3, filler=6000)
     plain = tools_ops.trim_file(str(src), str(tmp_path / "p.jsonl"), budget=500, cache=tmp_path / "c0")

@@ -14,13 +14,14 @@ from fake_llm import FakeLLM
 from test_compact import write_dataset
 from test_fsspec import TIGHT, manifest_entries, s3_server  # noqa: F401  (a fixture)
 
-from ctxtool import stats, tools_ops
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
-from ctxtool.engines import Sharding, get_engine
-from ctxtool.engines.limit import LimitedSummarizer
-from ctxtool.runner import run_file
+from ctxtool.history.window import WindowOp
+from ctxtool.run.engines import Sharding, get_engine
+from ctxtool.run.engines.limit import LimitedSummarizer
+from ctxtool.run.runner import run_file
+from ctxtool.stats import transcript as stats
 from ctxtool.summarizers import SummaryRequest, get_summarizer
-from ctxtool.window import WindowOp
 
 ray = pytest.importorskip("ray")
 
@@ -165,7 +166,7 @@ def test_max_in_flight_holds_across_the_cluster(cluster: None) -> None:
 
 
 def test_compact_on_ray_with_the_heuristic_and_a_remote_model(cluster: None, data: Path, tmp_path: Path) -> None:
-    from ctxtool import compact as cp
+    from ctxtool import compaction as cp
 
     opts = cp.CompactOptions(force=True, keep_recent_tokens=400)
     cp.compact_file(data, tmp_path / "plain.jsonl", options=opts)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from test_compact import write_dataset
 
-from ctxtool import tools_ops
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "distributed.md"
@@ -33,7 +33,7 @@ def test_the_recipe_gives_what_a_local_run_gives(tmp_path: Path) -> None:
     plain = tools_ops.truncate_file(str(src), str(tmp_path / "plain.jsonl"), limits=limits, cache=tmp_path / "c0")
     op = r.make_op(str(tmp_path / "c1"))
     (tmp_path / "out").mkdir()
-    from ctxtool.parallel import run_range
+    from ctxtool.run.parallel import run_range
 
     with multiprocessing.get_context("fork").Pool(2) as pool:
         results = pool.map(run_range, r.range_jobs(op, str(src), 3, str(tmp_path / "out")))

@@ -12,7 +12,7 @@ from ctxtool import formats
 from ctxtool.errors import CtxtoolError
 from ctxtool.formats.base import ErrorPolicy
 from ctxtool.formats.claude_code import FORMAT
-from ctxtool.jsonio import Source, open_source
+from ctxtool.io.jsonl import Source, open_source
 from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Compaction, Cont, Message, Record, Transcript, Usage
 
 SAMPLE = SAMPLES / "claude_code_session.jsonl"
@@ -451,8 +451,8 @@ def test_restore_puts_a_continuation_back_after_a_relinked_line(tmp_path: Path) 
     """spotter_ae4a77f8_main style: a progress line between two lines of one response points at
     the first; truncating the response re-links it, and restore still finds it (by its source
     form) and puts the second line back after it: the input comes back."""
-    from ctxtool import tools_ops
-    from ctxtool.toolout import Limits
+    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs.algorithms import Limits
 
     long_text = "\n".join(f"step {k}: looked at the parser and the lexer once more" for k in range(40))
     rows = [

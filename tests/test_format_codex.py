@@ -12,7 +12,7 @@ from conftest import CORPUS, SAMPLES, corpus_files, write_bytes
 from ctxtool import formats
 from ctxtool.formats import codex
 from ctxtool.formats.base import ErrorPolicy
-from ctxtool.jsonio import open_source
+from ctxtool.io.jsonl import open_source
 from ctxtool.model import Block, Compaction, Message, Metadata, Record, Transcript, Usage
 
 SAMPLE = SAMPLES / "codex_rollout.jsonl"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, write_bytes
 
-from ctxtool import formats, tools_ops
-from ctxtool.jsonio import open_source
-from ctxtool.toolout import Limits
+from ctxtool import formats
+from ctxtool import tool_outputs as tools_ops
+from ctxtool.io.jsonl import open_source
+from ctxtool.tool_outputs.algorithms import Limits
 
 DOCS = sorted(p for p in SAMPLES.glob("*.json"))
 TIGHT = Limits(max_lines=3, max_bytes=200, max_chars=200, spill_threshold=40_000, max_line_length=80)

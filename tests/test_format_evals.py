@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from strategies import round_trip_checks
 from typer.testing import CliRunner
 
-from ctxtool import formats, validate
+from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError
+from ctxtool.history import validate
 
 runner = CliRunner()
 DATA = ROOT / "tests" / "data"

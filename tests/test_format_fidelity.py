@@ -19,8 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ctxtool import formats, jsonio, jsontext
+from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.io import jsonl as jsonio
+from ctxtool.io import jsontext
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = "123456789012345678901234567891"

@@ -12,10 +12,11 @@ from conftest import SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import formats, tools_ops
-from ctxtool.history import cut_transcript
-from ctxtool.toolout import Limits
-from ctxtool.validate import check_messages
+from ctxtool import formats
+from ctxtool import tool_outputs as tools_ops
+from ctxtool.history.cut import cut_transcript
+from ctxtool.history.validate import check_messages
+from ctxtool.tool_outputs.algorithms import Limits
 
 SAMPLE = SAMPLES / "gemini-jsonl_session.jsonl"
 TIGHT = Limits(max_lines=3, max_bytes=120, max_chars=120, spill_threshold=40_000, max_line_length=60)

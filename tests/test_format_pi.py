@@ -13,7 +13,7 @@ from conftest import CORPUS, SAMPLES, corpus_files, write_bytes
 from ctxtool import formats
 from ctxtool.formats import pi
 from ctxtool.formats.base import ErrorPolicy
-from ctxtool.jsonio import open_source
+from ctxtool.io.jsonl import open_source
 from ctxtool.model import Block, Compaction, Message, Metadata, Record, Transcript, Usage
 
 SAMPLE = SAMPLES / "pi_session.jsonl"

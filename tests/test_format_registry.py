@@ -15,7 +15,7 @@ from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError
 from ctxtool.formats.base import ErrorPolicy, Format, placed, template
-from ctxtool.jsonio import Source
+from ctxtool.io.jsonl import Source
 from ctxtool.model import Block, Message, Transcript
 
 runner = CliRunner()

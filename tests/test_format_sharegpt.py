@@ -11,7 +11,7 @@ from conftest import CORPUS, SAMPLES, write_bytes
 
 from ctxtool import formats
 from ctxtool.formats import sharegpt
-from ctxtool.jsonio import open_source
+from ctxtool.io.jsonl import open_source
 from ctxtool.model import Block, Message, Metadata, Transcript
 
 SAMPLE = SAMPLES / "sharegpt_dataset.json"

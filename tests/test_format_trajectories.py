@@ -15,14 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ctxtool import formats, tools_ops
+from ctxtool import formats
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.jsonio import open_source
+from ctxtool.history.pairing import pair
+from ctxtool.history.repair import repair
+from ctxtool.io.jsonl import open_source
 from ctxtool.model import Transcript
-from ctxtool.pairing import pair
-from ctxtool.repair import repair
-from ctxtool.toolout import Limits
+from ctxtool.tool_outputs.algorithms import Limits
 
 runner = CliRunner()
 TRAJ = CORPUS / "trajectories"

@@ -10,15 +10,15 @@ from typing import Any
 from conftest import corpus_file
 
 from ctxtool import formats
-from ctxtool import summary_prompt as sp
 from ctxtool.compaction import CompactOptions, Outcome, compact_transcript, context_view
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.summarizers import get_summarizer
+from ctxtool.summarizers import prompt as sp
 from ctxtool.summarizers.heuristic import parse_sections, structured_summary
 from ctxtool.summarizers.heuristic.previous import fit, parse_previous
 from ctxtool.summarizers.heuristic.requests import collect
 from ctxtool.summarizers.heuristic.text import items, quote
-from ctxtool.tokens import get_tokenizer
+from ctxtool.tokens.count import get_tokenizer
 
 SECTIONS = ["Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context", "Read Set"]
 

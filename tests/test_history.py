@@ -1,13 +1,13 @@
-"""Cut points (seed 003 with seed 000's rules): ctxtool.history."""
+"""Cut points (seed 003 with seed 000's rules): ctxtool.history.cut."""
 
 from __future__ import annotations
 
 import pytest
 
-from ctxtool.history import apply_cut, cut_candidates, cut_transcript, find_cut
+from ctxtool.history.cut import apply_cut, cut_candidates, cut_transcript, find_cut
+from ctxtool.history.pairing import valid_cut
+from ctxtool.history.validate import check_messages
 from ctxtool.model import Block, Message, Transcript
-from ctxtool.pairing import valid_cut
-from ctxtool.validate import check_messages
 
 
 def U(text: str = "u", n: int = 0) -> Message:

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import canonical_transcript, jsonl_bytes, message_lines, openai_transcript, transcripts
 
-from ctxtool.history import cut_candidates, cut_transcript, is_tool_message
-from ctxtool.pairing import valid_cut
-from ctxtool.repair import repair
-from ctxtool.tokens import count_messages, get_tokenizer
-from ctxtool.validate import check_messages
-from ctxtool.window import window
+from ctxtool.history.cut import cut_candidates, cut_transcript, is_tool_message
+from ctxtool.history.pairing import valid_cut
+from ctxtool.history.repair import repair
+from ctxtool.history.validate import check_messages
+from ctxtool.history.window import window
+from ctxtool.tokens.count import count_messages, get_tokenizer
 
 # more examples for a thorough run: CTXTOOL_HYPOTHESIS_EXAMPLES=1000 pytest tests/test_history_props.py
 SETTINGS = settings(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxtool.agent.instructions import PROJECT_MARKERS, clip_utf8, find_project_root, load_instructions
 from ctxtool.errors import CtxtoolError
-from ctxtool.instructions import PROJECT_MARKERS, clip_utf8, find_project_root, load_instructions
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ import zstandard
 from io_pipes import FILE_COMMANDS, SAMPLES, FifoWriter, command_args, pipe_writer, run_ctxtool
 from typer.testing import CliRunner
 
-from ctxtool import formats, jsonio
+from ctxtool import formats
 from ctxtool.cli import COMMANDS, app
 from ctxtool.errors import ExitCode
+from ctxtool.io import jsonl as jsonio
 
 PI = SAMPLES / "pi_session.jsonl"
 runner = CliRunner()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from io_pipes import SAMPLES, run_ctxtool
 
-from ctxtool import paths
-from ctxtool.jsonio import atomic_output
+from ctxtool.io import paths
+from ctxtool.io.jsonl import atomic_output
 
 PI = SAMPLES / "pi_session.jsonl"
 

@@ -19,7 +19,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtool import jsonio, jsontext
+from ctxtool.io import jsonl as jsonio
+from ctxtool.io import jsontext
 
 # every number token after ':', '[' or ',', strings included
 _ANY = re.compile(rb"[:,\[][ \t\r\n]*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ctxtool import jsontext
+from ctxtool.io import jsontext
 
 
 @pytest.mark.parametrize(

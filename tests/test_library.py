@@ -12,7 +12,9 @@ import sys
 sys.modules["typer"] = None  # any import of typer or rich now fails
 sys.modules["rich"] = None
 import ctxtool
-from ctxtool import stats, validate, history, compact, tools_ops, toolout
+from ctxtool import compaction as compact
+from ctxtool.history import cut as history, validate
+from ctxtool.stats import transcript as stats
 from ctxtool.summarizers import get_summarizer
 t = next(ctxtool.read({str(SAMPLES / "claude_code_session.jsonl")!r}))
 r = stats.stats([{str(SAMPLES)!r}])

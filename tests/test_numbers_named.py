@@ -65,7 +65,7 @@ def test_a_file_named_twice_is_read_once(tmp_path, monkeypatch):
 def test_files_read_again_are_named_once():
     """A file read as ``src/a.py`` and as ``/repo/src/a.py`` is one file (relative names joined
     to the directory the session records)."""
-    from ctxtool.compactions import _normal
+    from ctxtool.stats.compactions import _normal
 
     assert _normal("/repo", "src/a.py") == _normal("/repo", "/repo/src/./a.py") == "/repo/src/a.py"
     assert _normal("/repo", "../other/b.py") == "/other/b.py"

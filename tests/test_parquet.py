@@ -1,4 +1,4 @@
-"""Parquet datasets (ctxtool.parquet): a file, a Hugging Face layout directory of shards or an
+"""Parquet datasets (ctxtool.io.parquet): a file, a Hugging Face layout directory of shards or an
 fsspec URL, one transcript per row, its conversation a list of structs or a JSON string,
 OpenAI or ShareGPT shaped. Every command that reads or writes datasets works on them, every
 other column, the schema, the row order and the row groups are kept, the sharding is kept,
@@ -19,12 +19,12 @@ from test_compact import conversation
 pl = pytest.importorskip("polars")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from ctxtool import tools_ops  # noqa: E402
-from ctxtool.engines import Sharding, get_engine  # noqa: E402
+from ctxtool import tool_outputs as tools_ops  # noqa: E402
 from ctxtool.errors import CtxtoolError  # noqa: E402
-from ctxtool.runner import run_file  # noqa: E402
-from ctxtool.toolout import Limits  # noqa: E402
-from ctxtool.window import WindowOp  # noqa: E402
+from ctxtool.history.window import WindowOp  # noqa: E402
+from ctxtool.run.engines import Sharding, get_engine  # noqa: E402
+from ctxtool.run.runner import run_file  # noqa: E402
+from ctxtool.tool_outputs.algorithms import Limits  # noqa: E402
 
 TIGHT = ["--max-lines", "5", "--max-bytes", "400"]
 

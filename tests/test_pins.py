@@ -19,10 +19,10 @@ from ctxtool.compaction import pins
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import CompactionNote
 from ctxtool.formats.openai import OpenAIFormat
-from ctxtool.jsonio import Source
+from ctxtool.io.jsonl import Source
 from ctxtool.model import Compaction, Message, Transcript
 from ctxtool.summarizers.heuristic import parse_sections, structured_summary
-from ctxtool.tokens import get_tokenizer
+from ctxtool.tokens.count import get_tokenizer
 
 RULES = "ALWAYS run make lint before committing.\nNEVER edit generated files."
 SHORT = "Answer in English."

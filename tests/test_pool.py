@@ -1,4 +1,4 @@
-"""The fork pool (ctxtool/pool.py): answers in order of submission, errors and deaths come
+"""The fork pool (ctxtool/run/pool.py): answers in order of submission, errors and deaths come
 back to the job they belong to, leaving by an exception ends the workers now."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.pool import RemoteTraceback, WorkerDied, worker_pool
+from ctxtool.run.pool import RemoteTraceback, WorkerDied, worker_pool
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the fork pool needs os.fork")
 
@@ -148,7 +148,7 @@ def test_buffered_output_is_written_once_not_again_by_each_worker(tmp_path: Path
     script = tmp_path / "s.py"
     script.write_text(textwrap.dedent("""
         import sys
-        from ctxtool.pool import worker_pool
+        from ctxtool.run.pool import worker_pool
         def say(x):
             sys.stdout.write(f"job{x};")
             sys.stdout.flush()

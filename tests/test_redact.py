@@ -17,8 +17,9 @@ from conftest import SAMPLES, all_transcript_params, sample_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtool import formats, pairing
+from ctxtool import formats
 from ctxtool.errors import ExitCode
+from ctxtool.history import pairing
 from ctxtool.redact import RedactOptions, Redactor, redact_files
 
 

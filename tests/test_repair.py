@@ -1,10 +1,10 @@
-"""Seed 004 history normalization: ctxtool.repair."""
+"""Seed 004 history normalization: ctxtool.history.repair."""
 
 from __future__ import annotations
 
+from ctxtool.history.repair import ABORTED_TEXT, repair
+from ctxtool.history.validate import check_messages
 from ctxtool.model import Block, Message, Transcript
-from ctxtool.repair import ABORTED_TEXT, repair
-from ctxtool.validate import check_messages
 
 
 def U(t="u", id=None):

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, all_transcript_params
 
-from ctxtool import formats, registry
+from ctxtool import formats
 from ctxtool import replay as rp
 from ctxtool.errors import CtxtoolError
 from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
+from ctxtool.tokens import models as registry
 
 
 def _conv(n_turns: int, chars_per_result: int = 4000, usage: bool = False) -> Transcript:

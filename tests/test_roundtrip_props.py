@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtool import formats
-from ctxtool.jsonio import Source
+from ctxtool.io.jsonl import Source
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 ids = st.text(alphabet="abcdef0123456789", min_size=4, max_size=8).map(lambda s: "call_" + s)
@@ -42,7 +42,7 @@ def openai_conversation(draw):  # type: ignore[no-untyped-def]
 def _roundtrip(src_bytes: bytes, fmt: str | None = None) -> tuple[list, bytes, bytes]:  # type: ignore[type-arg]
     import tempfile
 
-    from ctxtool.jsonio import open_source
+    from ctxtool.io.jsonl import open_source
 
     with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as f:
         f.write(src_bytes)
@@ -149,7 +149,7 @@ def cline_history(draw):  # type: ignore[no-untyped-def]
 def test_cline_history_round_trip(msgs, compact) -> None:  # type: ignore[no-untyped-def]
     from strategies import round_trip_checks
 
-    from ctxtool.pairing import pair
+    from ctxtool.history.pairing import pair
 
     data = (json.dumps(msgs, ensure_ascii=False, separators=(",", ":")) if compact
             else json.dumps(msgs, ensure_ascii=False, indent=2) + "\n").encode()

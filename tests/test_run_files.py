@@ -1,5 +1,5 @@
 """Many small files (a user's sessions): whole files run on every core
-(:func:`ctxtool.manyfiles.run_files`); the results must equal the serial run, in input order."""
+(:func:`ctxtool.run.manyfiles.run_files`); the results must equal the serial run, in input order."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import pytest
 from conftest import SAMPLES
 from io_pipes import FifoWriter
 
-from ctxtool import manyfiles, runner, stats
 from ctxtool.errors import CtxtoolError
-from ctxtool.runner import Operation, Results, RunContext, Task
+from ctxtool.run import manyfiles, runner
+from ctxtool.run.runner import Operation, Results, RunContext, Task
+from ctxtool.stats import transcript as stats
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
@@ -127,10 +128,10 @@ def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None
     skipped records and the same first error."""
     import functools
 
-    from ctxtool.compactions import compactions
-    from ctxtool.history import cut_transcript
+    from ctxtool.history.cut import cut_transcript
     from ctxtool.policies.check import check_transcript
-    from ctxtool.tokens import get_tokenizer
+    from ctxtool.stats.compactions import compactions
+    from ctxtool.tokens.count import get_tokenizer
 
     d = _tree(tmp_path)
     files = [str(p) for p in sorted(d.rglob("*")) if p.is_file()]
@@ -162,7 +163,7 @@ def test_each_result_on_every_core_equals_the_serial_run(tmp_path: Path) -> None
 def test_an_exact_tokenizer_pickles_by_name() -> None:
     import pickle
 
-    from ctxtool.tokens import get_tokenizer
+    from ctxtool.tokens.count import get_tokenizer
 
     tok = get_tokenizer("o200k_base")
     n = tok.count("an exact count, loaded in this process")
@@ -198,7 +199,7 @@ def test_validate_over_many_files_equals_the_serial_run(tmp_path: Path) -> None:
     structural problems and unreadable records in the serial run's order, a FIFO in the
     middle spooled and read here in its turn."""
     from ctxtool.formats import read, write_path
-    from ctxtool.validate import validate
+    from ctxtool.history.validate import validate
 
     d = _tree(tmp_path)
     t = next(read(str(SAMPLES / "claude_code_session.jsonl")))
@@ -225,7 +226,7 @@ def test_an_id_nested_as_deep_as_the_readers_accept_comes_back_from_a_worker(tmp
     worker's result is pickled with room for it (parallel._sent), whole files and byte
     ranges alike, and the report is the serial one (the bad-input suite's many-files mode
     found validate ending with a RecursionError)."""
-    from ctxtool.validate import validate
+    from ctxtool.history.validate import validate
 
     src = (SAMPLES / "codex_rollout.jsonl").read_text("utf-8")
     deep = "[" * 1000 + "]" * 1000
@@ -236,7 +237,7 @@ def test_an_id_nested_as_deep_as_the_readers_accept_comes_back_from_a_worker(tmp
         p = tmp_path / f"r{i:02}.jsonl"
         p.write_text(text, "utf-8")
         files.append(str(p))
-    from ctxtool.jsontext import encode  # the reports as JSON text: == would recurse 1,000 levels
+    from ctxtool.io.jsontext import encode  # the reports as JSON text: == would recurse 1,000 levels
 
     assert encode(validate(files, jobs=2).to_json()) == encode(validate(files, jobs=1).to_json())
     assert encode(stats.stats(files, workers=2).to_json()) == encode(stats.stats(files, workers=1).to_json())

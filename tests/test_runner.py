@@ -20,10 +20,13 @@ from typing import ClassVar
 
 import pytest
 
-from ctxtool import parallel, records, repair, runner, toolout, tools_ops, window
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.errors import CtxtoolError
+from ctxtool.history import repair, window
 from ctxtool.model import Transcript
-from ctxtool.tools_ops import RestoreOp, TruncateOp
+from ctxtool.run import parallel, records, runner
+from ctxtool.tool_outputs import RestoreOp, TruncateOp
+from ctxtool.tool_outputs import algorithms as toolout
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +66,8 @@ def test_window_and_repair_in_parallel_equal_serial(dataset: Path, tmp_path: Pat
 
 
 def test_validate_and_stats_in_parallel_equal_serial(dataset: Path) -> None:
-    from ctxtool import stats, validate
+    from ctxtool.history import validate
+    from ctxtool.stats import transcript as stats
 
     body = dataset.read_text().splitlines()
     body.insert(20, "{broken")
@@ -207,10 +211,10 @@ def test_per_record_errors_name_the_record() -> None:
 
 
 def test_records_doctest_and_readme_example(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ctxtool.records
+    import ctxtool.run.records
 
     monkeypatch.chdir(ROOT)  # the README's paths are the repository's
-    assert doctest.testmod(ctxtool.records).failed == 0
+    assert doctest.testmod(ctxtool.run.records).failed == 0
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"<!-- records example -->\n```pycon\n(.*?)```", readme, re.S)
     assert block, "README: the per-record example"
@@ -329,7 +333,7 @@ def test_the_pipe_alone_ends_the_workers(tmp_path: Path) -> None:
     script = tmp_path / "pool.py"
     script.write_text(
         "import time\n"
-        "from ctxtool.pool import worker_pool\n"
+        "from ctxtool.run.pool import worker_pool\n"
         "def nap(x):\n    time.sleep(60)\n"
         "if __name__ == '__main__':\n"
         "    with worker_pool(2, pdeathsig=False) as ex:\n"

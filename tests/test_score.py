@@ -19,7 +19,7 @@ from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Tra
 from ctxtool.score import Probe, ProbeKind, probe_kinds, register_probe, score, unregister_probe
 from ctxtool.score.text import Haystack, key_words
 from ctxtool.summarizers import get_summarizer
-from ctxtool.summary_prompt import SUMMARY_PREFIX
+from ctxtool.summarizers.prompt import SUMMARY_PREFIX
 
 runner = CliRunner()
 

@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from ctxtool import compaction as cp
 from ctxtool import formats
-from ctxtool import summary_prompt as sp
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.score import Part, Probe, ProbeKind, quality, register_probe, score_files, unregister_probe
 from ctxtool.score.text import Haystack
 from ctxtool.summarizers import get_summarizer
+from ctxtool.summarizers import prompt as sp
 
 runner = CliRunner()
 JUNK = "## Goal\nWork on the project.\n\n## Next Steps\n1. Keep going with it.\n"

@@ -11,12 +11,12 @@ import pytest
 from conftest import CORPUS, SAMPLES, json_items, write_bytes
 
 from ctxtool import formats
-from ctxtool.history import cut_transcript
+from ctxtool.history.cut import cut_transcript
+from ctxtool.history.window import window
 from ctxtool.model import Message, Record, Transcript, is_injected
-from ctxtool.stats import transcript_stats
+from ctxtool.stats.transcript import transcript_stats
 from ctxtool.summarizers.heuristic import structured_summary
-from ctxtool.tokens import get_tokenizer
-from ctxtool.window import window
+from ctxtool.tokens.count import get_tokenizer
 
 CC = sorted((CORPUS / "claude_code").glob("*.jsonl")) if (CORPUS / "claude_code").is_dir() else []
 CODEX_0150 = SAMPLES / "codex_rollout_0150.jsonl"
@@ -187,7 +187,7 @@ def test_cline_protocol_is_read() -> None:
 
 
 def test_cline_validate_repair_truncate_restore(tmp_path: Path) -> None:
-    from ctxtool.validate import check_messages
+    from ctxtool.history.validate import check_messages
 
     t = read_one(CLINE)
     kinds = [p.code for p in check_messages(t.messages)]
@@ -214,7 +214,7 @@ def test_cline_validate_repair_truncate_restore(tmp_path: Path) -> None:
 def test_cline_native_tool_use_answered_in_text(tmp_path: Path) -> None:
     """Newer Cline histories: native tool_use blocks, results still as '[tool] Result:' text
     (the shape of the public mike4567/MRA04242026 api_conversation_history.json)."""
-    from ctxtool.validate import check_messages
+    from ctxtool.history.validate import check_messages
 
     msgs = [
         {"role": "user", "content": [{"type": "text", "text": "<task>\nsummarize the repo\n</task>"}], "ts": 1},

@@ -19,7 +19,7 @@ from conftest import SAMPLES, all_transcript_params
 
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError
-from ctxtool.jsonio import open_source
+from ctxtool.io.jsonl import open_source
 
 # Runs the CLI as ``python -m ctxtool`` does, then prints the names of the modules it imported.
 PROBE = """
@@ -48,14 +48,14 @@ def modules(*args: str, cwd: Path) -> set[str]:
 
 def test_stats_json_imports_no_renderer_and_only_its_formats(tmp_path: Path) -> None:
     mods = modules("stats", "--json", str(SAMPLES / "openai_dataset.jsonl"), cwd=tmp_path)
-    assert "ctxtool.formats.openai" in mods and "ctxtool.stats" in mods  # imports made by import_module are seen
+    assert "ctxtool.formats.openai" in mods and "ctxtool.stats.transcript" in mods  # imports made by import_module are seen
     assert not {m for m in mods if m == "rich" or m.startswith("rich.")}
     # a dataset record with "messages" may only be one of the dataset formats that keep messages there
     assert not mods & (FORMAT_MODULES - {f"ctxtool.formats.{m}" for m in (
         "openai", "anthropic", "sharegpt", "responses", "mini_swe_agent", "swe_agent")})
     assert not mods & {"tomllib", "zipfile", "importlib.resources"}  # no config file, no archive, no --model
-    # one small file runs here: no process pool (ctxtool.manyfiles.run_files imports it for many files)
-    assert not mods & {"ctxtool.parallel", "ctxtool.pool", "multiprocessing", "concurrent.futures.process"}
+    # one small file runs here: no process pool (ctxtool.run.manyfiles.run_files imports it for many files)
+    assert not mods & {"ctxtool.run.parallel", "ctxtool.run.pool", "multiprocessing", "concurrent.futures.process"}
 
 
 def test_stats_tables_into_a_pipe_import_no_rich(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_convert_of_a_json_document_imports_no_jsonl_formats(tmp_path: Path) -> 
 def test_version_imports_no_transcript_machinery(tmp_path: Path) -> None:
     mods = modules("--version", cwd=tmp_path)
     assert "typer" in mods
-    assert not mods & {"ctxtool.jsonio", "ctxtool.model", "ctxtool.formats.base", "ctxtool.fileio", "orjson", "rich"}
+    assert not mods & {"ctxtool.io.jsonl", "ctxtool.model", "ctxtool.formats.base", "ctxtool.io.files", "orjson", "rich"}
     assert not mods & FORMAT_MODULES
 
 

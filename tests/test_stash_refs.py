@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from ctxtool.cache import RefCache
-from ctxtool.tools_ops.stash import STASH_DEDUPE_CHARS, _BigTexts, _stash_refs, unstash_refs
+from ctxtool.tool_outputs.stash import STASH_DEDUPE_CHARS, _BigTexts, _stash_refs, unstash_refs
 
 
 def test_big_texts_taken_out_and_put_back(tmp_path: Any) -> None:

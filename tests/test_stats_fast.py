@@ -1,4 +1,4 @@
-"""The stats fast path (ctxtool.stats_fast) gives the figures of the full model, to the last
+"""The stats fast path (ctxtool.stats.fast) gives the figures of the full model, to the last
 field: on every sample and corpus file, on generated datasets, serial and split across
 processes, heuristic and exact."""
 
@@ -13,9 +13,9 @@ from conftest import all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import stats
 from ctxtool.errors import CtxtoolError
-from ctxtool.stats_fast import TALLY_KEY, tally_openai
+from ctxtool.stats import transcript as stats
+from ctxtool.stats.fast import TALLY_KEY, tally_openai
 
 
 def both(paths: list[str], **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -13,9 +13,9 @@ from conftest import all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import stats
-from ctxtool.stats import Figures
-from ctxtool.stats_op import StatsPart, most_context
+from ctxtool.stats import transcript as stats
+from ctxtool.stats.op import StatsPart, most_context
+from ctxtool.stats.transcript import Figures
 
 
 def record(i: int, size: int, model: str | None = None, ts: str | None = None) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from ctxtool.cli import app
 from ctxtool.errors import ExitCode
-from ctxtool.textcount import count_text, is_plain_text
-from ctxtool.tokens import get_tokenizer
+from ctxtool.tokens.count import get_tokenizer
+from ctxtool.tokens.plain import count_text, is_plain_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -100,7 +100,7 @@ def test_json_model_and_timestamps() -> None:
 def test_a_timestamp_no_clock_can_hold_is_no_time() -> None:
     """An epoch number past any date (an integer too large for a float, or past year 9999)
     is read as no time, not an internal error (bad-input suite, seed 9, case 671)."""
-    from ctxtool.timestamps import parse
+    from ctxtool.formats.timestamps import parse
 
     assert parse(10**400) is None and parse(-(10**400)) is None
     assert parse(1e300) is None

@@ -1,4 +1,4 @@
-"""Exact token counting backends (ctxtool.token_backends.EXACT_BACKENDS): every installed backend
+"""Exact token counting backends (ctxtool.tokens.backends.EXACT_BACKENDS): every installed backend
 (tiktoken's own counter included) gives tiktoken's counts (``len(encode_ordinary(text))``) for o200k_base and cl100k_base, on
 generated text and on every text of every sample and corpus file; the choice follows
 CTXTOOL_TOKENS_BACKEND; stats figures do not depend on it."""
@@ -16,9 +16,12 @@ from conftest import all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import formats, stats, token_backends, tokens
+from ctxtool import formats
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import ErrorPolicy
+from ctxtool.stats import transcript as stats
+from ctxtool.tokens import backends as token_backends
+from ctxtool.tokens import count as tokens
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 INSTALLED = [name for name, b in token_backends.EXACT_BACKENDS.items() if b.available()]
@@ -124,7 +127,7 @@ def test_the_package_still_imports_after_its_module_was_loaded_alone() -> None:
 
 
 def test_import_ctxtool_loads_no_backend() -> None:
-    code = "import sys, ctxtool.tokens, ctxtool.token_backends; print([m for m in sys.modules if m.startswith(('bpe_openai', 'tiktoken'))])"
+    code = "import sys, ctxtool.tokens.count, ctxtool.tokens.backends; print([m for m in sys.modules if m.startswith(('bpe_openai', 'tiktoken'))])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

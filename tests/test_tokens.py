@@ -8,8 +8,9 @@ import math
 
 import pytest
 
-from ctxtool import registry, tokens
 from ctxtool.model import Block, Message, Usage
+from ctxtool.tokens import count as tokens
+from ctxtool.tokens import models as registry
 
 
 def test_heuristic_is_ceil_chars_over_4() -> None:

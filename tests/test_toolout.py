@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import toolout as T
 from ctxtool.errors import CtxtoolError
+from ctxtool.tool_outputs import algorithms as T
 
 MARKER_RE = re.compile(r"^\[\.\.\. omitted [\d,]+ of [\d,]+ lines \.\.\.\]$")
 

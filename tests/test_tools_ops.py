@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import all_transcript_params, source_items
 
-from ctxtool import formats, tools_ops
+from ctxtool import formats
+from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.errors import CtxtoolError
-from ctxtool.events import EventLog
+from ctxtool.io.events import EventLog
 from ctxtool.model import Block, Message, Transcript
-from ctxtool.toolout import PRESETS, Limits
+from ctxtool.tool_outputs.algorithms import PRESETS, Limits
 
 # tight limits so that every file has something to cut
 TIGHT = Limits(max_lines=20, max_bytes=2000, max_chars=3000, spill_threshold=40_000, max_line_length=300)

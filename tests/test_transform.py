@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 import pytest
 
-import ctxtool.transform as tr
-from ctxtool.archive import visible_results
+import ctxtool.agent.transform as tr
+from ctxtool.agent.transform import make_transform
 from ctxtool.errors import CtxtoolError
+from ctxtool.history.archive import visible_results
+from ctxtool.history.pairing import pair
 from ctxtool.model import KIND_COMPACTION_SUMMARY, KIND_TOOL_SUMMARY, Block, Message, Usage
-from ctxtool.pairing import pair
-from ctxtool.transform import make_transform
 
 
 class FakeModel:

@@ -1,4 +1,4 @@
-"""Compaction triggers of every seed: ctxtool.triggers."""
+"""Compaction triggers of every seed: ctxtool.policies and ctxtool.policies.check."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import pytest
 from ctxtool.config import Config
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.model import Block, Message, Usage
-from ctxtool.triggers import POLICIES, TriggerSettings, check_messages
+from ctxtool.policies import PolicySettings as TriggerSettings
+from ctxtool.policies import names as policy_names
+from ctxtool.policies.check import check_messages
 
 
 def convo(tokens: int, n_msgs: int = 2) -> list[Message]:
@@ -96,7 +98,7 @@ def test_settings_from_config(monkeypatch, tmp_path):
 def test_json_lists_every_policy():
     res = check_messages(convo(100), TriggerSettings(context_window=1000), policy="hard-stop")
     d = res.to_json()
-    assert set(d["verdicts"]) == set(POLICIES)
+    assert set(d["verdicts"]) == set(policy_names())
     assert d["policy"] == "hard-stop" and d["used_tokens"] == 100 and d["percent"] == 10.0
 
 
@@ -109,11 +111,11 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
     """A policy with a setting of its own: registered once, then check, replay, the config,
     the registry's thresholds and the transform all know it."""
     from ctxtool import policies, replay
+    from ctxtool.agent.transform import make_transform
     from ctxtool.config import Setting
     from ctxtool.model import Transcript
     from ctxtool.policies import Limits, Policy, Threshold
     from ctxtool.policies.check import check_transcript
-    from ctxtool.transform import make_transform
 
     class Half(Policy):
         name, seeds, help = "half", "-", "tokens >= window x half.share"

@@ -1,13 +1,13 @@
-"""Seed 002 truncate: ctxtool.window."""
+"""Seed 002 truncate: ctxtool.history.window."""
 
 from __future__ import annotations
 
 import pytest
 
 from ctxtool.errors import CtxtoolError
+from ctxtool.history.validate import check_messages
+from ctxtool.history.window import plan_window, window, window_messages
 from ctxtool.model import Block, Message, Transcript
-from ctxtool.validate import check_messages
-from ctxtool.window import plan_window, window, window_messages
 
 
 def U(t="u", n=0):
@@ -105,8 +105,8 @@ def test_window_defaults_are_the_settings_table_s():
     import dataclasses
     import inspect
 
-    from ctxtool import window as w
     from ctxtool.config import BY_KEY
+    from ctxtool.history import window as w
 
     want = {k: BY_KEY[f"window.{k}"].default for k in ("strategy", "max_messages", "max_chars", "keep_first_user")}
     for fn in (w.plan_window, w.plan, w.window_messages, w.window, w.windowed, w.window_file):

@@ -1,5 +1,5 @@
-"""window's fast read (ctxtool.window.WindowOp ``fast``): a dataset record planned from its
-tally (ctxtool.stats_fast) and read with only the messages it keeps writes the bytes and
+"""window's fast read (ctxtool.history.window.WindowOp ``fast``): a dataset record planned from its
+tally (ctxtool.stats.fast) and read with only the messages it keeps writes the bytes and
 reports the results of the full model, on every sample and corpus file, on generated
 datasets, serial and split across processes."""
 
@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stats_fast import RECORD
 
-from ctxtool import jsonio
 from ctxtool.formats.base import ErrorPolicy
-from ctxtool.runner import RunContext
-from ctxtool.window import WindowOp, window_file
+from ctxtool.history.window import WindowOp, window_file
+from ctxtool.io import jsonl as jsonio
+from ctxtool.run.runner import RunContext
 
 BUDGETS = [
     {"max_messages": 6, "max_chars": 2_000},

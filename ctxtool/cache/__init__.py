@@ -45,8 +45,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .. import jsonio
 from ..errors import CtxtoolError, ExitCode
+from ..io import jsonl as jsonio
 from .content import Corrupt, as_int, compress, iter_ref, line_count
 from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
 from .objstore import CacheDir, cache_root, open_root, sub
@@ -82,7 +82,7 @@ def default_dir(cache_dir: str | Path | None = None) -> Path | str:
     """The cache root: ``cache_dir`` (a path, or a URL kept as a string), else the user's."""
     if cache_dir:
         return cache_root(cache_dir)
-    from ..paths import cache_dir as user_cache
+    from ..io.paths import cache_dir as user_cache
 
     return user_cache()
 

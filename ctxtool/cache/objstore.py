@@ -15,8 +15,8 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from .. import urls
 from ..errors import CtxtoolError, ExitCode
+from ..io import urls
 from .privdir import PrivateDir
 
 

@@ -5,7 +5,7 @@ large ``truncate`` (thousands of refs). truncate, trim and restore therefore gat
 new refs and write them as one pack whenever the pack reaches :data:`PACK_BYTES`, and when
 the task is flushed: before its output is seen (a file before it is renamed into place, a
 worker's part before it is joined, each chunk of stdout or a FIFO before it is passed on:
-:func:`ctxtool.serial.write_checked`). A transcript never names a ref that is not stored.
+:func:`ctxtool.run.serial.write_checked`). A transcript never names a ref that is not stored.
 A pack's name is its task's with a random suffix: a new pack never replaces one.
 
 A pack is written whole (a temporary file renamed, or one object) and never changed: gc
@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any, cast
 
-from .. import jsonio
 from ..errors import CtxtoolError
+from ..io import jsonl as jsonio
 from .ids import REF_RE
 
 DIR = "packs"

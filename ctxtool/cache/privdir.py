@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import CtxtoolError, ExitCode
-from ..paths import sweep_leftovers, temp_prefix
+from ..io.paths import sweep_leftovers, temp_prefix
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = os.O_NOFOLLOW
@@ -257,7 +257,7 @@ class PrivateDir:
 
         The rename replaces whatever sits at ``name`` (a link is replaced, its target untouched);
         a directory there is refused. The temporary file carries this process's pid in its name
-        (:func:`ctxtool.paths.temp_prefix`): the first write of a later run in this directory
+        (:func:`ctxtool.io.paths.temp_prefix`): the first write of a later run in this directory
         removes what a killed one left.
         """
         p = self.path / name

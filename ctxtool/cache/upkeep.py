@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import CtxtoolError
-from ..paths import owner_pid
+from ..io.paths import owner_pid
 from .content import line_count
 from .ids import REF_IN_TEXT_RE, REF_RE
 from .objstore import CacheDir

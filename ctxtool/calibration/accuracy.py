@@ -76,8 +76,8 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
              model: str | None = None, prior: Calibration | None = None) -> Accuracy | None:
     """The accuracy figures of ``t`` (``None`` when no turn records input tokens); the fit
     starts from ``prior`` (default: the shipped ratios of the model's family)."""
-    from ..context import last_model
-    from ..tokens import TOKENIZERS, count_messages, get_tokenizer
+    from ..tokens.context import last_model
+    from ..tokens.count import TOKENIZERS, count_messages, get_tokenizer
 
     samples = turn_samples(t)
     if not samples:
@@ -118,7 +118,7 @@ def file_calibration(t: Transcript, model: str | None = None) -> Calibration:
     acc = accuracy(t, tokenizers=(), model=model)
     if acc is not None and acc.calibration is not None:
         return acc.calibration
-    from ..context import last_model
+    from ..tokens.context import last_model
 
     return family_calibration(model or last_model(t), t.format)
 

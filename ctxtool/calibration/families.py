@@ -43,7 +43,7 @@ def family_of(model: str | None) -> str:
     one its name's prefix names (:data:`FAMILY_PREFIXES`), else ``generic``."""
     if not model:
         return GENERIC
-    from ..registry import lookup
+    from ..tokens.models import lookup
 
     info = lookup(model)
     prov = getattr(info, "provider", None) if info is not None else None
@@ -93,8 +93,8 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
     (leave one file out; a family of one file has none). ``generic`` pools every family."""
     from statistics import median
 
-    from ..context import last_model
-    from ..tokens import TOKENIZERS, count_messages, get_tokenizer
+    from ..tokens.context import last_model
+    from ..tokens.count import TOKENIZERS, count_messages, get_tokenizer
 
     start = heuristic_calibration()
     data: dict[str, list[tuple[str, list[list[float]], list[float], list[float]]]] = {}

@@ -141,7 +141,7 @@ def _settle(code: int) -> int:
             closed_pipe()
         except (OSError, ValueError) as e:
             if stream is sys.stdout:
-                from ..outputs import output_error
+                from ..io.outputs import output_error
 
                 err = output_error(e if isinstance(e, OSError) else OSError(str(e)), None)
                 err_line(f"ctxtool: error: {err}")

@@ -46,7 +46,7 @@ def _settings(
 ) -> tuple[Any, Any, Any]:
     """(Config, ModelInfo | None, Tokenizer) with flags over env over file over defaults."""
     from ..config import Config
-    from ..tokens import get_tokenizer
+    from ..tokens.count import get_tokenizer
 
     f = dict(flags or {})
     f["compaction.context_window"] = context_window
@@ -62,9 +62,9 @@ def _each(paths: list[str], fmt: str | None, on_error: common.OnError, op: Calla
     """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
-    (:func:`ctxtool.manyfiles.each_result`)."""
+    (:func:`ctxtool.run.manyfiles.each_result`)."""
     from ..formats import iter_paths
-    from ..manyfiles import each_result
+    from ..run.manyfiles import each_result
 
     warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,
                              messages_column=messages_column))
@@ -83,7 +83,7 @@ def _transform(
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
-    from ..runner import Each, run_file
+    from ..run.runner import Each, run_file
 
     json_needs_output(as_json, dry_run, output)
     run = run_file(Each(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
@@ -129,8 +129,8 @@ def cut(
     MaxTokens). cut_index indexes the message list as `ctxtool convert --to ctxtool` orders
     it; null when nothing needs cutting. With -o, write the kept messages (and system
     prompts) unchanged."""
-    from ..history import cut_transcript
-    from ..triggers import TriggerSettings
+    from ..history.cut import cut_transcript
+    from ..policies import PolicySettings
 
     if output and len(paths) != 1:
         raise CtxtoolError("-o takes one input file", code=ExitCode.USAGE)
@@ -148,7 +148,7 @@ def cut(
     budget: int | None = int(cfg["compaction.keep_recent_tokens"])
     if keep_recent is not None and keep_recent_tokens is None:
         budget = None  # --keep-recent alone: the Go agent's message-count split
-    s = TriggerSettings.from_config(cfg)
+    s = PolicySettings.from_config(cfg)
     limit: int | None = None
     if s.context_window:
         limit, _ = s.effective_limit()
@@ -249,9 +249,9 @@ def check(
     the transcript records (Codex), the registry entry of its last model, else unknown.
     Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
     --policy (2 for a missing window under --policy ratio)."""
-    from ..context import ContextSettings
     from ..policies import PolicySettings
     from ..policies.check import check_transcript
+    from ..tokens.context import ContextSettings
 
     cfg, _info, tok = _settings(
         model=model,

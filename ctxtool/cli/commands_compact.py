@@ -203,14 +203,14 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         command=cfg["summarizer.command"] or None,
     )
     if max_in_flight:  # inside the cache: a hit never waits for a slot
-        from ..engines import ThreadLimiter
-        from ..engines.limit import LimitedSummarizer
+        from ..run.engines import ThreadLimiter
+        from ..run.engines.limit import LimitedSummarizer
 
         limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
         inner = LimitedSummarizer(inner, limiter)
     if no_cache:
         return inner
-    from ..paths import cache_dir
+    from ..io.paths import cache_dir
     from ..summarizers.cache import CachedSummarizer
 
     d = cfg["cache_dir"] or cache_dir()

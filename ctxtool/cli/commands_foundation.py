@@ -62,8 +62,8 @@ def stats(
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
     Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
     files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
-    from .. import stats as st
     from ..formats import iter_paths
+    from ..stats import transcript as st
 
     if per_message and not output:
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
@@ -79,7 +79,7 @@ def stats(
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
-    from ..jsonio import input_size
+    from ..io.jsonl import input_size
 
     size = sum(input_size(f) or 0 for f in files)
     progress_cb = None
@@ -157,7 +157,7 @@ def stats(
 
 def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -> bool:
     """Count ``files`` as plain text (like ttok) if none of them is a transcript; whether they were."""
-    from ..textcount import count_text, is_plain_text
+    from ..tokens.plain import count_text, is_plain_text
 
     if not files or not all(is_plain_text(f) for f in files):
         return False
@@ -189,7 +189,7 @@ CONTEXT_ROWS = common.TABLE_ROWS  # transcripts in the context table: those with
 
 
 def _render_stats(report, top: int) -> None:
-    from ..stats_figures import most_context
+    from ..stats.figures import most_context
     from .table import Table
 
     con = stdout_console()
@@ -291,7 +291,7 @@ def validate(
     """Check schema (canonical files) and structure: tool results without a call, calls
     without a result, duplicate ids, a trailing assistant message with unanswered calls.
     Exit 4 when anything is wrong."""
-    from .. import validate as v
+    from ..history import validate as v
 
     report = v.validate(paths, fmt, jobs=jobs, messages_column=messages_column)
     if as_json or as_jsonl:
@@ -330,7 +330,7 @@ def convert(
     reproduces it; converting to ctxtool and back does too. With --json, the report (one
     entry per transcript) goes to stdout, so the transcript needs -o FILE."""
     from .. import formats
-    from ..runner import convert_file
+    from ..run.runner import convert_file
 
     target = formats.writable(formats.get_format(to))
     machine = as_json or as_jsonl
@@ -398,7 +398,7 @@ def models_cmd(
     """List the model registry (context window, max output, prices, encoding, the aliases each
     entry also answers to, and where its window and prices came from: litellm's maintained
     table, ctxtool's own entries, or the user's override file)."""
-    from .. import registry
+    from ..tokens import models as registry
     from .table import Table
 
     ms = [m for m in registry.models().values()

@@ -61,7 +61,7 @@ def window(
     are copied byte for byte. Reports the dropped counts (on stderr when the transcript
     goes to stdout)."""
     from ..config import Config
-    from ..window import normalize_strategy, window_file
+    from ..history.window import normalize_strategy, window_file
 
     cfg = Config({"window.strategy": strategy.value if strategy else None, "window.max_messages": max_messages,
                   "window.max_chars": max_chars, "window.keep_first_user": keep_first_user})
@@ -136,7 +136,7 @@ def repair(
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
     assistant's unanswered tool calls. Reports each change. `repair` then `validate` is
     always clean; unchanged messages are copied byte for byte."""
-    from ..repair import repair_file
+    from ..history.repair import repair_file
 
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..errors import CtxtoolError, ExitCode
+from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common
 from .common import (
     err_line,
@@ -23,7 +23,7 @@ from .common import (
 )
 from .render import JsonlOpt, emit
 
-# archive --strategy: the archiver's strategies (ctxtool.archive.STRATEGIES)
+# archive --strategy: the archiver's strategies (ctxtool.history.archive.STRATEGIES)
 SummaryStrategy = StrEnum("SummaryStrategy", {s: s for s in ARCHIVE_STRATEGIES})  # type: ignore[misc]
 
 
@@ -83,9 +83,9 @@ def archive_cmd(
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
-    from .. import archive as ar
     from ..config import Config
-    from ..events import EventLog
+    from ..history import archive as ar
+    from ..io.events import EventLog
 
     cfg = Config({
         "compaction.tool_call_cutoff": cutoff,
@@ -301,9 +301,9 @@ def instructions_cmd(
     directory, the project root's (found by .git, .hg, go.mod, package.json or pyproject.toml)
     and the working directory's; merge them in that order under the 32 KiB cap and report
     sources, bytes, tokens and whether the text was cut."""
+    from ..agent.instructions import load_instructions
     from ..config import Config
-    from ..instructions import load_instructions
-    from ..jsonio import atomic_output
+    from ..io.jsonl import atomic_output
 
     cfg = Config({"instructions.max_bytes": max_bytes})
     tok = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None) or "heuristic"

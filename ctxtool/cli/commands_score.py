@@ -48,7 +48,7 @@ def score_cmd(
     part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
     from ..config import Config
     from ..score import score_files
-    from ..tokens import get_tokenizer
+    from ..tokens.count import get_tokenizer
 
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
@@ -101,7 +101,7 @@ def _pct(x: float | None) -> str:
 
 
 def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> None:
-    from ..prose import one_line
+    from ..text.prose import one_line
 
     for r in reps:
         s = r.summary

@@ -91,7 +91,7 @@ def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
 
 
 def _presets() -> tuple[list[str], dict[str, str], str]:
-    from ..toolout import PRESET_ALIASES, PRESET_HELP, PRESETS
+    from ..tool_outputs.algorithms import PRESET_ALIASES, PRESET_HELP, PRESETS
 
     return list(PRESETS), PRESET_ALIASES, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
 
@@ -100,13 +100,13 @@ _PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
 
 
 def _modes() -> list[str]:
-    from ..toolout import MODES
+    from ..tool_outputs.algorithms import MODES
 
     return list(MODES)
 
 
 def _modes_help() -> str:
-    from ..toolout import MODES
+    from ..tool_outputs.algorithms import MODES
 
     return "; ".join(f"{name} ({m.description})" for name, m in MODES.items())
 
@@ -153,8 +153,9 @@ def truncate(
 ) -> None:
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
-    from .. import toolout, tools_ops
+    from .. import tool_outputs as tools_ops
     from ..config import Config
+    from ..tool_outputs import algorithms as toolout
 
     _, tok = resolve_model(model, tokenizer)
     flags = {
@@ -205,7 +206,7 @@ def restore(
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
-    from .. import tools_ops
+    from .. import tool_outputs as tools_ops
 
     cache = _cache(cache_dir)
     with common.sharding(engine, [path], output, address, join, jobs) as sh:
@@ -245,9 +246,9 @@ def trim(
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
     --budget: clamp(window x 0.25, 20k, 60k) of each transcript's window (--context-window,
     --model, the config, else what the transcript records or its model's)."""
-    from .. import tools_ops
+    from .. import tool_outputs as tools_ops
     from ..config import Config
-    from ..context import ContextSettings
+    from ..tokens.context import ContextSettings
 
     _, tok = resolve_model(model, tokenizer)
     cfg = Config()
@@ -390,7 +391,7 @@ def refs_gc(
     as_json: common.JsonOpt = False,
 ) -> None:
     """Delete refs that none of the given transcripts reference. Dry run unless --yes."""
-    from .. import tools_ops
+    from .. import tool_outputs as tools_ops
 
     referenced = tools_ops.referenced_refs(paths, fmt)
     cache = _cache(cache_dir)

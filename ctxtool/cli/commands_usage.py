@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .. import lazyre
+from ..text import lazyre
 from . import common
 from .common import err_line, fmt_int, stderr_console, stdout_console
 from .render import JsonlOpt, emit

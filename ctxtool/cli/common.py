@@ -18,9 +18,9 @@ from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
-from ..engines import engine_names
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
+from ..run.engines import engine_names
 
 
 class State:
@@ -71,7 +71,7 @@ def err_line(text: str) -> None:
 def warn_unknown_models(names: Any) -> None:
     """A warning on stderr for each model name (recorded in a transcript) that the registry
     does not know, saying how to add it."""
-    from .. import registry
+    from ..tokens import models as registry
 
     for name in registry.unknown(names):
         err_line(f"ctxtool: warning: {registry.missing_hint(name)}")
@@ -196,8 +196,8 @@ def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
     if output is None or output == "-":
         yield
         return
-    from ..outputs import atomic_output
-    from ..paths import refuse_overwrite
+    from ..io.outputs import atomic_output
+    from ..io.paths import refuse_overwrite
 
     refuse_overwrite([str(p) for p in inputs if str(p) != "-"], output)
     decided: Exit | None = None
@@ -306,7 +306,7 @@ OutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 def _tokenizers() -> tuple[str, ...]:
-    from ..tokens import ESTIMATORS
+    from ..tokens.count import ESTIMATORS
 
     return ESTIMATORS
 
@@ -346,7 +346,7 @@ MaxInFlightOpt = Annotated[
 def sharding(engine: str | None, paths: list[str], output: str | None, address: str | None, join: bool,
              jobs: int | None = None) -> Iterator[Any]:
     """The shards a file command runs as (None: a plain run), and the engine closed afterwards."""
-    from ..engines import sharding as make
+    from ..run.engines import sharding as make
 
     sh = make(engine, paths, output, address=address, join=join, workers=jobs)
     try:
@@ -361,7 +361,7 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
     strict: an unknown one is a usage error naming the closest registered names."""
     info = None
     if model:
-        from ..registry import require
+        from ..tokens.models import require
 
         info = require(model)
     tok = tokenizer or (info.encoding if info and tokenizer is None and model else None) or "heuristic"

@@ -91,7 +91,7 @@ class Emitter:
         return self.out
 
     def item(self, item: Mapping[str, Any]) -> None:
-        from ..jsonio import dumps
+        from ..io.jsonl import dumps
 
         out = self._open()
         if self.jsonl:
@@ -104,7 +104,7 @@ class Emitter:
         self.count += 1
 
     def finish(self, tail: Fields = None) -> None:
-        from ..jsonio import dumps
+        from ..io.jsonl import dumps
 
         out = self._open()
         if self.jsonl:
@@ -121,7 +121,7 @@ class Emitter:
 
 def _members(obj: Mapping[str, Any]) -> bytes:
     """The members of ``obj`` pretty-printed at the first level, without the braces."""
-    from ..jsonio import dumps_pretty
+    from ..io.jsonl import dumps_pretty
 
     if not obj:
         return b""

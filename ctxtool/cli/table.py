@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from .. import lazyre
+from ..text import lazyre
 from .common import PLAIN, printable
 
 #: rich.box styles by name; the characters of each: top, head, head row, mid, row, foot row,

@@ -13,12 +13,12 @@ One module per job:
 * ``plan``       view + trigger + cut, without a model.
 * ``summarize``  the summary over the typed ``Summarizer`` protocol, chunked when needed.
 * ``rebuild``    the new transcript; each format records the compaction its own way
-                 (``Format.record_compaction``); seed 000's tool digest via ``ctxtool.archive``.
+                 (``Format.record_compaction``); seed 000's tool digest via ``ctxtool.history.archive``.
 * ``pins``       pinned instructions (``--pin``): kept beside the summary, checked present.
 * ``core``       one transcript, with the guardrails on the summary (``--fallback``).
 * ``op``         :class:`CompactOp`: compaction as an operation of the one runner
-                 (``ctxtool.runner``): threads, errors, events, validation of the output.
-* ``run``        files: ``compact_file`` and ``compact_paths``, thin over ``ctxtool.runner.run_file``.
+                 (``ctxtool.run.runner``): threads, errors, events, validation of the output.
+* ``run``        files: ``compact_file`` and ``compact_paths``, thin over ``ctxtool.run.runner.run_file``.
 * ``report``     the typed reports.
 """
 

@@ -6,13 +6,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import summary_prompt as sp
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import Format
 from ..model import Transcript
 from ..summarizers import Summarizer
+from ..summarizers import prompt as sp
 from ..summarizers.heuristic.ledger import read_set
-from ..tokens import Tokenizer, count_messages, get_tokenizer
+from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .plan import Plan, plan
 from .rebuild import Rebuilt, Summary, rebuild
 from .report import RecordReport
@@ -171,8 +171,8 @@ def _summarized_tokens(p: Plan) -> int:
 def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: CompactOptions, tok: Tokenizer,
             rep: RecordReport, files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
-    from ..prose import one_line
     from ..score import quality, score
+    from ..text.prose import one_line
 
     retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)
     body = sp.strip_prefix(body)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import CtxtoolError, ExitCode
-from ..history import CutPoint, find_cut, is_tool_message
+from ..history.cut import CutPoint, find_cut, is_tool_message
+from ..history.pairing import closed_groups
 from ..model import KIND_COMPACTION_SUMMARY, KIND_TOOL_SUMMARY, Message, is_injected
-from ..pairing import closed_groups
-from ..tokens import Tokenizer
+from ..tokens.count import Tokenizer
 from .settings import CompactOptions
 
 

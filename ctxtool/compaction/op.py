@@ -1,4 +1,4 @@
-"""Compaction as a file operation of the one runner (:mod:`ctxtool.runner`).
+"""Compaction as a file operation of the one runner (:mod:`ctxtool.run.runner`).
 
 :class:`CompactOp` holds the options; its task compacts each transcript (on several threads
 with ``run_file(..., threads=N)``, for summary models that take their time) and asks the
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import Format
 from ..model import Transcript
-from ..runner import Operation, RunContext, Task
+from ..run.runner import Operation, RunContext, Task
 from ..summarizers import CacheCounts, Summarizer
 from . import pins
 from .core import Outcome, compact_transcript
@@ -90,7 +90,7 @@ def _cache_counts(summarizer: Summarizer) -> tuple[int, int]:
 class CompactTask(Task[CompactPart]):
     def __init__(self, op: CompactOp, ctx: RunContext) -> None:
         from ..summarizers.heuristic import HeuristicSummarizer
-        from ..tokens import get_tokenizer
+        from ..tokens.count import get_tokenizer
 
         self.op, self.ctx = op, ctx
         self.summarizer: Summarizer = op.summarizer if op.summarizer is not None else HeuristicSummarizer()
@@ -121,7 +121,7 @@ class CompactTask(Task[CompactPart]):
         o = compact_transcript(t, self.summarizer, self.op.options, dry_run=self.op.dry_run, tok=self.tok,
                                out_format=self.target.name)
         if self.op.hint and o.report.status == "compacted":
-            from ..agent_tools import add_hint
+            from ..agent.tools import add_hint
 
             add_hint(o.transcript)
         self.pending[id(t)] = o
@@ -194,7 +194,7 @@ def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts:
     """The transcripts (by index) whose written output has a problem the compaction introduced."""
     from .. import formats
     from ..formats.base import ErrorPolicy
-    from ..validate import check_messages, validate_canonical_file
+    from ..history.validate import check_messages, validate_canonical_file
 
     if target.name == "ctxtool":
         probs = validate_canonical_file(tmp)

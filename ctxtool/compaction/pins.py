@@ -100,7 +100,7 @@ def missing(pins: Sequence[str], t: Transcript) -> list[str]:
     """The pins not in what the agent of ``t`` (a transcript read back) sees: the messages
     after its last compaction and that compaction's summary."""
     from ..model import Block
-    from ..tokens import get_tokenizer
+    from ..tokens.count import get_tokenizer
     from .view import context_view
 
     if not pins:

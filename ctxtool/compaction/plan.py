@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..history import CutPoint, cut_candidates
+from ..history.cut import CutPoint, cut_candidates
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, count_messages, get_tokenizer
+from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .layouts import CutContext, get_layout
 from .settings import CompactOptions
 from .trigger import decide, window_info
@@ -22,7 +22,7 @@ class Plan:
     context_tokens: int
     limit: int | None
     window: int | None
-    window_source: str = "none"  # where the window came from (ctxtool.context.WindowInfo.source)
+    window_source: str = "none"  # where the window came from (ctxtool.tokens.context.WindowInfo.source)
     cut: int | None = None  # index into view.effective
     cutpoint: CutPoint | None = None
     initial: Message | None = None  # seed 004: the first user message, kept
@@ -37,7 +37,7 @@ class Plan:
 
 def problem_keys(msgs: list[Message]) -> set[tuple[str, str | None, str]]:
     """The structural problems of a message list (orphans, unanswered calls), comparable."""
-    from ..validate import check_messages
+    from ..history.validate import check_messages
 
     return {(p.code, p.message_id, p.message.split(" (in ")[0]) for p in check_messages(msgs)}
 

@@ -5,17 +5,16 @@ summary is recorded before the first kept message by the output format's
 :meth:`~ctxtool.formats.base.Format.record_compaction` (a pi ``compaction`` entry, Claude
 Code's boundary + summary lines, a Codex ``compacted`` item, summary messages in datasets).
 Kept messages are not touched, so writers copy their source lines byte for byte. With
-``tool_digest`` the kept part goes through seed 000's archiver (:mod:`ctxtool.archive`).
+``tool_digest`` the kept part goes through seed 000's archiver (:mod:`ctxtool.history.archive`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import summary_prompt as sp
-from ..archive import DIGEST_PREFIX, archive_messages
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import CompactionNote, Format
+from ..history.archive import DIGEST_PREFIX, archive_messages
 from ..model import (
     KIND_COMPACTION_SUMMARY,
     Block,
@@ -27,6 +26,7 @@ from ..model import (
     Record,
     Transcript,
 )
+from ..summarizers import prompt as sp
 from . import pins
 from .plan import Plan
 from .settings import CompactOptions

@@ -1,5 +1,5 @@
 """Files: :func:`compact_file` runs a :class:`~ctxtool.compaction.op.CompactOp` through the
-one runner (:func:`ctxtool.runner.run_file`) and returns the file's :class:`CompactReport`.
+one runner (:func:`ctxtool.run.runner.run_file`) and returns the file's :class:`CompactReport`.
 
 The input is never modified; the output is written atomically after it was re-read and
 validated, or not at all. With ``on_error="skip"`` a record that fails (its summary, or the
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..events import EventLog
+from ..io.events import EventLog
 from ..summarizers import Summarizer
 from .op import CompactOp
 from .report import CompactReport, RecordReport
@@ -42,12 +42,12 @@ def compact_file(
     """Compact every transcript of ``path`` and write them to ``output`` (``None``/``-``:
     stdout; not written on ``dry_run``). ``jobs``: transcripts compacted at once (threads:
     summary models wait on the network). ``engine``: run as shards
-    (:class:`ctxtool.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
-    column (:mod:`ctxtool.parquet`). ``hint``: a compacted transcript ends with a note
-    naming the tools that read the cache (:func:`ctxtool.agent_tools.add_hint`)."""
-    from ..parquet import is_parquet_name
-    from ..paths import refuse_overwrite
-    from ..runner import event_log, run_file
+    (:class:`ctxtool.run.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
+    column (:mod:`ctxtool.io.parquet`). ``hint``: a compacted transcript ends with a note
+    naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
+    from ..io.parquet import is_parquet_name
+    from ..io.paths import refuse_overwrite
+    from ..run.runner import event_log, run_file
     from ..summarizers.heuristic import HeuristicSummarizer
 
     src = str(path)

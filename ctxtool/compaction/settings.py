@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import summary_prompt as sp
 from ..config import BY_KEY
+from ..summarizers import prompt as sp
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -46,12 +46,12 @@ class CompactOptions:
     retain_last_turns: int = _default("compaction.retain_last_turns")
     keep_last_messages: int = _default("compaction.keep_last_messages")
     force: bool = False
-    tokenizer: str = "heuristic"  # a tokenizer name (ctxtool.tokens.get_tokenizer)
+    tokenizer: str = "heuristic"  # a tokenizer name (ctxtool.tokens.count.get_tokenizer)
     context_window: int | None = None
     reserve_tokens: int = _default("compaction.reserve_tokens")
     max_tokens: int = _default("compaction.max_tokens")  # the Go agent's MaxTokens: the limit when no window is known
     max_messages: int = _default("compaction.max_messages")  # the Go agent's MaxMessages: the last fallback
-    policy: str = "effective-limit"  # the trigger policy (ctxtool.triggers.POLICIES)
+    policy: str = "effective-limit"  # the trigger policy (ctxtool.policies.names)
     style: str | None = None  # structured | retain (default: the layout's)
     summary_directives: Sequence[str] = ()
     retain_directives: Sequence[str] = ()
@@ -63,7 +63,7 @@ class CompactOptions:
     min_retention: float | None = None  # reject a summary whose retention (ctxtool.score) is below this
     tool_clip: int = sp.TOOL_RESULT_CLIP
     summary_max_tokens: int = _default("summarizer.max_tokens")
-    context: Any = None  # ctxtool.context.ContextSettings: the flags and config for the window
+    context: Any = None  # ctxtool.tokens.context.ContextSettings: the flags and config for the window
     policy_values: dict[str, Any] = field(default_factory=dict)  # the trigger policies' settings (config keys)
 
     @classmethod
@@ -73,8 +73,8 @@ class CompactOptions:
         for name, key in CONFIG_KEYS.items():
             s = BY_KEY[key]
             kw[name] = s.type(cfg[key])
-        from ..context import ContextSettings
         from ..policies import all_keys
+        from ..tokens.context import ContextSettings
 
         kw["context"] = ContextSettings.from_config(cfg)
         kw["policy_values"] = {k: cfg[k] for k in all_keys()}

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import summary_prompt as sp
 from ..model import Message
 from ..summarizers import ContextOverflowError, Summarizer
+from ..summarizers import prompt as sp
 
 PROMPT_MARGIN_TOKENS = 1024
 DEFAULT_SUMMARY_WINDOW = 128_000

@@ -1,7 +1,7 @@
 """The bridge from compaction to the context window and the trigger policies.
 
 Compaction asks two questions: which context window applies, and does the policy say
-compact. Both are answered by the one resolver (:mod:`ctxtool.context`) and the policy
+compact. Both are answered by the one resolver (:mod:`ctxtool.tokens.context`) and the policy
 registry (:mod:`ctxtool.policies`), as ``check``, ``stats`` and ``replay`` answer them.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer
+from ..tokens.count import Tokenizer
 from .settings import CompactOptions
 
 
 def context_settings(opts: CompactOptions) -> Any:
-    """The flags and config for the window (:class:`ctxtool.context.ContextSettings`);
+    """The flags and config for the window (:class:`ctxtool.tokens.context.ContextSettings`);
     ``opts.context_window`` acts as ``--context-window``."""
-    from ..context import ContextSettings
+    from ..tokens.context import ContextSettings
 
     cs = opts.context if opts.context is not None else ContextSettings()
     if opts.context_window and opts.context_window != cs.window:
@@ -29,7 +29,7 @@ def context_settings(opts: CompactOptions) -> Any:
 
 
 def window_info(t: Transcript, opts: CompactOptions) -> Any:
-    """The window and where it came from (:class:`ctxtool.context.WindowInfo`), in the
+    """The window and where it came from (:class:`ctxtool.tokens.context.WindowInfo`), in the
     resolver's order: flag → config → what the transcript records → the registry entry of its
     last model → the config's model."""
     return context_settings(opts).resolve(t)

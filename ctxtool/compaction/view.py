@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import summary_prompt as sp
 from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
-from ..tokens import Tokenizer, count_messages
+from ..summarizers import prompt as sp
+from ..tokens.count import Tokenizer, count_messages
 
 
 @dataclass(slots=True)

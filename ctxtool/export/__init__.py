@@ -6,7 +6,7 @@
 A transcript becomes a :class:`~ctxtool.export.walk.View` (turns and compaction markers,
 decided once in :mod:`ctxtool.export.walk`); a registered renderer
 (:func:`~ctxtool.export.base.register`: ``markdown``, ``html``) draws the views as a stream
-of text, written through :func:`ctxtool.outputs.atomic_output`.
+of text, written through :func:`ctxtool.io.outputs.atomic_output`.
 """
 
 from __future__ import annotations
@@ -116,7 +116,9 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
 
 def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
             options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
-    from .. import fileio, formats, outputs
+    from .. import formats
+    from ..io import files as fileio
+    from ..io import outputs
 
     out = None if output is None or str(output) == "-" else str(output)
     implied = renderer_for_output(out)

@@ -109,7 +109,8 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
     """Write one HTML page per session file under ``output`` (a directory, made if missing)
     and ``index.html`` linking them. ``paths``: files or directories; None: the default
     session stores (Claude Code, Codex, pi)."""
-    from .. import formats, outputs
+    from .. import formats
+    from ..io import outputs
 
     out = Path(output)
     if out.exists() and not out.is_dir():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import lazyre
+from ..text import lazyre
 from .base import Renderer, clip_note, plural, register, short_label
 from .walk import Marker, Part, Turn, View
 

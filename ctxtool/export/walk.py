@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jsonio
-from ..context import BOUNDARY_RECORDS, is_summary
 from ..formats import images
+from ..io import jsonl as jsonio
 from ..model import Block, Compaction, Message, Record, Transcript, injected_kind, injected_text
+from ..tokens.context import BOUNDARY_RECORDS, is_summary
 
 #: image types a browser shows from a data URI (anything else is named, never embedded)
 SAFE_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")

@@ -17,16 +17,16 @@ if TYPE_CHECKING:
     from collections import Counter
     from pathlib import Path
 
-    from ..jsonio import Source
+    from ..io.jsonl import Source
     from ..model import Transcript
     from .base import ErrorPolicy, Format
 
 # What this package re-exports from the modules it stands on, imported on first use (PEP
 # 562): the registry and its names (``ctxtool formats``, ``--format``'s help) cost nothing.
 _REEXPORTS = {
-    "Source": "ctxtool.jsonio",
-    "atomic_output": "ctxtool.jsonio",
-    "open_source": "ctxtool.jsonio",
+    "Source": "ctxtool.io.jsonl",
+    "atomic_output": "ctxtool.io.jsonl",
+    "open_source": "ctxtool.io.jsonl",
     "Transcript": "ctxtool.model",
     "STRUCTURE_ERRORS": "ctxtool.formats.base",
     "ErrorPolicy": "ctxtool.formats.base",
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.jsonio.Source.layout; "sqlite": opencode's only)
+LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.io.jsonl.Source.layout; "sqlite": opencode's only)
 
 
 class Lazy:
@@ -321,7 +321,7 @@ def read(
     path: str | Path, format: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
     """Read every transcript in ``path`` (``-`` for stdin), detecting the format unless given."""
-    from ..jsonio import open_source
+    from ..io.jsonl import open_source
 
     yield from read_source(open_source(path), format, policy)
 
@@ -363,7 +363,7 @@ def write(transcripts: Iterable[Transcript], out, format: str | Format | None = 
 
 def write_path(transcripts: Iterable[Transcript], path: str | Path | None, format: str | Format | None = None) -> None:
     """Write atomically to ``path`` (``-`` or None: stdout)."""
-    from ..jsonio import atomic_output
+    from ..io.jsonl import atomic_output
 
     with atomic_output(path) as out:
         write(transcripts, out, format)
@@ -434,8 +434,8 @@ def split_plan(
 ) -> tuple[str, list[tuple[int, int, int]]] | None:
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
-    ``lines=False``: first lines are not counted (see :func:`ctxtool.jsonio.split_ranges`)."""
-    from ..jsonio import input_size, open_source, split_ranges, splittable
+    ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`)."""
+    from ..io.jsonl import input_size, open_source, split_ranges, splittable
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
+from ..io import jsonl as jsonio
 from ..model import Block
 from . import images
 from .base import SERVER_TOOL

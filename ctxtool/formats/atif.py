@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io.jsonl import Source
 from ..model import HINT_SUMMARY, Block, Compaction, Line, Message, Metadata, Transcript, Usage, token_count
 from .base import (
     META_KEY,

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .. import jsonio, jsontext
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io import jsontext
+from ..io.jsonl import Source
 from ..model import Block, Compaction, Cont, Entry, Line, Message, Metadata, Record, Transcript, source_lines
 
 META_KEY = "ctxtool"  # where ctxtool keeps message metadata inside foreign formats

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io.jsonl import Source
 from ..model import Block, Compaction, Cont, Line, Message, Metadata, Record, Transcript, Usage
 from .base import STRUCTURE_ERRORS, CompactionNote, ErrorPolicy, Format, exact_obj, malformed, placed
 

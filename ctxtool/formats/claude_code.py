@@ -26,9 +26,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io.jsonl import Source
 from ..model import (
     KIND_COMPACTION_SUMMARY,
     Compaction,

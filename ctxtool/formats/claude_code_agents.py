@@ -8,8 +8,8 @@ import os
 import stat
 from typing import Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
+from ..io import jsonl as jsonio
 
 __all__ = ["agent_info", "subagent_files"]
 

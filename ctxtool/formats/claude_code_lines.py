@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
+from ..io import jsonl as jsonio
 from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Usage, token_count
 from . import anthropic_blocks as codec
 from .base import META_KEY, exact_obj

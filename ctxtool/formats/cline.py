@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import lazyre
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import Block, Line, Message, Transcript
+from ..text import lazyre
 from . import anthropic_blocks as codec
 from .anthropic import AnthropicFormat, decode_message, own_template, render_message
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import (
     Block,
     Compaction,

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import Line, Message, Record, Transcript
 from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, assign_positional_ids, malformed, placed
 
@@ -196,7 +196,7 @@ class DatasetFormat(Format):
     def line_record(self, ln: Line, src: Source, i: int, only: Sequence[int] | None = None) -> Transcript:
         """``only``: the positions in the record's message list of the messages to read; the
         others are dropped unread, as if read and then removed (the record is written
-        changed). ``window``'s fast read (:mod:`ctxtool.stats_fast`)."""
+        changed). ``window``'s fast read (:mod:`ctxtool.stats.fast`)."""
         if only is None:
             return super().line_record(ln, src, i)
         key = self.messages_key(ln.obj)

@@ -36,9 +36,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .. import jsonio, jsontext
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io import jsontext
+from ..io.jsonl import Source
 from ..model import Cont, Entry, Line, Message, Record, Transcript
 from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, exact_obj, malformed, placed
 from .gemini import ROLE, build_record, decode_record

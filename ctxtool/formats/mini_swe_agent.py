@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import lazyre
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import Line, Message, Transcript
+from ..text import lazyre
 from .dataset import DatasetFormat
 from .openai import _is_message, _looks_openai, decode_message
 from .swe_agent import pair_in_text, render_with_in_text

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import jsonio
 from ..errors import CtxtoolError
+from ..io import jsonl as jsonio
 from ..model import Block, Line, Message, Metadata, Transcript, Usage, token_count
 from . import images
 from .base import META_KEY, SERVER_TOOL, is_synthetic, put_meta, read_meta, template

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Metadata, Transcript, Usage, token_count
 from .base import ErrorPolicy, Format
 

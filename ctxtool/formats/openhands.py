@@ -33,7 +33,7 @@ import copy
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import Block, Line, Message, Record, Transcript, Usage, token_count
 from .base import META_KEY, TERMINAL_CALL, assign_positional_ids, is_synthetic, put_meta, read_meta, template
 from .dataset import DatasetFormat

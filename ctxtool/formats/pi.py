@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import Block, Compaction, Cont, Entry, Line, Message, Record, Transcript, Usage
 from . import images
 from .base import (

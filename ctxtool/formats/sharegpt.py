@@ -30,10 +30,11 @@ import json
 import re
 from typing import Any
 
-from .. import jsonio, lazyre
 from ..errors import CtxtoolError
-from ..jsonio import Source
+from ..io import jsonl as jsonio
+from ..io.jsonl import Source
 from ..model import Block, Line, Message, Transcript
+from ..text import lazyre
 from .base import put_meta, read_meta, template
 from .dataset import MESSAGE_KEYS, DatasetFormat
 

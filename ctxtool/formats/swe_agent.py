@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from ..jsonio import Source
+from ..io.jsonl import Source
 from ..model import KIND_TOOL_RESULT, KIND_TOOL_RESULT_ARCHIVED, Block, Line, Message, Transcript
 from .base import META_KEY, ErrorPolicy, is_synthetic, put_meta, read_meta, template
 from .dataset import DatasetFormat

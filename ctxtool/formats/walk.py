@@ -76,7 +76,7 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     import os
     import stat
 
-    from .. import urls
+    from ..io import urls
 
     seen: set[tuple[int, int]] = set()
 
@@ -104,9 +104,9 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         path = Path(s)
         if path.is_dir():
             found = walk_files(path)
-            from .. import parquet
+            from ..io import parquet
 
-            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.parquet)
+            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
                 yield s
                 if not found:
                     continue

@@ -184,11 +184,11 @@ class PolicySettings:
     @classmethod
     def from_config(cls, cfg: Any, *, context_window: int | None = None, window_source: str | None = None) -> PolicySettings:
         """Every registered policy's keys from ``cfg``; the window given, else the one the
-        flags and config name (:meth:`ctxtool.context.ContextSettings.from_config`)."""
+        flags and config name (:meth:`ctxtool.tokens.context.ContextSettings.from_config`)."""
         from . import all_keys
 
         if context_window is None:
-            from ..context import ContextSettings
+            from ..tokens.context import ContextSettings
 
             w = ContextSettings.from_config(cfg).resolve(None)
             context_window, window_source = w.window, w.source

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, for_transcript, get_tokenizer
+from ..tokens.context import ContextInfo, ContextSettings, resolve
+from ..tokens.count import Tokenizer, for_transcript, get_tokenizer
 from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
 
 
@@ -117,9 +117,9 @@ def check_transcript(
     tokenizer: Tokenizer | None = None,
     context: ContextSettings | Any = None,
 ) -> CheckResult:
-    """Every policy's verdict on ``t``'s current context (:func:`ctxtool.context.resolve`:
+    """Every policy's verdict on ``t``'s current context (:func:`ctxtool.tokens.context.resolve`:
     the window from ``settings.context_window``, else ``context`` — a
-    :class:`~ctxtool.context.ContextSettings` or a ``Config`` — then the transcript);
+    :class:`~ctxtool.tokens.context.ContextSettings` or a ``Config`` — then the transcript);
     ``policy`` decides, and must be computable (``ratio`` without a window raises its strict
     error)."""
     return _check(t, settings, context, policy, tokenizer, (t.label, t.path, t.index, t.id))

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Transcript
-from ..runner import Operation, Results, RunContext, Task, run_file
+from ..run.runner import Operation, Results, RunContext, Task, run_file
 from .core import BinaryItem, Finding, Redactor, TranscriptRedaction
 from .detect import KIND_DENY, KIND_ENV, RedactOptions, Secrets
 

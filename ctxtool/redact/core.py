@@ -10,7 +10,7 @@ Both passes visit the raw records ctxtool keeps verbatim (each source line's par
 exact first, and a dataset record's other fields) and the model (message text, thinking,
 tool arguments and outputs, images, metadata, compaction summaries). A source line that
 changed is written again from its redacted value in its own style (separators, escaping:
-:mod:`ctxtool.jsontext`); every other byte of the file stays as it was, so the output reads
+:mod:`ctxtool.io.jsontext`); every other byte of the file stays as it was, so the output reads
 as the same format with every id, pair and parent link where it was.
 
 Base64 images and documents are not scanned (they are listed, and replaced by a placeholder
@@ -28,8 +28,9 @@ from typing import Any
 
 import orjson
 
-from .. import jsonio, jsontext
 from ..formats.base import exact_obj, make_exact
+from ..io import jsonl as jsonio
+from ..io import jsontext
 from ..model import Compaction, Message, Transcript, source_lines
 from .detect import MIN_SECRET, PLACEHOLDER, Detector, RedactOptions, Secrets
 

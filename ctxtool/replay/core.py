@@ -21,7 +21,7 @@ agent's 8,000-token ``max_tokens``), ``reserve`` (pi-style: strictly above windo
 ``hard-limit`` (95 %), where the agent stops, and the ``chars`` policy's
 ``chars-warning`` / ``chars-critical`` (AgentCore.Context: 200,000 / 400,000 characters of
 agent-visible context). The window and the current context come from the one resolver
-(:func:`ctxtool.context.resolve`), as ``stats`` and ``check`` report them. A policy *fires* at each turn where
+(:func:`ctxtool.tokens.context.resolve`), as ``stats`` and ``check`` report them. A policy *fires* at each turn where
 its metric goes from below its threshold to at-or-above it; recorded compactions
 (compaction entries, compaction-summary messages such as Claude Code's, or a recorded
 prompt a quarter smaller than the context before it) bring the context back down.
@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import policies
-from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
 from ..policies import PolicySettings, Threshold
-from ..tokens import Tokenizer, count_messages, for_transcript, get_tokenizer
+from ..tokens.context import ContextInfo, ContextSettings, resolve
+from ..tokens.count import Tokenizer, count_messages, for_transcript, get_tokenizer
 
 # a recorded prompt smaller than the previous context by more than this share counts as a
 # compaction (small drops are normal: providers strip earlier thinking blocks)
@@ -399,7 +399,7 @@ def replay_file(
     from itertools import count
 
     from ..config import Config
-    from ..runner import Each, run_file
+    from ..run.runner import Each, run_file
 
     c = cfg if cfg is not None else Config()
     name = getattr(model, "name", model)

@@ -30,7 +30,7 @@ a model questions drawn from the probes.
 * ``recorded`` the compactions a session recorded, scored on the part each replaced.
 
 Import boundary (a test holds it): no module here imports ``ctxtool.summarizers`` or
-``ctxtool.compaction``; only ``quality`` reads ``ctxtool.summary_prompt``, for the prompt's
+``ctxtool.compaction``; only ``quality`` reads ``ctxtool.summarizers.prompt``, for the prompt's
 own texts (what a summary must not echo). Score never runs a compaction: the caller brings
 BEFORE and AFTER (``compact`` scores its own output through :func:`score`).
 """

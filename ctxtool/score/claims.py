@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lazyre
+from ..text import lazyre
 from . import records
 from .kinds import GENERIC, error_line
 from .probes import Part

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import lazyre
-from ..context import is_summary, view
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, count_messages, get_tokenizer
+from ..text import lazyre
+from ..tokens.context import is_summary, view
+from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from . import quality
 from .claims import FalseClaim, false_claims
 from .controls import CONTROLS, controls, serialize
@@ -395,7 +395,7 @@ def cut_messages(
 
 def cut(before: Transcript, after: Transcript, *, future: Sequence[Message] = (), tok: Tokenizer | None = None) -> Cut:
     """The cut of ``after`` (a compaction of ``before``): each transcript taken as the agent's
-    context (:func:`ctxtool.context.view`: after its last compaction, with its summary)."""
+    context (:func:`ctxtool.tokens.context.view`: after its last compaction, with its summary)."""
     vb, va = view(before), view(after)
     return cut_messages(vb.context_messages, va.context_messages, after_summary=va.summary,
                         before_summary=vb.summary, future=future, tok=tok, labels=(before.label, after.label),

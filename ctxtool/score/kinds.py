@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .. import lazyre
 from ..model import Message
+from ..text import lazyre
 from . import records
 from .probes import Part, Probe, ProbeKind, register_probe, text_of
 from .text import Haystack, key_words, words

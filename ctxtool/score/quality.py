@@ -2,7 +2,7 @@
 replaces anything (``ctxtool.compaction.core``).
 
 A summary is rejected when it is empty, when it echoes the prompt or only its section template
-(``ctxtool.summary_prompt``), when it only echoes its input (the conversation copied back),
+(``ctxtool.summarizers.prompt``), when it only echoes its input (the conversation copied back),
 or when it repeats itself: a short cycle of lines (a small model stuck in a loop), or one
 line shape over and over with none of the requested sections.
 """
@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from functools import cache
 
-from .. import lazyre
-from .. import summary_prompt as sp
+from ..summarizers import prompt as sp
+from ..text import lazyre
 from .text import Haystack, words
 
 DEGENERATE_MIN_LINES = 12

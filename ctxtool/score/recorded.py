@@ -1,5 +1,5 @@
 """The compactions a session recorded itself (Claude Code compact_boundary, pi compaction,
-Codex compacted, found by :mod:`ctxtool.compactions`), each scored on the part it replaced:
+Codex compacted, found by :mod:`ctxtool.stats.compactions`), each scored on the part it replaced:
 BEFORE is the session up to the compaction, AFTER up to and with its summary, and what the
 session did next (up to its next compaction) is where continuation probes come from."""
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..model import Message, Transcript
-from ..tokens import Tokenizer
+from ..tokens.count import Tokenizer
 from .core import BUDGET, ScoreReport, score
 
 
@@ -28,9 +28,9 @@ def _prefix(t: Transcript, n: int) -> Transcript:
 
 def recorded(t: Transcript) -> Iterator[Recorded]:
     """BEFORE, AFTER and what followed, for each compaction ``t`` recorded."""
-    from ..compactions import transcript_compactions
-    from ..context import is_summary
     from ..model import source_lines
+    from ..stats.compactions import transcript_compactions
+    from ..tokens.context import is_summary
 
     at_line: dict[int, int] = {}
     for i, e in enumerate(t.entries):

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lazyre
 from ..model import Block, Message, is_injected
+from ..text import lazyre
 
 COMMAND_KEYS = ("command", "cmd", "script")
 _EDITS = lazyre.compile(r"edit|write|patch|replace|create|insert|delete|remove|move|rename|mkdir|save", re.I)

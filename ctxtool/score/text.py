@@ -17,7 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-from .. import lazyre
+from ..text import lazyre
 
 _WORD = lazyre.compile(r"\w+")
 SHINGLE = 3  # words per key phrase (the quality rules' echo test)

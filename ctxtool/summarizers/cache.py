@@ -86,8 +86,8 @@ def program_digest(argv: list[str]) -> str | None:
 
 def passes(text: str, req: SummaryRequest) -> bool:
     """The quality rules compaction applies accept ``text`` as the summary of ``req``."""
-    from .. import summary_prompt as sp
     from ..score.quality import reject
+    from . import prompt as sp
 
     body = sp.parse_retain(text)[1] if req.style == "retain" else text
     return reject(sp.strip_prefix(body), req.prompt) is None

@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .. import lazyre
 from ..errors import CtxtoolError, ExitCode
+from ..text import lazyre
 from . import ContextOverflowError, SummaryRequest
 from .deadline import deadline_at, keep_deadlines
 
@@ -118,7 +118,7 @@ def resolve_context_window(context_window: int | None, model: str | None) -> int
     if context_window:
         return int(context_window)
     if model:
-        from ..registry import lookup
+        from ..tokens.models import lookup
 
         info = lookup(model)
         if info is not None and info.context_window:

@@ -7,7 +7,7 @@
 With no paths it reads the default session stores (:mod:`ctxtool.usage.stores`). Every
 API call is counted once across all files (:mod:`ctxtool.usage.events`), so a copied or
 resumed session adds nothing; cost comes from the model registry's prices of the call's day
-(:mod:`ctxtool.registry`, overridable by the user's models file).
+(:mod:`ctxtool.tokens.models`, overridable by the user's models file).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CtxtoolError
 from ..model import Transcript
-from ..runner import Each
+from ..run.runner import Each
 from .events import KEYS, UsageEvent, events, key_for
 from .report import (
     GROUPINGS,
@@ -140,7 +140,7 @@ def usage_report(
     session stores when there are none, one row per ``by`` (day, week, month, 5-hour block,
     session, project, model); ``breakdown``: each row's calls per model too. ``since``/``until`` are days in ``timezone`` (an IANA name; default local),
     both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``. Many small files are
-    read by ``jobs`` processes (default: one per core; :func:`ctxtool.manyfiles.run_files`);
+    read by ``jobs`` processes (default: one per core; :func:`ctxtool.run.manyfiles.run_files`);
     ``progress`` is called with (files done, files in all, the next file) as they are read."""
     g: Grouping = get_grouping(by)
     tz = resolve_zone(timezone)
@@ -155,7 +155,7 @@ def usage_report(
         progress(0, len(files), files[0] if files else "")
     # a file counts whole or not at all (an error in it skips it); many small session files
     # run on every core (manyfiles.run_files), their events tallied here in file order
-    from ..manyfiles import run_files
+    from ..run.manyfiles import run_files
 
     runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
     try:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
-from .. import lazyre
 from ..errors import CtxtoolError, ExitCode
+from ..text import lazyre
 from .events import UsageEvent
 
 
@@ -275,7 +275,7 @@ def tokens_of(ev: UsageEvent) -> Tokens:
 def price_event(ev: UsageEvent, tokens: Tokens, day: date | None) -> float | None:
     """The cost in USD of one call from the registry's prices on its day; None when the
     registry does not know its model."""
-    from .. import registry
+    from ..tokens import models as registry
 
     info = registry.lookup(ev.model)
     if info is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
-from ...summary_prompt import clip, format_retain, parse_retain
+from ..prompt import clip, format_retain, parse_retain
 from . import decisions, ledger, plan, requests, tools, values
 from .previous import EARLIER, SECTIONS, Previous, fit, parse_previous
 from .text import (

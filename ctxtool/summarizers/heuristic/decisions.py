@@ -9,8 +9,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ... import lazyre
 from ...model import Message
+from ...text import lazyre
 from .text import one_line, sentences
 
 MAX_DECISIONS = 10

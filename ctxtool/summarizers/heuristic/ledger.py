@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ... import lazyre
 from ...cache.ids import REF_IN_TEXT_RE
 from ...model import Block, Message
-from ...summary_prompt import PATH_KEYS, READ_TOOLS, call_args, command_of, extract_files
+from ...text import lazyre
+from ..prompt import PATH_KEYS, READ_TOOLS, call_args, command_of, extract_files
 from .text import items
 
 MAX_ENTRIES = 40

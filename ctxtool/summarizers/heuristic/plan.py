@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import Message
-from ...summary_prompt import call_args
+from ..prompt import call_args
 from .text import one_line
 
 TITLE = "Plan (as last updated)"

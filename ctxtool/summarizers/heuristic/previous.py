@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ... import lazyre
 from ...model import PINNED_PREFIX
-from ...summary_prompt import clip, strip_file_lists
+from ...text import lazyre
+from ..prompt import clip, strip_file_lists
 from .text import quote, split_headings, unquote
 
 #: the sections of ctxtool's heuristic summary, in order

@@ -10,9 +10,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ... import lazyre
 from ...model import Message, injected_text, is_injected
-from ...summary_prompt import clip
+from ...text import lazyre
+from ..prompt import clip
 from .text import one_line, sentences
 
 REQUEST_CLIP = 2000  # one request, verbatim up to here

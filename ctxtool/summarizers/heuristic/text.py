@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from ... import lazyre
-from ...prose import one_line as one_line  # re-exported for the extractors
-from ...prose import sentences as _sentences
-from ...summary_prompt import strip_file_lists
+from ...text import lazyre
+from ...text.prose import one_line as one_line  # re-exported for the extractors
+from ...text.prose import sentences as _sentences
+from ..prompt import strip_file_lists
 
 _SENT_RE = lazyre.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
 _HEADING_RE = lazyre.compile(r"^(#{2,3})\s+(.+?)\s*$")

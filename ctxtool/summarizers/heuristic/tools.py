@@ -9,9 +9,9 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ... import lazyre
 from ...model import Block, Message
-from ...summary_prompt import READ_TOOLS, SEARCH_TOOLS, WRITE_TOOLS, call_args, command_of, extract_files
+from ...text import lazyre
+from ..prompt import READ_TOOLS, SEARCH_TOOLS, WRITE_TOOLS, call_args, command_of, extract_files
 from .text import one_line
 
 MAX_DONE = 25

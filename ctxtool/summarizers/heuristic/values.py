@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ... import lazyre
 from ...model import Message
-from ...summary_prompt import call_args
+from ...text import lazyre
+from ..prompt import call_args
 
 MAX_PER_KIND = 12
 _ENV = lazyre.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")

@@ -1,0 +1,66 @@
+"""When an entry of a transcript happened, read from the source line that recorded it.
+
+Claude Code, Codex and pi write an ISO 8601 ``timestamp`` on every line; pi's messages also
+carry one in milliseconds since the epoch. Formats without times give ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..model import Entry, Transcript, source_lines
+
+_KEYS = ("timestamp", "created_at", "time")
+
+
+def parse(value: Any) -> datetime | None:
+    """An ISO 8601 string or epoch number (seconds or milliseconds) as an aware datetime."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:  # an integer too large for a float overflows in the division already
+            return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and value:
+        try:
+            d = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        return d if d.tzinfo else d.replace(tzinfo=UTC)
+    return None
+
+
+def raw_time(e: Entry) -> Any:
+    """The timestamp its first source line records, as written (``None`` if none)."""
+    for ln in source_lines(e)[:1]:
+        obj = ln.obj
+        if isinstance(obj, dict):
+            for k in _KEYS:
+                if k in obj and parse(obj[k]) is not None:
+                    return obj[k]
+            inner = obj.get("message")
+            if isinstance(inner, dict) and parse(inner.get("timestamp")) is not None:
+                return inner["timestamp"]
+    return None
+
+
+def entry_time(e: Entry) -> datetime | None:
+    return parse(raw_time(e))
+
+
+def iso(d: datetime | None) -> str | None:
+    """UTC, ISO 8601 with milliseconds and ``Z``."""
+    if d is None:
+        return None
+    return d.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def span(entries: Sequence[Entry] | Transcript) -> tuple[datetime | None, datetime | None]:
+    """The earliest and latest times recorded, whatever the line order (a branched pi
+    session's header is written after the messages it copies)."""
+    es = entries.entries if isinstance(entries, Transcript) else entries
+    times = [d for d in map(entry_time, es) if d is not None]
+    return (min(times), max(times)) if times else (None, None)

@@ -1,0 +1,455 @@
+"""Seed 002 ``truncate``: keep a window of the history within a message and character budget.
+
+Strategies:
+
+``sliding``   keep the most recent messages that fit (seed 002 ``:sliding_window``).
+``bookends``  keep the first and the last messages, drop the middle (``:keep_bookends``);
+              the head gets half of each budget, the tail the rest.
+
+With ``keep_first_user`` (the default) the first user message is always kept. System
+messages are the system prompt, which seed 002 counts apart from the messages: they are
+always kept and count against neither budget. A tool call and its result are kept or
+dropped together: the units of the window are the smallest runs of messages no tool
+pair crosses (:func:`ctxtool.history.pairing.closed_groups`). When even the newest unit is over
+the budget it is kept anyway (a window must end with the conversation's last message)
+and the result says ``over_limit``.
+
+Kept messages are not touched, so writers copy their source lines verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..config import BY_KEY
+from ..errors import CtxtoolError, ExitCode
+from ..model import KIND_INJECTED, Message, Transcript
+from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+from .pairing import Event, events, group_starts
+
+if TYPE_CHECKING:
+    from ..formats.base import ErrorPolicy, Format
+    from ..io.jsonl import Source
+    from ..model import Line
+    from ..stats.fast import Tally
+
+STRATEGIES = ("sliding", "bookends")
+#: seed 002's defaults, as the settings table holds them (``window.*`` in :mod:`ctxtool.config`)
+STRATEGY = str(BY_KEY["window.strategy"].default)
+MAX_MESSAGES = int(BY_KEY["window.max_messages"].default)
+MAX_CHARS = int(BY_KEY["window.max_chars"].default)
+KEEP_FIRST_USER = bool(BY_KEY["window.keep_first_user"].default)
+_ALIASES = {"sliding_window": "sliding", "keep_bookends": "bookends", "sliding-window": "sliding"}
+
+
+@dataclass(slots=True)
+class WindowResult:
+    transcript: str
+    path: str
+    index: int
+    id: str | None
+    strategy: str
+    max_messages: int
+    max_chars: int
+    keep_first_user: bool
+    messages_before: int
+    messages_after: int
+    chars_before: int
+    chars_after: int
+    dropped: int
+    dropped_tool_calls: int  # tool calls dropped (each with its result)
+    dropped_tool_results: int
+    kept_first_user: bool  # the first user message was kept only because of keep_first_user
+    over_limit: bool  # the kept messages still exceed a budget
+    dropped_indices: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transcript": self.transcript,
+            "path": self.path,
+            "index": self.index,
+            "id": self.id,
+            "strategy": self.strategy,
+            "max_messages": self.max_messages,
+            "max_chars": self.max_chars,
+            "keep_first_user": self.keep_first_user,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "dropped": self.dropped,
+            "dropped_tool_calls": self.dropped_tool_calls,
+            "dropped_tool_results": self.dropped_tool_results,
+            "kept_first_user": self.kept_first_user,
+            "over_limit": self.over_limit,
+        }
+
+
+def normalize_strategy(name: str) -> str:
+    s = _ALIASES.get(name, name)
+    if s not in STRATEGIES:
+        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", code=ExitCode.USAGE)
+    return s
+
+
+class View:
+    """What the window needs of a transcript's messages, by position: each one's role, its
+    characters toward the budget (a system message: 0, it is always kept) and its tool
+    calls and results as pairing sees them (:func:`ctxtool.history.pairing.events`; read only when
+    the messages do not all fit). Built from the messages (:meth:`of`), or from a dataset
+    record's parsed values without them (:meth:`of_tally`, :mod:`ctxtool.stats.fast`)."""
+
+    __slots__ = ("_events", "_msgs", "chars", "roles")
+
+    def __init__(self, roles: list[str], chars: list[int], evs: Sequence[Sequence[Event]] | None = None,
+                 msgs: Sequence[Message] = ()) -> None:
+        self.roles = roles
+        self.chars = chars
+        self._events = evs
+        self._msgs = msgs
+
+    @classmethod
+    def of(cls, msgs: Sequence[Message]) -> View:
+        return cls([m.role for m in msgs], message_chars(msgs), msgs=msgs)
+
+    @classmethod
+    def of_tally(cls, tl: Tally) -> View:
+        """The view of a dataset record from its tally: the messages its format would read."""
+        if tl.events is None:
+            raise ValueError("a tally read without its pairing events (stats_fast.read pairs=True)")
+        roles = ["user" if r == KIND_INJECTED else r for r in tl.rows]  # an injected message's role is user's
+        return cls(roles, [0 if r == "system" else c for r, c in zip(roles, tl.chars, strict=True)], tl.events)
+
+    @property
+    def events(self) -> Sequence[Sequence[Event]]:
+        if self._events is None:
+            self._events = [events(m) for m in self._msgs]
+        return self._events
+
+    def tool_counts(self, at: Iterable[int]) -> tuple[int, int]:
+        """How many tool calls and tool results the messages ``at`` hold."""
+        evs = self.events
+        n = calls = 0
+        for i in at:
+            es = evs[i]
+            n += len(es)
+            calls += sum(1 for e in es if e[0]) if es else 0
+        return calls, n - calls
+
+
+def _units(roles: Sequence[str], starts: Sequence[int]) -> list[list[int]]:
+    """Indices of non-system messages grouped into runs no tool pair crosses."""
+    units: list[list[int]] = []
+    cur_start = -1
+    for i, role in enumerate(roles):
+        if starts[i] != cur_start:
+            cur_start = starts[i]
+            units.append([])
+        if role != "system":
+            units[-1].append(i)
+    return [u for u in units if u]
+
+
+def plan_window(
+    msgs: Sequence[Message],
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+    chars: Sequence[int] | None = None,
+) -> tuple[list[bool], bool, bool]:
+    """Which messages to keep: ``(keep, kept_first_user, over_limit)``. ``chars``: each
+    message's characters as :func:`message_chars` gives them, when the caller has them."""
+    v = View.of(msgs)
+    if chars is not None:
+        v.chars = list(chars)
+    return plan(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+
+
+def plan(
+    v: View,
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+) -> tuple[list[bool], bool, bool]:
+    """:func:`plan_window` of a :class:`View`."""
+    strategy = normalize_strategy(strategy)
+    if max_messages < 1 or max_chars < 1:
+        raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+    n = len(v.roles)
+    chars = v.chars
+    if sum(1 for r in v.roles if r != "system") <= max_messages and sum(chars) <= max_chars:
+        return [True] * n, False, False  # all fit (none at all: nothing to drop)
+    keep = [r == "system" for r in v.roles]
+    units = _units(v.roles, group_starts(v.events))
+
+    def size(u: list[int]) -> tuple[int, int]:
+        return len(u), sum(chars[i] for i in u)
+
+    used_n = used_c = 0
+    chosen: set[int] = set()  # unit positions
+
+    def take(k: int) -> None:
+        nonlocal used_n, used_c
+        a, b = size(units[k])
+        chosen.add(k)
+        used_n += a
+        used_c += b
+
+    first_user_unit = None
+    if keep_first_user:
+        for k, u in enumerate(units):
+            if any(v.roles[i] == "user" and not v.tool_counts((i,))[1] for i in u):
+                first_user_unit = k
+                break
+    if first_user_unit is not None:
+        take(first_user_unit)
+
+    def fits(k: int, lim_n: int, lim_c: int) -> bool:
+        a, b = size(units[k])
+        return used_n + a <= lim_n and used_c + b <= lim_c
+
+    last = len(units) - 1
+    if strategy == "bookends":
+        head_n, head_c = max_messages // 2, max_chars // 2
+        for k in range(len(units)):
+            if k in chosen:
+                continue
+            if k == last or not fits(k, head_n, head_c):
+                break
+            take(k)
+    # the tail (sliding: the whole window) from the newest unit back
+    for k in range(last, -1, -1):
+        if k in chosen:
+            continue
+        if k == last and not fits(k, max_messages, max_chars):
+            take(k)  # the conversation's last message always stays
+            continue
+        if not fits(k, max_messages, max_chars):
+            break
+        take(k)
+    for k in chosen:
+        for i in units[k]:
+            keep[i] = True
+    natural = _contiguous_tail(chosen, last)
+    if strategy == "bookends":
+        k = 0
+        while k in chosen:
+            natural.add(k)
+            k += 1
+    kept_first_user = first_user_unit is not None and first_user_unit not in natural
+    over = used_n > max_messages or used_c > max_chars
+    return keep, kept_first_user, over
+
+
+def message_chars(msgs: Sequence[Message]) -> list[int]:
+    """Each message's characters toward the limit (a system message: 0, it is always kept)."""
+    return [0 if m.role == "system" else m.chars() for m in msgs]
+
+
+def _contiguous_tail(chosen: set[int], last: int) -> set[int]:
+    out = set()
+    k = last
+    while k in chosen:
+        out.add(k)
+        k -= 1
+    return out
+
+
+def window_messages(
+    msgs: Sequence[Message],
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+) -> tuple[list[Message], int]:
+    """Seed 002's ``truncate/2``: the kept messages and the dropped count."""
+    keep, _, _ = plan_window(
+        msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
+    )
+    kept = [m for m, k in zip(msgs, keep, strict=True) if k]
+    return kept, len(msgs) - len(kept)
+
+
+def window(
+    t: Transcript,
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+) -> WindowResult:
+    """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
+    msgs = t.messages
+    v = View.of(msgs)
+    r = windowed(t, v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+    if r.dropped_indices:
+        t.remove({id(msgs[i]) for i in r.dropped_indices})
+    return r
+
+
+def windowed(
+    t: Transcript,
+    v: View,
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+) -> WindowResult:
+    """What :func:`window` drops from the messages ``v`` views (``t`` names them; it is not
+    changed)."""
+    strategy = normalize_strategy(strategy)
+    keep, kept_first, over = plan(
+        v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
+    )
+    chars = v.chars
+    dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
+    before_n = sum(1 for r in v.roles if r != "system")
+    before_c = sum(chars)
+    calls, results = v.tool_counts(dropped)
+    return WindowResult(
+        transcript=t.label,
+        path=t.path,
+        index=t.index,
+        id=t.id,
+        strategy=strategy,
+        max_messages=max_messages,
+        max_chars=max_chars,
+        keep_first_user=keep_first_user,
+        messages_before=before_n,
+        messages_after=before_n - len(dropped),
+        chars_before=before_c,
+        chars_after=before_c - sum(chars[i] for i in dropped),
+        dropped=len(dropped),
+        dropped_tool_calls=calls,
+        dropped_tool_results=results,
+        kept_first_user=kept_first and bool(dropped),
+        over_limit=over,
+        dropped_indices=dropped,
+    )
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowOp(Operation[Results[WindowResult]]):
+    """:func:`window` as a file operation (see :mod:`ctxtool.run.runner`). ``fast``: a dataset
+    record whose tally gives its view (:mod:`ctxtool.stats.fast`) is planned from it, and
+    only the messages it keeps are read into the model; False reads every message. The
+    output and the results are the same either way (the tests compare both)."""
+
+    name: ClassVar[str] = "window"
+    strategy: str = STRATEGY
+    max_messages: int = MAX_MESSAGES
+    max_chars: int = MAX_CHARS
+    keep_first_user: bool = KEEP_FIRST_USER
+    fast: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strategy", normalize_strategy(self.strategy))
+        if self.max_messages < 1 or self.max_chars < 1:
+            raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+
+    def start(self, ctx: RunContext) -> Task[Results[WindowResult]]:
+        return _WindowTask(self, self.fast and ctx.to is None)  # another format on output: every message read
+
+    def options(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "max_messages": self.max_messages, "max_chars": self.max_chars,
+                "keep_first_user": self.keep_first_user}
+
+
+_PLANNED = "window_result"  # where a record planned from its tally carries its result
+
+
+class _WindowTask(EachTask[WindowResult]):
+    def __init__(self, op: WindowOp, fast: bool) -> None:
+        super().__init__(self._window)
+        self.opts = op.options()
+        self.fast = fast
+
+    def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        if self.fast:
+            from ..stats import fast as stats_fast
+
+            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
+            if ts is not None:
+                return ts
+        return super().read(src, fmt, policy)
+
+    def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
+        """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
+        from ..formats.base import STRUCTURE_ERRORS
+        from ..formats.dataset import DatasetFormat
+        from ..stats.fast import TALLY_KEY
+
+        if not isinstance(f, DatasetFormat):
+            return None
+        tl = stand_in.extra[TALLY_KEY]
+        r = windowed(stand_in, View.of_tally(tl), **self.opts)
+        dropped = set(r.dropped_indices)
+        i = stand_in.index
+        try:
+            if dropped:
+                t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped])
+            else:
+                t = f.passed_record(ln, src, i)  # unchanged: written as it was read
+        except CtxtoolError:
+            return None  # read in full: the format says what is wrong
+        except STRUCTURE_ERRORS:
+            return None
+        t.extra[_PLANNED] = r
+        return t
+
+    def _window(self, t: Transcript) -> WindowResult:
+        r = t.extra.pop(_PLANNED, None)
+        return r if isinstance(r, WindowResult) else window(t, **self.opts)
+
+
+@dataclass(slots=True)
+class WindowReport(FileResults[WindowResult]):
+    """What :func:`window_file` dropped, per transcript and in total."""
+
+    @property
+    def dropped(self) -> int:
+        return sum(r.dropped for r in self.transcripts)
+
+    def totals(self) -> dict[str, Any]:
+        keys = ("messages_before", "messages_after", "chars_before", "chars_after", "dropped", "dropped_tool_calls",
+                "dropped_tool_results")
+        out: dict[str, Any] = {"transcripts": len(self.transcripts)}
+        out.update({k: sum(getattr(r, k) for r in self.transcripts) for k in keys})
+        out["over_limit"] = sum(1 for r in self.transcripts if r.over_limit)
+        return out
+
+
+def window_file(
+    path: str,
+    output: str | None = None,
+    *,
+    strategy: str = STRATEGY,
+    max_messages: int = MAX_MESSAGES,
+    max_chars: int = MAX_CHARS,
+    keep_first_user: bool = KEEP_FIRST_USER,
+    fmt: str | None = None,
+    to: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+    engine: Any = None,
+    fast: bool = True,
+    messages_column: str | None = None,
+) -> WindowReport:
+    """``ctxtool window``: keep a window of every transcript of ``path`` and write them to
+    ``output`` (``-``: stdout; None: nothing, a dry run). ``engine``: run as shards
+    (:class:`ctxtool.run.engines.Sharding`). ``fast``: see :class:`WindowOp`. ``messages_column``: a
+    Parquet dataset's conversation column (:mod:`ctxtool.io.parquet`)."""
+    op = WindowOp(strategy, max_messages, max_chars, keep_first_user, fast)
+    return run_each(WindowReport, op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, engine=engine,
+                    messages_column=messages_column)

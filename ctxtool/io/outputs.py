@@ -1,0 +1,361 @@
+"""Outputs as ctxtool writes them (:func:`atomic_output`), never replacing what is not a
+regular file: a regular file or a new path is written to a temporary file beside it and
+renamed into place; a symlink is followed and its target replaced (the link stays); a FIFO,
+character device, ``/dev/stdout`` or ``/dev/fd/N`` is opened and written in place,
+streaming. A name ending in ``.gz`` or ``.zst`` is compressed. A write that fails (disk
+full, I/O error) is a :class:`CtxtoolError` naming the output, exit code ``IO``. An output
+URL (:mod:`ctxtool.io.urls`) is written to a local temporary file, checked, then uploaded whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any, cast
+
+from ..errors import CtxtoolError, ExitCode
+from ..text import lazyre
+from . import urls
+from .files import BUFFER
+from .paths import make_temp, remove_quietly
+
+
+def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
+    """An output that cannot be written, as one line naming it (exit code ``IO``)."""
+    name = "<stdout>" if path is None or str(path) == "-" else str(path)
+    return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, code=ExitCode.IO)
+
+
+class _Guarded(io.BufferedIOBase):
+    """A writable stream whose failures name the output (a closed pipe stays a BrokenPipeError,
+    which the CLI ends quietly)."""
+
+    def __init__(self, inner: Any, path: str | Path | None) -> None:
+        super().__init__()
+        self._inner = inner
+        self._path = path
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        try:
+            n = self._inner.write(b)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise output_error(e, self._path) from e
+        return len(b) if n is None else int(n)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise output_error(e, self._path) from e
+
+    def close(self) -> None:  # the sink closes what it opened
+        super().close()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_DESCRIPTOR = lazyre.compile(r"^/(?:dev/fd|proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd)/\d+$|^/dev/std(?:out|err)$")
+
+
+def _names_a_descriptor(path: str) -> bool:
+    """Does ``path`` (or a symlink on the way) name an open file descriptor: ``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``? Such an output is written in place even when the
+    descriptor is a regular file (``-o /dev/stdout > file``)."""
+    p = os.path.abspath(path)
+    for _ in range(40):
+        if _DESCRIPTOR.match(p):
+            return True
+        try:
+            nxt = os.readlink(p)
+        except OSError:
+            return False
+        if nxt.startswith(("pipe:", "socket:", "anon_inode:")):
+            return True
+        p = os.path.normpath(os.path.join(os.path.dirname(p), nxt))
+    return False
+
+
+def _output_kind(path: str) -> tuple[str, str]:
+    """``("file", real path)`` for a regular file or a new path (through symlinks), or
+    ``("special", path)`` for a FIFO, device, open descriptor (``/dev/stdout``, ``/dev/fd/N``)
+    or another non-regular file, written in place."""
+    try:
+        st = os.stat(path)  # follows symlinks
+    except FileNotFoundError:
+        if os.path.islink(path):  # a dangling symlink: its target is created, the link stays
+            return "file", os.path.realpath(path)
+        return "file", path
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise CtxtoolError("cannot write the output: a symlink loop", path=path, code=ExitCode.USAGE) from e
+        raise output_error(e, path) from e
+    if stat.S_ISDIR(st.st_mode):
+        raise CtxtoolError("cannot write the output: it is a directory", path=path, code=ExitCode.USAGE)
+    if stat.S_ISREG(st.st_mode) and not _names_a_descriptor(path):
+        return "file", os.path.realpath(path)
+    return "special", path
+
+
+#: a streamed output's bytes held at most (:class:`HeldOutput`)
+HOLD_BYTES = 4 << 20
+
+
+class HeldOutput:
+    """A streamed output's bytes held back until ``ready`` has run, then passed on, about
+    ``limit`` bytes at a time. ``ready`` stores what the bytes name (a run's refs, gathered
+    into packs), so a reader of stdout or a FIFO never meets a ref that is not stored yet.
+    :meth:`release` passes on the rest."""
+
+    def __init__(self, out: IO[bytes], ready: Callable[[], None], limit: int = HOLD_BYTES) -> None:
+        self._out, self._ready, self._limit = out, ready, limit
+        self._held: list[bytes] = []
+        self._size = 0
+
+    def write(self, b: bytes) -> int:
+        self._held.append(bytes(b))
+        self._size += len(b)
+        if self._size >= self._limit:
+            self.release()
+        return len(b)
+
+    def release(self) -> None:
+        self._ready()
+        if self._held:
+            self._out.write(b"".join(self._held))
+            self._held, self._size = [], 0
+
+
+def seen_at_end(path: str | Path | None) -> bool:
+    """Whether an output's bytes reach a reader only when :func:`atomic_output` ends: a
+    regular file or a new path (renamed into place), a URL (uploaded whole); not stdout
+    (``None``, ``-``), a FIFO or a device, written as they come (what a run stores beside
+    such an output is stored chunk by chunk: :class:`HeldOutput`)."""
+    if path is None or str(path) == "-":
+        return False
+    if urls.is_url(str(path)):
+        return True
+    try:
+        return _output_kind(urls.local(str(path)))[0] == "file"
+    except CtxtoolError:  # a directory or a symlink loop: atomic_output says so
+        return False
+
+
+def _compressed_name(name: str | None) -> bool:
+    return (name or "").lower().endswith((".gz", ".zst"))
+
+
+def _compressor(name: str | None, raw: Any) -> Any:
+    """A stream compressing into ``raw`` when ``name`` ends in .gz or .zst, else None."""
+    low = (name or "").lower()
+    if low.endswith(".gz"):
+        import gzip
+
+        return gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0)
+    if low.endswith(".zst"):
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False)
+    return None
+
+
+@contextlib.contextmanager
+def _writer(fd: int) -> Iterator[IO[bytes]]:
+    """A buffered writer on ``fd``. When the block fails, it is closed without flushing again:
+    a full disk is reported once, as the error that ended the block."""
+    fh = os.fdopen(fd, "wb")
+    try:
+        yield fh
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fh.close()
+        raise
+    fh.close()
+
+
+@contextlib.contextmanager
+def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
+    """Where the bytes of an output go, committed when the block ends without an exception."""
+    if path is None or str(path) == "-":
+        yield cast(IO[bytes], _Guarded(sys.stdout.buffer, path))
+        try:
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise output_error(e, path) from e
+        return
+    name = str(path)
+    kind, real = _output_kind(name)
+    if kind == "special":  # written in place, streaming: never replaced
+        try:
+            raw: Any = open(name, "wb")  # noqa: SIM115
+        except OSError as e:
+            raise output_error(e, path) from e
+        try:
+            comp = _compressor(name, raw)
+            yield cast(IO[bytes], _Guarded(comp or raw, path))
+            try:
+                if comp is not None:
+                    comp.close()
+                raw.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                raise output_error(e, path) from e
+        finally:
+            with contextlib.suppress(OSError):
+                raw.close()
+        return
+    target = Path(real)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = make_temp(target.parent, target.name)
+    except OSError as e:
+        raise output_error(e, path) from e
+    try:
+        try:
+            mode = os.stat(target).st_mode & 0o7777  # replacing a file keeps its mode
+        except OSError:
+            mode = 0o666 & ~_umask()  # mkstemp makes 0600; a new output gets the usual mode
+        os.chmod(tmp, mode)
+        with _writer(fd) as fh:
+            comp = _compressor(name, fh)
+            yield cast(IO[bytes], _Guarded(comp or fh, path))
+            try:
+                if comp is not None:
+                    comp.close()
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as e:  # e.g. the disk is full
+                raise output_error(e, path) from e
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            raise output_error(e, path) from e
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: str | Path | None, check: Callable[[str], None] | None = None, *, start_with: str | None = None
+) -> Iterator[IO[bytes]]:
+    """Write an output (``None`` or ``-``: stdout) so that a failure leaves nothing half-done
+    and nothing but a regular file is ever replaced (see the module's doc).
+
+    ``check`` gets a finished temporary file holding the (uncompressed) output before it is
+    committed: if it raises, nothing is written, to stdout or a FIFO either.
+
+    ``start_with``: a file of ours (it is consumed) whose bytes begin the output, before what
+    the block writes: moved to be the temporary file when it can be (the first part of a
+    parallel run: not copied again), else copied."""
+    if path is not None and urls.is_url(str(path)):
+        with _url_output(str(path), check) as out:
+            _copy_start(start_with, out)
+            yield out
+        return
+    if path is not None:
+        path = urls.local(str(path))
+    if check is None:
+        with _sink(path) as out:
+            _copy_start(start_with, out)
+            yield out
+        return
+    direct = path is not None and str(path) != "-" and not _compressed_name(str(path))
+    kind, real = _output_kind(str(path)) if direct else ("special", "")
+    where = Path(real).parent if kind == "file" else Path(tempfile.gettempdir())
+    stem = Path(real).name if kind == "file" else "output"
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, tmp = make_temp(where, stem)
+    except OSError as e:
+        raise output_error(e, path) from e
+    try:
+        if start_with is not None and (moved := _move_start(start_with, tmp, fd)) is not None:
+            fd, start_with = moved, None
+        with _writer(fd) as fh:
+            _copy_start(start_with, fh)  # not moved (another file system): copied
+            yield cast(IO[bytes], _Guarded(fh, path))
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as e:
+                raise output_error(e, path) from e
+        check(tmp)
+        if kind == "file":  # a plain regular file: the checked temporary is the output
+            try:
+                mode = os.stat(real).st_mode & 0o7777
+            except OSError:
+                mode = 0o666 & ~_umask()
+            try:
+                os.chmod(tmp, mode)
+                os.replace(tmp, real)
+            except OSError as e:
+                raise output_error(e, path) from e
+        else:
+            with _sink(path) as out, open(tmp, "rb") as src:
+                shutil.copyfileobj(src, out, BUFFER)
+    finally:
+        remove_quietly(tmp)
+
+
+def _move_start(start: str, tmp: str, fd: int) -> int | None:
+    """Move ``start`` to be the temporary file ``tmp`` (open on ``fd``, then closed): the
+    descriptor of the moved file, opened to append; None when it cannot be moved (another
+    file system)."""
+    try:
+        os.replace(start, tmp)
+    except OSError:
+        return None
+    os.close(fd)  # the empty temporary file it was (now replaced)
+    return os.open(tmp, os.O_WRONLY | os.O_APPEND)
+
+
+def _copy_start(start: str | None, out: IO[bytes]) -> None:
+    if start is not None:
+        with open(start, "rb") as src:
+            shutil.copyfileobj(src, out, BUFFER)
+        remove_quietly(start)
+
+
+@contextlib.contextmanager
+def _url_output(url: str, check: Callable[[str], None] | None) -> Iterator[IO[bytes]]:
+    """An output URL: written to a private local temporary file, checked, compressed for
+    .gz/.zst, then uploaded whole: nothing appears under ``url`` before it is complete."""
+    fd, tmp = make_temp(tempfile.gettempdir(), "url-output")
+    done = tmp
+    try:
+        with _writer(fd) as fh:
+            yield cast(IO[bytes], _Guarded(fh, url))
+        if check is not None:
+            check(tmp)
+        if _compressed_name(url):
+            fd, done = make_temp(tempfile.gettempdir(), "url-output")
+            with _writer(fd) as fh, open(tmp, "rb") as src:
+                comp = _compressor(url, fh)
+                shutil.copyfileobj(src, comp, BUFFER)
+                comp.close()
+        urls.put_file(done, url)
+    finally:
+        remove_quietly(tmp)
+        remove_quietly(done)

@@ -1,0 +1,413 @@
+"""Parquet datasets: one transcript per row, as the large public agent-trajectory sets are
+published (a file, a directory of shards in the Hugging Face layout
+``data/train-00000-of-00012.parquet``, or an fsspec URL).
+
+The conversation is one column (``--messages-column``; else found: the first column named
+as a dataset record's messages key (:data:`ctxtool.formats.dataset.MESSAGE_KEYS`), else the
+only list-of-structs column whose structs have ``role`` or ``from``). It may be OpenAI or
+ShareGPT shaped, a list of structs or a JSON string.
+
+A Parquet file runs as the dataset of JSON Lines it stands for: row N is the record
+``{"messages": <its conversation>}`` (with the row's id column, which names it in reports)
+on line N. Row groups are read one at a time, written to a temporary JSON Lines file and run
+by :func:`ctxtool.run.runner.run_file` (every operation, its report, its errors naming the
+Parquet file and the row as the line). The output is written row group by row group: each
+row's new conversation put back into its column, cast to the column's type; every other
+column, the schema (with its metadata), the row order and the row groups are kept. A row
+``--on-error skip`` leaves out is left out of the output too. Memory holds one row group.
+
+A directory of shards runs as shards (:mod:`ctxtool.run.engines.shards`): one shard per file,
+its output under the same relative name, so the output keeps the sharding.
+
+Reading and writing Parquet needs pyarrow (``pip install 'ctxtool[parquet]'``; Ray brings
+it); it is imported only for a Parquet input.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CtxtoolError, ExitCode
+from ..formats.base import META_KEY
+from . import jsonl as jsonio
+from . import urls
+
+if TYPE_CHECKING:
+    from ..run.runner import FileRun, Operation, R
+    from .events import EventLog
+
+SUFFIX = ".parquet"
+#: record keys that may name the row's id (in reports): the first one present is sent along
+ID_COLUMNS = ("instance_id", "id", "conversation_id", "uuid")
+#: the struct fields that make a list-of-structs column a conversation
+ROLE_FIELDS = ("role", "from")
+
+
+def is_parquet_name(path: str) -> bool:
+    return path.rstrip("/").lower().endswith(SUFFIX)
+
+
+def is_parquet(path: str) -> bool:
+    """A Parquet file (by its name) or a directory holding Parquet files."""
+    if path == "-":
+        return False
+    return is_parquet_name(path) or is_parquet_dir(path)
+
+
+def is_parquet_dir(path: str) -> bool:
+    """A directory (local or URL) with Parquet files under it (the Hugging Face layout)."""
+    if path == "-" or is_parquet_name(path) or urls.has_glob(path):
+        return False
+    if urls.is_url(path):
+        if "." in path.rstrip("/").rsplit("/", 1)[-1]:
+            return False  # a file name: not a directory of shards
+        i = urls.info(path)
+        return i is not None and i.get("type") == "directory" and bool(shard_files(path))
+    return os.path.isdir(path) and bool(shard_files(path))
+
+
+def shard_files(path: str) -> list[tuple[str, str]]:
+    """The Parquet files of ``path`` (a file, or a directory searched recursively) with their
+    names relative to it (an output keeps them), sorted."""
+    if is_parquet_name(path) and not (os.path.isdir(path) if not urls.is_url(path) else False):
+        return [(path, path.rstrip("/").rsplit("/", 1)[-1])]
+    if urls.is_url(path):
+        fs, root = urls.filesystem(path)
+        try:
+            found = sorted(p for p in fs.find(root) if p.lower().endswith(SUFFIX))
+        except Exception as e:
+            raise urls.url_error(e, path) from e
+        base = root.rstrip("/") + "/"
+        return [(urls.qualified(fs, p), p[len(base):] if p.startswith(base) else p.rsplit("/", 1)[-1]) for p in found]
+    root_path = Path(path)
+    return [(str(p), p.relative_to(root_path).as_posix())
+            for p in sorted(root_path.rglob("*" + SUFFIX)) if p.is_file() and not p.name.startswith(".")]
+
+
+def import_pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError as e:
+        raise CtxtoolError("Parquet datasets need pyarrow: pip install 'ctxtool[parquet]'", code=ExitCode.USAGE) from e
+    return pyarrow
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """The conversation column: its name, ``list`` (a list of structs) or ``json`` (a JSON
+    string), the key its record puts it under, and the id column sent along (if any)."""
+
+    name: str
+    kind: str
+    key: str
+    id_column: str | None = None
+
+
+def find_column(schema: Any, name: str | None, path: str) -> Column:
+    """The conversation column of an Arrow ``schema``: ``name``, else found (see the module)."""
+    from ..formats.dataset import MESSAGE_KEYS
+
+    pa = import_pyarrow()
+    kinds = {f.name: _kind(pa, f.type) for f in schema}
+    if name is not None:
+        if name not in kinds:
+            raise CtxtoolError(f"no column {name!r} (columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+        if kinds[name] is None:
+            raise CtxtoolError(f"column {name!r} is {schema.field(name).type}: the messages column must be a list of "
+                               "structs or a JSON string", path=path, code=ExitCode.USAGE)
+        chosen = name
+    else:
+        named = [k for k in MESSAGE_KEYS if kinds.get(k) is not None]
+        convs = [f.name for f in schema if kinds[f.name] == "list" and _has_role(pa, f.type)]
+        if named:
+            chosen = named[0]
+        elif len(convs) == 1:
+            chosen = convs[0]
+        else:
+            raise CtxtoolError("cannot tell which column holds the conversation: name it with --messages-column "
+                               f"(columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+    key = chosen if chosen in MESSAGE_KEYS else "messages"
+    ids = [c for c in ID_COLUMNS if c in kinds and c != chosen and _scalar_id(pa, schema.field(c).type)]
+    return Column(chosen, str(kinds[chosen]), key, ids[0] if ids else None)
+
+
+def _kind(pa: Any, t: Any) -> str | None:
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_struct(t.value_type):
+        return "list"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "json"
+    return None
+
+
+def _has_role(pa: Any, t: Any) -> bool:
+    names = {t.value_type.field(i).name for i in range(t.value_type.num_fields)}
+    return any(r in names for r in ROLE_FIELDS)
+
+
+def _scalar_text(pa: Any, t: Any) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _scalar_id(pa: Any, t: Any) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t))
+
+
+def _open(path: str) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` of ``path`` (local or URL); a file that is not
+    Parquet is one line naming it."""
+    pa = import_pyarrow()
+    try:
+        src: Any = urls.open_read(path) if urls.is_url(path) else urls.local(path)
+        return pa.parquet.ParquetFile(src)
+    except CtxtoolError:
+        raise
+    except FileNotFoundError as e:
+        raise CtxtoolError("no such file", path=path, code=ExitCode.NOT_FOUND) from e
+    except (OSError, pa.ArrowException) as e:
+        raise CtxtoolError(f"not a readable Parquet file: {e}", path=path, code=ExitCode.INPUT) from e
+
+
+def _drop_nulls(v: Any) -> Any:
+    """A struct's null fields left out (a list of structs has every field on every message:
+    null where the message has none), so a message reads as it was written."""
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v]
+    return v
+
+
+def _message_in(m: Any) -> Any:
+    """A message of a list-of-structs column as its record holds it: ctxtool's own field
+    (what restore needs) is JSON text in the column."""
+    m = _drop_nulls(m)
+    if isinstance(m, dict) and isinstance(m.get(META_KEY), str):
+        m[META_KEY] = jsonio.loads(m[META_KEY])
+    return m
+
+
+def _message_out(m: Any) -> Any:
+    if isinstance(m, dict) and META_KEY in m and not isinstance(m[META_KEY], str | None):
+        m = dict(m)
+        m[META_KEY] = jsonio.dumps(m[META_KEY]).decode("utf-8", "surrogatepass")
+    return m
+
+
+def _output_type(pa: Any, t: Any, meta: bool) -> Any:
+    """The conversation column's type for the output: ctxtool's own message field added as a
+    string when the output holds it, and left out when the output no longer does (restore
+    gives back the type the column had)."""
+    fields = [t.value_type.field(i) for i in range(t.value_type.num_fields)]
+    names = [f.name for f in fields]
+    if meta and META_KEY not in names:
+        fields.append(pa.field(META_KEY, pa.large_string() if pa.types.is_large_list(t) else pa.string()))
+    elif not meta and META_KEY in names and _scalar_text(pa, fields[names.index(META_KEY)].type):
+        del fields[names.index(META_KEY)]
+    else:
+        return t
+    item = pa.field(t.value_field.name, pa.struct(fields), t.value_field.nullable)
+    return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+
+
+def _records(pf: Any, col: Column) -> Iterator[bytes]:
+    """Each row's record (one JSON line), a row group at a time."""
+    cols = [col.name] + ([col.id_column] if col.id_column else [])
+    for g in range(pf.num_row_groups):
+        tbl = pf.read_row_group(g, columns=cols)
+        ids = tbl.column(col.id_column).to_pylist() if col.id_column else None
+        values = tbl.column(col.name)
+        if col.kind == "json":
+            texts = values.to_pylist()
+            for k, text in enumerate(texts):
+                raw = b"null" if text is None else text.encode("utf-8", "surrogatepass")
+                spaced = _spaced(raw)
+                yield _head(col, spaced) + raw + _tail(col, None if ids is None else ids[k], spaced)
+        else:
+            for k, msgs in enumerate(values.to_pylist()):
+                rec: dict[str, Any] = {col.key: None if msgs is None else [_message_in(m) for m in msgs]}
+                if ids is not None and ids[k] is not None:
+                    rec[str(col.id_column)] = ids[k]
+                yield jsonio.dumps(rec)
+        del tbl, values
+
+
+def _spaced(text: bytes) -> bool:
+    """Whether a JSON text separates as Python's json.dumps does (``": "``, ``", "``)."""
+    head = text[:400]
+    return b'": ' in head or b'", "' in head
+
+
+def _head(col: Column, spaced: bool) -> bytes:
+    return b'{"%s":%s' % (col.key.encode(), b" " if spaced else b"")
+
+
+def _tail(col: Column, rid: Any, spaced: bool) -> bytes:
+    """The rest of a record after its conversation, in the conversation's style (so that a
+    record written again keeps the style the text had)."""
+    if rid is None:
+        return b"}"
+    sep, colon = (b", ", b": ") if spaced else (b",", b":")
+    return b'%s"%s"%s%s}' % (sep, str(col.id_column).encode(), colon, jsonio.dumps(rid))
+
+
+def _value(line: bytes, col: Column, path: str, row: int, rid: Any = None) -> Any:
+    """The conversation of an output record, as its column holds it (a JSON string: the
+    bytes the run wrote for it, as a record kept or restored has them)."""
+    line = line.rstrip(b"\r\n")
+    if col.kind == "json":
+        for spaced in (False, True):
+            head, tail = _head(col, spaced), _tail(col, rid, spaced)
+            if line.startswith(head) and line.endswith(tail) and len(line) > len(head) + len(tail):
+                raw = line[len(head):len(line) - len(tail)]
+                return None if raw == b"null" else raw.decode("utf-8", "surrogatepass")
+    rec = jsonio.loads(line, path=path, line=row)
+    msgs = rec.get(col.key) if isinstance(rec, dict) else None
+    if col.kind == "json":
+        return None if msgs is None else jsonio.dumps(msgs).decode("utf-8", "surrogatepass")
+    return [_message_out(m) for m in msgs] if isinstance(msgs, list) else msgs
+
+
+def _column(pa: Any, values: list[Any], field: Any, path: str, first_row: int) -> Any:
+    """``values`` as an Arrow array of the column's type; a message field the type lacks is an
+    error (it would be lost), naming the row."""
+    if pa.types.is_struct(getattr(field.type, "value_type", None) or pa.null()):
+        for k, v in enumerate(values):
+            extra = _extra_fields(pa, v, field.type)
+            if extra:
+                raise CtxtoolError(f"the new conversation has field {extra!r}, which column {field.name!r} "
+                                   f"({field.type}) lacks: use a JSON string column", path=path, line=first_row + k,
+                                   code=ExitCode.INPUT)
+    try:
+        return pa.array(values, type=field.type)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise CtxtoolError(f"the new conversations do not fit column {field.name!r} ({field.type}): {e}",
+                           path=path, code=ExitCode.INPUT) from e
+
+
+def _extra_fields(pa: Any, v: Any, t: Any) -> str | None:
+    if v is None:
+        return None
+    if pa.types.is_struct(t) and isinstance(v, dict):
+        names = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+        for k, x in v.items():
+            if k not in names:
+                return str(k)
+            extra = _extra_fields(pa, x, names[k])
+            if extra:
+                return f"{k}.{extra}"
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and isinstance(v, list):
+        for x in v:
+            extra = _extra_fields(pa, x, t.value_type)
+            if extra:
+                return extra
+    return None
+
+
+def _skipped_rows(errors: list[CtxtoolError]) -> set[int]:
+    return {e.line for e in errors if e.line is not None}
+
+
+def _write(pf: Any, col: Column, out_jsonl: str, skipped: set[int], dest: str, path: str) -> None:
+    """The output Parquet file: each row group of the input with its conversations replaced
+    by the run's (``out_jsonl``, one line per row the run kept), written atomically."""
+    pa = import_pyarrow()
+    from .outputs import atomic_output
+
+    schema = pf.schema_arrow
+    idx = schema.get_field_index(col.name)
+    field = schema.field(idx)
+    if col.kind == "list":
+        with open(out_jsonl, "rb") as fh:
+            meta = any(b'"%s":' % META_KEY.encode() in line for line in fh)
+        field = field.with_type(_output_type(pa, field.type, meta))
+        schema = schema.set(idx, field)
+    meta = pf.metadata
+    compression = meta.row_group(0).column(idx).compression.lower() if meta.num_row_groups else "snappy"
+
+    def readable(tmp: str) -> None:
+        pa.parquet.ParquetFile(tmp).metadata  # noqa: B018  (a footer that reads back)
+
+    row = 0
+    with atomic_output(dest, readable) as out, open(out_jsonl, "rb") as fh:
+        writer = pa.parquet.ParquetWriter(out, schema, compression=compression if compression != "uncompressed" else "none")
+        try:
+            for g in range(pf.num_row_groups):
+                tbl = pf.read_row_group(g)
+                ids = tbl.column(col.id_column).to_pylist() if col.id_column and col.kind == "json" else None
+                keep: list[int] = []
+                values: list[Any] = []
+                for k in range(tbl.num_rows):
+                    row += 1
+                    if row in skipped:
+                        continue
+                    line = fh.readline()
+                    if not line:
+                        raise CtxtoolError("the run wrote fewer records than the input has rows", path=path)
+                    keep.append(k)
+                    values.append(_value(line, col, path, row, None if ids is None else ids[k]))
+                if len(keep) < tbl.num_rows:
+                    tbl = tbl.take(pa.array(keep, type=pa.int64()))
+                new = _column(pa, values, field, path, row - len(values) + 1)
+                tbl = tbl.set_column(idx, field, new)
+                writer.write_table(tbl, row_group_size=max(1, tbl.num_rows))
+                del tbl, values
+            if fh.readline():
+                raise CtxtoolError("the run wrote more records than the input has rows", path=path)
+        finally:
+            writer.close()
+
+
+def run_file(
+    op: Operation[R],
+    path: str,
+    output: str | None = None,
+    *,
+    column: str | None = None,
+    fmt: str | None = None,
+    to: str | None = None,
+    on_error: str = "fail",
+    events: EventLog | None = None,
+    progress: Callable[[Any], None] | None = None,
+    threads: int = 1,
+) -> FileRun[R]:
+    """:func:`ctxtool.run.runner.run_file` over one Parquet file ``path`` (local or URL), its
+    output a Parquet file ``output`` (a directory: the same name inside it)."""
+    from ..run.runner import run_file as run_jsonl
+
+    if to is not None:
+        raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", code=ExitCode.USAGE)
+    if is_parquet_dir(path):
+        raise CtxtoolError("a directory of Parquet shards runs as shards: give -o DIR/ (or --engine)",
+                           path=path, code=ExitCode.USAGE)
+    if output == "-":
+        raise CtxtoolError("a Parquet dataset is not written to stdout: give -o FILE.parquet", code=ExitCode.USAGE)
+    if output is not None and (output.endswith("/") or (not urls.is_url(output) and os.path.isdir(output))):
+        output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
+    pf = _open(path)
+    col = find_column(pf.schema_arrow, column, path)
+    with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
+        src = os.path.join(tmp, "rows.jsonl")
+        with open(src, "wb") as fh:
+            for rec in _records(pf, col):
+                fh.write(rec)
+                fh.write(b"\n")
+        dst = os.path.join(tmp, "out.jsonl") if output is not None else None
+        # one process per file (its rows are named by the Parquet file); shards run in parallel
+        run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
+                        threads=threads, name=path)
+        if output is not None and dst is not None:
+            from .paths import refuse_overwrite
+
+            refuse_overwrite(path, output)
+            _write(pf, col, dst, _skipped_rows(run.errors), output, path)
+    run.path = path
+    run.output = output
+    run.file_bytes_before = jsonio.input_size(path)
+    run.file_bytes_after = jsonio.input_size(output) if output is not None else None
+    return run

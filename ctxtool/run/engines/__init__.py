@@ -1,0 +1,130 @@
+"""Engines: where the shards of a run are processed (``--engine``).
+
+An engine is a registered class (:class:`ctxtool.run.engines.base.Engine`): ``local`` (this
+host's process pool; the default, nothing extra) and ``ray`` (a Ray cluster through Ray
+Data; ``pip install 'ctxtool[ray]'``, imported only when chosen). Either runs the same
+shards (:mod:`ctxtool.run.engines.shards`) through the same per-file and per-range code, so
+their outputs are byte for byte the same.
+
+>>> from ctxtool.run.engines import Sharding, get_engine          # doctest: +SKIP
+>>> from ctxtool.run.runner import run_file                        # doctest: +SKIP
+>>> from ctxtool.history.window import WindowOp                        # doctest: +SKIP
+>>> with get_engine("ray") as eng:                             # doctest: +SKIP
+...     run_file(WindowOp(max_messages=20), "s3://bucket/in/*.jsonl", "s3://bucket/out",
+...              engine=Sharding(eng))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import CtxtoolError, ExitCode
+from .base import Engine, Limiter, ThreadLimiter
+
+if TYPE_CHECKING:
+    from .shards import Shard, ShardedRun, Sharding, run_shard
+
+_SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
+
+
+def __getattr__(name: str) -> Any:
+    """The shard machinery, imported on first use (the CLI's start needs only the names)."""
+    if name in _SHARDS:
+        from . import shards
+
+        return getattr(shards, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "Engine",
+    "Limiter",
+    "Shard",
+    "ShardedRun",
+    "Sharding",
+    "ThreadLimiter",
+    "engine_names",
+    "get_engine",
+    "register_engine",
+    "run_shard",
+    "sharding",
+]
+
+DEFAULT = "local"
+
+#: name -> "module:Class" (imported when chosen: ``import ctxtool`` never imports Ray)
+_ENGINES: dict[str, str | type[Engine]] = {
+    "local": "ctxtool.run.engines.local:LocalEngine",
+    "ray": "ctxtool.run.engines.ray:RayEngine",
+}
+
+
+def register_engine(cls: type[Engine]) -> type[Engine]:
+    """Add an engine (a :class:`Engine` subclass with a ``name``); usable as a decorator."""
+    _ENGINES[cls.name] = cls
+    return cls
+
+
+def engine_names() -> list[str]:
+    return list(_ENGINES)
+
+
+def engine_class(name: str) -> type[Engine]:
+    entry = _ENGINES.get(name)
+    if entry is None:
+        raise CtxtoolError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})", code=ExitCode.USAGE)
+    if isinstance(entry, str):
+        import importlib
+
+        mod, _, cls = entry.partition(":")
+        entry = _ENGINES[name] = getattr(importlib.import_module(mod), cls)
+    return entry
+
+
+def get_engine(name: str = DEFAULT, **opts: Any) -> Engine:
+    """An engine by name (``workers=``, ``address=``)."""
+    return engine_class(name)(**opts)
+
+
+def sharding(
+    engine: str | None, paths: list[str], output: str | None, *, address: str | None = None, join: bool = False,
+    workers: int | None = None,
+) -> Sharding | None:
+    """How the CLI runs a file command: None for a plain run (the default engine, one input
+    file, one output file: as before), else shards on the named engine. Shards are chosen by
+    ``--engine ray``, ``--join``, an input glob or directory, or an output that is a directory
+    (ends in ``/`` or exists as one)."""
+    from ...io import urls
+
+    name = engine or DEFAULT
+    if address and name == DEFAULT:
+        raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", code=ExitCode.USAGE)
+    directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
+    tree = [p for p in paths if _is_transcript_dir(p)]
+    if tree and output is not None and not (directory or join):
+        raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/ (or --join -o FILE)",
+                           path=tree[0], code=ExitCode.USAGE)
+    if name == DEFAULT and not join and not directory and not tree and not any(urls.has_glob(p) for p in paths):
+        return None
+    from .shards import Sharding
+
+    return Sharding(get_engine(name, workers=workers, address=address), join=join)
+
+
+def _is_transcript_dir(path: str) -> bool:
+    """A local directory of transcript files (a directory of Parquet shards is one dataset)."""
+    import os
+
+    from ...io import parquet, urls
+
+    return not urls.is_url(path) and os.path.isdir(path) and not parquet.is_parquet(path)
+
+
+def _is_dir(path: str) -> bool:
+    from ...io import urls
+
+    if urls.is_url(path):
+        i = urls.info(path)
+        return i is not None and i.get("type") == "directory"
+    import os
+
+    return os.path.isdir(path)

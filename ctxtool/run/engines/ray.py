@@ -1,0 +1,149 @@
+"""``--engine ray``: the jobs as a Ray Data dataset, one block (one task) per shard.
+
+``address`` joins a running cluster (``ray://...`` or ``host:port``); without it a local
+cluster is started for the run and stopped after it. Each task asks for a fraction of a
+CPU (:data:`CPUS_PER_TASK`): asking for whole CPUs on a small cluster starves Ray Data's
+own scheduling (a 1-CPU-per-task pool hung on a 2-CPU cluster). Jobs and results travel
+pickled (cloudpickle: an operation defined in a notebook travels too); an error a job raises (bad input, an output that cannot be written) comes back
+as that error, the first one in job order, not as a Ray exception.
+
+The limiter is an async actor holding a semaphore: every worker of the cluster asks it
+before a summary request, so a cluster never has more than ``--max-in-flight`` requests out.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from ...errors import CtxtoolError, ExitCode
+from .base import Engine, J, Limiter, T
+
+CPUS_PER_TASK = 0.5
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.USAGE) from e
+    return ray
+
+
+def _run_row(row: dict[str, Any]) -> dict[str, Any]:
+    fn, job = pickle.loads(row["job"])
+    try:
+        res: Any = ("ok", fn(job))
+    except CtxtoolError as e:  # the user's error, as it is: raised again on the driver
+        res = ("error", e)
+    return {"i": row["i"], "result": pickle.dumps(res)}
+
+
+class RayEngine(Engine):
+    name: ClassVar[str] = "ray"
+    help: ClassVar[str] = "a Ray cluster (--address, else a local one); pip install 'ctxtool[ray]'"
+
+    def __init__(self, *, workers: int | None = None, address: str | None = None) -> None:
+        super().__init__(workers=workers, address=address)
+        self._started = False
+
+    def _ray(self) -> Any:
+        ray = import_ray()
+        if not ray.is_initialized():
+            kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+            if self.address:
+                ray.init(address=self.address, **kw)
+            else:
+                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
+                self._started = True
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        return ray
+
+    def map(self, fn: Callable[[J], T], jobs: Sequence[J]) -> list[T]:
+        if not jobs:
+            return []
+        ray = self._ray()
+        dumps = ray.cloudpickle.dumps  # an operation defined in __main__ (a notebook) travels by value
+        try:
+            rows = [{"i": k, "job": dumps((fn, j))} for k, j in enumerate(jobs)]
+        except (TypeError, pickle.PicklingError) as e:  # e.g. a summary model holding a connection
+            raise CtxtoolError(f"--engine ray: this run cannot be sent to the workers ({e})", code=ExitCode.USAGE) from e
+        ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_run_row, num_cpus=CPUS_PER_TASK)
+        done = sorted(ds.take_all(), key=lambda r: r["i"])
+        out: list[T] = []
+        for r in done:
+            kind, value = pickle.loads(r["result"])
+            if kind == "error":
+                raise value
+            out.append(value)
+        return out
+
+    def limiter(self, limit: int) -> Limiter:
+        ray = self._ray()
+        return RayLimiter(_in_flight_actor(ray).remote(limit), limit)
+
+    def close(self) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+
+class RayLimiter:
+    """A :class:`~ctxtool.run.engines.base.Limiter` backed by an actor: it pickles (the actor's
+    handle), so every task of the cluster shares it."""
+
+    def __init__(self, actor: Any, limit: int) -> None:
+        self.actor = actor
+        self.limit = limit
+
+    def acquire(self) -> None:
+        import ray
+
+        ray.get(self.actor.acquire.remote())
+
+    def release(self) -> None:
+        import ray
+
+        ray.get(self.actor.release.remote())
+
+    @property
+    def peak(self) -> int:
+        import ray
+
+        return int(ray.get(self.actor.peak.remote()))
+
+
+@functools.cache
+def _in_flight_actor(ray: Any) -> Any:
+    """The actor class (defined once, when Ray is there)."""
+    import asyncio
+
+    @ray.remote(num_cpus=0)
+    class InFlight:
+        def __init__(self, limit: int) -> None:
+            self.sem = asyncio.Semaphore(limit)
+            self.held = 0
+            self.most = 0
+
+        async def acquire(self) -> None:
+            await self.sem.acquire()
+            self.held += 1
+            self.most = max(self.most, self.held)
+
+        async def release(self) -> None:
+            self.held -= 1
+            self.sem.release()
+
+        async def peak(self) -> int:
+            return self.most
+
+    return InFlight

@@ -1,0 +1,417 @@
+"""A run as shards: inputs (globs, URLs) cut into shards (a whole file, or a byte range of a
+dataset file), each processed by the same code as a local run (:func:`ctxtool.run.runner.run_file`
+for a file, :func:`ctxtool.run.parallel.run_range` for a range), so the bytes are the same.
+
+The output is a directory (a local path or a URL)::
+
+    part-00000.jsonl ...     one per shard, each written atomically (uploaded whole)
+    _done/part-00000.json    written after its shard: settings hash, input and results
+    _report.json             at the end: engine, settings hash, per-shard results
+
+A re-run skips every shard whose ``_done`` entry has the same settings and input, so a run
+that died resumes where it stopped. With ``join`` the shards are written to
+``<output>.parts/`` and joined, in order, into the one file ``output`` (then removed).
+
+Byte ranges are found without reading the file on the driver (a seek per boundary); each
+range counts its own newlines where it runs, and the driver adds them up into first line
+numbers (a record's bytes depend on its line: restore stashes, ``call_{index}`` ids).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ... import formats
+from ...errors import CtxtoolError, ExitCode
+from ...formats.base import ErrorPolicy
+from ...io import jsonl as jsonio
+from ...io import urls
+from ...io.events import EventLog
+from ..runner import FileRun, Operation, R, RunContext
+from .base import Engine
+
+SHARD_BYTES = 32 << 20  # a dataset file is cut into ranges of about this size
+DONE = "_done"
+REPORT = "_report.json"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One unit of work: ``input`` whole (``start`` None) or bytes ``start``..``end`` of it."""
+
+    name: str
+    input: str
+    size: int | None
+    start: int | None = None
+    end: int | None = None
+    first_line: int = 1
+    format: str | None = None  # the dataset's format (ranges)
+    stamp: str | None = None  # the input's version: mtime (local), ETag or modification time (URL)
+
+    def key(self) -> dict[str, Any]:
+        return {"input": self.input, "size": self.size, "stamp": self.stamp, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardJob:
+    """What a worker needs for one shard (pickled): complete in itself."""
+
+    op: Operation[Any]
+    shard: Shard
+    output: str | None  # where the shard's transcripts go (None: not written)
+    done: str | None  # its _done entry
+    settings: str
+    fmt: str | None
+    to: str | None
+    on_error: str
+    events: bool
+    threads: int = 1
+    messages_column: str | None = None  # a Parquet shard's conversation column (None: found)
+
+
+@dataclass(slots=True)
+class ShardResult:
+    name: str
+    report: Any
+    format: str | None
+    transcripts: int
+    errors: list[CtxtoolError]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    reused: bool = False  # written by an earlier run with the same settings
+
+    def to_json(self, shard: Shard) -> dict[str, Any]:
+        return {
+            "name": self.name, **shard.key(), "first_line": shard.first_line, "format": self.format,
+            "transcripts": self.transcripts, "skipped": [str(e) for e in self.errors], "reused": self.reused,
+        }
+
+
+def settings_hash(op: Operation[Any], fmt: str | None, to: str | None, on_error: str,
+                  messages_column: str | None = None) -> str:
+    """What makes a shard's output what it is: the operation and its options, formats, policy
+    (and a Parquet conversation column, when named)."""
+    doc = f"{VERSION}\n{type(op).__module__}.{type(op).__qualname__}\n{op!r}\n{fmt}\n{to}\n{on_error}"
+    if messages_column is not None:
+        doc += f"\n{messages_column}"
+    return hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def absolute(path: str) -> str:
+    """An input as every worker can name it: a URL as it is, a local path made absolute here."""
+    return path if urls.is_url(path) else os.path.abspath(urls.local(path))
+
+
+def _suffix(path: str, to: str | None) -> str:
+    name = path.rsplit("/", 1)[-1].lower()
+    for c in (".gz", ".zst"):
+        name = name.removesuffix(c)
+    return ".json" if name.endswith(".json") and to is None else ".jsonl"
+
+
+def _relative_name(rel: str, to: str | None) -> str:
+    """A directory's file as an output name: its relative path, its suffix the output's."""
+    rel = rel.replace(os.sep, "/")
+    if to is None:
+        return rel
+    stem = rel
+    for c in (".gz", ".zst"):
+        stem = stem.removesuffix(c)
+    return os.path.splitext(stem)[0] + _suffix(stem, to)
+
+
+def plan(
+    engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
+) -> list[Shard]:
+    """The shards of ``paths`` (globs expanded), in order."""
+    if "-" in paths:
+        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", code=ExitCode.USAGE)
+    from ...io import parquet
+
+    inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
+    shards: list[Shard] = []
+    counts: list[tuple[int, str, int, int]] = []  # (shard index, path, start, end) to count lines of
+    for path in inputs:
+        if parquet.is_parquet(path):  # a Parquet file, or each file of a directory: its name kept
+            for f, rel in parquet.shard_files(path):
+                jsonio.check_input(f)
+                shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
+            continue
+        if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
+            for f in formats.walk_files(path):  # written under its own relative name (its suffix as --to says)
+                rel = os.path.relpath(f, path).replace(os.sep, "/")
+                if rel == REPORT or rel.startswith(DONE + "/"):  # a sharded run's own bookkeeping
+                    continue
+                jsonio.check_input(f)
+                shards.append(Shard(_relative_name(rel, to), f, jsonio.input_size(f),
+                                    stamp=_stamp(f)))
+            if not shards:
+                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
+                                   path=path, code=ExitCode.NOT_FOUND)
+            continue
+        jsonio.check_input(path)
+        size = jsonio.input_size(path)
+        stamp = _stamp(path)
+        parts = -(-size // shard_bytes) if size else 1
+        ranges_ok = parts > 1 and to is None and op.parallel and not op.checks_output  # a check reads a whole output
+        cut = formats.split_plan(path, fmt, parts, 1, lines=False) if ranges_ok else None
+        if cut is None:
+            shards.append(Shard(f"part-{len(shards):05d}{_suffix(path, to)}", path, size, stamp=stamp))
+            continue
+        fname, ranges = cut
+        for k, (a, b, _) in enumerate(ranges):
+            if k:
+                counts.append((len(shards), path, ranges[k - 1][0], a))
+            shards.append(Shard(f"part-{len(shards):05d}.jsonl", path, size, a, b, 1, fname, stamp))
+    names = [s.name for s in shards]
+    if len(set(names)) < len(names):  # Parquet files of the same name from several places
+        shards = [s if not parquet.is_parquet_name(s.name) else _renamed(s, f"part-{k:05d}.parquet")
+                  for k, s in enumerate(shards)]
+    if counts:  # each range's first line: the newlines before it, counted where the workers run
+        found = engine.map(_count, [(p, a, b) for _, p, a, b in counts])
+        for (k, _, _, _), n in zip(counts, found, strict=True):  # in order: shard k - 1 is done
+            shards[k] = _with_line(shards[k], shards[k - 1].first_line + n)
+    return shards
+
+
+def _with_line(s: Shard, first_line: int) -> Shard:
+    return Shard(s.name, s.input, s.size, s.start, s.end, first_line, s.format, s.stamp)
+
+
+def _renamed(s: Shard, name: str) -> Shard:
+    return Shard(name, s.input, s.size, s.start, s.end, s.first_line, s.format, s.stamp)
+
+
+def done_name(shard: Shard) -> str:
+    """A shard's ``_done`` entry (flat: a Parquet shard's name may hold directories)."""
+    return shard.name.replace("/", "__") + ".json"
+
+
+def _stamp(path: str) -> str | None:
+    """What tells this version of an input from an edited one of the same size."""
+    if urls.is_url(path):
+        i = urls.info(path) or {}
+        v = i.get("ETag") or i.get("etag") or i.get("LastModified") or i.get("mtime") or i.get("created")
+        return None if v is None else str(v)
+    try:
+        return str(os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
+
+
+def _count(job: tuple[str, int, int]) -> int:
+    return jsonio.count_newlines(*job)
+
+
+def run_shard(job: ShardJob) -> ShardResult:
+    """Process one shard (in any process, on any machine that sees its input and output)."""
+    s = job.shard
+    log = EventLog(None) if job.events else None
+    if s.start is None:
+        from ..runner import run_file
+
+        if job.output is not None and not urls.is_url(job.output) and "/" in s.name:  # a file of a directory's tree
+            os.makedirs(os.path.dirname(job.output), exist_ok=True)
+
+        run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
+                       threads=job.threads, messages_column=job.messages_column)
+        res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
+    else:
+        from ..parallel import RangeJob, run_range
+
+        tmp = _local_temp(job.output) if job.output is not None else None
+        try:
+            r = run_range(RangeJob(job.op, s.input, s.start, s.end or 0, s.first_line, s.format or "", tmp,
+                                   job.on_error, job.events, job.threads))
+            if tmp is not None and job.output is not None:
+                _commit(tmp, job.output)
+                tmp = None
+        finally:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+        res = ShardResult(s.name, r.report, r.format, r.transcripts, r.errors, r.events)
+    if job.done is not None:
+        entry = {"settings": job.settings, **res.to_json(s)}
+        _put(job.done, jsonio.dumps_pretty(entry))
+    return res
+
+
+def _local_temp(output: str) -> str:
+    """A temporary file for a shard: beside a local output (renamed into place), else in /tmp."""
+    from ...io.paths import make_temp
+
+    where = tempfile.gettempdir() if urls.is_url(output) else os.path.dirname(output)
+    fd, tmp = make_temp(where, os.path.basename(output))
+    os.close(fd)
+    return tmp
+
+
+def _commit(tmp: str, output: str) -> None:
+    if urls.is_url(output):
+        urls.put_file(tmp, output)
+        Path(tmp).unlink(missing_ok=True)
+        return
+    os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, output)
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+def _put(dest: str, data: bytes) -> None:
+    with jsonio.atomic_output(dest) as out:
+        out.write(data)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        if urls.is_url(path):
+            return urls.read_bytes(path) if urls.info(path) is not None else None
+        return Path(path).read_bytes()
+    except (OSError, CtxtoolError):
+        return None
+
+
+def _exists(path: str) -> bool:
+    return (urls.info(path) is not None) if urls.is_url(path) else os.path.isfile(path)
+
+
+def _reused(job: ShardJob) -> ShardResult | None:
+    """The result an earlier run left for this shard, when its settings and input match."""
+    if job.done is None or job.output is None:
+        return None
+    raw = _read(job.done)
+    if raw is None:
+        return None
+    try:
+        e = jsonio.loads(raw, path=job.done)
+    except CtxtoolError:
+        return None
+    s = job.shard
+    if not isinstance(e, dict) or e.get("settings") != job.settings or {k: e.get(k) for k in s.key()} != s.key():
+        return None
+    if not _exists(job.output):
+        return None
+    skipped = [CtxtoolError(str(m)) for m in e.get("skipped") or []]
+    return ShardResult(s.name, None, e.get("format"), int(e.get("transcripts") or 0), skipped, reused=True)
+
+
+def _mkdir(path: str) -> None:
+    if urls.is_url(path):
+        return  # object storage has no directories to make
+    try:
+        os.makedirs(os.path.join(path, DONE), exist_ok=True)
+    except OSError as e:
+        raise jsonio.output_error(e, path) from e
+
+
+@dataclass(slots=True)
+class Sharding:
+    """How to run a file command as shards: the engine, and whether to join the output."""
+
+    engine: Engine
+    join: bool = False
+    shard_bytes: int = SHARD_BYTES
+
+    def run_file(
+        self,
+        op: Operation[R],
+        path: str,
+        output: str | None,
+        *,
+        fmt: str | None = None,
+        to: str | None = None,
+        on_error: str = "fail",
+        log: EventLog | None = None,
+        check: Callable[[str], None] | None = None,
+        threads: int = 1,
+        messages_column: str | None = None,
+    ) -> FileRun[R]:
+        """:func:`ctxtool.run.runner.run_file` as shards on this engine (``path`` may be a glob, a
+        Parquet file or a directory of Parquet shards: ``messages_column`` names their
+        conversation column)."""
+        if output == "-":
+            if not self.join:
+                raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
+                                   code=ExitCode.USAGE)
+        shards = plan(self.engine, [path], fmt, to, op, self.shard_bytes)
+        if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
+            raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
+                               code=ExitCode.USAGE)
+        if output is not None:
+            from ...io.paths import refuse_overwrite
+
+            refuse_overwrite([s.input for s in shards if not urls.is_url(s.input)], output)
+        if output is None:
+            outdir = None
+        elif self.join:  # the parts beside the output (resumable), or in /tmp for stdout
+            outdir = tempfile.mkdtemp(prefix="ctxtool-parts-") if output == "-" else output.rstrip("/") + ".parts"
+        else:
+            outdir = output.rstrip("/")
+        if outdir is not None:
+            _mkdir(outdir)
+        h = settings_hash(op, fmt, to, on_error, messages_column)
+        jobs = [
+            ShardJob(op, s, urls.join(outdir, s.name) if outdir else None,
+                     urls.join(outdir, DONE, done_name(s)) if outdir else None, h, fmt, to, on_error, log is not None,
+                     threads, messages_column)
+            for s in shards
+        ]
+        op.prepare()
+        results: list[ShardResult | None] = [_reused(j) for j in jobs]
+        todo = [j for j, r in zip(jobs, results, strict=True) if r is None]
+        ran = iter(self.engine.map(run_shard, todo))
+        results = [r if r is not None else next(ran) for r in results]
+        done = [r for r in results if r is not None]
+        if outdir is not None:
+            _put(urls.join(outdir, REPORT), jsonio.dumps_pretty({
+                "version": VERSION, "engine": self.engine.name, "operation": op.name, "settings": h,
+                "shards": [r.to_json(s) for r, s in zip(done, shards, strict=True)],
+                "transcripts": sum(r.transcripts for r in done),
+            }))
+        if self.join and output is not None and outdir is not None:
+            with jsonio.atomic_output(output, check) as out:
+                for j in jobs:
+                    assert j.output is not None
+                    with jsonio.open_raw(j.output) as fh:
+                        shutil.copyfileobj(fh, out, 1 << 22)
+            _remove_tree(outdir)
+        reports = [r.report for r in done if r.report is not None]
+        if not reports:  # every shard was done before: an empty report of this operation
+            task = op.start(RunContext(path, ErrorPolicy(on_error), None))
+            try:
+                reports = [task.finish()]
+            finally:
+                task.close()
+        if log is not None:
+            for r in done:
+                log.events.extend(r.events)
+        return ShardedRun(op.collect(reports), path, output, next((r.format for r in done if r.format), None),
+                          sum(r.transcripts for r in done), [e for r in done for e in r.errors], len(jobs),
+                          shards=[r.to_json(s) for r, s in zip(done, shards, strict=True)], engine=self.engine.name)
+
+
+@dataclass(slots=True)
+class ShardedRun(FileRun[R]):
+    """A :class:`~ctxtool.run.runner.FileRun` of shards: what each shard did, by which engine."""
+
+    shards: list[dict[str, Any]] = field(default_factory=list)
+    engine: str = ""
+
+
+def _remove_tree(path: str) -> None:
+    if urls.is_url(path):
+        fs, p = urls.filesystem(path)
+        fs.rm(p, recursive=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

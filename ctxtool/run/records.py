@@ -1,0 +1,114 @@
+"""One record at a time: a transcript record's bytes in, the result's bytes and report out.
+
+For engines that spread a dataset over processes or machines (Ray, Dask, Spark): a
+record is one line of a dataset file (one whole transcript per line: OpenAI or Anthropic
+messages datasets, ShareGPT, ctxtool records). The operation is any file operation of
+:mod:`ctxtool.run.runner` (``TruncateOp``, ``TrimOp``, ``RestoreOp``, ``WindowOp``,
+``RepairOp``, ``StatsOp``, ``CompactOp``...); operations, results and reports all pickle, and reports
+merge (:func:`ctxtool.run.runner.merge_reports`) into what a run over the whole file reports.
+A record the operation leaves unchanged comes back byte for byte.
+
+>>> from ctxtool import records
+>>> from ctxtool.history.window import WindowOp
+>>> rec = b'{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}'
+>>> res = records.process(WindowOp(max_messages=1, keep_first_user=False), rec, path="data.jsonl", line=7)
+>>> res.data
+b'{"messages":[{"role":"assistant","content":"hello"}]}'
+>>> res.report.items[0].dropped, res.report.items[0].index, res.format
+(1, 6, 'openai')
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .. import formats
+from ..errors import CtxtoolError
+from ..formats.base import ErrorPolicy
+from ..io import jsonl as jsonio
+from ..io.events import EventLog
+from ..io.jsonl import Source
+from ..model import Line, Transcript
+from .runner import Mergeable, Operation, RunContext, Task
+from .serial import TaskStream, write_checked
+
+R = TypeVar("R", bound=Mergeable)
+
+
+@dataclass(slots=True)
+class RecordResult(Generic[R]):
+    """What :func:`process` made of one record."""
+
+    data: bytes  # the record as written, without a newline (b"" when it was skipped)
+    report: R
+    format: str | None
+    changed: bool  # data differs from the input's bytes
+    skipped: list[str] = field(default_factory=list)  # the record, when --on-error skip dropped it
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def process(
+    op: Operation[R],
+    record: bytes,
+    *,
+    path: str = "-",
+    line: int = 1,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    events: bool = False,
+) -> RecordResult[R]:
+    """Run ``op`` over one record (``path`` and ``line`` say where it came from: they name
+    it in errors, events and reports, as in a run over the file). ``fmt``: the dataset's
+    format (default: detected from this record)."""
+    record = record.rstrip(b"\r\n")
+    policy = ErrorPolicy(on_error)
+    src = Source(path, "jsonl", first_index=line - 1)
+    try:
+        obj = jsonio.loads(record, path=path, line=line)
+    except CtxtoolError as e:
+        policy.handle(e)
+        obj = None
+    if obj is not None:
+        src.peek.append(Line(obj, record, line))
+    f = formats.get_format(fmt) if fmt else formats.detect(src) if src.peek else None
+    if f is not None and src.peek and not f.records_per_line(src):
+        raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.run.runner.run_file",
+                           path=path, line=line)
+    log = EventLog(None) if events else None
+    task = op.start(RunContext(path, policy, log, worker=True))
+    pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output else None
+    stream = TaskStream(task, policy, read_first=op.read_first, keep_failed=op.keep_failed, pairs=pairs)
+    try:
+        ts = list(stream(f.read(src, policy))) if f is not None else []
+        data = _written(ts, f.name, task, pairs) if ts and op.writes and f is not None else b""
+        report = task.finish()
+    finally:
+        task.close()
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    return RecordResult(
+        data=data,
+        report=report,
+        format=stream.format,
+        changed=op.writes and data != record,
+        skipped=[str(e) for e in policy.skipped],
+        events=log.events if log is not None else [],
+    )
+
+
+def _written(ts: list[Transcript], fmt: str, task: Task[Any], pairs: list[tuple[Transcript, Transcript]] | None) -> bytes:
+    """The record as written; checked by the task first when the operation asks (a file:
+    the task's check reads it back)."""
+    if pairs is None:
+        out = io.BytesIO()
+        formats.get_format(fmt).write(ts, out)
+        return out.getvalue()
+    with tempfile.TemporaryDirectory(prefix="ctxtool-record") as d:
+        tmp = os.path.join(d, "record")
+        write_checked(ts, tmp, fmt, None, task, pairs)
+        with open(tmp, "rb") as fh:
+            return fh.read()

@@ -1,0 +1,1 @@
+"""What is in a transcript: figures, the fast tally, the stats operation, recorded compactions."""

@@ -1,0 +1,335 @@
+"""The figures ``stats`` reports: per role, per tool output, recorded usage, per transcript
+and for a whole run (:class:`StatsReport`), with the seed 002 levels. How they are counted is
+:mod:`ctxtool.stats.transcript`; these are re-exported there."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..config import BY_KEY
+from ..model import KIND_INJECTED, ROLES
+
+if TYPE_CHECKING:
+    from ..tokens.models import ModelInfo
+
+#: the rows of ``by_role``: the roles, with injected user-role lines apart
+STATS_ROWS = (*ROLES[:2], KIND_INJECTED, *ROLES[2:])
+
+# Seed 002 check_size defaults, in characters (the chars policy's settings: ctxtool.policies).
+WARNING_CHARS = int(BY_KEY["context.warning_chars"].default)
+CRITICAL_CHARS = int(BY_KEY["context.critical_chars"].default)
+LEVELS = ("ok", "warning", "critical")
+TOP_OUTPUTS = 10
+BATCH_MESSAGES = 1024
+
+
+@dataclass(slots=True)
+class RoleStats:
+    messages: int = 0
+    tokens: int = 0
+    chars: int = 0
+
+    def add(self, other: RoleStats) -> None:
+        self.messages += other.messages
+        self.tokens += other.tokens
+        self.chars += other.chars
+
+    def to_json(self) -> dict[str, int]:
+        return {"messages": self.messages, "tokens": self.tokens, "chars": self.chars}
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    transcript: str
+    message_id: str | None
+    line: int | None
+    tool: str | None
+    tokens: int
+    chars: int
+    lines: int
+    text: str | None = field(default=None, repr=False, compare=False)  # lines not counted yet (see counted)
+
+    def counted(self) -> ToolOutput:
+        """Itself with ``lines`` counted from ``text``, which it then lets go: an output may
+        carry its text until it is known to be reported (most never are, on a large dataset)."""
+        if self.text is not None:
+            self.lines, self.text = self.text.count("\n") + 1, None
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        self.counted()
+        return {
+            "transcript": self.transcript,
+            "message_id": self.message_id,
+            "line": self.line,
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "lines": self.lines,
+        }
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    input: int = 0
+    output: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    api_messages: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_creation + self.cache_read
+
+    def add(self, o: UsageTotals) -> None:
+        self.input += o.input
+        self.output += o.output
+        self.cache_creation += o.cache_creation
+        self.cache_read += o.cache_read
+        self.api_messages += o.api_messages
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_creation": self.cache_creation,
+            "cache_read": self.cache_read,
+            "total": self.total,
+            "api_messages": self.api_messages,
+        }
+
+
+@dataclass(slots=True)
+class Figures:
+    """Counts shared by one transcript and the totals."""
+
+    messages: int = 0
+    tokens: int = 0
+    chars: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    tool_errors: int = 0
+    thinking_blocks: int = 0
+    thinking_tokens: int = 0
+    thinking_chars: int = 0
+    images: int = 0
+    system_prompt_chars: int = 0
+    system_prompt_tokens: int = 0
+    framing_tokens: int = 0
+    # user-role lines the agent injected (skill text, command output, reminders, summaries) have
+    # their own row: "user" counts only the user's words
+    by_role: dict[str, RoleStats] = field(default_factory=lambda: {r: RoleStats() for r in STATS_ROWS})
+    tool_calls_by_name: Counter[str] = field(default_factory=Counter)
+    usage: UsageTotals = field(default_factory=UsageTotals)
+    #: records of types the format's reader does not know (kept verbatim): drift
+    unknown_types: Counter[str] = field(default_factory=Counter)
+
+    def add_message(self, row: str, tokens: int, chars: int) -> None:
+        """One message's tokens and characters to its ``by_role`` row (the totals apart)."""
+        rs = self.by_role.get(row)
+        if rs is None:
+            rs = self.by_role[row] = RoleStats()
+        rs.messages += 1
+        rs.tokens += tokens
+        rs.chars += chars
+
+    def add(self, o: Figures) -> None:
+        # field by field (no getattr loop): called once per transcript
+        self.messages += o.messages
+        self.tokens += o.tokens
+        self.chars += o.chars
+        self.tool_calls += o.tool_calls
+        self.tool_results += o.tool_results
+        self.tool_errors += o.tool_errors
+        self.thinking_blocks += o.thinking_blocks
+        self.thinking_tokens += o.thinking_tokens
+        self.thinking_chars += o.thinking_chars
+        self.images += o.images
+        self.system_prompt_chars += o.system_prompt_chars
+        self.system_prompt_tokens += o.system_prompt_tokens
+        self.framing_tokens += o.framing_tokens
+        by_role = self.by_role
+        for r, s in o.by_role.items():
+            if s.messages:
+                mine = by_role.get(r)
+                if mine is None:
+                    mine = by_role[r] = RoleStats()
+                mine.add(s)
+        if o.tool_calls_by_name:
+            self.tool_calls_by_name.update(o.tool_calls_by_name)
+        if o.usage.api_messages:
+            self.usage.add(o.usage)
+        if o.unknown_types:
+            self.unknown_types.update(o.unknown_types)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "tool_errors": self.tool_errors,
+            "thinking": {"blocks": self.thinking_blocks, "tokens": self.thinking_tokens, "chars": self.thinking_chars},
+            "images": self.images,
+            "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
+            "framing_tokens": self.framing_tokens,
+            "usage": self.usage.to_json(),
+            "unknown_types": dict(self.unknown_types.most_common()),
+        }
+
+
+@dataclass(slots=True)
+class TranscriptStats:
+    path: str
+    index: int
+    id: str | None
+    format: str
+    figures: Figures
+    context_tokens: int
+    context_source: str
+    context_window: int | None
+    level: str
+    largest: list[ToolOutput]
+    label: str = ""  # path#id for a dataset record, else the path
+    model: str | None = None  # the model the transcript records (the context resolver's)
+    first_timestamp: str | None = None  # the earliest and latest times its lines record
+    last_timestamp: str | None = None
+    accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
+
+    @property
+    def context_percent(self) -> float | None:
+        if not self.context_window:
+            return None
+        return round(100.0 * self.context_tokens / self.context_window, 2)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"transcript": self.label or self.path, "path": self.path, "index": self.index, "id": self.id, "format": self.format,
+             "model": self.model, "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp}
+        d.update(self.figures.to_json())
+        d["by_role"] = {r: s.to_json() for r, s in self.figures.by_role.items()}
+        d["tool_calls_by_name"] = dict(self.figures.tool_calls_by_name.most_common())
+        d["context"] = {
+            "tokens": self.context_tokens,
+            "source": self.context_source,
+            "window": self.context_window,
+            "percent": self.context_percent,
+        }
+        d["threshold"] = self.level
+        d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
+        d["accuracy"] = self.accuracy.to_json() if self.accuracy is not None else None
+        return d
+
+
+@dataclass(slots=True)
+class Overview:
+    """What a report says of all its transcripts, counted as they come (so that it holds
+    when only some transcripts are kept): how many, how many at each seed 002 level, the
+    models they record, their earliest and latest timestamps."""
+
+    count: int = 0
+    levels: Counter[str] = field(default_factory=Counter)
+    models: set[str] = field(default_factory=set)
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    #: per file, the records of types its format's reader does not know (drift, warned about)
+    drift: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def add(self, t: TranscriptStats) -> None:
+        self.count += 1
+        self.levels[t.level] += 1
+        if t.model:
+            self.models.add(t.model)
+        self._times(t.first_timestamp, t.last_timestamp)
+        if t.figures.unknown_types:
+            self.drift.setdefault(t.path, Counter()).update(t.figures.unknown_types)
+
+    def merge(self, o: Overview) -> None:
+        self.count += o.count
+        self.levels.update(o.levels)
+        self.models |= o.models
+        self._times(o.first_timestamp, o.last_timestamp)
+        for path, c in o.drift.items():
+            self.drift.setdefault(path, Counter()).update(c)
+
+    def _times(self, first: str | None, last: str | None) -> None:
+        if first and (self.first_timestamp is None or first < self.first_timestamp):
+            self.first_timestamp = first
+        if last and (self.last_timestamp is None or last > self.last_timestamp):
+            self.last_timestamp = last
+
+
+def most_context(transcripts: list[TranscriptStats], k: int) -> list[TranscriptStats]:
+    """The ``k`` transcripts with the most context tokens, the earlier first among equals
+    (applied again to its result plus later transcripts, it gives the same as on them all)."""
+    return sorted(transcripts, key=lambda x: -x.context_tokens)[:k]
+
+
+@dataclass(slots=True)
+class StatsReport:
+    """``transcripts``: every transcript's figures, in input order; with ``kept`` set, only
+    the ``kept`` with the most context tokens (most first) when there are more, and
+    ``overview`` counts them all."""
+
+    tokenizer: str
+    model: ModelInfo | None
+    context_window: int | None
+    warning_chars: int
+    critical_chars: int
+    totals: Figures
+    transcripts: list[TranscriptStats]
+    largest: list[ToolOutput]
+    skipped: list[str]
+    rows: list[dict[str, Any]] | None = None
+    overview: Overview | None = None  # None: counted from ``transcripts``
+    kept: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.overview is None:
+            self.overview = Overview()
+            for t in self.transcripts:
+                self.overview.add(t)
+
+    @property
+    def count(self) -> int:
+        """How many transcripts the figures cover (``transcripts`` may keep fewer)."""
+        assert self.overview is not None
+        return self.overview.count
+
+    @property
+    def level(self) -> str:
+        assert self.overview is not None
+        return max((lv for lv in LEVELS if self.overview.levels[lv]), key=LEVELS.index, default=LEVELS[0])
+
+    def to_json(self, *, transcripts: bool = True) -> dict[str, Any]:
+        """The report as JSON; ``transcripts=False`` leaves out the per-transcript list
+        (the CLI streams it instead of building it in memory)."""
+        ov = self.overview
+        assert ov is not None
+        totals = self.totals.to_json()
+        totals["transcripts"] = ov.count
+        d = {
+            "tokenizer": self.tokenizer,
+            "model": self.model.to_json() if self.model else None,
+            "context_window": self.context_window,
+            "totals": totals,
+            "by_role": {r: s.to_json() for r, s in self.totals.by_role.items()},
+            "tool_calls_by_name": dict(self.totals.tool_calls_by_name.most_common()),
+            "largest_tool_outputs": [o.to_json() for o in self.largest],
+            "thresholds": {
+                "warning_chars": self.warning_chars,
+                "critical_chars": self.critical_chars,
+                "level": self.level,
+                "counts": {lv: ov.levels[lv] for lv in LEVELS},
+            },
+            "skipped": len(self.skipped),
+            "skipped_errors": self.skipped[:20],
+            "models": sorted(ov.models),
+            "first_timestamp": ov.first_timestamp,
+            "last_timestamp": ov.last_timestamp,
+        }
+        if transcripts:
+            d["transcripts"] = [t.to_json() for t in self.transcripts]
+        return d

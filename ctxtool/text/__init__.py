@@ -1,0 +1,1 @@
+"""Text helpers: regular expressions compiled on first use, clipped lines and sentences."""

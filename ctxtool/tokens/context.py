@@ -1,0 +1,324 @@
+"""One answer to "how full is this context?": the window, the tokens, and where each came from.
+
+``stats``, ``check``, ``replay``, ``trim`` and the agent-loop transform all ask
+:func:`resolve`, so they report the same window and the same context tokens.
+
+Window, first found wins (the source is reported):
+
+1. ``--context-window`` (``flag``), then ``--model`` (``registry:NAME``);
+2. the config: ``compaction.context_window``, then ``context_window`` (seed 003's order;
+   ``file:PATH`` or ``env:NAME``, where the value was set);
+3. what the transcript records: Codex's ``model_context_window`` (``transcript``);
+4. the registry entry of the last model the transcript records (``registry:NAME``);
+5. the registry entry of the config's ``model`` (``registry:NAME``);
+6. unknown (``none``): reported as such, never a made-up number.
+
+Names given by the user (``--model``, the config's ``model``) must be in the registry
+(:func:`ctxtool.tokens.models.require`); a name recorded inside a transcript that the registry
+does not know leaves the window unknown.
+
+Tokens are the usage-aware estimate (seeds 000/003) over the current context
+(:func:`view`): messages before the last compaction boundary (Claude Code's
+``compact_boundary`` and its summary line, a pi ``compaction`` entry, a Codex
+``compacted`` item, ctxtool's own ``[Previous conversation summary]`` message) are out of
+the context, except system prompts and the messages the compaction kept, and usage
+recorded before the boundary is not trusted. Nor is the usage of messages a compaction
+kept: when ctxtool writes a compaction it keeps recent messages verbatim after the summary
+(naming the first of them), so usage after such a summary predates it and the messages are
+estimated instead; an agent's own compaction (Claude Code's /compact, pi's entry after the
+kept messages, Codex's ``compacted``) is followed by fresh usage, which is trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
+from .count import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
+
+if TYPE_CHECKING:
+    from .models import ModelInfo
+
+SUMMARY_PREFIX = "[Previous conversation summary]"
+#: Claude Code's boundary line, as its reader names the record
+BOUNDARY_RECORDS = ("system:compact_boundary",)
+
+
+# -- the window ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WindowInfo:
+    window: int | None
+    source: str  # flag | file:PATH | env:NAME | transcript | registry:NAME | none
+    model: str | None = None  # the model in effect (as named)
+    model_source: str = "none"  # flag | transcript | config | none
+
+    def to_json(self) -> dict[str, Any]:
+        return {"window": self.window, "source": self.source, "model": self.model, "model_source": self.model_source}
+
+
+def _lookup(name: str | None) -> ModelInfo | None:
+    """:func:`ctxtool.tokens.models.lookup`; the registry is imported only when there is a name."""
+    if not name:
+        return None
+    from .models import lookup
+
+    return lookup(name)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """What the flags and the config say about the window, read once per command (plain
+    values: it crosses to worker processes)."""
+
+    window: int | None = None  # --context-window
+    model: str | None = None  # --model
+    config_window: int | None = None
+    config_window_source: str = "none"
+    config_model: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in (self.model, self.config_model):
+            if name:
+                from .models import require
+
+                require(name)  # a name the user gave: unknown is a usage error
+
+    @classmethod
+    def from_config(cls, cfg: Any = None, *, window: int | None = None, model: str | None = None) -> ContextSettings:
+        """``cfg`` (a :class:`ctxtool.config.Config`; default: loaded from the environment):
+        values it holds as flags count as flags."""
+        if cfg is None:
+            from ..config import Config
+
+            cfg = Config()
+        if window is None and cfg.source("compaction.context_window") == "flag":
+            window = int(cfg["compaction.context_window"]) or None
+        if model is None and cfg.source("model") == "flag":
+            model = str(cfg["model"]) or None
+        cw, src = None, "none"
+        for key in ("compaction.context_window", "context_window"):
+            if cfg[key] and cfg.source(key) != "flag":
+                cw, src = int(cfg[key]), str(cfg.source(key))
+                break
+        cm = str(cfg["model"]) if cfg["model"] and cfg.source("model") != "flag" else None
+        return cls(window or None, model or None, cw, src, cm)
+
+    def resolve(self, t: Transcript | None) -> WindowInfo:
+        """The window for ``t`` (``None``: no transcript, flags and config only)."""
+        recorded = last_model(t) if t is not None else None
+        model, msrc = (self.model, "flag") if self.model else (recorded, "transcript") if recorded else (
+            (self.config_model, "config") if self.config_model else (None, "none"))
+        if self.window:
+            return WindowInfo(self.window, "flag", model, msrc)
+        if self.model:
+            info = _lookup(self.model)
+            assert info is not None
+            return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
+        if self.config_window:
+            return WindowInfo(self.config_window, self.config_window_source, model, msrc)
+        if t is not None:
+            cw = t.extra.get("context_window")
+            if isinstance(cw, int) and not isinstance(cw, bool) and cw > 0:
+                return WindowInfo(cw, "transcript", model, msrc)
+            info = _lookup(recorded)
+            if info is not None and info.context_window:
+                return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
+        if self.config_model:
+            info = _lookup(self.config_model)
+            if info is not None and info.context_window:
+                return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
+        return WindowInfo(None, "none", model, msrc)
+
+
+def last_model(t: Transcript) -> str | None:
+    """The last model the transcript records (an assistant message's, else the transcript's);
+    Claude Code's ``<synthetic>`` stand-in is not a model."""
+    for m in reversed(t.messages):
+        if m.role == "assistant" and m.model and not m.model.startswith("<"):
+            return m.model
+    name = t.extra.get("model")
+    return name if isinstance(name, str) and name else None
+
+
+def resolve_window(t: Transcript | None, settings: ContextSettings | None = None) -> WindowInfo:
+    return (settings or ContextSettings()).resolve(t)
+
+
+# -- the current context ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ContextView:
+    """The messages in the agent's current context, as indices into ``messages``."""
+
+    messages: list[Message]
+    indices: list[int]
+    trust_from: int = 0  # usage recorded on messages before this index predates the boundary
+    summary: str = ""  # a compaction entry's summary (in context, but not a message)
+    boundary: str | None = None  # compaction | summary | boundary (what the last one was)
+
+    @property
+    def context_messages(self) -> list[Message]:
+        return [self.messages[i] for i in self.indices]
+
+
+def is_summary(m: Message) -> bool:
+    """A compaction summary written as a message (Claude Code's, ctxtool's in datasets)."""
+    if m.metadata.kind == KIND_COMPACTION_SUMMARY or m.extra.get(HINT_SUMMARY):
+        return True
+    if m.role != "user" or not m.content or m.content[0].type != "text":
+        return False
+    return m.content[0].text.startswith(SUMMARY_PREFIX)
+
+
+def view(source: Transcript | Sequence[Message]) -> ContextView:
+    """The current context of a transcript (or of a plain message list): everything after the
+    last compaction boundary, plus the system prompts before it."""
+    entries: Sequence[Any] = source.entries if isinstance(source, Transcript) else source
+    msgs: list[Message] = []
+    marker: Any = None
+    kind = None
+    at = 0  # messages before the marker
+    for e in entries:
+        if isinstance(e, Message):
+            if is_summary(e) and not (kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
+                marker, kind, at = e, "summary", len(msgs)
+            msgs.append(e)
+        elif isinstance(e, Compaction):
+            marker, kind, at = e, "compaction", len(msgs)
+        elif isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            marker, kind, at = e, "boundary", len(msgs)
+    if marker is None:
+        return ContextView(msgs, [i for i, m in enumerate(msgs) if m.agent_visible])
+    start, trust, summary = at, at, ""
+    if isinstance(marker, Compaction):
+        summary, target = read_compaction(source, marker, msgs)
+        kept_after = False
+        if isinstance(target, Message):
+            start = next((i for i, m in enumerate(msgs) if m is target), at)
+            kept_after = start >= at
+        if kept_after or marker.details.get("kept_after"):
+            trust = len(msgs)  # kept messages written after the entry: their usage predates it
+    elif marker.metadata.extra.get("first_kept_id") is not None or not marker.metadata.kind:
+        # a summary ctxtool wrote (it names the first kept message, or only its prefix marks
+        # it): the messages after it were kept from before the compaction
+        trust = len(msgs)
+    idx = [i for i in range(start) if msgs[i].role == "system" and msgs[i].agent_visible]
+    idx += [i for i in range(start, len(msgs)) if msgs[i].agent_visible]
+    return ContextView(msgs, idx, trust, summary, kind)
+
+
+def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[str, Message | None]:
+    """What a compaction entry shows the agent and the first message it kept: the format's
+    own answer (:meth:`ctxtool.formats.base.Format.read_compaction`) for a transcript."""
+    if isinstance(source, Transcript):
+        from ..errors import CtxtoolError
+        from ..formats import get_format
+
+        try:
+            return get_format(source.format).read_compaction(source, c)
+        except CtxtoolError:  # a format this build does not know: the generic answer
+            pass
+    kept = next((m for m in msgs if m.id == c.first_kept_id), None) if c.first_kept_id else None
+    return c.summary, kept
+
+
+def estimate(v: ContextView, tok: Tokenizer | None = None, counts: Sequence[int] | None = None) -> ContextEstimate:
+    """The usage-aware estimate of a view (``counts``: every message's tokens, if known)."""
+    tok = tok or get_tokenizer("heuristic")
+    if counts is None:
+        sub = count_messages(v.context_messages, tok)
+        full = [0] * len(v.messages)
+        for i, n in zip(v.indices, sub, strict=True):
+            full[i] = n
+        counts = full
+    extra = tok.count(v.summary) if v.summary else 0
+    return estimate_context(v.messages, tok, counts, indices=v.indices, trust_from=v.trust_from, extra_tokens=extra)
+
+
+# -- one answer ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextInfo:
+    """The window and the context tokens of one transcript, with their sources."""
+
+    window: int | None
+    window_source: str
+    model: str | None
+    model_source: str
+    tokens: int
+    tokens_source: str  # usage | estimate
+    usage_tokens: int
+    trailing_tokens: int
+    messages: int  # agent-visible messages in the current context
+    chars: int  # their characters (seed 002's metric; images at a fixed estimate)
+    boundary: str | None = None  # the last compaction boundary, if any
+    tokenizer: str = "heuristic"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def percent(self) -> float | None:
+        return round(100.0 * self.tokens / self.window, 2) if self.window else None
+
+    @property
+    def estimate(self) -> ContextEstimate:
+        return ContextEstimate(self.tokens, self.usage_tokens, self.trailing_tokens, self.tokens_source)
+
+    def measure(self) -> Any:
+        from ..policies import Measure
+
+        return Measure(self.tokens, self.chars, self.messages, self.window)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "window_source": self.window_source,
+            "model": self.model,
+            "model_source": self.model_source,
+            "tokens": self.tokens,
+            "source": self.tokens_source,
+            "usage_tokens": self.usage_tokens,
+            "trailing_tokens": self.trailing_tokens,
+            "percent": self.percent,
+            "messages": self.messages,
+            "chars": self.chars,
+            "boundary": self.boundary,
+            "tokenizer": self.tokenizer,
+        }
+
+
+def resolve(
+    t: Transcript | Sequence[Message],
+    *,
+    window: int | None = None,
+    model: str | None = None,
+    settings: ContextSettings | Any = None,
+    tokenizer: Tokenizer | str | None = None,
+    counts: Sequence[int] | None = None,
+    chars: Sequence[int] | None = None,
+) -> ContextInfo:
+    """The one context resolver: window (flag → config → transcript → registry → unknown)
+    and usage-aware tokens after the last compaction boundary.
+
+    ``settings`` is a :class:`ContextSettings` or a ``Config`` (default: the config loaded
+    from the environment); ``window``/``model`` act as the flags. ``counts`` and ``chars`` are
+    the tokens and characters of every message of ``t`` when the caller has them already."""
+    tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
+    cs = settings if isinstance(settings, ContextSettings) else ContextSettings.from_config(settings)
+    if window or model:
+        cs = ContextSettings(window or cs.window, model or cs.model, cs.config_window, cs.config_window_source,
+                             cs.config_model)
+    w = cs.resolve(t if isinstance(t, Transcript) else None)
+    v = view(t)
+    est = estimate(v, tok, counts)
+    n_chars = len(v.summary) + (
+        sum(chars[i] for i in v.indices) if chars is not None else sum(v.messages[i].chars() for i in v.indices))
+    return ContextInfo(
+        w.window, w.source, w.model, w.model_source, est.tokens, est.source, est.usage_tokens, est.trailing_tokens,
+        len(v.indices), n_chars, v.boundary, tok.name,
+    )

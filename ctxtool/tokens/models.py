@@ -1,0 +1,319 @@
+"""The model registry: context window, max output, prices and encoding per model (seed 004).
+
+Prices are USD per 1M tokens: ``input_price``, ``output_price``, ``cache_write_price`` and
+``cache_read_price`` (prompt-cache writes and reads; the input price when absent), and
+``dated_prices``: ``[{"from": "YYYY-MM-DD", "until": "YYYY-MM-DD", ...prices}]``, prices
+that applied over a span of dates (``until`` excluded, optional). :meth:`ModelInfo.prices`
+gives the prices of one day.
+
+Three layers, each field of a later one winning (``ModelInfo.source`` says which gave the
+window and prices):
+
+1. ``ctxtool/data/litellm_models.json``: windows and prices from litellm's maintained
+   ``model_prices_and_context_window.json`` (MIT), vendored with the version it came from
+   (:data:`LITELLM_SOURCE`; ``make models`` refreshes it, :mod:`ctxtool.tokens.models_source`);
+2. ``ctxtool/data/models.json``: what litellm does not give (encodings, dated snapshots as
+   ``aliases``, ``dated_prices``) and models it no longer lists;
+3. the user's file (``$CTXTOOL_MODELS``, else ``<config dir>/models.json``, same shape).
+
+Names are strict: a name resolves to an entry when it is the entry's id or one of its
+``aliases`` (dated snapshots such as ``claude-3-7-sonnet-20250219`` are listed as aliases
+of their family's entry), after an optional ``provider/`` prefix is removed. Nothing is
+guessed from a prefix: ``gpt-4-o`` is not ``gpt-4``. :func:`require` (a name given by the
+user) raises a usage error naming the closest registered names; :func:`lookup` (a name
+recorded in a transcript) returns ``None``, so the window is reported unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..errors import CtxtoolError, ExitCode
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """USD per 1M tokens: input, output, prompt-cache write and prompt-cache read."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+    def cost(self, input: int, output: int, cache_write: int = 0, cache_read: int = 0) -> float:
+        """The cost in USD of these token counts."""
+        return (
+            input * self.input + output * self.output + cache_write * self.cache_write + cache_read * self.cache_read
+        ) / 1_000_000
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "input_price": self.input,
+            "output_price": self.output,
+            "cache_write_price": self.cache_write,
+            "cache_read_price": self.cache_read,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DatedPrices:
+    """Prices that applied from ``start`` (included) until ``end`` (excluded; None: open)."""
+
+    start: date
+    end: date | None
+    prices: Prices
+
+    def applies(self, day: date) -> bool:
+        return self.start <= day and (self.end is None or day < self.end)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"from": self.start.isoformat()}
+        if self.end is not None:
+            d["until"] = self.end.isoformat()
+        return {**d, **self.prices.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    provider: str
+    context_window: int
+    max_output: int
+    input_price: float  # USD per 1M input tokens
+    output_price: float  # USD per 1M output tokens
+    encoding: str
+    aliases: tuple[str, ...] = ()
+    cache_write_price: float | None = None  # USD per 1M prompt-cache write tokens (None: input price)
+    cache_read_price: float | None = None  # USD per 1M prompt-cache read tokens (None: input price)
+    dated_prices: tuple[DatedPrices, ...] = ()  # prices that applied over a span of dates
+    source: str = "ctxtool"  # where the window and prices came from: litellm | ctxtool | user
+
+    @property
+    def list_prices(self) -> Prices:
+        """The current list prices (a missing cache price is the input price)."""
+        return _prices(self.input_price, self.output_price, self.cache_write_price, self.cache_read_price)
+
+    def prices(self, day: date | None = None) -> Prices:
+        """The prices that applied on ``day``: the first dated entry spanning it, else the
+        list prices (also when ``day`` is None)."""
+        if day is not None:
+            for dp in self.dated_prices:
+                if dp.applies(day):
+                    return dp.prices
+        return self.list_prices
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "provider": self.provider,
+            "context_window": self.context_window,
+            "max_output": self.max_output,
+            "input_price": self.input_price,
+            "output_price": self.output_price,
+            "cache_write_price": self.list_prices.cache_write,
+            "cache_read_price": self.list_prices.cache_read,
+            "encoding": self.encoding,
+            "aliases": list(self.aliases),
+            "source": self.source,
+        }
+        if self.dated_prices:
+            d["dated_prices"] = [dp.to_json() for dp in self.dated_prices]
+        return d
+
+
+def _prices(inp: float, out: float, write: float | None, read: float | None) -> Prices:
+    return Prices(inp, out, inp if write is None else write, inp if read is None else read)
+
+
+def _opt_price(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _date(v: Any, name: str, where: str) -> date:
+    try:
+        return date.fromisoformat(str(v))
+    except ValueError as e:
+        raise CtxtoolError(
+            f"model registry: {name}: dated_prices {where} {v!r} is not a YYYY-MM-DD date", code=ExitCode.INPUT
+        ) from e
+
+
+def _dated(name: str, spec: dict[str, Any]) -> tuple[DatedPrices, ...]:
+    """A model's ``dated_prices``: each entry's missing input/output price is the list
+    price; a missing cache price is the entry's input price."""
+    out = []
+    for d in spec.get("dated_prices") or ():
+        if not isinstance(d, dict) or "from" not in d:
+            raise CtxtoolError(f"model registry: {name}: each dated_prices entry needs a \"from\" date", code=ExitCode.INPUT)
+        inp = float(d.get("input_price", spec.get("input_price", 0.0)))
+        prices = _prices(inp, float(d.get("output_price", spec.get("output_price", 0.0))),
+                         _opt_price(d.get("cache_write_price")), _opt_price(d.get("cache_read_price")))
+        end = _date(d["until"], name, "until") if d.get("until") is not None else None
+        out.append(DatedPrices(_date(d["from"], name, "from"), end, prices))
+    return tuple(sorted(out, key=lambda dp: dp.start))
+
+
+def user_models_file() -> Path:
+    env = os.environ.get("CTXTOOL_MODELS")
+    if env:
+        return Path(env).expanduser()
+    from ..io.paths import config_dir
+
+    return config_dir() / "models.json"
+
+
+#: the fields litellm gives; where one of them comes from in an entry is its ``source``
+LITELLM_FIELDS = ("provider", "context_window", "max_output", "input_price", "output_price", "cache_write_price",
+                  "cache_read_price")
+
+
+def _data(name: str) -> dict[str, Any]:
+    from importlib import resources  # the registry is read on the first lookup, not at import
+
+    return dict(json.loads(resources.files("ctxtool").joinpath(f"data/{name}").read_text("utf-8")))
+
+
+def litellm_source() -> dict[str, str]:
+    """Where the vendored windows and prices came from (litellm's version, its licence, the
+    day they were refreshed, how to refresh them)."""
+    return dict(_data("litellm_models.json").get("_source") or {})
+
+
+def _over(old: dict[str, Any] | None, spec: dict[str, Any], layer: str) -> dict[str, Any]:
+    """``spec``'s fields over ``old``'s; the source is ``layer`` when it sets a window or a price."""
+    if old is None or any(k in spec for k in LITELLM_FIELDS):
+        return {**(old or {}), **spec, "source": layer}
+    return {**old, **spec, "source": old.get("source", layer)}
+
+
+@functools.lru_cache(maxsize=4)
+def _load(user_file: str) -> dict[str, ModelInfo]:
+    litellm: dict[str, dict[str, Any]] = {k: {**v, "source": "litellm"}
+                                          for k, v in _data("litellm_models.json")["models"].items()}
+    entries: dict[str, dict[str, Any]] = {}
+    for name, spec in _data("models.json")["models"].items():
+        names = [name, *(spec.get("aliases") or ())]
+        base = next((litellm[n] for n in names if n in litellm), {})
+        for n in names:  # a dated snapshot litellm lists apart is an alias of this entry
+            litellm.pop(n, None)
+        entries[name] = _over(base or None, spec, "ctxtool")
+    entries = {**litellm, **entries}
+    p = Path(user_file)
+    if p.is_file():
+        try:
+            user = json.loads(p.read_text("utf-8"))
+        except (OSError, ValueError) as e:
+            raise CtxtoolError(f"cannot read model registry: {e}", path=str(p), code=ExitCode.INPUT) from e
+        for name, info in (user.get("models", user) or {}).items():
+            if isinstance(info, dict):
+                entries[name] = _over(entries.get(name), info, "user")
+    out = {}
+    for name, spec in entries.items():
+        try:
+            out[name] = _entry(name, spec)
+        except (TypeError, ValueError) as e:
+            raise CtxtoolError(f"model registry: {name}: {e}", path=str(p) if p.is_file() else None,
+                               code=ExitCode.INPUT) from e
+    return out
+
+
+def _default_encoding(name: str) -> str:
+    """OpenAI's older models (GPT-4, GPT-3.5) count with cl100k_base; the others with o200k_base
+    (the closest public tokenizer for other vendors' models too)."""
+    n = name.rsplit("/", 1)[-1]
+    old = n.startswith(("gpt-3.5", "gpt-4")) and not n.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5"))
+    return "cl100k_base" if old else "o200k_base"
+
+
+def _entry(name: str, spec: dict[str, Any]) -> ModelInfo:
+    return ModelInfo(
+        name=name,
+        provider=str(spec.get("provider", "")),
+        context_window=int(spec.get("context_window", 0)),
+        max_output=int(spec.get("max_output", 0)),
+        input_price=float(spec.get("input_price", 0.0)),
+        output_price=float(spec.get("output_price", 0.0)),
+        encoding=str(spec.get("encoding") or _default_encoding(name)),
+        aliases=tuple(str(a) for a in spec.get("aliases") or () if isinstance(a, str)),
+        cache_write_price=_opt_price(spec.get("cache_write_price")),
+        cache_read_price=_opt_price(spec.get("cache_read_price")),
+        dated_prices=_dated(name, spec),
+        source=str(spec.get("source", "ctxtool")),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _names(user_file: str) -> dict[str, str]:
+    """Every accepted name (ids and aliases) -> the entry's id; an id wins over an alias."""
+    reg = _load(user_file)
+    out: dict[str, str] = {}
+    for name, info in reg.items():
+        for a in info.aliases:
+            out.setdefault(a, name)
+    for name in reg:
+        out[name] = name
+    return out
+
+
+def models() -> dict[str, ModelInfo]:
+    return _load(str(user_models_file()))
+
+
+def _resolve(name: str) -> ModelInfo | None:
+    f = str(user_models_file())
+    names = _names(f)
+    n = name.strip()
+    key = names.get(n)
+    if key is None and "/" in n:
+        key = names.get(n.rsplit("/", 1)[-1])  # provider/model, as routers write it
+    return _load(f)[key] if key is not None else None
+
+
+def lookup(name: str | None) -> ModelInfo | None:
+    """The entry whose id or alias is ``name`` (after an optional ``provider/``); else None."""
+    if not name:
+        return None
+    return _resolve(name)
+
+
+def closest(name: str, n: int = 3) -> list[str]:
+    """The registered names (ids and aliases) closest to ``name``."""
+    import difflib
+
+    base = name.strip().rsplit("/", 1)[-1]
+    return difflib.get_close_matches(base, list(_names(str(user_models_file()))), n=n, cutoff=0.6)
+
+
+def require(name: str) -> ModelInfo:
+    """:func:`lookup` for a name the user gave: an unknown name is a usage error that
+    suggests the closest registered names."""
+    info = lookup(name)
+    if info is None:
+        near = closest(name)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise CtxtoolError(
+            f"unknown model {name!r}{hint} (`ctxtool models` lists them; add one to {user_models_file()})",
+            code=ExitCode.USAGE,
+        )
+    return info
+
+
+def unknown(names: Any) -> list[str]:
+    """The names among ``names`` (model names recorded in transcripts) that no entry answers
+    to, sorted; Claude Code's ``<synthetic>`` stand-in and empty names are not models."""
+    return sorted({n for n in names if n and not str(n).startswith("<") and lookup(str(n)) is None})
+
+
+def missing_hint(name: str) -> str:
+    """What to say of a model the registry does not know: which registry, and how to add it."""
+    src = litellm_source().get("from", "litellm").split(" (")[0]
+    example = json.dumps({"models": {name: {"context_window": 200000, "input_price": 3.0, "output_price": 15.0}}})
+    return (f"model {name!r} is not in the model registry ({src} and ctxtool's own entries), so its window and "
+            f"prices are unknown; add it to {user_models_file()} (or the file $CTXTOOL_MODELS names), e.g. "
+            f"{example} (prices in USD per 1M tokens), or give --context-window")

@@ -1,0 +1,55 @@
+"""truncate, restore and trim over transcript files (seeds 000, 001, 004).
+
+Every changed message keeps what is needed to undo the change in the ref cache:
+
+* each cut output's full text is a ref (what ``refs show``/``grep`` read); the message
+  carries seed 001's ``output_ref`` (id, byte_size, line_count) in its metadata, and
+  ``output_refs`` (one per changed block) in its extra metadata;
+* the message's original source lines and metadata are stashed as one more ref,
+  named by ``source_ref``, so ``restore`` puts back exactly what was read.
+
+Modules: ``truncate`` (truncate and trim of one transcript), ``stash`` (the stash format),
+``restore``, ``files`` (the file operations, run by :mod:`ctxtool.run.runner`), ``refs`` (what
+``refs gc`` keeps), ``common`` (the report and shared helpers).
+
+>>> from ctxtool import tools_ops                                  # doctest: +SKIP
+>>> rep = tools_ops.truncate_file("session.jsonl", "short.jsonl")  # doctest: +SKIP
+>>> rep.bytes_saved, rep.tokens_saved                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .common import (
+    DEFAULT_INCLUDE,
+    KINDS,
+    TRIM_PREFIX,
+    OpsReport,
+    default_budget,
+    parse_include,
+    transcript_window,
+)
+from .files import RestoreOp, TrimOp, TruncateOp, restore_file, trim_file, truncate_file
+from .refs import referenced_refs
+from .restore import restore_transcript
+from .truncate import is_trimmed, trim_transcript, truncate_transcript
+
+__all__ = [
+    "DEFAULT_INCLUDE",
+    "KINDS",
+    "TRIM_PREFIX",
+    "OpsReport",
+    "RestoreOp",
+    "TrimOp",
+    "TruncateOp",
+    "default_budget",
+    "is_trimmed",
+    "parse_include",
+    "referenced_refs",
+    "restore_file",
+    "restore_transcript",
+    "transcript_window",
+    "trim_file",
+    "trim_transcript",
+    "truncate_file",
+    "truncate_transcript",
+]
