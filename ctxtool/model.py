@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .io import jsontext
+
 ROLES = ("system", "user", "assistant", "tool")
 BLOCK_TYPES = ("text", "thinking", "tool_call", "tool_result", "image")
 
@@ -85,9 +87,7 @@ class Block:
             return ""
         if isinstance(a, str):
             return a
-        from .io import jsonl as jsonio
-
-        return jsonio.dumps_text(a)
+        return jsontext.encode(a, jsontext.COMPACT).decode("utf-8")
 
     def chars(self) -> int:
         """Characters this block contributes to the context (images: a fixed estimate)."""

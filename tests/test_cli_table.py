@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from ctxtool.cli import table as tb
-from ctxtool.cli.common import PLAIN, console_class
+from ctxtool.cli.console import PLAIN, console_class
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
+from ..tool_outputs.algorithms import GREP, PRESETS, READ
 
-# the tool names: also in the placeholders that truncate, spill and trim write (ctxtool.tool_outputs.algorithms)
-READ = "tool_output_cache"
-GREP = "tool_output_cache_grep"
 SEARCH = "transcript_search"
 TOOLS = (READ, GREP, SEARCH)
 

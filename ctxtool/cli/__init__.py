@@ -131,7 +131,8 @@ def _settle(code: int) -> int:
     a stdout that fails now is reported (a closed pipe ends quietly)."""
     import atexit
 
-    from .common import closed_pipe, err_line
+    from .common import closed_pipe
+    from .console import err_line
 
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -12,7 +12,7 @@ import typer
 
 from .. import policies
 from ..errors import CtxtoolError, ExitCode
-from . import common
+from . import common, console
 from .common import (
     fmt_int,
     json_needs_output,
@@ -162,7 +162,7 @@ def cut(
     if output:
         reports = _transform(paths[0], fmt, on_error, output, to, False, machine, op, messages_column)
         if output == "-":
-            _render_cut_summary(reports, common.ForPeople(sys.stderr))
+            _render_cut_summary(reports, console.PrintableStream(sys.stderr))
             return
     else:
         reports = []

@@ -13,9 +13,10 @@ from ..compaction.layouts import get_layout, layout_names
 from ..compaction.settings import CompactOptions
 from ..errors import CtxtoolError, ExitCode
 from ..summarizers import Closeable, summarizer_names
-from . import common
+from . import common, console
 from .commands_check import PolicyOpt
-from .common import err_line, out_line, resolve_model, stderr_console, warn_skipped
+from .common import resolve_model, warn_skipped
+from .console import err_line, out_line, stderr_console
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def compact(
             summ.close()
     to_stderr = (output is None or output == "-") and not dry_run
     if show_summary:
-        stream = common.ForPeople(sys.stderr if to_stderr else sys.stdout)
+        stream = console.PrintableStream(sys.stderr if to_stderr else sys.stdout)
         for rec, s in zip(report.records, report.summaries, strict=True):
             if s:
                 stream.write(f"--- summary of {rec.label} ---\n{s.rstrip()}\n")

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from .commands_redact import RedactFlag, SecretsFromOpt, options
-from .common import FormatOpt, OutOpt, err_line
+from .common import FormatOpt, OutOpt
+from .console import err_line
 
 ToExport = Annotated[
     str | None,

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
-from . import common
+from . import common, console
 from .commands_redact import RedactFlag, SecretsFromOpt
 from .common import (
     err_line,
@@ -173,7 +173,7 @@ def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -
     def line(tokens: int, chars: int, lines: int, tokenizer: str) -> str:
         return f"{tokens:,} tokens ({tokenizer}) · {chars:,} characters · {lines:,} line{'s' if lines != 1 else ''} of plain text"
 
-    out = common.ForPeople(sys.stdout)
+    out = console.PrintableStream(sys.stdout)
     if len(counts) == 1:
         r = counts[0]
         out.write(line(r.tokens, r.chars, r.lines, r.tokenizer) + "\n")
@@ -301,7 +301,7 @@ def validate(
         emit("validate", items=(c.to_json() for c in report.checked),
              tail={"ok": report.ok, "totals": totals, "problems": d["problems"]}, jsonl=as_jsonl)
     else:
-        out = common.ForPeople(sys.stdout)
+        out = console.PrintableStream(sys.stdout)
         for p in report.problems[:limit]:
             out.write(str(p) + "\n")
         if len(report.problems) > limit:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from . import common
+from . import common, console
 from .common import (
     err_line,
     fmt_int,
@@ -158,7 +158,7 @@ def repair(
         emit("repair", {"output": None if dry_run else output, "dry_run": dry_run},
              items=(r.to_json() for r in reports), tail={"totals": totals}, jsonl=as_jsonl)
         return
-    out = common.ForPeople(sys.stdout)
+    out = console.PrintableStream(sys.stdout)
     multi = len(reports) > 1
     for r, c in changes[:limit]:
         out.write((f"{short_label(r.transcript)}: " if multi else "") + str(c) + "\n")

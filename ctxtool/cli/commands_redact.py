@@ -8,7 +8,8 @@ import typer
 
 from ..errors import ExitCode
 from . import common
-from .common import err_line, out_line, warn_skipped
+from .common import warn_skipped
+from .console import err_line, out_line
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import CtxtoolError, ExitCode
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
-from . import common
+from . import common, console
 from .common import (
     err_line,
     fmt_int,
@@ -319,7 +319,7 @@ def instructions_cmd(
         sys.stdout.write(res.merged)
         sys.stdout.flush()
         return
-    w = common.ForPeople(sys.stdout)
+    w = console.PrintableStream(sys.stdout)
     w.write(f"directory     {res.directory}\n")
     w.write(f"project root  {res.project_root or '(none found)'}\n")
     for s in res.sources:

@@ -11,7 +11,7 @@ from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
 from ..score.core import BUDGET
 from ..summarizers import Closeable, summarizer_names
-from . import common
+from . import common, console
 from .common import resolve_model
 from .render import JsonlOpt, emit
 
@@ -76,7 +76,7 @@ def score_cmd(
                            "judge": judge},
                  items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
         else:
-            _render(list(reports), common.ForPeople(sys.stdout), max_lost)
+            _render(list(reports), console.PrintableStream(sys.stdout), max_lost)
     finally:
         if isinstance(jm, Closeable):
             jm.close()
@@ -100,7 +100,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
-def _render(reps: list[ScoreReport], out: common.ForPeople, max_lost: int) -> None:
+def _render(reps: list[ScoreReport], out: console.PrintableStream, max_lost: int) -> None:
     from ..text.prose import one_line
 
     for r in reps:

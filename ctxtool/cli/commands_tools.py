@@ -9,7 +9,8 @@ import typer
 
 from ..errors import CtxtoolError, ExitCode
 from . import common
-from .common import err_line, fmt_int, out_line, resolve_model, warn_skipped
+from .common import fmt_int, resolve_model, warn_skipped
+from .console import err_line, out_line
 from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[

@@ -11,7 +11,8 @@ import typer
 
 from ..text import lazyre
 from . import common
-from .common import err_line, fmt_int, stderr_console, stdout_console
+from .common import fmt_int, stdout_console
+from .console import err_line, stderr_console
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from ..text import lazyre
-from .common import PLAIN, printable
+from .console import PLAIN, console_class, printable
 
 #: rich.box styles by name; the characters of each: top, head, head row, mid, row, foot row,
 #: foot, bottom (rich's eight lines of four: left, horizontal or space, divider, right)
@@ -382,8 +382,6 @@ class Out:
     def rich(self) -> Any:
         """The rich console behind this one (rich imported on first use)."""
         if self._rich is None:
-            from .common import console_class
-
             self._rich = console_class()(soft_wrap=False, width=self._width, **PLAIN)
         return self._rich
 

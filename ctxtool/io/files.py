@@ -21,12 +21,12 @@ from typing import IO, Any, cast
 
 from ..errors import CtxtoolError, ExitCode
 from . import urls
-from .paths import make_temp, remove_quietly
+from .outputs import _writer
+from .paths import BUFFER, make_temp, remove_quietly
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BOM = b"\xef\xbb\xbf"
-BUFFER = 1 << 20
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -223,8 +223,6 @@ def reopenable(path: str | Path) -> Iterator[str]:
     except OSError as e:
         raise CtxtoolError(f"cannot make a temporary copy: {e.strerror or e}", path=name, code=ExitCode.IO) from e
     try:
-        from .outputs import _writer
-
         with _writer(fd) as out:
             src = sys.stdin.buffer if name == "-" else open_raw(name)
             try:

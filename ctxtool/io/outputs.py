@@ -24,8 +24,7 @@ from typing import IO, Any, cast
 from ..errors import CtxtoolError, ExitCode
 from ..text import lazyre
 from . import urls
-from .files import BUFFER
-from .paths import make_temp, remove_quietly
+from .paths import BUFFER, make_temp, remove_quietly
 
 
 def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:

@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+BUFFER = 1 << 20  # bytes per read and per copy, inputs and outputs alike
+
 
 def cache_dir() -> Path:
     """``$CTXTOOL_CACHE_DIR``, else the user cache directory (e.g. ~/.cache/ctxtool)."""

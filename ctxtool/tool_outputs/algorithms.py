@@ -25,11 +25,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..agent.tools import GREP, READ
 from ..errors import CtxtoolError, ExitCode
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
 LINE_CUT = " [... {n:,} chars cut]"
+# the names of the agent tools that read and search the cache (ctxtool.agent.tools), in the placeholders
+READ = "tool_output_cache"
+GREP = "tool_output_cache_grep"
 
 
 # -- truncation modes: one class each, registered by name (the CLI's --mode choices) --------
