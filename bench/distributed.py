@@ -29,8 +29,8 @@ def _ask(job: tuple[str, Any, int]) -> int:
 
 
 def _truncate(big: Path, engine: Any, d: str, shard_bytes: int) -> tuple[float, int]:
-    from ctxtool import tool_outputs as tools_ops
     from ctxtool.run.engines import Sharding
+    from ctxtool.tool_outputs import files as tools_ops
     from ctxtool.tool_outputs.algorithms import Limits
 
     t = time.perf_counter()

@@ -71,8 +71,8 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     # run to the next. ``sessions`` (real sessions, bench/gen.py from_corpus): the first row
     # again on them.
     from bench.run import peak_rss_mb
-    from ctxtool import tool_outputs as tools_ops
     from ctxtool.tool_outputs import algorithms as toolout
+    from ctxtool.tool_outputs import files as tools_ops
 
     mb = big.stat().st_size / 1e6
     shm = Path("/dev/shm")

@@ -73,9 +73,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .run.runner import run_file as run_file
     from .tokens.count import estimate_context as estimate_context
     from .tokens.count import get_tokenizer as get_tokenizer
-    from .tool_outputs import restore_file as restore_file
-    from .tool_outputs import trim_file as trim_file
-    from .tool_outputs import truncate_file as truncate_file
+    from .tool_outputs.files import restore_file as restore_file
+    from .tool_outputs.files import trim_file as trim_file
+    from .tool_outputs.files import truncate_file as truncate_file
     from .usage import usage_report as usage_report
 
 

@@ -197,7 +197,7 @@ def round_trip_checks(data: bytes, suffix: str, fmt: str, load: Any) -> None:
     from pathlib import Path
 
     from ctxtool import formats
-    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs import files as tools_ops
     from ctxtool.tool_outputs.algorithms import Limits
 
     with tempfile.TemporaryDirectory() as d:

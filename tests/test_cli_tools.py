@@ -247,7 +247,7 @@ def test_a_bad_ref_id_in_a_transcript_is_bad_input(chat: Path, env: Path, tmp_pa
 
 
 def test_trim_takes_the_window_from_the_transcripts_model(env: Path, tmp_path: Path) -> None:
-    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs import files as tools_ops
 
     sample = Path(__file__).resolve().parent.parent / "samples" / "claude_code_session.jsonl"
     r = CliRunner().invoke(app, ["trim", str(sample), "-o", str(tmp_path / "t.jsonl"), "--json"])

@@ -20,9 +20,9 @@ from test_format_gemini import gemini_load
 from typer.testing import CliRunner
 
 from ctxtool import formats
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cli import app
 from ctxtool.history.pairing import pair
+from ctxtool.tool_outputs import files as tools_ops
 from ctxtool.tool_outputs.algorithms import Limits
 
 runner = CliRunner()

@@ -128,7 +128,7 @@ def test_stdin_is_not_sharded(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_trim_as_shards_equals_a_plain_run(tmp_path: Path) -> None:
-    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs import files as tools_ops
 
     src = write_dataset(tmp_path / "d.jsonl", n=8, turns=3, filler=6000)
     plain = tools_ops.trim_file(str(src), str(tmp_path / "p.jsonl"), budget=500, cache=tmp_path / "c0")

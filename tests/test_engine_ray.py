@@ -14,7 +14,6 @@ from fake_llm import FakeLLM
 from test_compact import write_dataset
 from test_fsspec import TIGHT, manifest_entries, s3_server  # noqa: F401  (a fixture)
 
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.history.window import WindowOp
 from ctxtool.run.engines import Sharding, get_engine
@@ -22,6 +21,7 @@ from ctxtool.run.engines.limit import LimitedSummarizer
 from ctxtool.run.runner import run_file
 from ctxtool.stats import transcript as stats
 from ctxtool.summarizers import SummaryRequest, get_summarizer
+from ctxtool.tool_outputs import files as tools_ops
 
 ray = pytest.importorskip("ray")
 

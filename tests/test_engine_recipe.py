@@ -11,8 +11,8 @@ from pathlib import Path
 
 from test_compact import write_dataset
 
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
+from ctxtool.tool_outputs import files as tools_ops
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "distributed.md"
 

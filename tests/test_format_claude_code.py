@@ -451,7 +451,7 @@ def test_restore_puts_a_continuation_back_after_a_relinked_line(tmp_path: Path) 
     """spotter_ae4a77f8_main style: a progress line between two lines of one response points at
     the first; truncating the response re-links it, and restore still finds it (by its source
     form) and puts the second line back after it: the input comes back."""
-    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.tool_outputs import files as tools_ops
     from ctxtool.tool_outputs.algorithms import Limits
 
     long_text = "\n".join(f"step {k}: looked at the parser and the lexer once more" for k in range(40))

@@ -11,8 +11,8 @@ import pytest
 from conftest import SAMPLES, write_bytes
 
 from ctxtool import formats
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.io.jsonl import open_source
+from ctxtool.tool_outputs import files as tools_ops
 from ctxtool.tool_outputs.algorithms import Limits
 
 DOCS = sorted(p for p in SAMPLES.glob("*.json"))

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtool import formats
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.history.cut import cut_transcript
 from ctxtool.history.validate import check_messages
+from ctxtool.tool_outputs import files as tools_ops
 from ctxtool.tool_outputs.algorithms import Limits
 
 SAMPLE = SAMPLES / "gemini-jsonl_session.jsonl"

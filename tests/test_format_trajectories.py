@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxtool import formats
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cli import app
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.history.pairing import pair
 from ctxtool.history.repair import repair
 from ctxtool.io.jsonl import open_source
 from ctxtool.model import Transcript
+from ctxtool.tool_outputs import files as tools_ops
 from ctxtool.tool_outputs.algorithms import Limits
 
 runner = CliRunner()

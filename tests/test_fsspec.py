@@ -14,12 +14,12 @@ from fake_llm import FakeLLM
 from test_compact import opts, write_dataset
 
 from ctxtool import compaction as cp
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.cli import main
 from ctxtool.io import urls
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers.cache import CachedSummarizer
+from ctxtool.tool_outputs import files as tools_ops
 from ctxtool.tool_outputs.algorithms import Limits
 
 fsspec = pytest.importorskip("fsspec")

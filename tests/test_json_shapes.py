@@ -221,8 +221,8 @@ def test_an_error_before_the_first_transcript_prints_no_json(tmp_path: Path) -> 
 def test_per_transcript_counts_parallel_equal_serial(tmp_path: Path) -> None:
     """truncate's per-transcript entries (kept only when asked) are the same from the forked
     workers as from one process, and add up to the totals."""
-    from ctxtool import tool_outputs as tools_ops
     from ctxtool.tool_outputs import algorithms as toolout
+    from ctxtool.tool_outputs import files as tools_ops
 
     lines = []
     for i in range(30):

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.errors import CtxtoolError
 from ctxtool.io import jsonl as jsonio
 from ctxtool.stats import transcript as stats
 from ctxtool.tool_outputs import algorithms as toolout
+from ctxtool.tool_outputs import files as tools_ops
 
 
 def _dataset(path: Path, n: int = 40) -> Path:

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool import tool_outputs as tools_ops
 from ctxtool import window_file
 from ctxtool.io import jsontext
 from ctxtool.tool_outputs import algorithms as toolout
+from ctxtool.tool_outputs import files as tools_ops
 
 NUMBER_TEXTS = st.one_of(
     st.integers(-(10**25), 10**25).map(str),

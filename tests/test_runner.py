@@ -25,8 +25,9 @@ from ctxtool.errors import CtxtoolError
 from ctxtool.history import repair, window
 from ctxtool.model import Transcript
 from ctxtool.run import parallel, records, runner
-from ctxtool.tool_outputs import RestoreOp, TruncateOp
 from ctxtool.tool_outputs import algorithms as toolout
+from ctxtool.tool_outputs.common import OpsReport
+from ctxtool.tool_outputs.files import RestoreOp, TruncateOp, truncate_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,9 +172,9 @@ def test_operations_and_jobs_pickle_and_reports_merge(dataset: Path, tmp_path: P
     job = parallel.RangeJob(op, str(dataset), 0, dataset.stat().st_size, 1, "openai", None, "fail", True)
     res = parallel.run_range(pickle.loads(pickle.dumps(job)))  # what a worker on another machine does
     res = pickle.loads(pickle.dumps(res))
-    whole = tools_ops.truncate_file(str(dataset), None, limits=toolout.Limits(max_lines=10), cache=tmp_path / "c", jobs=1)
+    whole = truncate_file(str(dataset), None, limits=toolout.Limits(max_lines=10), cache=tmp_path / "c", jobs=1)
     assert res.report.truncated == whole.truncated == 30 and res.transcripts == 30 and len(res.events) == 30
-    a, b = tools_ops.OpsReport("truncate", "x", truncated=2, bytes_before=10), tools_ops.OpsReport("truncate", "x", truncated=3)
+    a, b = OpsReport("truncate", "x", truncated=2, bytes_before=10), OpsReport("truncate", "x", truncated=3)
     assert runner.merge_reports([a, b]).truncated == 5 and a.bytes_before == 10
     with pytest.raises(ValueError):
         runner.merge_reports([])
@@ -188,7 +189,7 @@ def test_per_record_api_round_trip_and_merge(dataset: Path, tmp_path: Path) -> N
     assert all(r.changed and r.format == "openai" for r in results)
     assert results[4].events[0]["line"] == 5 and results[4].events[0]["file"] == str(dataset)
     merged = runner.merge_reports(r.report for r in results)
-    whole = tools_ops.truncate_file(str(dataset), str(tmp_path / "out.jsonl"), limits=toolout.Limits(max_lines=50), cache=cache)
+    whole = truncate_file(str(dataset), str(tmp_path / "out.jsonl"), limits=toolout.Limits(max_lines=50), cache=cache)
     assert b"\n".join(r.data for r in results) + b"\n" == (tmp_path / "out.jsonl").read_bytes()
     for k in tools_ops.common.SUMMED:
         if k != "refs_written":  # the file run found the refs already written
@@ -324,7 +325,7 @@ def test_truncate_workers_die_when_the_parent_is_killed(tmp_path: Path) -> None:
     # what the killed run left beside its output (parts named for its pid) goes with the next run there
     small = tmp_path / "small.jsonl"
     small.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(4)))
-    tools_ops.truncate_file(str(small), str(tmp_path / "o2.jsonl"), cache=tmp_path / "cache", jobs=2)
+    truncate_file(str(small), str(tmp_path / "o2.jsonl"), cache=tmp_path / "cache", jobs=2)
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

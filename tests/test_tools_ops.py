@@ -9,12 +9,15 @@ import pytest
 from conftest import all_transcript_params, source_items
 
 from ctxtool import formats
-from ctxtool import tool_outputs as tools_ops
 from ctxtool.cache import RefCache
 from ctxtool.errors import CtxtoolError
 from ctxtool.io.events import EventLog
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.tool_outputs.algorithms import PRESETS, Limits
+from ctxtool.tool_outputs.common import default_budget, parse_include
+from ctxtool.tool_outputs.files import restore_file, trim_file, truncate_file
+from ctxtool.tool_outputs.restore import restore_transcript
+from ctxtool.tool_outputs.truncate import trim_transcript, truncate_transcript
 
 # tight limits so that every file has something to cut
 TIGHT = Limits(max_lines=20, max_bytes=2000, max_chars=3000, spill_threshold=40_000, max_line_length=300)
@@ -30,9 +33,9 @@ def test_truncate_then_restore_is_lossless(path: Path, tmp_path: Path) -> None:
     short = tmp_path / ("short" + path.suffix)
     back = tmp_path / ("back" + path.suffix)
     ev = EventLog(tmp_path / "events.jsonl")
-    rep = tools_ops.truncate_file(str(path), str(short), limits=TIGHT, include="all", cache=cache, events=ev)
+    rep = truncate_file(str(path), str(short), limits=TIGHT, include="all", cache=cache, events=ev)
     assert rep.tokens_after <= rep.tokens_before
-    rep2 = tools_ops.restore_file(str(short), str(back), cache=cache)
+    rep2 = restore_file(str(short), str(back), cache=cache)
     assert (rep2.restored > 0) == bool(ev.events)
     assert back.read_bytes() == path.read_bytes()  # the file as it was, byte for byte
     if rep.truncated + rep.spilled:
@@ -45,9 +48,9 @@ def test_trim_then_restore_is_lossless(path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     short = tmp_path / ("trim" + path.suffix)
     back = tmp_path / ("back" + path.suffix)
-    rep = tools_ops.trim_file(str(path), str(short), budget=500, cache=cache)
+    rep = trim_file(str(path), str(short), budget=500, cache=cache)
     assert rep.tokens_after <= rep.tokens_before
-    tools_ops.restore_file(str(short), str(back), cache=cache)
+    restore_file(str(short), str(back), cache=cache)
     # byte for byte: how the file was written (escaping, layout) comes back with the stash,
     # even when the text that showed it was trimmed (samples/anthropic_request.json)
     assert back.read_bytes() == path.read_bytes()
@@ -64,7 +67,7 @@ def test_truncated_message_carries_refs_and_notice(tmp_path: Path) -> None:
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
     ev = EventLog()
-    rep = tools_ops.truncate_file(str(src), str(out), limits=PRESETS["head-tail"], cache=tmp_path / "c", events=ev)
+    rep = truncate_file(str(src), str(out), limits=PRESETS["head-tail"], cache=tmp_path / "c", events=ev)
     assert rep.truncated == 1 and rep.bytes_saved > 0 and rep.tokens_saved > 0
     t = next(formats.read(out))
     tool = t.messages[-1]
@@ -91,7 +94,7 @@ def _transcript(outputs: list[str]) -> Transcript:
 def test_trim_oldest_first_keeps_newest(tmp_path: Path) -> None:
     t = _transcript(["a" * 4000, "b" * 4000, "c" * 4000, "d" * 4000])  # 1000 tokens each
     cache = RefCache(tmp_path)
-    rep = tools_ops.trim_transcript(t, 2500, cache)
+    rep = trim_transcript(t, 2500, cache)
     texts = [m.content[0].text for m in t.messages if m.role == "tool"]
     assert texts[0].startswith("[tool output trimmed; ref=") and texts[1].startswith("[tool output trimmed; ref=")
     assert texts[2] == "c" * 4000 and texts[3] == "d" * 4000
@@ -100,9 +103,9 @@ def test_trim_oldest_first_keeps_newest(tmp_path: Path) -> None:
     assert cache.read_text(ref) == "a" * 4000
     # the newest output is kept even when it alone exceeds the budget
     t2 = _transcript(["x" * 40_000])
-    assert tools_ops.trim_transcript(t2, 100, cache).trimmed == 0
+    assert trim_transcript(t2, 100, cache).trimmed == 0
     # restore brings every output back
-    tools_ops.restore_transcript(t, cache)
+    restore_transcript(t, cache)
     assert [m.content[0].text for m in t.messages if m.role == "tool"] == ["a" * 4000, "b" * 4000, "c" * 4000, "d" * 4000]
 
 
@@ -110,11 +113,11 @@ def test_trim_after_truncate_points_at_the_full_output(tmp_path: Path) -> None:
     big = "\n".join(str(i) for i in range(5000))
     t = _transcript([big, "small"])
     cache = RefCache(tmp_path)
-    tools_ops.truncate_transcript(t, PRESETS["head-tail"], cache)
+    truncate_transcript(t, PRESETS["head-tail"], cache)
     first_ref = t.messages[1].metadata.output_ref["id"]
-    tools_ops.trim_transcript(t, 1, cache)
+    trim_transcript(t, 1, cache)
     assert t.messages[1].content[0].text == f"[tool output trimmed; ref={first_ref}; read it with tool_output_cache]"
-    tools_ops.restore_transcript(t, cache)
+    restore_transcript(t, cache)
     assert t.messages[1].content[0].text == big
 
 
@@ -123,42 +126,42 @@ def test_include_kinds(tmp_path: Path) -> None:
     t.entries.append(Message("assistant", [Block("thinking", text="t" * 100_000), Block("tool_call", id="c", name="w", arguments={"body": "z" * 100_000})]))
     t.entries.append(Message("tool", [Block("tool_result", id="c", text="ok")]))
     cache = RefCache(tmp_path)
-    rep = tools_ops.truncate_transcript(t, Limits(), cache)
+    rep = truncate_transcript(t, Limits(), cache)
     assert rep.changed == 0 and rep.outputs == 1
-    rep = tools_ops.truncate_transcript(t, Limits(), cache, include=tools_ops.parse_include("thinking,tool_call"))
+    rep = truncate_transcript(t, Limits(), cache, include=parse_include("thinking,tool_call"))
     assert rep.truncated == 2
     assert len(t.messages[0].content[0].text) < 60_000
     assert isinstance(t.messages[0].content[1].arguments, str)
-    tools_ops.restore_transcript(t, cache)
+    restore_transcript(t, cache)
     assert t.messages[0].content[1].arguments == {"body": "z" * 100_000}
     with pytest.raises(CtxtoolError):
-        tools_ops.parse_include("videos")
+        parse_include("videos")
 
 
 def test_default_budget() -> None:
-    assert tools_ops.default_budget(None) is None
-    assert tools_ops.default_budget(32_000) == 20_000
-    assert tools_ops.default_budget(128_000) == 32_000
-    assert tools_ops.default_budget(1_000_000) == 60_000
+    assert default_budget(None) is None
+    assert default_budget(32_000) == 20_000
+    assert default_budget(128_000) == 32_000
+    assert default_budget(1_000_000) == 60_000
 
 
 def test_output_may_not_overwrite_input(tmp_path: Path) -> None:
     p = tmp_path / "a.jsonl"
     p.write_text('{"role":"user","content":"hi"}\n')
     with pytest.raises(CtxtoolError, match="overwrite the input"):
-        tools_ops.truncate_file(str(p), str(p), cache=tmp_path / "c")
+        truncate_file(str(p), str(p), cache=tmp_path / "c")
 
 
 def test_restore_refuses_a_corrupted_stash(tmp_path: Path) -> None:
     src = tmp_path / "chat.jsonl"
     src.write_text(json.dumps({"role": "tool", "tool_call_id": "x", "content": "y\n" * 5000}) + "\n")
     out = tmp_path / "out.jsonl"
-    tools_ops.truncate_file(str(src), str(out), cache=tmp_path / "c", limits=PRESETS["head-tail"])
+    truncate_file(str(src), str(out), cache=tmp_path / "c", limits=PRESETS["head-tail"])
     msg = next(formats.read(out)).messages[0]
     cache = RefCache(tmp_path / "c")
     cache.path_for(msg.metadata.extra["source_ref"]).write_bytes(b"{}")
     with pytest.raises(CtxtoolError, match="corrupted"):
-        tools_ops.restore_file(str(out), str(tmp_path / "back.jsonl"), cache=cache)
+        restore_file(str(out), str(tmp_path / "back.jsonl"), cache=cache)
     assert not (tmp_path / "back.jsonl").exists()
 
 
@@ -171,9 +174,9 @@ def test_truncate_to_another_format_and_restore(tmp_path: Path) -> None:
     ]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     canon = tmp_path / "c.jsonl"
-    tools_ops.truncate_file(str(src), str(canon), to="ctxtool", cache=tmp_path / "c", limits=PRESETS["head-tail"])
+    truncate_file(str(src), str(canon), to="ctxtool", cache=tmp_path / "c", limits=PRESETS["head-tail"])
     back = tmp_path / "back.jsonl"
-    tools_ops.restore_file(str(canon), str(back), to="openai", cache=tmp_path / "c")
+    restore_file(str(canon), str(back), to="openai", cache=tmp_path / "c")
     assert items_of(back) == rows
 
 
@@ -182,7 +185,7 @@ def test_stashes_point_at_output_refs_instead_of_copying_them(path: Path, tmp_pa
     """A message's source stash must not hold its cut outputs a second time (the cache would
     double); restore still gives the input back (checked above for every file)."""
     cache = RefCache(tmp_path / "cache")
-    tools_ops.truncate_file(str(path), None, limits=TIGHT, cache=cache)
+    truncate_file(str(path), None, limits=TIGHT, cache=cache)
     man = cache.manifest()
     outputs = [cache.read_text(r) for r, i in man.items() if i.kind == "output"]
     big = [o for o in outputs if len(o) >= 256]
@@ -210,9 +213,9 @@ def test_a_message_nested_as_deep_as_the_readers_accept_is_stashed_and_restored(
                    '{"name": "bash", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c2", "content": "ok"}]}\n')
     short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
     if op == "truncate":
-        tools_ops.truncate_file(str(src), str(short), limits=TIGHT, cache=tmp_path / "c")
+        truncate_file(str(src), str(short), limits=TIGHT, cache=tmp_path / "c")
     else:
-        tools_ops.trim_file(str(src), str(short), budget=10, cache=tmp_path / "c")
+        trim_file(str(src), str(short), budget=10, cache=tmp_path / "c")
     assert len(short.read_bytes()) < len(src.read_bytes())
-    tools_ops.restore_file(str(short), str(back), cache=tmp_path / "c")
+    restore_file(str(short), str(back), cache=tmp_path / "c")
     assert back.read_bytes() == src.read_bytes()

@@ -60,7 +60,6 @@ def is_hint(m: Any) -> bool:
 def view() -> tuple[int, int]:
     """What one result may hold: bytes, and characters per line (the in-context view's maxMessageBytes and
     maxLineLength, :data:`ctxtool.tool_outputs.algorithms.PRESETS`)."""
-    from ..tool_outputs.algorithms import PRESETS
 
     v = PRESETS["view"]
     return v.max_bytes, v.max_line_length

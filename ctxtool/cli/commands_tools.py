@@ -154,9 +154,9 @@ def truncate(
 ) -> None:
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
-    from .. import tool_outputs as tools_ops
     from ..config import Config
     from ..tool_outputs import algorithms as toolout
+    from ..tool_outputs.files import truncate_file
 
     _, tok = resolve_model(model, tokenizer)
     flags = {
@@ -180,7 +180,7 @@ def truncate(
     limits = toolout.limits_with(base, **over)
     cache = _cache(cache_dir)
     with common.sharding(engine, [path], output, address, join, jobs) as sh:
-        rep = tools_ops.truncate_file(
+        rep = truncate_file(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
             events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
             messages_column=messages_column,
@@ -207,11 +207,11 @@ def restore(
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
-    from .. import tool_outputs as tools_ops
+    from ..tool_outputs.files import restore_file
 
     cache = _cache(cache_dir)
     with common.sharding(engine, [path], output, address, join, jobs) as sh:
-        rep = tools_ops.restore_file(
+        rep = restore_file(
             path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value, jobs=jobs,
             records=as_json or as_jsonl, engine=sh, messages_column=messages_column,
         )
@@ -247,9 +247,9 @@ def trim(
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
     --budget: clamp(window x 0.25, 20k, 60k) of each transcript's window (--context-window,
     --model, the config, else what the transcript records or its model's)."""
-    from .. import tool_outputs as tools_ops
     from ..config import Config
     from ..tokens.context import ContextSettings
+    from ..tool_outputs.files import trim_file
 
     _, tok = resolve_model(model, tokenizer)
     cfg = Config()
@@ -258,7 +258,7 @@ def trim(
     context = ContextSettings.from_config(cfg, window=context_window, model=model)
     cache = _cache(cache_dir)
     with common.sharding(engine, [path], output, address, join, jobs) as sh:
-        rep = tools_ops.trim_file(
+        rep = trim_file(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
             on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
             messages_column=messages_column,
@@ -392,9 +392,9 @@ def refs_gc(
     as_json: common.JsonOpt = False,
 ) -> None:
     """Delete refs that none of the given transcripts reference. Dry run unless --yes."""
-    from .. import tool_outputs as tools_ops
+    from ..tool_outputs.refs import referenced_refs
 
-    referenced = tools_ops.referenced_refs(paths, fmt)
+    referenced = referenced_refs(paths, fmt)
     cache = _cache(cache_dir)
     res = cache.gc(referenced, dry_run=not yes)
     if as_json:

@@ -28,7 +28,8 @@ i.e. at the end of the conversation as it stands. Offline, the conversation stan
 the end of the transcript, so the summary is appended after its last entry. No kept
 message is touched: every message that is not archived is written back byte for byte.
 
->>> from ctxtool import formats, archive              # doctest: +SKIP
+>>> from ctxtool import formats
+>>> from ctxtool.history import archive              # doctest: +SKIP
 >>> t = next(formats.read("session.jsonl"))
 >>> r = archive.archive(t, cutoff=10)
 >>> r.archived_count, r.visible_after

@@ -7,7 +7,7 @@ filesystem fsspec registers for its scheme (``s3fs`` for ``s3://``: ``pip instal
 'ctxtool[s3]'``). An output written to object storage is uploaded whole when it is
 complete, so it is atomic there too: nothing half-written ever appears under its name.
 
->>> from ctxtool import urls
+>>> from ctxtool.io import urls
 >>> urls.is_url("s3://bucket/data.jsonl"), urls.is_url("data.jsonl"), urls.local("file:///tmp/a.jsonl")
 (True, False, '/tmp/a.jsonl')
 """

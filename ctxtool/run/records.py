@@ -8,7 +8,7 @@ messages datasets, ShareGPT, ctxtool records). The operation is any file operati
 merge (:func:`ctxtool.run.runner.merge_reports`) into what a run over the whole file reports.
 A record the operation leaves unchanged comes back byte for byte.
 
->>> from ctxtool import records
+>>> from ctxtool.run import records
 >>> from ctxtool.history.window import WindowOp
 >>> rec = b'{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}'
 >>> res = records.process(WindowOp(max_messages=1, keep_first_user=False), rec, path="data.jsonl", line=7)

@@ -2,7 +2,7 @@
 is imported: every ctxtool process imports modules whose patterns the run at hand never uses
 (a format's, a summary section's), and compiling them all was a visible part of start-up.
 
->>> from ctxtool import lazyre
+>>> from ctxtool.text import lazyre
 >>> THINK = lazyre.compile(r"<think>(.*?)</think>", re.S)   # doctest: +SKIP
 >>> THINK.match(text)                                        # doctest: +SKIP  (compiled here, once)
 

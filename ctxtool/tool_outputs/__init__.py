@@ -18,38 +18,3 @@ Modules: ``truncate`` (truncate and trim of one transcript), ``stash`` (the stas
 """
 
 from __future__ import annotations
-
-from .common import (
-    DEFAULT_INCLUDE,
-    KINDS,
-    TRIM_PREFIX,
-    OpsReport,
-    default_budget,
-    parse_include,
-    transcript_window,
-)
-from .files import RestoreOp, TrimOp, TruncateOp, restore_file, trim_file, truncate_file
-from .refs import referenced_refs
-from .restore import restore_transcript
-from .truncate import is_trimmed, trim_transcript, truncate_transcript
-
-__all__ = [
-    "DEFAULT_INCLUDE",
-    "KINDS",
-    "TRIM_PREFIX",
-    "OpsReport",
-    "RestoreOp",
-    "TrimOp",
-    "TruncateOp",
-    "default_budget",
-    "is_trimmed",
-    "parse_include",
-    "referenced_refs",
-    "restore_file",
-    "restore_transcript",
-    "transcript_window",
-    "trim_file",
-    "trim_transcript",
-    "truncate_file",
-    "truncate_transcript",
-]
