@@ -21,16 +21,18 @@ def _records(src: Path, dst: Path, n: int) -> Path:
 
 
 def run(small: Path, row: Callable[..., None], corpus: Path) -> None:
-    from ctxtool import compaction as compact
+
+    from ctxtool.compaction.run import compact_file
+    from ctxtool.compaction.settings import CompactOptions
     from ctxtool.summarizers import get_summarizer
     from ctxtool.summarizers.cache import CachedSummarizer
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from fake_llm import FakeLLM  # the tests' loopback OpenAI-compatible server
 
-    opts = compact.CompactOptions(force=True, keep_recent_tokens=2000)
+    opts = CompactOptions(force=True, keep_recent_tokens=2000)
     with tempfile.TemporaryDirectory() as d:
-        rep = compact.compact_file(small, Path(d) / "out.jsonl", options=opts, summarizer=get_summarizer("heuristic"))
+        rep = compact_file(small, Path(d) / "out.jsonl", options=opts, summarizer=get_summarizer("heuristic"))
     row(
         "compact --summarizer heuristic",
         f"{rep.records_per_second:,.0f} records/s ({len(rep.records):,} records, {small.stat().st_size / 1e6:.0f} MB)",
@@ -50,7 +52,7 @@ def run(small: Path, row: Callable[..., None], corpus: Path) -> None:
                 Path(d) / f"cache{jobs}",
             )
             t = time.perf_counter()
-            r = compact.compact_file(src, Path(d) / f"o{jobs}.jsonl", options=opts, summarizer=summ, jobs=jobs)
+            r = compact_file(src, Path(d) / f"o{jobs}.jsonl", options=opts, summarizer=summ, jobs=jobs)
             times[jobs] = time.perf_counter() - t
             assert r.count("compacted") == 50, json.dumps(r.to_json())[:300]
         row(
@@ -65,7 +67,7 @@ def run(small: Path, row: Callable[..., None], corpus: Path) -> None:
             get_summarizer("openai", model="gemma-3-270m", base_url=server.openai_base, api_key="bench"), Path(d) / "cache8"
         )
         t = time.perf_counter()
-        r = compact.compact_file(src, Path(d) / "again.jsonl", options=opts, summarizer=summ, jobs=8)
+        r = compact_file(src, Path(d) / "again.jsonl", options=opts, summarizer=summ, jobs=8)
         again = time.perf_counter() - t
         same = (Path(d) / "again.jsonl").read_bytes() == (Path(d) / "o8.jsonl").read_bytes()
         row(

@@ -62,7 +62,8 @@ def heuristic_of(c: Any) -> str:
 
 
 def _compacted(t: Any, summarizer: Any = None) -> Any:
-    from ctxtool.compaction import CompactOptions, compact_transcript
+    from ctxtool.compaction.core import compact_transcript
+    from ctxtool.compaction.settings import CompactOptions
     from ctxtool.errors import CtxtoolError
 
     try:
@@ -90,8 +91,7 @@ def _rows(where: str, reals: list[tuple[str, Any]]) -> list[dict[str, Any]]:
 def table(corpus: Path = CORPUS, log: Callable[[str], None] = print, budget: int | None = None) -> list[dict[str, Any]]:
     """Every cut's rows: real summaries and controls."""
     from ctxtool import formats
-    from ctxtool.score import cut
-    from ctxtool.score.core import BUDGET
+    from ctxtool.score.core import BUDGET, cut
     from ctxtool.score.recorded import recorded
 
     b = budget or BUDGET

@@ -1,11 +1,13 @@
 """ctxtool: offline context management for LLM agent transcripts.
 
-The public API is re-exported here lazily (PEP 562), so ``import ctxtool`` and the CLI's
-start-up stay cheap::
+Every command's operation is a function here, imported on first use (PEP 562) so that
+``import ctxtool`` stays cheap and needs neither typer nor rich::
 
     import ctxtool
-    for t in ctxtool.read("session.jsonl"):
-        report = ctxtool.stats.transcript.transcript_stats(...)
+    report = ctxtool.stats_files(["session.jsonl"])
+    ctxtool.compact_file("session.jsonl", "short.jsonl", options=ctxtool.CompactOptions(force=True))
+
+The packages and what each holds: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -15,52 +17,85 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "CtxtoolError": "ctxtool.errors",
-    "ExitCode": "ctxtool.errors",
-    "Block": "ctxtool.model",
-    "Compaction": "ctxtool.model",
-    "Message": "ctxtool.model",
-    "Metadata": "ctxtool.model",
-    "Transcript": "ctxtool.model",
-    "Usage": "ctxtool.model",
-    "read": "ctxtool.formats",
-    "write": "ctxtool.formats",
-    "write_path": "ctxtool.formats",
-    "detect": "ctxtool.formats",
-    "get_tokenizer": "ctxtool.tokens.count",
-    "estimate_context": "ctxtool.tokens.count",
-    "find_cut": "ctxtool.history.cut",
-    "check_messages": "ctxtool.history.validate",
-    "Config": "ctxtool.config",
-    "run_file": "ctxtool.run.runner",
-    "merge_reports": "ctxtool.run.runner",
-    "convert_file": "ctxtool.run.runner",
-    "truncate_file": "ctxtool.tool_outputs",
-    "trim_file": "ctxtool.tool_outputs",
-    "restore_file": "ctxtool.tool_outputs",
-    "window_file": "ctxtool.history.window",
-    "repair_file": "ctxtool.history.repair",
-    "usage_report": "ctxtool.usage",
+#: public name -> (module, name there)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # the transcript model
+    "Block": ("ctxtool.model", "Block"),
+    "Compaction": ("ctxtool.model", "Compaction"),
+    "Message": ("ctxtool.model", "Message"),
+    "Metadata": ("ctxtool.model", "Metadata"),
+    "Transcript": ("ctxtool.model", "Transcript"),
+    "Usage": ("ctxtool.model", "Usage"),
+    # errors and settings
+    "CtxtoolError": ("ctxtool.errors", "CtxtoolError"),
+    "ExitCode": ("ctxtool.errors", "ExitCode"),
+    "Config": ("ctxtool.config", "Config"),
+    # reading and writing
+    "read": ("ctxtool.formats", "read"),
+    "write": ("ctxtool.formats", "write"),
+    "write_path": ("ctxtool.formats", "write_path"),
+    "detect": ("ctxtool.formats", "detect"),
+    "convert_file": ("ctxtool.run.runner", "convert_file"),
+    # tokens
+    "get_tokenizer": ("ctxtool.tokens.count", "get_tokenizer"),
+    "estimate_context": ("ctxtool.tokens.count", "estimate_context"),
+    # inspecting (stats, validate, cut, check, replay, compactions, usage)
+    "stats_files": ("ctxtool.stats.transcript", "stats"),
+    "validate_files": ("ctxtool.history.validate", "validate"),
+    "check_messages": ("ctxtool.history.validate", "check_messages"),
+    "find_cut": ("ctxtool.history.cut", "find_cut"),
+    "cut_transcript": ("ctxtool.history.cut", "cut_transcript"),
+    "check_transcript": ("ctxtool.policies.check", "check_transcript"),
+    "replay_file": ("ctxtool.replay.core", "replay_file"),
+    "compactions_files": ("ctxtool.stats.compactions", "compactions"),
+    "usage_report": ("ctxtool.usage", "usage_report"),
+    # changing files (truncate, trim, restore, window, repair, archive, compact, redact, export)
+    "truncate_file": ("ctxtool.tool_outputs.files", "truncate_file"),
+    "trim_file": ("ctxtool.tool_outputs.files", "trim_file"),
+    "restore_file": ("ctxtool.tool_outputs.files", "restore_file"),
+    "window_file": ("ctxtool.history.window", "window_file"),
+    "repair_file": ("ctxtool.history.repair", "repair_file"),
+    "archive_file": ("ctxtool.history.archive", "archive_file"),
+    "CompactOptions": ("ctxtool.compaction.settings", "CompactOptions"),
+    "compact_file": ("ctxtool.compaction.run", "compact_file"),
+    "compact_paths": ("ctxtool.compaction.run", "compact_paths"),
+    "redact_files": ("ctxtool.redact", "redact_files"),
+    "export_file": ("ctxtool.export", "export_file"),
+    # scoring and the agent loop
+    "score_files": ("ctxtool.score.core", "score_files"),
+    "load_instructions": ("ctxtool.agent.instructions", "load_instructions"),
+    "make_transform": ("ctxtool.agent.transform", "make_transform"),
+    # running any operation
+    "run_file": ("ctxtool.run.runner", "run_file"),
+    "merge_reports": ("ctxtool.run.runner", "merge_reports"),
 }
-_SUBMODULES = {
+_SUBPACKAGES = {
     "agent", "cache", "calibration", "compaction", "config", "errors", "export", "formats", "history", "io", "model",
     "policies", "redact", "replay", "run", "score", "stats", "summarizers", "text", "tokens", "tool_outputs", "usage",
 }
 
-__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+__all__ = sorted([*_EXPORTS, *_SUBPACKAGES, "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .agent.instructions import load_instructions as load_instructions
+    from .agent.transform import make_transform as make_transform
+    from .compaction.run import compact_file as compact_file
+    from .compaction.run import compact_paths as compact_paths
+    from .compaction.settings import CompactOptions as CompactOptions
     from .config import Config as Config
     from .errors import CtxtoolError as CtxtoolError
     from .errors import ExitCode as ExitCode
+    from .export import export_file as export_file
     from .formats import detect as detect
     from .formats import read as read
     from .formats import write as write
     from .formats import write_path as write_path
+    from .history.archive import archive_file as archive_file
+    from .history.cut import cut_transcript as cut_transcript
     from .history.cut import find_cut as find_cut
     from .history.repair import repair_file as repair_file
     from .history.validate import check_messages as check_messages
+    from .history.validate import validate as validate_files  # noqa: F401 (a public name of its own)
     from .history.window import window_file as window_file
     from .model import Block as Block
     from .model import Compaction as Compaction
@@ -68,9 +103,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Metadata as Metadata
     from .model import Transcript as Transcript
     from .model import Usage as Usage
+    from .policies.check import check_transcript as check_transcript
+    from .redact import redact_files as redact_files
+    from .replay.core import replay_file as replay_file
     from .run.runner import convert_file as convert_file
     from .run.runner import merge_reports as merge_reports
     from .run.runner import run_file as run_file
+    from .score.core import score_files as score_files
+    from .stats.compactions import compactions as compactions_files  # noqa: F401 (a public name of its own)
+    from .stats.transcript import stats as stats_files  # noqa: F401 (a public name of its own)
     from .tokens.count import estimate_context as estimate_context
     from .tokens.count import get_tokenizer as get_tokenizer
     from .tool_outputs.files import restore_file as restore_file
@@ -81,7 +122,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    if name in _SUBMODULES:
+        module, attr = _EXPORTS[name]
+        return getattr(importlib.import_module(module), attr)
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"ctxtool.{name}")
     raise AttributeError(f"module 'ctxtool' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from ctxtool import formats
 from ctxtool.model import Block, Compaction, Message, Transcript, Usage, heuristic_tokens
 from ctxtool.policies import PolicySettings
 from ctxtool.policies.check import check_messages, check_transcript
-from ctxtool.replay import replay
+from ctxtool.replay.core import replay
 from ctxtool.tokens.count import (
     ESTIMATORS,
     HeuristicTokenizer,

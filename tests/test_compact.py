@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from conftest import CORPUS
 
-from ctxtool import compaction as cp
 from ctxtool import formats
+from ctxtool.compaction.core import compact_transcript
+from ctxtool.compaction.run import compact_file, compact_paths
+from ctxtool.compaction.settings import CompactOptions
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.history.validate import check_messages
 from ctxtool.io.events import EventLog
@@ -68,10 +70,10 @@ def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def opts(**kw: Any) -> cp.CompactOptions:
+def opts(**kw: Any) -> CompactOptions:
     base: dict[str, Any] = {"force": True, "keep_recent_tokens": 400}
     base.update(kw)
-    return cp.CompactOptions(**base)
+    return CompactOptions(**base)
 
 
 class Counting:
@@ -183,7 +185,7 @@ def test_summary_layout_dataset_keeps_other_fields_and_kept_messages(tmp_path: P
     src = write_dataset(tmp_path / "d.jsonl")
     before = sha(src)
     out = tmp_path / "out.jsonl"
-    rep = cp.compact_file(src, out, options=opts())
+    rep = compact_file(src, out, options=opts())
     assert sha(src) == before
     assert rep.count("compacted") == 3 and rep.ratio and rep.ratio > 1.5
     ins = [json.loads(x) for x in src.read_text().splitlines()]
@@ -205,7 +207,7 @@ def test_summary_layout_dataset_keeps_other_fields_and_kept_messages(tmp_path: P
 def test_retain_layout_keeps_last_turn(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     out = tmp_path / "o.json"
-    rep = cp.compact_file(src, out, options=opts(layout="retain", retain_directives=("exact error messages",)))
+    rep = compact_file(src, out, options=opts(layout="retain", retain_directives=("exact error messages",)))
     r = rep.records[0]
     assert r.status == "compacted"
     msgs = json.loads(out.read_text())
@@ -221,7 +223,7 @@ def test_retain_layout_keeps_last_turn(tmp_path: Path) -> None:
 def test_retain_last_turns_two(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     out = tmp_path / "o.json"
-    cp.compact_file(src, out, options=opts(layout="retain", retain_last_turns=2))
+    compact_file(src, out, options=opts(layout="retain", retain_last_turns=2))
     msgs = json.loads(out.read_text())
     assert sum(1 for m in msgs[3:] if m["role"] == "user") == 2
 
@@ -229,7 +231,7 @@ def test_retain_last_turns_two(tmp_path: Path) -> None:
 def test_initial_layout_keeps_first_request_and_last_ten(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     out = tmp_path / "o.json"
-    rep = cp.compact_file(src, out, options=opts(layout="initial"))
+    rep = compact_file(src, out, options=opts(layout="initial"))
     msgs = json.loads(out.read_text())
     orig = json.loads(src.read_text())
     assert msgs[0] == orig[0] and msgs[1] == orig[1]  # system + the initial request
@@ -241,16 +243,16 @@ def test_initial_layout_keeps_first_request_and_last_ten(tmp_path: Path) -> None
 
 def test_trigger_decides_and_force_overrides(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=3, filler=600)
-    rep = cp.compact_file(src, tmp_path / "o.json", options=cp.CompactOptions(keep_recent_tokens=100))
+    rep = compact_file(src, tmp_path / "o.json", options=CompactOptions(keep_recent_tokens=100))
     assert rep.records[0].status == "not_needed" and "effective-limit" in rep.records[0].reason
     assert json.loads((tmp_path / "o.json").read_text()) == json.loads(src.read_text())
-    rep = cp.compact_file(src, tmp_path / "o2.json", options=cp.CompactOptions(keep_recent_tokens=100, context_window=1000, reserve_tokens=900))
+    rep = compact_file(src, tmp_path / "o2.json", options=CompactOptions(keep_recent_tokens=100, context_window=1000, reserve_tokens=900))
     assert rep.records[0].trigger.startswith("effective-limit") and rep.records[0].status == "compacted"
 
 
 def test_nothing_to_cut_is_ok(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=1, filler=60)
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(keep_recent_tokens=100_000))
+    rep = compact_file(src, tmp_path / "o.json", options=opts(keep_recent_tokens=100_000))
     assert rep.records[0].status == "nothing_to_cut"
 
 
@@ -258,7 +260,7 @@ def test_nothing_to_cut_is_ok(tmp_path: Path) -> None:
 def test_incremental_dataset_merges_previous_summary_and_file_lists(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=4)
     first = tmp_path / "1.json"
-    cp.compact_file(src, first, options=opts())
+    compact_file(src, first, options=opts())
     msgs = json.loads(first.read_text())
     read1, mod1 = sp.parse_file_lists(msgs[1]["content"])
     assert "src/mod0_a.py" in mod1
@@ -266,7 +268,7 @@ def test_incremental_dataset_merges_previous_summary_and_file_lists(tmp_path: Pa
     more = conversation(turns=4, tag="b")[1:]
     (tmp_path / "2in.json").write_text(json.dumps(msgs + more))
     counting = Counting(reply="## Goal\nmerged\n")
-    rep = cp.compact_file(tmp_path / "2in.json", tmp_path / "2.json", options=opts(), summarizer=counting)
+    rep = compact_file(tmp_path / "2in.json", tmp_path / "2.json", options=opts(), summarizer=counting)
     assert rep.records[0].incremental
     req = counting.requests[0]
     assert req.previous_summary and "## Goal" in req.previous_summary and "<read-files>" not in req.previous_summary
@@ -279,10 +281,10 @@ def test_incremental_dataset_merges_previous_summary_and_file_lists(tmp_path: Pa
 
 def test_incremental_heuristic_keeps_earlier_goal(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=4)
-    cp.compact_file(src, tmp_path / "1.json", options=opts())
+    compact_file(src, tmp_path / "1.json", options=opts())
     msgs = json.loads((tmp_path / "1.json").read_text())
     (tmp_path / "2in.json").write_text(json.dumps(msgs + conversation(turns=4, tag="b")[1:]))
-    cp.compact_file(tmp_path / "2in.json", tmp_path / "2.json", options=opts())
+    compact_file(tmp_path / "2in.json", tmp_path / "2.json", options=opts())
     s = json.loads((tmp_path / "2.json").read_text())[1]["content"]
     assert "fix the failing test in src/app_a.py" in s  # the first goal survives two rounds
     assert "src/mod0_a.py" in s and "_b.py" in s
@@ -291,14 +293,14 @@ def test_incremental_heuristic_keeps_earlier_goal(tmp_path: Path) -> None:
 def test_canonical_records_a_compaction_entry_and_compacts_again(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=8)
     canon = tmp_path / "c.ctxtool.jsonl"
-    cp.compact_file(src, canon, to="ctxtool", options=opts(keep_recent_tokens=2500))
+    compact_file(src, canon, to="ctxtool", options=opts(keep_recent_tokens=2500))
     lines = [json.loads(x) for x in canon.read_text().splitlines()]
     comp = [x for x in lines if x["type"] == "compaction"]
     assert len(comp) == 1
     assert comp[0]["summary"].startswith("## Goal") and comp[0]["tokens_before"] > 0
     t = next(iter(formats.read(canon)))
     assert t.compactions and t.format == "ctxtool"
-    rep = cp.compact_file(canon, tmp_path / "again.jsonl", options=opts(keep_recent_tokens=200))
+    rep = compact_file(canon, tmp_path / "again.jsonl", options=opts(keep_recent_tokens=200))
     r = rep.records[0]
     assert r.incremental and r.status == "compacted"
     lines2 = [json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()]
@@ -309,9 +311,9 @@ def test_canonical_records_a_compaction_entry_and_compacts_again(tmp_path: Path)
 def test_empty_summary_rejected_unless_fallback(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     with pytest.raises(CtxtoolError, match="empty summary"):
-        cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=Counting(reply="  "))
+        compact_file(src, tmp_path / "o.json", options=opts(), summarizer=Counting(reply="  "))
     assert not (tmp_path / "o.json").exists()
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=Counting(reply=""))
+    rep = compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=Counting(reply=""))
     assert rep.records[0].fallback_used and rep.records[0].status == "compacted"
     assert "## Goal" in json.loads((tmp_path / "o.json").read_text())[1]["content"]
 
@@ -320,8 +322,8 @@ def test_summary_that_saves_nothing_is_rejected(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     huge = Counting(reply="blah " * 50_000)
     with pytest.raises(CtxtoolError, match="not be smaller"):
-        cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=huge)
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=huge)
+        compact_file(src, tmp_path / "o.json", options=opts(), summarizer=huge)
+    rep = compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=huge)
     assert rep.records[0].fallback_used and rep.records[0].tokens_after < rep.records[0].tokens_before
 
 
@@ -330,9 +332,9 @@ def test_summary_stuck_in_a_loop_is_rejected(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     loop = Counting(reply="<<SYS>>\n" + "".join(f"[Tool call: {2 * i}]: [tool call: {2 * i + 1}]\n" for i in range(30)))
     with pytest.raises(CtxtoolError, match="repeats one line"):
-        cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=loop)
+        compact_file(src, tmp_path / "o.json", options=opts(), summarizer=loop)
     assert not (tmp_path / "o.json").exists()
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=loop)
+    rep = compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=loop)
     assert rep.records[0].fallback_used and "## Goal" in json.loads((tmp_path / "o.json").read_text())[1]["content"]
 
 
@@ -349,14 +351,14 @@ def test_structured_summaries_are_not_taken_for_loops() -> None:
 
 def test_remote_failure_with_fallback_uses_heuristic(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=Counting(fail_on="conversation"))
+    rep = compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=Counting(fail_on="conversation"))
     assert rep.records[0].fallback_used
 
 
 def test_report_and_events(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=2)
     ev = tmp_path / "ev.jsonl"
-    rep = cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), events=ev)
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), events=ev)
     events = [json.loads(x) for x in ev.read_text().splitlines()]
     assert [e["event"] for e in events] == ["compaction_start", "compaction_end", "compaction"] * 2
     c = events[2]
@@ -369,7 +371,7 @@ def test_report_and_events(tmp_path: Path) -> None:
 def test_events_record_failures(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=2)
     log = EventLog()
-    cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), events=log, on_error="skip",
+    compact_file(src, tmp_path / "o.jsonl", options=opts(), events=log, on_error="skip",
                     summarizer=Counting(fail_on="src/app_r1.py"))
     ends = [e for e in log.events if e["event"] == "compaction_end"]
     assert any("error" in e for e in ends) and any("error" not in e for e in ends)
@@ -378,7 +380,7 @@ def test_events_record_failures(tmp_path: Path) -> None:
 def test_dry_run_plans_without_model_or_output(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     s = Counting()
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=s, dry_run=True)
+    rep = compact_file(src, tmp_path / "o.json", options=opts(), summarizer=s, dry_run=True)
     r = rep.records[0]
     assert r.status == "planned" and r.prompt_tokens > 0 and r.summarized_messages > 0 and r.cut
     assert not s.requests and not (tmp_path / "o.json").exists()
@@ -387,7 +389,7 @@ def test_dry_run_plans_without_model_or_output(tmp_path: Path) -> None:
 def test_tool_digest_archives_excess_kept_results(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=8, filler=1200)
     out = tmp_path / "o.json"
-    cp.compact_file(src, out, options=opts(keep_recent_tokens=1500, tool_digest=True, tool_call_cutoff=2))
+    compact_file(src, out, options=opts(keep_recent_tokens=1500, tool_digest=True, tool_call_cutoff=2))
     msgs = json.loads(out.read_text())
     # seed 000's archiver (the one `archive` uses): its digest, under the compaction's prefix
     assert msgs[-1]["content"].startswith("[Compaction tool digest] ")
@@ -402,7 +404,7 @@ def test_tool_digest_archives_excess_kept_results(tmp_path: Path) -> None:
 def test_large_input_is_summarized_in_chunks_and_merged(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=8)
     s = Counting(window=4000)  # the summary model's window: far smaller than the input
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(summary_max_tokens=500), summarizer=s)
+    rep = compact_file(src, tmp_path / "o.json", options=opts(summary_max_tokens=500), summarizer=s)
     r = rep.records[0]
     assert r.chunks > 1 and r.summary_calls == len(s.requests) > 1
     assert all(len(q.system) + len(q.prompt) <= (4000 - 500) * 4 for q in s.requests)
@@ -412,7 +414,7 @@ def test_large_input_is_summarized_in_chunks_and_merged(tmp_path: Path) -> None:
 def test_context_overflow_recovers_by_chunking(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=6)
     s = Counting(overflow_first=True)
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=s)
+    rep = compact_file(src, tmp_path / "o.json", options=opts(), summarizer=s)
     assert rep.records[0].status == "compacted" and rep.records[0].chunks >= 2 and len(s.requests) >= 3
 
 
@@ -420,8 +422,8 @@ def test_context_overflow_recovers_by_chunking(tmp_path: Path) -> None:
 def test_jobs_run_in_parallel_with_identical_output(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=8, turns=3, filler=300)
     one, eight = Counting(delay=0.1), Counting(delay=0.1)
-    cp.compact_file(src, tmp_path / "o1.jsonl", options=opts(), summarizer=one, jobs=1)
-    rep = cp.compact_file(src, tmp_path / "o8.jsonl", options=opts(), summarizer=eight, jobs=8)
+    compact_file(src, tmp_path / "o1.jsonl", options=opts(), summarizer=one, jobs=1)
+    rep = compact_file(src, tmp_path / "o8.jsonl", options=opts(), summarizer=eight, jobs=8)
     assert (tmp_path / "o1.jsonl").read_bytes() == (tmp_path / "o8.jsonl").read_bytes()
     # overlap is counted, not timed (a loaded machine must not fail it; speed lives in `make bench`)
     assert one.max_in_flight == 1 and eight.max_in_flight > 1 and rep.jobs == 8
@@ -432,9 +434,9 @@ def test_cache_makes_second_run_free_and_identical(tmp_path: Path) -> None:
 
     src = write_dataset(tmp_path / "d.jsonl", n=4, turns=3, filler=300)
     inner = Counting(reply="## Goal\ncached\n")
-    r1 = cp.compact_file(src, tmp_path / "o1.jsonl", options=opts(), summarizer=CachedSummarizer(inner, tmp_path / "cache"), jobs=2)
+    r1 = compact_file(src, tmp_path / "o1.jsonl", options=opts(), summarizer=CachedSummarizer(inner, tmp_path / "cache"), jobs=2)
     n = len(inner.requests)
-    r2 = cp.compact_file(src, tmp_path / "o2.jsonl", options=opts(), summarizer=CachedSummarizer(inner, tmp_path / "cache"), jobs=2)
+    r2 = compact_file(src, tmp_path / "o2.jsonl", options=opts(), summarizer=CachedSummarizer(inner, tmp_path / "cache"), jobs=2)
     assert len(inner.requests) == n  # nothing asked the second time
     assert (r1.cache_hits, r1.cache_misses) == (0, 4) and (r2.cache_hits, r2.cache_misses) == (4, 0)
     assert (tmp_path / "o1.jsonl").read_bytes() == (tmp_path / "o2.jsonl").read_bytes()
@@ -446,10 +448,10 @@ def test_interrupted_run_resumes_from_cache(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=4, turns=3, filler=300)
     failing = Counting(reply="## Goal\nx\n", fail_on="src/app_r2.py")
     with pytest.raises(CtxtoolError):
-        cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=CachedSummarizer(failing, tmp_path / "cache"))
+        compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=CachedSummarizer(failing, tmp_path / "cache"))
     assert not (tmp_path / "o.jsonl").exists()
     ok = Counting(reply="## Goal\nx\n")
-    rep = cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=CachedSummarizer(ok, tmp_path / "cache"))
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=CachedSummarizer(ok, tmp_path / "cache"))
     assert rep.cache_hits == 2 and len(ok.requests) == 2
 
 
@@ -457,9 +459,9 @@ def test_failing_record_fails_the_run_unless_skip(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=3)
     before = sha(src)
     with pytest.raises(CtxtoolError, match="summary model failed"):
-        cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Counting(fail_on="src/app_r1.py"), jobs=2)
+        compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Counting(fail_on="src/app_r1.py"), jobs=2)
     assert not (tmp_path / "o.jsonl").exists() and sha(src) == before
-    rep = cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Counting(fail_on="src/app_r1.py"),
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Counting(fail_on="src/app_r1.py"),
                           on_error="skip")
     assert [r.status for r in rep.records] == ["compacted", "error", "compacted"]
     raw_in = src.read_bytes().splitlines()
@@ -472,12 +474,12 @@ def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
     through ctxtool.run.records, byte for byte what the file run writes, reports merging."""
     import pickle
 
-    from ctxtool.compaction import CompactOp
+    from ctxtool.compaction.op import CompactOp
     from ctxtool.run import records, runner
 
     src = write_dataset(tmp_path / "d.jsonl", n=3)
     seen: list[tuple[int, int]] = []
-    rep = cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), progress=lambda n, total, r: seen.append((n, total)))
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), progress=lambda n, total, r: seen.append((n, total)))
     assert seen == [(1, 3), (2, 3), (3, 3)]  # the whole input is read first: the total is known
     op = pickle.loads(pickle.dumps(CompactOp(opts(), progress=lambda n, total, r: None)))
     assert op.progress is None and op == CompactOp(opts())
@@ -513,7 +515,7 @@ def test_writer_failure_leaves_no_partial_output(tmp_path: Path, monkeypatch: py
 
     monkeypatch.setattr(formats, "write", broken)
     with pytest.raises(OSError, match="disk full"):
-        cp.compact_file(src, out_dir / "o.jsonl", options=opts())
+        compact_file(src, out_dir / "o.jsonl", options=opts())
     monkeypatch.setattr(formats, "write", real)
     assert not (out_dir / "o.jsonl").exists() and _no_temp_files(out_dir) and sha(src) == before
 
@@ -536,7 +538,7 @@ def test_invalid_rebuild_is_not_written(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(core, "rebuild", orphaning)
     with pytest.raises(CtxtoolError, match="orphan_result"):
-        cp.compact_file(src, out, options=opts())
+        compact_file(src, out, options=opts())
     assert out.read_text() == "previous content" and _no_temp_files(tmp_path)
 
 
@@ -548,7 +550,7 @@ def test_interrupt_leaves_no_output(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cp.compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Interrupting())
+        compact_file(src, tmp_path / "o.jsonl", options=opts(), summarizer=Interrupting())
     assert not (tmp_path / "o.jsonl").exists() and _no_temp_files(tmp_path)
 
 
@@ -556,7 +558,7 @@ def test_output_must_not_be_the_input(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     before = sha(src)
     with pytest.raises(CtxtoolError, match="overwrite the input"):
-        cp.compact_file(src, src, options=opts())
+        compact_file(src, src, options=opts())
     assert sha(src) == before
 
 
@@ -569,7 +571,7 @@ def test_split_turn_cut_leaves_no_orphans(tmp_path: Path) -> None:
     msgs.append({"role": "assistant", "content": "done"})
     src = tmp_path / "s.json"
     src.write_text(json.dumps(msgs))
-    rep = cp.compact_file(src, tmp_path / "o.json", options=opts(keep_recent_tokens=1500))
+    rep = compact_file(src, tmp_path / "o.json", options=opts(keep_recent_tokens=1500))
     r = rep.records[0]
     assert r.status == "compacted" and r.split_turn
     t = next(iter(formats.read(tmp_path / "o.json")))
@@ -580,7 +582,7 @@ def test_split_turn_cut_leaves_no_orphans(tmp_path: Path) -> None:
 def test_compact_paths(tmp_path: Path) -> None:
     a = write_chat(tmp_path / "a.json")
     b = write_dataset(tmp_path / "b.jsonl", n=2)
-    reps = cp.compact_paths([a, b], tmp_path / "out", options=opts())
+    reps = compact_paths([a, b], tmp_path / "out", options=opts())
     assert [r.count("compacted") for r in reps] == [1, 2]
     assert (tmp_path / "out" / "a.json").exists() and (tmp_path / "out" / "b.jsonl").exists()
 
@@ -608,10 +610,10 @@ def long_params() -> list[Any]:
 def test_long_corpus_transcript_compacts(path: Path, kw: dict[str, Any], tmp_path: Path) -> None:
     before = sha(path)
     out = tmp_path / path.name
-    o = cp.CompactOptions(force=True, **kw)
+    o = CompactOptions(force=True, **kw)
     ts = list(formats.read(path))
-    outcomes = [cp.compact_transcript(t, None, o) for t in ts]
-    rep = cp.compact_file(path, out, options=o)
+    outcomes = [compact_transcript(t, None, o) for t in ts]
+    rep = compact_file(path, out, options=o)
     assert sha(path) == before
     assert rep.count("compacted") >= 1 and rep.count("error") == 0
     assert out.stat().st_size < path.stat().st_size
@@ -647,7 +649,7 @@ def test_pi_compaction_entry_is_recorded_the_pi_way(tmp_path: Path) -> None:
     if not path.is_file():
         pytest.skip("corpus file not present")
     out = tmp_path / "pi.jsonl"
-    rep = cp.compact_file(path, out, options=cp.CompactOptions(force=True))
+    rep = compact_file(path, out, options=CompactOptions(force=True))
     r = rep.records[0]
     assert r.incremental  # the file already holds two compactions
     lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -666,7 +668,7 @@ def test_claude_code_compaction_is_a_boundary_and_summary(tmp_path: Path) -> Non
     if not path.is_file():
         pytest.skip("corpus file not present")
     out = tmp_path / "cc.jsonl"
-    rep = cp.compact_file(path, out, options=cp.CompactOptions(force=True))
+    rep = compact_file(path, out, options=CompactOptions(force=True))
     assert rep.records[0].incremental
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     bounds = [i for i, x in enumerate(lines) if x.get("subtype") == "compact_boundary"]
@@ -688,7 +690,7 @@ def test_claude_code_resume_chain_reaches_the_summary(path: Path, tmp_path: Path
     compaction that walk must go through every kept message, then the summary, then end at
     the compact_boundary (a root), with the kept lines untouched."""
     out = tmp_path / "cc.jsonl"
-    rep = cp.compact_file(path, out, options=cp.CompactOptions(force=True, keep_recent_tokens=2000, fallback=True))
+    rep = compact_file(path, out, options=CompactOptions(force=True, keep_recent_tokens=2000, fallback=True))
     if rep.records[0].status != "compacted":
         pytest.skip(f"not compacted: {rep.records[0].status}")
     lines = [json.loads(x) for x in out.read_text().splitlines()]

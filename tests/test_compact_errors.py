@@ -14,8 +14,10 @@ from conftest import CORPUS
 from test_compact import opts, write_chat, write_dataset
 from typer.testing import CliRunner
 
-from ctxtool import compaction, formats
+from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.compaction.plan import plan
+from ctxtool.compaction.run import compact_file
 from ctxtool.errors import CtxtoolError
 from ctxtool.history import archive as ar
 
@@ -39,7 +41,7 @@ def test_input_problem_is_not_blamed_on_the_output(tmp_path: Path) -> None:
     src = tmp_path / "d.jsonl"
     src.write_text("".join(json.dumps(trailing_call_record(i)) + "\n" for i in range(2)))
     out = tmp_path / "o.jsonl"
-    rep = compaction.compact_file(src, out, options=opts(keep_recent_tokens=300))
+    rep = compact_file(src, out, options=opts(keep_recent_tokens=300))
     assert [r.status for r in rep.records] == ["compacted", "compacted"]
     for line, i in zip(out.read_text().splitlines(), range(2), strict=True):
         conv = json.loads(line)["conversations"]
@@ -50,7 +52,7 @@ def test_input_problem_is_not_blamed_on_the_output(tmp_path: Path) -> None:
 @pytest.mark.skipif(not LLAMA.is_file(), reason="corpus file not present")
 def test_llamafactory_trailing_calls_compact_with_skip(tmp_path: Path) -> None:
     """Positional call ids are renumbered by the cut: the input's unanswered call is matched by code."""
-    rep = compaction.compact_file(LLAMA, tmp_path / "o.jsonl", options=opts(keep_recent_tokens=200), on_error="skip")
+    rep = compact_file(LLAMA, tmp_path / "o.jsonl", options=opts(keep_recent_tokens=200), on_error="skip")
     errors = [r.error or "" for r in rep.records if r.status == "error"]
     assert rep.count("compacted") >= 20 and not [e for e in errors if "invalid" in e]
     assert rep.records[41].status == "compacted"  # it ends in an unanswered call, as its input does
@@ -60,7 +62,7 @@ def test_skip_reports_unreadable_records(tmp_path: Path) -> None:
     good = write_dataset(tmp_path / "good.jsonl", n=3).read_text().splitlines()
     src = tmp_path / "d.jsonl"
     src.write_text("\n".join([good[0], '{"messages": [', good[1], good[2]]) + "\n")
-    rep = compaction.compact_file(src, tmp_path / "o.jsonl", options=opts(), on_error="skip")
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), on_error="skip")
     assert len(rep.records) == 3 and len(rep.skipped) == 1 and "d.jsonl:2" in rep.skipped[0]
     assert rep.to_json()["skipped"] == 1
     r = CliRunner().invoke(app, ["compact", str(src), "--force", "--keep-recent-tokens", "400", "--on-error", "skip",
@@ -69,7 +71,7 @@ def test_skip_reports_unreadable_records(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["skipped"] == rep.skipped
     assert "skipped 1 unreadable record(s)" in r.stderr and "d.jsonl:2" in r.stderr
     with pytest.raises(CtxtoolError, match="invalid JSON"):
-        compaction.compact_file(src, tmp_path / "o3.jsonl", options=opts())
+        compact_file(src, tmp_path / "o3.jsonl", options=opts())
 
 
 def test_skip_leaves_a_record_with_an_invalid_output_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,10 +89,10 @@ def test_skip_leaves_a_record_with_an_invalid_output_unchanged(tmp_path: Path, m
 
     monkeypatch.setattr(core, "rebuild", orphaning)
     with pytest.raises(CtxtoolError, match="orphan_result"):
-        compaction.compact_file(src, tmp_path / "o.jsonl", options=opts())
+        compact_file(src, tmp_path / "o.jsonl", options=opts())
     assert not (tmp_path / "o.jsonl").exists()
     ev = tmp_path / "ev.jsonl"
-    rep = compaction.compact_file(src, tmp_path / "o.jsonl", options=opts(), on_error="skip", events=ev)
+    rep = compact_file(src, tmp_path / "o.jsonl", options=opts(), on_error="skip", events=ev)
     assert [r.status for r in rep.records] == ["compacted", "error", "compacted"]
     assert "orphan_result" in (rep.records[1].error or "")
     done = [json.loads(x) for x in ev.read_text().splitlines() if '"compaction"' in x]
@@ -102,9 +104,9 @@ def test_skip_leaves_a_record_with_an_invalid_output_unchanged(tmp_path: Path, m
 def test_tool_digest_is_the_archivers_digest(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=8, filler=1200)
     o = opts(keep_recent_tokens=1500, tool_digest=True, tool_call_cutoff=2)
-    compaction.compact_file(src, tmp_path / "o.json", options=o)
+    compact_file(src, tmp_path / "o.json", options=o)
     written = json.loads((tmp_path / "o.json").read_text())
-    p = compaction.plan(next(formats.read(src)), o)
+    p = plan(next(formats.read(src)), o)
     new, res = ar.archive_messages(p.keep, cutoff=2, strategy="heuristic", prefix=ar.DIGEST_PREFIX)
     assert written[-1]["content"] == new[-1].text() == res.summary
     assert res.summary.startswith(f"{ar.DIGEST_PREFIX} {res.archived_count} older tool results were archived")

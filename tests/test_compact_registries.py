@@ -14,9 +14,17 @@ import pytest
 from conftest import ROOT
 from test_compact import write_chat
 
-from ctxtool import compaction
-from ctxtool.compaction import Cut, CutContext, Layout, layout_names, register_layout
-from ctxtool.compaction.layouts import unregister_layout
+from ctxtool.compaction.layouts import (
+    Cut,
+    CutContext,
+    Layout,
+    get_layout,
+    layout_names,
+    register_layout,
+    unregister_layout,
+)
+from ctxtool.compaction.run import compact_file
+from ctxtool.compaction.settings import CompactOptions
 from ctxtool.summarizers import (
     SummaryRequest,
     get_summarizer,
@@ -63,8 +71,8 @@ def test_new_layout_and_summarizer_plug_in(tmp_path: Path, registered: None) -> 
     assert "last-three" in layout_names() and "shouting" in summarizer_names()
     src = write_chat(tmp_path / "c.json")
     out = tmp_path / "o.json"
-    opts = compaction.CompactOptions(force=True, layout="last-three")
-    rep = compaction.compact_file(src, out, options=opts, summarizer=get_summarizer("shouting"))
+    opts = CompactOptions(force=True, layout="last-three")
+    rep = compact_file(src, out, options=opts, summarizer=get_summarizer("shouting"))
     r = rep.records[0]
     assert r.status == "compacted" and r.kept_messages == 3 and rep.summarizer == "shouting"
     msgs = json.loads(out.read_text())
@@ -76,7 +84,7 @@ def test_unknown_layout_and_summarizer_name_the_choices() -> None:
     from ctxtool.errors import CtxtoolError
 
     with pytest.raises(CtxtoolError, match="choose one of: summary, retain, initial"):
-        compaction.get_layout("nope")
+        get_layout("nope")
     with pytest.raises(CtxtoolError, match="choose one of: heuristic, openai, anthropic, command"):
         get_summarizer("nope")
 

@@ -10,7 +10,7 @@ import pytest
 from fake_llm import FakeLLM, Fault
 from test_compact import opts, write_chat, write_dataset
 
-from ctxtool import compaction as cp
+from ctxtool.compaction import run as cp
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp

@@ -12,11 +12,14 @@ import pytest
 from conftest import SAMPLES, all_transcript_params
 from typer.testing import CliRunner
 
-from ctxtool import compaction, formats, replay
+from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.compaction.plan import plan
+from ctxtool.compaction.settings import CompactOptions
 from ctxtool.config import Config
 from ctxtool.errors import ExitCode
 from ctxtool.policies.check import check_transcript
+from ctxtool.replay import core as replay
 from ctxtool.stats import transcript as stats
 from ctxtool.tokens import models as registry
 
@@ -48,7 +51,7 @@ def test_stats_check_replay_agree(path: Path) -> None:
     st = stats.stats([str(path)], settings=cfg, workers=1)
     checks = [check_transcript(t, context=cfg) for t in formats.read(path)]
     reps = replay.replay_file(path, cfg=cfg)
-    plans = [compaction.plan(t, compaction.CompactOptions.from_config(cfg)) for t in formats.read(path)]
+    plans = [plan(t, CompactOptions.from_config(cfg)) for t in formats.read(path)]
     assert len(st.transcripts) == len(checks) == len(reps) == len(plans) > 0
     for s, c, r, p in zip(st.transcripts, checks, reps, plans, strict=True):
         assert r.context is not None
@@ -111,12 +114,13 @@ SESSIONS = [p for p in all_transcript_params() if p.values[0].parent.name in ("c
 def test_check_after_compact_on_the_corpus(path: Path, tmp_path: Path) -> None:
     """Whenever compact cuts a session, check on its output no longer asks for compaction
     (the usage recorded before the boundary, and on the messages it kept, is not trusted)."""
-    from ctxtool import compaction
+    from ctxtool.compaction.run import compact_file
+    from ctxtool.compaction.settings import CompactOptions
 
     before = _items(_cli_json("check", str(path), "--json"))[0]["used_tokens"]
     window = before + 16_384 - 500
     out = tmp_path / path.name
-    rep = compaction.compact_file(path, out, options=compaction.CompactOptions(context_window=window))
+    rep = compact_file(path, out, options=CompactOptions(context_window=window))
     if rep.records[0].status != "compacted":
         pytest.skip(f"compact did not cut: {rep.records[0].reason}")
     r = runner.invoke(app, ["check", str(out), "--context-window", str(window), "--json"])

@@ -14,8 +14,8 @@ from fake_llm import FakeLLM
 from test_compact import opts, write_dataset
 from test_compact_remote import REPLY, remote
 
-from ctxtool import compaction as cp
 from ctxtool.cli import main
+from ctxtool.compaction import run as cp
 from ctxtool.errors import CtxtoolError
 from ctxtool.history.window import WindowOp, window_file
 from ctxtool.run.engines import Engine, Sharding, ThreadLimiter, engine_names, get_engine, register_engine

@@ -166,20 +166,22 @@ def test_max_in_flight_holds_across_the_cluster(cluster: None) -> None:
 
 
 def test_compact_on_ray_with_the_heuristic_and_a_remote_model(cluster: None, data: Path, tmp_path: Path) -> None:
-    from ctxtool import compaction as cp
 
-    opts = cp.CompactOptions(force=True, keep_recent_tokens=400)
-    cp.compact_file(data, tmp_path / "plain.jsonl", options=opts)
+    from ctxtool.compaction.run import compact_file
+    from ctxtool.compaction.settings import CompactOptions
+
+    opts = CompactOptions(force=True, keep_recent_tokens=400)
+    compact_file(data, tmp_path / "plain.jsonl", options=opts)
     reply = "## Goal\nship the parser\n\n## Next Steps\n1. run the tests\n"
     with get_engine("ray") as eng:
-        rep = cp.compact_file(str(data), str(tmp_path / "r.jsonl"), options=opts, engine=Sharding(eng, join=True))
+        rep = compact_file(str(data), str(tmp_path / "r.jsonl"), options=opts, engine=Sharding(eng, join=True))
         assert rep.count("compacted") == 24
         # a remote model travels to the workers as its settings (it opens its own connections there)
         with FakeLLM(reply=reply) as llm:
             summ = get_summarizer("openai", base_url=llm.openai_base, model="m", retries=0)
-            cp.compact_file(str(data), str(tmp_path / "m_local.jsonl"), options=opts, summarizer=summ)
+            compact_file(str(data), str(tmp_path / "m_local.jsonl"), options=opts, summarizer=summ)
             local_requests = len(llm.requests)
-            cp.compact_file(str(data), str(tmp_path / "m_ray.jsonl"), options=opts, summarizer=summ,
+            compact_file(str(data), str(tmp_path / "m_ray.jsonl"), options=opts, summarizer=summ,
                             engine=Sharding(eng, join=True))
             assert local_requests > 0 and len(llm.requests) == 2 * local_requests
     assert (tmp_path / "r.jsonl").read_bytes() == (tmp_path / "plain.jsonl").read_bytes()

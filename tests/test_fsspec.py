@@ -13,9 +13,9 @@ import pytest
 from fake_llm import FakeLLM
 from test_compact import opts, write_dataset
 
-from ctxtool import compaction as cp
 from ctxtool.cache import RefCache
 from ctxtool.cli import main
+from ctxtool.compaction import run as cp
 from ctxtool.io import urls
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers.cache import CachedSummarizer

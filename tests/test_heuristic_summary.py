@@ -10,7 +10,9 @@ from typing import Any
 from conftest import corpus_file
 
 from ctxtool import formats
-from ctxtool.compaction import CompactOptions, Outcome, compact_transcript, context_view
+from ctxtool.compaction.core import Outcome, compact_transcript
+from ctxtool.compaction.settings import CompactOptions
+from ctxtool.compaction.view import context_view
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp

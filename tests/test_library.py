@@ -12,16 +12,14 @@ import sys
 sys.modules["typer"] = None  # any import of typer or rich now fails
 sys.modules["rich"] = None
 import ctxtool
-from ctxtool import compaction as compact
-from ctxtool.history import cut as history, validate
-from ctxtool.stats import transcript as stats
 from ctxtool.summarizers import get_summarizer
 t = next(ctxtool.read({str(SAMPLES / "claude_code_session.jsonl")!r}))
-r = stats.stats([{str(SAMPLES)!r}])
+r = ctxtool.stats_files([{str(SAMPLES)!r}])
 assert r.totals.messages > 0
-assert validate.check_messages(t.messages) == []
-cut = history.find_cut(t.messages, keep_recent_tokens=1000)
-out = compact.compact_transcript(t, get_summarizer("heuristic"), compact.CompactOptions(force=True, keep_recent_tokens=1000))
+assert ctxtool.check_messages(t.messages) == []
+cut = ctxtool.find_cut(t.messages, keep_recent_tokens=1000)
+from ctxtool.compaction.core import compact_transcript
+out = compact_transcript(t, get_summarizer("heuristic"), ctxtool.CompactOptions(force=True, keep_recent_tokens=1000))
 assert out.report.status == "compacted"
 w = ctxtool.window_file({str(SAMPLES / "openai_dataset.jsonl")!r}, None, max_messages=2, jobs=2)
 rp = ctxtool.repair_file({str(SAMPLES / "pi_session.jsonl")!r}, None)
@@ -42,3 +40,14 @@ def test_public_api_exports() -> None:
 
     for name in ctxtool.__all__:
         assert getattr(ctxtool, name) is not None
+
+
+def test_every_command_has_its_operation_in_the_library() -> None:
+    """Each command's file operation is a public name of ``ctxtool`` (no CLI needed)."""
+    import ctxtool
+
+    for name in ("stats_files", "validate_files", "convert_file", "truncate_file", "trim_file", "restore_file",
+                 "cut_transcript", "check_transcript", "window_file", "repair_file", "archive_file", "replay_file",
+                 "load_instructions", "compact_file", "compactions_files", "score_files", "export_file",
+                 "usage_report", "redact_files"):
+        assert callable(getattr(ctxtool, name)), name

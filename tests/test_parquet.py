@@ -19,11 +19,11 @@ from test_compact import conversation
 pl = pytest.importorskip("polars")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from ctxtool import tool_outputs as tools_ops  # noqa: E402
 from ctxtool.errors import CtxtoolError  # noqa: E402
 from ctxtool.history.window import WindowOp  # noqa: E402
 from ctxtool.run.engines import Sharding, get_engine  # noqa: E402
 from ctxtool.run.runner import run_file  # noqa: E402
+from ctxtool.tool_outputs import files as tools_ops  # noqa: E402
 from ctxtool.tool_outputs.algorithms import Limits  # noqa: E402
 
 TIGHT = ["--max-lines", "5", "--max-bytes", "400"]

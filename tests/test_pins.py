@@ -16,6 +16,11 @@ from ctxtool import compaction as cp
 from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.compaction import pins
+from ctxtool.compaction.core import compact_transcript
+from ctxtool.compaction.report import CompactReport
+from ctxtool.compaction.run import compact_file
+from ctxtool.compaction.settings import CompactOptions
+from ctxtool.compaction.view import context_view
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import CompactionNote
 from ctxtool.formats.openai import OpenAIFormat
@@ -28,9 +33,9 @@ RULES = "ALWAYS run make lint before committing.\nNEVER edit generated files."
 SHORT = "Answer in English."
 
 
-def compact(src: Path, out: Path, fmt: str | None = None, **kw: object) -> cp.CompactReport:
-    opts = cp.CompactOptions(**{"force": True, "keep_recent_tokens": 400, **kw})  # type: ignore[arg-type]
-    return cp.compact_file(src, out, options=opts, to=fmt)
+def compact(src: Path, out: Path, fmt: str | None = None, **kw: object) -> CompactReport:
+    opts = CompactOptions(**{"force": True, "keep_recent_tokens": 400, **kw})  # type: ignore[arg-type]
+    return compact_file(src, out, options=opts, to=fmt)
 
 
 def read_all(p: Path) -> list[Transcript]:
@@ -70,7 +75,7 @@ def test_pins_beside_the_summary_in_each_format(fmt: str, tmp_path: Path) -> Non
     (t,) = read_all(out)
     assert pins.missing([RULES, SHORT], t) == []
     assert pins.recorded(t) == [RULES, SHORT]
-    view = cp.context_view(t, get_tokenizer("heuristic"))
+    view = context_view(t, get_tokenizer("heuristic"))
     summary = view.previous_summary or ""
     assert RULES not in summary.split(pins.PIN_PREFIX)[0]  # outside the summary: its own message or block
     # the pin is not taken for a user request by the next summary
@@ -115,7 +120,7 @@ def test_a_lost_pin_fails_the_compaction(tmp_path: Path) -> None:
     try:
         t = formats.read(write_chat(tmp_path / "c.json"), "openai")
         with pytest.raises(CtxtoolError, match="would lose 1 pinned instruction"):
-            cp.compact_transcript(next(iter(t)), None, cp.CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]),
+            compact_transcript(next(iter(t)), None, CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]),
                                   out_format="drops-pins")
     finally:
         formats.unregister("drops-pins")
@@ -124,7 +129,7 @@ def test_a_lost_pin_fails_the_compaction(tmp_path: Path) -> None:
 def test_output_validation_fails_when_a_pin_does_not_read_back(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json")
     (old,) = read_all(src)
-    o = cp.compact_transcript(old, None, cp.CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]))
+    o = compact_transcript(old, None, CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]))
     assert pins.recorded(o.transcript) == [SHORT]
     bad = cp.op.validate_written(str(src), formats.get_format("openai"), [o.transcript], [old])  # written: no pin
     assert "would lose 1 pinned instruction" in bad[0].message

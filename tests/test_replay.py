@@ -9,9 +9,10 @@ import pytest
 from conftest import SAMPLES, all_transcript_params
 
 from ctxtool import formats
-from ctxtool import replay as rp
 from ctxtool.errors import CtxtoolError
 from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
+from ctxtool.replay.charts import render_svg, terminal_chart, thresholds_above, title, write_plot
+from ctxtool.replay.core import ReplayReport, group_turns, replay, replay_file
 from ctxtool.tokens import models as registry
 
 
@@ -33,7 +34,7 @@ def _conv(n_turns: int, chars_per_result: int = 4000, usage: bool = False) -> Tr
 
 def test_turns_are_api_calls_claude_code() -> None:
     t = next(formats.read(SAMPLES / "claude_code_session.jsonl"))
-    r = rp.replay(t)
+    r = replay(t)
     api = [m for m in t.messages if m.role == "assistant"]
     assert len(r.turns) == len({m.usage_key for m in api})
     first = api[0].usage
@@ -51,7 +52,7 @@ def test_turns_are_api_calls_claude_code() -> None:
 
 def test_codex_groups_reasoning_with_its_call() -> None:
     t = next(formats.read(SAMPLES / "codex_rollout.jsonl"))
-    r = rp.replay(t)
+    r = replay(t)
     assert len(r.turns) == sum(1 for m in t.messages if m.usage is not None)
     assert r.window == t.extra["context_window"] and r.window_source == "transcript"
 
@@ -61,12 +62,12 @@ def test_group_turns_rules() -> None:
                                           usage=Usage(1, 1) if u else None)
     U = Message("user", [Block("text", text="u")])
     msgs = [U, A("k1", True), A("k1", True), A("k2", True), U, A(), A(None, True), A(None, True)]
-    assert rp.group_turns(msgs) == [[1, 2], [3], [5, 6], [7]]
+    assert group_turns(msgs) == [[1, 2], [3], [5, 6], [7]]
 
 
 def test_estimates_without_usage() -> None:
     t = _conv(10, 4000)
-    r = rp.replay(t, context_window=None, window_source="none")
+    r = replay(t, context_window=None, window_source="none")
     assert len(r.turns) == 11 and all(tt.source == "estimate" for tt in r.turns)
     # the prompt of turn k+1 holds turn k's output and the tool result after it
     assert r.turns[1].input_tokens == r.turns[0].context_tokens + 1000
@@ -79,7 +80,7 @@ def test_estimates_without_usage() -> None:
 
 def test_thresholds_fire_in_order_and_hard_limit_stops() -> None:
     t = _conv(60, 4000)
-    r = rp.replay(t, context_window=50_000, window_source="flag")
+    r = replay(t, context_window=50_000, window_source="flag")
     names = {n: h.first_turn for n, h in r.policies.items()}
     assert names["hard-stop"] is not None and names["ratio"] is not None
     assert names["hard-stop"] <= names["ratio"] <= names["hard-limit"]
@@ -99,7 +100,7 @@ def test_usage_based_and_config_thresholds(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setenv("CTXTOOL_COMPACTION_COMPACT_THRESHOLD", "0.5")
     t = _conv(30, 2000, usage=True)
-    r = rp.replay(t, context_window=20_000, window_source="flag", cfg=Config())
+    r = replay(t, context_window=20_000, window_source="flag", cfg=Config())
     assert r.policies["hard-stop"].threshold.value == 10_000
     assert all(tt.source == "usage" for tt in r.turns[:-1])
     assert r.turns[-1].source == "estimate"
@@ -111,7 +112,7 @@ def test_compaction_entry_resets_context() -> None:
     keep.id = "keep-me"
     pos = t.entries.index(t.messages[-1])
     t.entries.insert(pos, Compaction("summary " * 50, first_kept_id="keep-me"))
-    r = rp.replay(t, context_window=100_000, window_source="flag")
+    r = replay(t, context_window=100_000, window_source="flag")
     assert r.compactions == [len(r.turns)]
     last = r.turns[-1]
     assert last.compacted_before
@@ -124,19 +125,19 @@ def test_compaction_summary_message_resets_context() -> None:
         len(t.entries) - 1,
         Message("user", [Block("text", text="summary")], metadata=Metadata(kind="compaction_summary")),
     )
-    r = rp.replay(t, context_window=100_000, window_source="flag")
+    r = replay(t, context_window=100_000, window_source="flag")
     assert r.turns[-1].compacted_before and r.turns[-1].input_tokens < 100
 
 
 def test_pi_corpus_like_drop_detected() -> None:
     t = _conv(10, 4000, usage=True)
     t.messages[-3].usage = Usage(input=100, output=10)  # the prompt shrank: compacted elsewhere
-    r = rp.replay(t, context_window=100_000, window_source="flag")
+    r = replay(t, context_window=100_000, window_source="flag")
     assert r.compactions and r.turns[r.compactions[0] - 1].compacted_before
 
 
 def test_report_json_shape() -> None:
-    r = rp.replay(_conv(5), context_window=10_000, window_source="flag")
+    r = replay(_conv(5), context_window=10_000, window_source="flag")
     j = r.to_json()
     assert j["turn_count"] == 6 and len(j["turns"]) == 6
     assert set(j["policies"]) == {"effective-limit", "reserve", "ratio", "hard-stop", "chars-warning", "chars-critical", "hard-limit"}
@@ -148,16 +149,16 @@ def test_report_json_shape() -> None:
 
 
 @pytest.fixture(scope="module")
-def report() -> rp.ReplayReport:
-    return rp.replay(_conv(60, 4000), context_window=50_000, window_source="flag")
+def report() -> ReplayReport:
+    return replay(_conv(60, 4000), context_window=50_000, window_source="flag")
 
 
-def test_png_chart_is_an_image(report: rp.ReplayReport, tmp_path: Path) -> None:
+def test_png_chart_is_an_image(report: ReplayReport, tmp_path: Path) -> None:
     pytest.importorskip("PIL")
     from PIL import Image
 
     out = tmp_path / "chart.png"
-    assert rp.write_plot(report, out) == "png"
+    assert write_plot(report, out) == "png"
     with Image.open(out) as im:
         assert im.format == "PNG"
         w, h = im.size
@@ -172,21 +173,21 @@ def test_png_chart_is_an_image(report: rp.ReplayReport, tmp_path: Path) -> None:
     assert (0x1D, 0x4E, 0xD8) in rgbs
 
 
-def test_svg_chart(report: rp.ReplayReport, tmp_path: Path) -> None:
+def test_svg_chart(report: ReplayReport, tmp_path: Path) -> None:
     out = tmp_path / "chart.svg"
-    assert rp.write_plot(report, out) == "svg"
+    assert write_plot(report, out) == "svg"
     text = out.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
     assert "hard-limit" in text and "hard-stop" in text
 
 
-def test_html_chart_is_self_contained(report: rp.ReplayReport, tmp_path: Path) -> None:
+def test_html_chart_is_self_contained(report: ReplayReport, tmp_path: Path) -> None:
     out = tmp_path / "chart.html"
-    assert rp.write_plot(report, out) == "html"
+    assert write_plot(report, out) == "html"
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
     assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
-    above = {h.threshold.name for h in rp.thresholds_above(report)}
+    above = {h.threshold.name for h in thresholds_above(report)}
     assert above == {"chars-critical"}  # 100k tokens: far above a 50k window
     for name in report.policies:
         if name in above:
@@ -198,10 +199,10 @@ def test_html_chart_is_self_contained(report: rp.ReplayReport, tmp_path: Path) -
     assert text.count("<tr><td>") == len(report.turns)
 
 
-def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
+def test_svg_threshold_positions(report: ReplayReport) -> None:
     import re
 
-    svg = rp.render_svg(report)
+    svg = render_svg(report)
     ys = {m.group(1): float(m.group(2)) for m in re.finditer(r'data-policy="([^"]+)" data-value="\d+" x1="[\d.]+" y1="([\d.]+)"', svg)}
     # higher thresholds sit higher on the chart (smaller y)
     assert set(ys) == set(report.policies) - {"chars-critical"}
@@ -210,7 +211,7 @@ def test_svg_threshold_positions(report: rp.ReplayReport) -> None:
     assert ys["hard-limit"] < ys["ratio"] < ys["hard-stop"]
 
 
-def test_png_chart_names_everything(report: rp.ReplayReport) -> None:
+def test_png_chart_names_everything(report: ReplayReport) -> None:
     """matplotlib's figure: a title, both axes labelled, a legend naming each threshold with its
     value and unit, character thresholds on the characters axis (never the token axis), and
     no two labels overlapping."""
@@ -219,7 +220,7 @@ def test_png_chart_names_everything(report: rp.ReplayReport) -> None:
 
     fig = figure(report)
     ax, ax2 = fig.axes
-    assert ax.get_title(loc="left") == rp.title(report)
+    assert ax.get_title(loc="left") == title(report)
     assert ax.get_xlabel().startswith("turn") and ax.get_ylabel() == "context tokens"
     assert ax2.get_ylabel() == "context characters"
     (legend,) = fig.legends
@@ -250,7 +251,7 @@ def test_png_chart_names_everything(report: rp.ReplayReport) -> None:
     assert not legend.get_window_extent(r).overlaps(ax.get_window_extent(r))
 
 
-def test_png_without_matplotlib_says_which_extra(report: rp.ReplayReport, tmp_path: Path) -> None:
+def test_png_without_matplotlib_says_which_extra(report: ReplayReport, tmp_path: Path) -> None:
     """Without matplotlib (a process where it cannot be imported) a PNG is a usage error naming
     the extra to install; SVG and HTML are written as before."""
     import pickle
@@ -260,12 +261,12 @@ def test_png_without_matplotlib_says_which_extra(report: rp.ReplayReport, tmp_pa
     blob.write_bytes(pickle.dumps(report))
     child = (
         "import sys, pickle; sys.modules['matplotlib'] = None\n"
-        "from ctxtool import replay as rp\n"
+        "from ctxtool.replay.charts import write_plot\n"
         "from ctxtool.errors import CtxtoolError\n"
         f"r = pickle.load(open({str(blob)!r}, 'rb'))\n"
-        f"print(rp.write_plot(r, {str(tmp_path / 'x.svg')!r}), rp.write_plot(r, {str(tmp_path / 'x.html')!r}))\n"
+        f"print(write_plot(r, {str(tmp_path / 'x.svg')!r}), write_plot(r, {str(tmp_path / 'x.html')!r}))\n"
         "try:\n"
-        f"    rp.write_plot(r, {str(tmp_path / 'x.png')!r})\n"
+        f"    write_plot(r, {str(tmp_path / 'x.png')!r})\n"
         "except CtxtoolError as e:\n"
         "    print(int(e.code), e)\n"
     )
@@ -285,21 +286,21 @@ def test_png_without_matplotlib_says_which_extra(report: rp.ReplayReport, tmp_pa
     assert r.returncode == 2 and "charts" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_bad_plot_suffix(report: rp.ReplayReport, tmp_path: Path) -> None:
+def test_bad_plot_suffix(report: ReplayReport, tmp_path: Path) -> None:
     with pytest.raises(CtxtoolError, match="unsupported"):
-        rp.write_plot(report, tmp_path / "x.gif")
+        write_plot(report, tmp_path / "x.gif")
 
 
-def test_terminal_chart(report: rp.ReplayReport) -> None:
-    rows = rp.terminal_chart(report, width=100, height=12)
+def test_terminal_chart(report: ReplayReport) -> None:
+    rows = terminal_chart(report, width=100, height=12)
     assert len(rows) == 15 and rows[-1][0].strip().startswith("above the chart: 100k chars-critical")
     text = "\n".join(r for r, _ in rows)
     assert "hard-limit" in text and "effective-limit" in text and "█" in text
     assert any(pol == "hard-limit" for _, pol in rows)
     assert all(len(r) <= 100 for r, _ in rows[:-1])
     # many turns are bucketed into the available columns
-    big = rp.replay(_conv(400, 100), context_window=50_000, window_source="flag")
-    rows = rp.terminal_chart(big, width=80, height=8)
+    big = replay(_conv(400, 100), context_window=50_000, window_source="flag")
+    rows = terminal_chart(big, width=80, height=8)
     assert any("turns per column" in r for r, _ in rows)
 
 
@@ -308,7 +309,7 @@ def test_terminal_chart(report: rp.ReplayReport) -> None:
 
 @pytest.mark.parametrize("path", all_transcript_params())
 def test_replay_every_file(path: Path) -> None:
-    reports = rp.replay_file(path)
+    reports = replay_file(path)
     assert reports
     for r in reports:
         for a, b in zip(r.turns, r.turns[1:], strict=False):
@@ -318,4 +319,4 @@ def test_replay_every_file(path: Path) -> None:
             assert tt.input_tokens >= 0 and tt.output_tokens >= 0
             assert tt.context_tokens == tt.input_tokens + tt.output_tokens
         assert r.to_json()["turn_count"] == len(r.turns)
-    assert rp.render_svg(reports[0]).startswith("<svg")
+    assert render_svg(reports[0]).startswith("<svg")

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Transcript
-from ctxtool.score import Probe, ProbeKind, probe_kinds, register_probe, score, unregister_probe
+from ctxtool.score.core import score
+from ctxtool.score.probes import Probe, ProbeKind, probe_kinds, register_probe, unregister_probe
 from ctxtool.score.text import Haystack, key_words
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers.prompt import SUMMARY_PREFIX
@@ -245,7 +246,7 @@ def test_the_sessions_own_compactions_are_scored_on_what_they_replaced() -> None
     summary (and the messages pi kept); the probes come from what the summary replaced."""
     from conftest import corpus_file
 
-    from ctxtool.score import score_recorded
+    from ctxtool.score.recorded import score_recorded
 
     t = next(iter(formats.read(corpus_file("pi", "pi_before-compaction.jsonl"))))
     got = list(score_recorded(t))

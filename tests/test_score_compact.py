@@ -16,11 +16,14 @@ from test_compact import opts, write_chat
 from test_json_shapes import check_json
 from typer.testing import CliRunner
 
-from ctxtool import compaction as cp
 from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.compaction.core import compact_transcript
+from ctxtool.compaction.run import compact_file
 from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.score import Part, Probe, ProbeKind, quality, register_probe, score_files, unregister_probe
+from ctxtool.score import quality
+from ctxtool.score.core import score_files
+from ctxtool.score.probes import Part, Probe, ProbeKind, register_probe, unregister_probe
 from ctxtool.score.text import Haystack
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp
@@ -36,7 +39,7 @@ def remote(llm: FakeLLM) -> Any:
 def test_compact_reports_the_retention_score_measures(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=6)
     out = tmp_path / "o.json"
-    rep = cp.compact_file(src, out, options=opts())
+    rep = compact_file(src, out, options=opts())
     r = rep.records[0]
     assert r.status == "compacted" and r.retention is not None and 0 < r.retention <= 1
     assert r.retention == round(next(score_files(src, out)).retention, 4)
@@ -54,16 +57,16 @@ def test_compact_reports_the_retention_score_measures(tmp_path: Path) -> None:
 
 def test_min_retention_rejects_a_poor_summary_and_falls_back(tmp_path: Path) -> None:
     src = write_chat(tmp_path / "c.json", turns=6)
-    heuristic = cp.compact_file(src, tmp_path / "h.json", options=opts()).records[0].retention
+    heuristic = compact_file(src, tmp_path / "h.json", options=opts()).records[0].retention
     with FakeLLM(reply=JUNK) as llm:
-        junk = cp.compact_file(src, tmp_path / "j.json", options=opts(), summarizer=remote(llm)).records[0].retention
+        junk = compact_file(src, tmp_path / "j.json", options=opts(), summarizer=remote(llm)).records[0].retention
         assert heuristic is not None and junk is not None and junk < heuristic
         bar = (junk + heuristic) / 2
         with pytest.raises(CtxtoolError) as e:
-            cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar), summarizer=remote(llm))
+            compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar), summarizer=remote(llm))
         assert "below --min-retention" in e.value.message and "use --fallback" in e.value.message
         assert e.value.code == ExitCode.REMOTE and not (tmp_path / "o.json").exists()
-        r = cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar, fallback=True),
+        r = compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar, fallback=True),
                             summarizer=remote(llm)).records[0]
     assert r.status == "compacted" and r.fallback_used and r.retention == heuristic
 
@@ -90,7 +93,7 @@ def unkeepable() -> Iterator[None]:
 def test_the_heuristic_below_the_bar_fails_saying_what_would_help(tmp_path: Path, unkeepable: None) -> None:
     src = write_chat(tmp_path / "c.json", turns=6)
     with pytest.raises(CtxtoolError) as e:
-        cp.compact_file(src, tmp_path / "o.json", options=opts(min_retention=0.95))
+        compact_file(src, tmp_path / "o.json", options=opts(min_retention=0.95))
     msg = e.value.message
     assert "below --min-retention 95.0%" in msg and "lost 1 probe(s): unkeepable: a value no summary holds" in msg
     assert "the heuristic summary is in use" in msg and "--on-error skip" in msg and "use --fallback" not in msg
@@ -124,9 +127,9 @@ def test_model_outputs_that_are_no_summary_are_rejected(reply: Any, why: str, tm
     src = write_chat(tmp_path / "c.json", turns=6, filler=60)
     with FakeLLM(reply=reply) as llm:
         with pytest.raises(CtxtoolError, match=why):
-            cp.compact_file(src, tmp_path / "o.json", options=opts(), summarizer=remote(llm))
+            compact_file(src, tmp_path / "o.json", options=opts(), summarizer=remote(llm))
         assert not (tmp_path / "o.json").exists()
-        r = cp.compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=remote(llm)).records[0]
+        r = compact_file(src, tmp_path / "o.json", options=opts(fallback=True), summarizer=remote(llm)).records[0]
     assert r.status == "compacted" and r.fallback_used
     assert "## Goal" in json.loads((tmp_path / "o.json").read_text())[1]["content"]
 
@@ -141,7 +144,7 @@ def test_short_and_structured_summaries_pass() -> None:
 def test_heuristic_summaries_of_the_samples_pass_the_rules(path: Path) -> None:
     for t in formats.read(path):
         try:
-            o = cp.compact_transcript(t, options=opts(keep_recent_tokens=50))
+            o = compact_transcript(t, options=opts(keep_recent_tokens=50))
         except CtxtoolError as e:  # a tiny record: its summary would not make it smaller
             assert "would not be smaller" in e.message
             continue

@@ -16,8 +16,8 @@ from test_score import call, result, text  # the block helpers the score tests s
 
 from ctxtool import formats
 from ctxtool.model import KIND_COMPACTION_SUMMARY, Message, Metadata, Transcript
-from ctxtool.score import cut, score
 from ctxtool.score.controls import serialize
+from ctxtool.score.core import cut, score
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORE = ROOT / "ctxtool" / "score"
@@ -202,7 +202,7 @@ CUTS = [("claude_code", "spotter_ae4a77f8_main.jsonl", 1), ("claude_code", "code
 def test_every_control_is_20_points_below_the_best_real_summary(d: str, name: str, number: int) -> None:
     from conftest import corpus_file
 
-    from ctxtool.score import recorded
+    from ctxtool.score.recorded import recorded
 
     t = next(iter(formats.read(corpus_file(d, name))))
     rec = next(r for r in recorded(t) if r.number == number)

@@ -110,12 +110,13 @@ def test_unknown_policy():
 def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
     """A policy with a setting of its own: registered once, then check, replay, the config,
     the registry's thresholds and the transform all know it."""
-    from ctxtool import policies, replay
+    from ctxtool import policies
     from ctxtool.agent.transform import make_transform
     from ctxtool.config import Setting
     from ctxtool.model import Transcript
     from ctxtool.policies import Limits, Policy, Threshold
     from ctxtool.policies.check import check_transcript
+    from ctxtool.replay import core as replay
 
     class Half(Policy):
         name, seeds, help = "half", "-", "tokens >= window x half.share"

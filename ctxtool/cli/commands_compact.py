@@ -90,7 +90,8 @@ def compact(
     rebuild the transcript in its own format (or --to). Kept messages are written byte for
     byte; the output is validated before it is written; the input is never modified.
     Exit 0 when compacted or nothing to do (the report says which)."""
-    from .. import compaction as cp
+    from ..compaction import pins
+    from ..compaction.run import compact_file
     from ..config import Config
 
     if output is None and not dry_run and (as_json or as_jsonl):
@@ -130,7 +131,7 @@ def compact(
         summary_directives=tuple(summary_directive or ()),
         retain_directives=tuple(retain_directive or ()),
         instructions=instructions,
-        pins=cp.pins.load(pin or ()),
+        pins=pins.load(pin or ()),
         tool_digest=tool_digest,
         fallback=fallback,
         min_retention=min_retention,
@@ -144,7 +145,7 @@ def compact(
         sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
         # the bound on requests is the engine's (Ray: an actor every worker of the cluster asks), else this process's
         summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
-        report = cp.compact_file(
+        report = compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
             events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
             hint=agent_hint,

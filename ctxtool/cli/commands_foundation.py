@@ -12,16 +12,8 @@ from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
 from . import common, console
 from .commands_redact import RedactFlag, SecretsFromOpt
-from .common import (
-    err_line,
-    fmt_int,
-    resolve_model,
-    short_label,
-    stderr_console,
-    stdout_console,
-    warn_drift,
-    warn_skipped,
-)
+from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
+from .console import err_line, stderr_console
 from .render import Emitter, JsonlOpt, emit
 
 

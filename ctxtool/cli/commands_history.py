@@ -10,15 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from . import common, console
-from .common import (
-    err_line,
-    fmt_int,
-    json_needs_output,
-    short_label,
-    stdout_console,
-    table_rows,
-    warn_skipped,
-)
+from .common import fmt_int, json_needs_output, short_label, stdout_console, table_rows, warn_skipped
+from .console import err_line
 from .render import JsonlOpt, emit
 
 

@@ -12,15 +12,8 @@ import typer
 from ..errors import CtxtoolError, ExitCode
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common, console
-from .common import (
-    err_line,
-    fmt_int,
-    json_needs_output,
-    out_line,
-    resolve_model,
-    stdout_console,
-    warn_skipped,
-)
+from .common import fmt_int, json_needs_output, resolve_model, stdout_console, warn_skipped
+from .console import err_line, out_line
 from .render import JsonlOpt, emit
 
 # archive --strategy: the archiver's strategies (ctxtool.history.archive.STRATEGIES)
@@ -164,8 +157,9 @@ def replay_cmd(
     output tokens per API call, running context, percent of the window, average turn size,
     turns left, where each trigger policy would have compacted and where the 95% hard limit
     would have stopped the agent. Table, --json, a terminal chart and --plot FILE."""
-    from .. import replay as rp
     from ..config import Config
+    from ..replay.charts import write_plot
+    from ..replay.core import replay_file
 
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
@@ -173,7 +167,7 @@ def replay_cmd(
     from ..formats import iter_paths
 
     files = list(iter_paths(paths))
-    reports = [r for f in files for r in rp.replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
+    reports = [r for f in files for r in replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
     path = files[0] if len(files) == 1 else None
     common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)
     if plot:
@@ -182,7 +176,7 @@ def replay_cmd(
         if len(reports) > 1:
             where = "in the file" if path else "in the files"
             err_line(f"ctxtool: {len(reports)} transcripts {where}; plotting the first (choose a file, and one with --index)")
-        kind = rp.write_plot(reports[0], plot)
+        kind = write_plot(reports[0], plot)
         err_line(f"wrote {kind} chart of {len(reports[0].turns)} turns to {plot}")
     if as_json or as_jsonl:
         totals = {"transcripts": len(reports), "turns": sum(len(r.turns) for r in reports),
@@ -199,14 +193,14 @@ def replay_cmd(
 
 
 def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
-    from .. import replay as rp
+    from ..replay.charts import THRESHOLD_COLORS, terminal_chart, title
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
     if not con.is_terminal:
         con.width = max(con.width, 140)  # a pipe or a file: do not squeeze the table
     if table and r.turns:
-        t = Table(title=rp.title(r), title_justify="left", box=SIMPLE_HEAD, pad_edge=False)
+        t = Table(title=title(r), title_justify="left", box=SIMPLE_HEAD, pad_edge=False)
         for c, j in (("turn", "right"), ("line", "right"), ("input", "right"), ("output", "right"),
                      ("context", "right"), ("+turn", "right"), ("window", "right"), ("avg/turn", "right"),
                      ("turns left", "right"), ("src", "left"), ("events", "left")):
@@ -225,8 +219,8 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         t.fit(con.width, ("line", "+turn", "avg/turn", "src", "output", "input"))
         con.print(t)
     if chart and r.turns:
-        for line, pol in rp.terminal_chart(r, width=con.width, height=height):
-            con.print_styled(line, rp.THRESHOLD_COLORS.get(pol or "", None) or "")
+        for line, pol in terminal_chart(r, width=con.width, height=height):
+            con.print_styled(line, THRESHOLD_COLORS.get(pol or "", None) or "")
     f = r.final
     if f is None:
         con.print(f"{r.transcript}: no assistant turns", highlight=False)

@@ -16,7 +16,7 @@ from .common import resolve_model
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
-    from ..score import ScoreReport
+    from ..score.core import ScoreReport
 
 JUDGES = [n for n in summarizer_names() if n != "heuristic"]
 
@@ -47,7 +47,7 @@ def score_cmd(
     rules' verdict, and the same cut scored with no summary, a content-free summary, the removed
     part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
     from ..config import Config
-    from ..score import score_files
+    from ..score.core import score_files
     from ..tokens.count import get_tokenizer
 
     _, tok_name = resolve_model(model, tokenizer)

@@ -129,7 +129,7 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
     """The model's summary and the rebuilt transcript. A summary is rejected when the rules of
     :mod:`ctxtool.score.quality` reject it (empty, an echo of the template or the input, a
     loop), when it leaves the transcript no smaller, or when its retention
-    (:func:`ctxtool.score.score`) is below ``min_retention``; with ``fallback`` the heuristic
+    (:func:`ctxtool.score.core.score`) is below ``min_retention``; with ``fallback`` the heuristic
     summary is used instead (then clipped, if it alone would not make the transcript smaller)."""
     problem: str | None = None
     text: str | None = None
@@ -171,7 +171,8 @@ def _summarized_tokens(p: Plan) -> int:
 def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: CompactOptions, tok: Tokenizer,
             rep: RecordReport, files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
-    from ..score import quality, score
+    from ..score import quality
+    from ..score.core import score
     from ..text.prose import one_line
 
     retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)

@@ -16,5 +16,3 @@ Modules: ``truncate`` (truncate and trim of one transcript), ``stash`` (the stas
 >>> rep = tools_ops.truncate_file("session.jsonl", "short.jsonl")  # doctest: +SKIP
 >>> rep.bytes_saved, rep.tokens_saved                              # doctest: +SKIP
 """
-
-from __future__ import annotations
