@@ -40,7 +40,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "get_tokenizer": ("ctxtool.tokens.count", "get_tokenizer"),
     "estimate_context": ("ctxtool.tokens.count", "estimate_context"),
     # inspecting (stats, validate, cut, check, replay, compactions, usage)
-    "stats_files": ("ctxtool.stats.transcript", "stats"),
+    "stats_files": ("ctxtool.stats.files", "stats_files"),
     "validate_files": ("ctxtool.history.validate", "validate"),
     "check_messages": ("ctxtool.history.validate", "check_messages"),
     "find_cut": ("ctxtool.history.cut", "find_cut"),
@@ -111,7 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .run.runner import run_file as run_file
     from .score.core import score_files as score_files
     from .stats.compactions import compactions as compactions_files  # noqa: F401 (a public name of its own)
-    from .stats.transcript import stats as stats_files  # noqa: F401 (a public name of its own)
+    from .stats.files import stats_files as stats_files
     from .tokens.count import estimate_context as estimate_context
     from .tokens.count import get_tokenizer as get_tokenizer
     from .tool_outputs.files import restore_file as restore_file

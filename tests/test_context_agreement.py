@@ -20,7 +20,7 @@ from ctxtool.config import Config
 from ctxtool.errors import ExitCode
 from ctxtool.policies.check import check_transcript
 from ctxtool.replay import core as replay
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 from ctxtool.tokens import models as registry
 
 runner = CliRunner()
@@ -48,7 +48,7 @@ def _cli_json(*args: str) -> Any:
 @pytest.mark.parametrize("path", all_transcript_params())
 def test_stats_check_replay_agree(path: Path) -> None:
     cfg = Config()
-    st = stats.stats([str(path)], settings=cfg, workers=1)
+    st = stats_files([str(path)], settings=cfg, workers=1)
     checks = [check_transcript(t, context=cfg) for t in formats.read(path)]
     reps = replay.replay_file(path, cfg=cfg)
     plans = [plan(t, CompactOptions.from_config(cfg)) for t in formats.read(path)]

@@ -19,7 +19,7 @@ from ctxtool.history.window import WindowOp
 from ctxtool.run.engines import Sharding, get_engine
 from ctxtool.run.engines.limit import LimitedSummarizer
 from ctxtool.run.runner import run_file
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 from ctxtool.summarizers import SummaryRequest, get_summarizer
 from ctxtool.tool_outputs import files as tools_ops
 
@@ -98,9 +98,9 @@ def test_joined_output_restore_and_resume(cluster: None, data: Path, tmp_path: P
 
 
 def test_stats_match_the_local_engine(cluster: None, data: Path) -> None:
-    local = stats.stats([str(data)]).to_json()
+    local = stats_files([str(data)]).to_json()
     with get_engine("ray") as eng:
-        remote = stats.stats([str(data)], engine=Sharding(eng, shard_bytes=shards(data))).to_json()
+        remote = stats_files([str(data)], engine=Sharding(eng, shard_bytes=shards(data))).to_json()
     assert json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
 
 

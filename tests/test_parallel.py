@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ctxtool.errors import CtxtoolError
 from ctxtool.io import jsonl as jsonio
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 from ctxtool.tool_outputs import algorithms as toolout
 from ctxtool.tool_outputs import files as tools_ops
 
@@ -37,19 +37,19 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def test_stats_parallel_equals_serial(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    serial = stats.stats([str(dataset)], workers=1).to_json()
-    parallel = stats.stats([str(dataset)], workers=2).to_json()
+    serial = stats_files([str(dataset)], workers=1).to_json()
+    parallel = stats_files([str(dataset)], workers=2).to_json()
     assert parallel == serial
     assert [t["id"] for t in parallel["transcripts"]] == [f"r{i}" for i in range(40)]
-    exact = stats.stats([str(dataset)], workers=2, tokenizer="o200k_base").to_json()
-    assert exact == stats.stats([str(dataset)], workers=1, tokenizer="o200k_base").to_json()
+    exact = stats_files([str(dataset)], workers=2, tokenizer="o200k_base").to_json()
+    assert exact == stats_files([str(dataset)], workers=1, tokenizer="o200k_base").to_json()
 
 
 def test_blank_lines_do_not_shift_record_indices(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = dataset.read_text().splitlines()
     dataset.write_text("\n".join(ln + ("\n" if i % 7 == 3 else "") for i, ln in enumerate(lines)) + "\n")
-    serial = stats.stats([str(dataset)], workers=1).to_json()
-    parallel = stats.stats([str(dataset)], workers=2).to_json()
+    serial = stats_files([str(dataset)], workers=1).to_json()
+    parallel = stats_files([str(dataset)], workers=2).to_json()
     assert parallel == serial
     by_line = {t["id"]: t["index"] for t in serial["transcripts"]}
     text = dataset.read_text().split("\n")
@@ -83,16 +83,16 @@ def test_workers_number_lines_like_the_serial_reader(tmp_path: Path, monkeypatch
     body.insert(3, "")
     body.insert(30, "{not json")
     src.write_text("\n".join(body) + "\n\n")
-    serial = stats.stats([str(src)], workers=1, on_error="skip", per_message=True)
-    parallel = stats.stats([str(src)], workers=2, on_error="skip", per_message=True)
+    serial = stats_files([str(src)], workers=1, on_error="skip", per_message=True)
+    parallel = stats_files([str(src)], workers=2, on_error="skip", per_message=True)
     assert parallel.to_json() == serial.to_json()
     assert parallel.rows == serial.rows
     assert parallel.skipped == serial.skipped and ":31:" in parallel.skipped[0]
     assert [t.index for t in parallel.transcripts][-1] == len(body) - 1
     with pytest.raises(CtxtoolError) as serial_err:
-        stats.stats([str(src)], workers=1)
+        stats_files([str(src)], workers=1)
     with pytest.raises(CtxtoolError) as parallel_err:
-        stats.stats([str(src)], workers=2)
+        stats_files([str(src)], workers=2)
     assert str(parallel_err.value) == str(serial_err.value) and parallel_err.value.line == 31
 
 

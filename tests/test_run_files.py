@@ -16,7 +16,7 @@ from io_pipes import FifoWriter
 from ctxtool.errors import CtxtoolError
 from ctxtool.run import manyfiles, runner
 from ctxtool.run.runner import Operation, Results, RunContext, Task
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
@@ -100,13 +100,13 @@ def _tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("tokenizer", ["heuristic", "o200k_base"])
 def test_stats_over_many_files_equals_the_serial_run(tmp_path: Path, tokenizer: str) -> None:
     d = _tree(tmp_path)
-    serial = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=1).to_json()
-    rep = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=2)
+    serial = stats_files([str(d)], tokenizer=tokenizer, on_error="skip", workers=1).to_json()
+    rep = stats_files([str(d)], tokenizer=tokenizer, on_error="skip", workers=2)
     assert rep.to_json() == serial
     assert any("m_broken.jsonl" in s for s in rep.skipped)
     # streamed (--json's path): every transcript passed on once, in input order
     seen: list[str] = []
-    streamed = stats.stats([str(d)], tokenizer=tokenizer, on_error="skip", workers=2, each=lambda t: seen.append(t.label))
+    streamed = stats_files([str(d)], tokenizer=tokenizer, on_error="skip", workers=2, each=lambda t: seen.append(t.label))
     assert seen == [t["transcript"] for t in serial["transcripts"]]
     assert streamed.to_json()["totals"] == serial["totals"]
 
@@ -116,7 +116,7 @@ def test_the_first_bad_file_stops_the_run_as_it_does_serially(tmp_path: Path) ->
     errors = []
     for workers in (1, 2):
         with pytest.raises(CtxtoolError) as e:
-            stats.stats([str(d)], workers=workers)
+            stats_files([str(d)], workers=workers)
         errors.append(str(e.value))
     assert errors[0] == errors[1] and "m_broken.jsonl" in errors[0]
 
@@ -190,7 +190,7 @@ def test_a_long_session_runs_whole_on_a_worker_and_a_large_dataset_is_split(tmp_
     ds = tmp_path / "ds.jsonl"
     ds.write_bytes(rec * (runner.PARALLEL_MIN_BYTES // len(rec) + 1))
     assert manyfiles._whole_size(str(ds), None) is None  # run_file splits it itself
-    assert stats.stats([*longs, str(ds)], workers=2).to_json() == stats.stats([*longs, str(ds)], workers=1).to_json()
+    assert stats_files([*longs, str(ds)], workers=2).to_json() == stats_files([*longs, str(ds)], workers=1).to_json()
 
 
 def test_validate_over_many_files_equals_the_serial_run(tmp_path: Path) -> None:
@@ -240,4 +240,4 @@ def test_an_id_nested_as_deep_as_the_readers_accept_comes_back_from_a_worker(tmp
     from ctxtool.io.jsontext import encode  # the reports as JSON text: == would recurse 1,000 levels
 
     assert encode(validate(files, jobs=2).to_json()) == encode(validate(files, jobs=1).to_json())
-    assert encode(stats.stats(files, workers=2).to_json()) == encode(stats.stats(files, workers=1).to_json())
+    assert encode(stats_files(files, workers=2).to_json()) == encode(stats_files(files, workers=1).to_json())

@@ -68,7 +68,7 @@ def test_window_and_repair_in_parallel_equal_serial(dataset: Path, tmp_path: Pat
 
 def test_validate_and_stats_in_parallel_equal_serial(dataset: Path) -> None:
     from ctxtool.history import validate
-    from ctxtool.stats import transcript as stats
+    from ctxtool.stats.files import stats_files
 
     body = dataset.read_text().splitlines()
     body.insert(20, "{broken")
@@ -76,8 +76,8 @@ def test_validate_and_stats_in_parallel_equal_serial(dataset: Path) -> None:
     a, b = validate.validate([str(dataset)], jobs=1), validate.validate([str(dataset)], jobs=2)
     assert a.to_json() == b.to_json() and a.transcripts == 30
     assert [p.code for p in a.problems].count("unreadable") == 1 and a.problems[-1].line == 21
-    sa = stats.stats([str(dataset)], workers=1, on_error="skip")
-    assert sa.to_json() == stats.stats([str(dataset)], workers=2, on_error="skip").to_json() and len(sa.skipped) == 1
+    sa = stats_files([str(dataset)], workers=1, on_error="skip")
+    assert sa.to_json() == stats_files([str(dataset)], workers=2, on_error="skip").to_json() and len(sa.skipped) == 1
 
 
 def _slow_and_picky(t):  # type: ignore[no-untyped-def]

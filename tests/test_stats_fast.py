@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from ctxtool.errors import CtxtoolError
 from ctxtool.stats import transcript as stats
 from ctxtool.stats.fast import TALLY_KEY, tally_openai
+from ctxtool.stats.files import stats_files
 
 
 def both(paths: list[str], **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    fast = stats.stats(paths, fast=True, **kw).to_json()
-    full = stats.stats(paths, fast=False, **kw).to_json()
+    fast = stats_files(paths, fast=True, **kw).to_json()
+    full = stats_files(paths, fast=False, **kw).to_json()
     return fast, full
 
 
@@ -112,8 +113,8 @@ def test_split_across_processes_equals_full(tmp_path: Path) -> None:
     p = tmp_path / "ds.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in rng_records) + "\n\n")
     for tokenizer in ("heuristic", "o200k_base"):
-        fast = stats.stats([str(p)], workers=2, tokenizer=tokenizer).to_json()
-        full = stats.stats([str(p)], workers=1, fast=False, tokenizer=tokenizer).to_json()
+        fast = stats_files([str(p)], workers=2, tokenizer=tokenizer).to_json()
+        full = stats_files([str(p)], workers=1, fast=False, tokenizer=tokenizer).to_json()
         assert fast == full
 
 
@@ -147,5 +148,5 @@ def test_a_named_format_reads_what_detection_cannot(tmp_path: Path) -> None:
     q.write_text('{"x": 1}\n')
     for fast_path in (True, False):
         with pytest.raises(CtxtoolError) as e:
-            stats.stats([str(q)], fast=fast_path, workers=1)
+            stats_files([str(q)], fast=fast_path, workers=1)
         assert "detect" in str(e.value)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 from ctxtool.stats.op import StatsPart, most_context
 from ctxtool.stats.transcript import Figures
 
@@ -40,8 +41,8 @@ def without_transcripts(report: stats.StatsReport) -> dict[str, Any]:
 
 
 def check_keep(path: str, k: int, **kw: Any) -> None:
-    full = stats.stats([path], **kw)
-    kept = stats.stats([path], keep=k, **kw)
+    full = stats_files([path], **kw)
+    kept = stats_files([path], keep=k, **kw)
     assert without_transcripts(kept) == without_transcripts(full)
     assert kept.count == full.count == len(full.transcripts)
     assert kept.level == full.level
@@ -63,8 +64,8 @@ def test_keep_across_processes(tmp_path: Path) -> None:
     sizes = [(i * 7919) % 50 * 100 for i in range(400)]
     path = write(tmp_path, sizes)
     check_keep(path, 5, workers=2)
-    serial = stats.stats([path], keep=5, workers=1)
-    split = stats.stats([path], keep=5, workers=3)
+    serial = stats_files([path], keep=5, workers=1)
+    split = stats_files([path], keep=5, workers=3)
     assert [t.to_json() for t in split.transcripts] == [t.to_json() for t in serial.transcripts]
     assert without_transcripts(split) == without_transcripts(serial)
 
@@ -74,18 +75,18 @@ def test_keep_counts_models_and_timestamps_of_all(tmp_path: Path) -> None:
     recs = [record(0, 10, model="gpt-4o", ts="2026-01-02T00:00:00Z"), record(1, 5000, model="gpt-4.1", ts="2025-12-31T00:00:00Z"),
             record(2, 3, ts="2026-03-01T00:00:00Z")]
     p.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    kept = stats.stats([str(p)], keep=1, workers=1)
+    kept = stats_files([str(p)], keep=1, workers=1)
     d = kept.to_json(transcripts=False)
-    assert d["models"] == stats.stats([str(p)], workers=1).to_json()["models"]
+    assert d["models"] == stats_files([str(p)], workers=1).to_json()["models"]
     assert d["totals"]["transcripts"] == 3 and len(kept.transcripts) == 1
     assert kept.transcripts[0].id == "r1"
-    full = stats.stats([str(p)], workers=1).to_json()
+    full = stats_files([str(p)], workers=1).to_json()
     assert (d["first_timestamp"], d["last_timestamp"]) == (full["first_timestamp"], full["last_timestamp"])
 
 
 def test_a_part_holds_at_most_twice_keep() -> None:
     part = StatsPart(Figures(), [], [], [], None, keep=3)
-    full = stats.stats([str(Path(__file__).parent.parent / "samples" / "openai_dataset.jsonl")], workers=1)
+    full = stats_files([str(Path(__file__).parent.parent / "samples" / "openai_dataset.jsonl")], workers=1)
     seen = 0
     for _ in range(50):
         for t in full.transcripts:
@@ -104,9 +105,9 @@ def test_keep_on_every_file(path: Path) -> None:
 @pytest.mark.parametrize("workers", [1, 3])
 def test_each_streams_every_transcript_in_order_holding_none(tmp_path: Path, workers: int) -> None:
     path = write(tmp_path, [(i * 37) % 11 * 50 + 1 for i in range(300)])
-    full = stats.stats([path], workers=workers)
+    full = stats_files([path], workers=workers)
     seen: list[dict[str, Any]] = []
-    streamed = stats.stats([path], workers=workers, each=lambda t: seen.append(t.to_json()))
+    streamed = stats_files([path], workers=workers, each=lambda t: seen.append(t.to_json()))
     assert seen == [t.to_json() for t in full.transcripts]
     assert streamed.transcripts == [] and streamed.count == 300
     assert without_transcripts(streamed) == without_transcripts(full)
@@ -116,8 +117,8 @@ def test_each_over_several_files_and_skipped_records(tmp_path: Path) -> None:
     a = write(tmp_path, [3, 1, 2])
     b = tmp_path / "b.jsonl"
     b.write_text(json.dumps(record(9, 4)) + "\nnot json\n" + json.dumps(record(10, 5)) + "\n")
-    full = stats.stats([a, str(b)], on_error="skip", workers=1)
+    full = stats_files([a, str(b)], on_error="skip", workers=1)
     seen: list[str] = []
-    streamed = stats.stats([a, str(b)], on_error="skip", workers=1, each=lambda t: seen.append(t.label))
+    streamed = stats_files([a, str(b)], on_error="skip", workers=1, each=lambda t: seen.append(t.label))
     assert seen == [t.label for t in full.transcripts] and len(seen) == 5
     assert streamed.skipped == full.skipped and streamed.skipped

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import ErrorPolicy
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.files import stats_files
 from ctxtool.tokens import backends as token_backends
 from ctxtool.tokens import count as tokens
 
@@ -150,7 +150,7 @@ def test_stats_figures_do_not_depend_on_the_backend(tmp_path: Path) -> None:
                                   "--jobs", jobs, str(p)], capture_output=True, text=True, env=env, check=True)
             runs[name, jobs] = out.stdout
     assert len(set(runs.values())) == 1
-    assert stats.stats([str(p)], tokenizer="o200k_base").to_json()["totals"]["tokens"] > 0
+    assert stats_files([str(p)], tokenizer="o200k_base").to_json()["totals"]["tokens"] > 0
 
 
 def test_long_texts_are_counted_once() -> None:

@@ -55,7 +55,7 @@ def stats(
     Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
     files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
     from ..formats import iter_paths
-    from ..stats import transcript as st
+    from ..stats import files as st
 
     if per_message and not output:
         raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
@@ -101,7 +101,7 @@ def stats(
     stack = ExitStack()  # closes the engine (a local Ray cluster) with the progress bar
     try:
         sh = stack.enter_context(common.sharding(engine, files, None, address, False, jobs))
-        report = st.stats(
+        report = st.stats_files(
             files,
             tokenizer=tok,
             model=info,

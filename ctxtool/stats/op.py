@@ -248,7 +248,7 @@ class StatsOp(Operation[StatsPart]):
     per_message: bool = False
     fast: bool = True  # tally dataset records from their parsed values (False: always the full model)
     keep: int | None = None  # transcripts held (those with most context); None: all
-    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see stats.stats
+    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see ctxtool.stats.files.stats_files
 
     def __getstate__(self) -> dict[str, Any]:
         # a callback stays in its process: a worker holds its range's transcripts and the
