@@ -11,8 +11,8 @@ from conftest import SAMPLES, all_transcript_params
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError
 from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
-from ctxtool.replay.charts import render_svg, terminal_chart, thresholds_above, title, write_plot
-from ctxtool.replay.core import ReplayReport, group_turns, replay, replay_file
+from ctxtool.replay.charts import render_svg, terminal_chart, thresholds_above, write_plot
+from ctxtool.replay.core import ReplayReport, group_turns, replay, replay_file, title
 from ctxtool.tokens import models as registry
 
 

@@ -17,7 +17,8 @@ from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Transcript
 from ctxtool.score.core import score
-from ctxtool.score.probes import Probe, ProbeKind, probe_kinds, register_probe, unregister_probe
+from ctxtool.score.kinds import probe_kinds, register_probe, unregister_probe
+from ctxtool.score.probes import Probe, ProbeKind
 from ctxtool.score.text import Haystack, key_words
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers.prompt import SUMMARY_PREFIX

@@ -23,7 +23,8 @@ from ctxtool.compaction.run import compact_file
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.score import quality
 from ctxtool.score.core import score_files
-from ctxtool.score.probes import Part, Probe, ProbeKind, register_probe, unregister_probe
+from ctxtool.score.kinds import register_probe, unregister_probe
+from ctxtool.score.probes import Part, Probe, ProbeKind
 from ctxtool.score.text import Haystack
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp

@@ -193,7 +193,8 @@ def replay_cmd(
 
 
 def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
-    from ..replay.charts import THRESHOLD_COLORS, terminal_chart, title
+    from ..replay.charts import terminal_chart
+    from ..replay.core import THRESHOLD_COLORS, title
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
 from ..history.cut import CutPoint, find_cut, is_tool_message
 from ..history.pairing import closed_groups
 from ..model import KIND_COMPACTION_SUMMARY, KIND_TOOL_SUMMARY, Message, is_injected
 from ..tokens.count import Tokenizer
-from .settings import CompactOptions
+
+if TYPE_CHECKING:  # a type only: settings reads the layouts
+    from .settings import CompactOptions
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,19 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CtxtoolError, ExitCode
-from .core import PolicyHit, ReplayReport
+from .core import THRESHOLD_COLORS, PolicyHit, ReplayReport, title
 
 PLOT_SUFFIXES = (".png", ".svg", ".html", ".htm")
-
-THRESHOLD_COLORS = {
-    "effective-limit": "#d97706",
-    "reserve": "#d97706",
-    "ratio": "#7c3aed",
-    "hard-stop": "#2563eb",
-    "chars-warning": "#65a30d",
-    "chars-critical": "#0f766e",
-    "hard-limit": "#dc2626",
-}
 
 
 def chart_top(r: ReplayReport) -> int:
@@ -195,11 +185,6 @@ def render_html(r: ReplayReport) -> str:
         f"<h2>{e(title(r))}</h2>\n{render_svg(r)}\n<ul>{pol}</ul>\n"
         f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>\n</body></html>\n"
     )
-
-
-def title(r: ReplayReport) -> str:
-    w = f"window {r.window:,} ({r.window_source})" if r.window else "window unknown"
-    return f"{Path(r.transcript.split('#')[0]).name}: {len(r.turns)} turns, peak {r.peak_tokens:,} tokens, {w}"
 
 
 def _k(v: float) -> str:

@@ -50,6 +50,17 @@ from ..tokens.count import Tokenizer, count_messages, for_transcript, get_tokeni
 # compaction (small drops are normal: providers strip earlier thinking blocks)
 DROP_RATIO = 0.25
 
+#: the colour of each trigger policy's line in the charts (terminal, SVG, PNG)
+THRESHOLD_COLORS = {
+    "effective-limit": "#d97706",
+    "reserve": "#d97706",
+    "ratio": "#7c3aed",
+    "hard-stop": "#2563eb",
+    "chars-warning": "#65a30d",
+    "chars-critical": "#0f766e",
+    "hard-limit": "#dc2626",
+}
+
 
 # -- thresholds --------------------------------------------------------------------------
 
@@ -418,3 +429,7 @@ def replay_file(
     return out
 
 
+def title(r: ReplayReport) -> str:
+    """The chart's title: the transcript, its turns, its peak and its window."""
+    w = f"window {r.window:,} ({r.window_source})" if r.window else "window unknown"
+    return f"{Path(r.transcript.split('#')[0]).name}: {len(r.turns)} turns, peak {r.peak_tokens:,} tokens, {w}"

@@ -16,7 +16,7 @@ import io
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
-from .core import ReplayReport
+from .core import THRESHOLD_COLORS, ReplayReport, title
 
 #: the extra that installs matplotlib, as the error names it
 EXTRA = "charts"
@@ -38,8 +38,6 @@ def _matplotlib() -> Any:
 
 
 def _color(name: str, stop: bool, k: int) -> str:
-    from .charts import THRESHOLD_COLORS
-
     if stop:
         return "#dc2626"
     return THRESHOLD_COLORS.get(name) or OTHER_COLORS[k % len(OTHER_COLORS)]
@@ -51,8 +49,6 @@ def _unit(metric: str) -> str:
 
 def figure(r: ReplayReport, width: float = 10.0, height: float = 6.0) -> Any:
     """The chart as a :class:`matplotlib.figure.Figure` (no pyplot, no global state)."""
-    from .charts import title
-
     _, Figure = _matplotlib()
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 

@@ -28,7 +28,8 @@ from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from . import quality
 from .claims import FalseClaim, false_claims
 from .controls import CONTROLS, controls, serialize
-from .probes import Part, Probe, probe_kinds, text_of
+from .kinds import probe_kinds
+from .probes import Part, Probe, text_of
 from .text import Haystack
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .probes import Probe, probe_kinds
+from .kinds import probe_kinds
+from .probes import Probe
 from .text import Haystack
 
 if TYPE_CHECKING:

@@ -28,12 +28,12 @@ Probes the kept messages still hold (the agent has them without the summary) are
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..model import Message
 from ..text import lazyre
 from . import records
-from .probes import Part, Probe, ProbeKind, register_probe, text_of
+from .probes import Part, Probe, ProbeKind, text_of
 from .text import Haystack, key_words, words
 
 REQUEST_CAP = 1500  # characters of a request probed (its ask comes first)
@@ -41,6 +41,33 @@ MIN_KEYS = 3
 MIN_ASK = 4  # key words of a request: fewer is a reaction ("ok, looks good, continue")
 HORIZON = 60  # messages after the cut in which continuation is looked for
 ARG_CLIP = 300  # a longer argument is a body (code, a file's content), not a value the agent typed
+
+# -- the registry of probe kinds: the built-in kinds below register themselves
+
+_KINDS: dict[str, ProbeKind] = {}
+
+
+def register_probe(kind: type[ProbeKind]) -> type[ProbeKind]:
+    """Register a probe kind (usable as a class decorator)."""
+    if not kind.name:
+        raise ValueError("a probe kind needs a name")
+    _KINDS[kind.name] = kind()
+    return kind
+
+
+def unregister_probe(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+def probe_kinds() -> Sequence[ProbeKind]:
+    """Every registered kind, the built-in ones of this module first."""
+    return tuple(_KINDS.values())
+
+
+def get_probe_kind(name: str) -> ProbeKind:
+    probe_kinds()
+    return _KINDS[name]
+
 
 
 def _clip(s: str, n: int) -> str:

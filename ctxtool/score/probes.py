@@ -8,7 +8,6 @@ the summary (:class:`~ctxtool.score.text.Haystack`). Add one with :func:`registe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -109,29 +108,3 @@ class ProbeKind:
 
     def probe(self, text: str, target: str | None = None, message: int | None = None, note: str = "") -> Probe:
         return Probe(self.name, text, text if target is None else target, message, note)
-
-
-_KINDS: dict[str, ProbeKind] = {}
-
-
-def register_probe(kind: type[ProbeKind]) -> type[ProbeKind]:
-    """Register a probe kind (usable as a class decorator)."""
-    if not kind.name:
-        raise ValueError("a probe kind needs a name")
-    _KINDS[kind.name] = kind()
-    return kind
-
-
-def unregister_probe(name: str) -> None:
-    _KINDS.pop(name, None)
-
-
-def probe_kinds() -> Sequence[ProbeKind]:
-    from . import kinds  # noqa: F401  (registers the built-in kinds)
-
-    return tuple(_KINDS.values())
-
-
-def get_probe_kind(name: str) -> ProbeKind:
-    probe_kinds()
-    return _KINDS[name]
