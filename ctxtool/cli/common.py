@@ -9,7 +9,7 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -393,3 +393,41 @@ def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
     if as_json and not dry_run and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
                            code=ExitCode.USAGE)
+
+
+ReserveOpt = Annotated[
+    int | None, typer.Option("--reserve-tokens", min=0, help="Tokens reserved for the response (default 16384, compaction.reserve_tokens).")
+]
+
+
+def resolve_settings(
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    context_window: int | None = None,
+    flags: dict[str, Any] | None = None,
+) -> tuple[Any, Any, Any]:
+    """(Config, ModelInfo | None, Tokenizer) with flags over env over file over defaults."""
+    from ..config import Config
+    from ..tokens.count import get_tokenizer
+
+    f = dict(flags or {})
+    f["compaction.context_window"] = context_window
+    f["model"] = model
+    cfg = Config(f)
+    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    return cfg, info, get_tokenizer(tok)
+
+
+def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Callable[[Any], Any],
+          sink: Callable[[Any], None], jobs: int | None = None, messages_column: str | None = None) -> None:
+    """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
+    (nothing written), the records left out warned about at the end. ``op`` pickles (a
+    ``functools.partial`` of a module-level function): many small files run on every core
+    (:func:`ctxtool.run.manyfiles.each_result`)."""
+    from ..formats import iter_paths
+    from ..run.manyfiles import each_result
+
+    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,
+                             messages_column=messages_column))

@@ -222,6 +222,14 @@ class PolicySettings:
             return self.max_tokens, "max_tokens"
         return None, "none"
 
+    def cut_limit(self, cfg: Any) -> int | None:
+        """The limit that clamps a cut's keep budget (``ctxtool cut``): the effective limit, where
+        ``max_tokens`` counts only when configured (its default is no limit to cut against)."""
+        limit, source = self.effective_limit()
+        if source == "max_tokens" and cfg.source("compaction.max_tokens") == "default":
+            return None
+        return limit
+
     def to_json(self) -> dict[str, Any]:
         from . import all_keys
 

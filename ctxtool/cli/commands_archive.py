@@ -1,0 +1,139 @@
+"""``ctxtool archive``: old tool results archived (the Go agent's tool-result archiving)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import CtxtoolError, ExitCode
+from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
+from . import common
+from .common import json_needs_output, warn_skipped
+from .console import err_line, out_line
+from .render import JsonlOpt, emit
+
+# archive --strategy: the archiver's strategies (ctxtool.history.archive.STRATEGIES)
+SummaryStrategy = StrEnum("SummaryStrategy", {s: s for s in ARCHIVE_STRATEGIES})  # type: ignore[misc]
+
+
+# -- archive ---------------------------------------------------------------------------------
+
+
+def _archive_summarizer(cfg: Any) -> Any:
+    """``summarize(prompt) -> str`` from the configured summarizer, or None for the heuristic."""
+    kind = str(cfg["summarizer.kind"] or "heuristic")
+    if kind == "heuristic":
+        return None
+    from ..summarizers import SummaryRequest, get_summarizer
+
+    s = get_summarizer(kind, **_summarizer_options(cfg))
+
+    def summarize(prompt: str) -> str:
+        req = SummaryRequest(
+            system="You summarize archived tool output for a coding agent. Be brief and factual.",
+            prompt=prompt,
+            max_tokens=400,
+            style="tool_summary",
+        )
+        return str(s.summarize(req))
+
+    return summarize
+
+
+def _summarizer_options(cfg: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for key in ("model", "base_url", "command", "timeout", "retries", "context_window"):
+        v = cfg[f"summarizer.{key}"]
+        if v not in ("", 0, None):
+            opts[key] = v
+    return opts
+
+
+def archive_cmd(
+    path: common.OnePath,
+    output: common.OutOpt = None,
+    cutoff: Annotated[
+        int | None, typer.Option("--tool-call-cutoff", "-n", min=0, help="Visible tool results to keep (default 10, compaction.tool_call_cutoff; the Go agent's ToolCallCutoff).")
+    ] = None,
+    strategy: Annotated[
+        SummaryStrategy | None,
+        typer.Option("--tool-summary", help="Summary of archived results: llm (the configured summarizer; heuristic when "
+                     "none), heuristic (local digest, 800 chars) or off. Default: compaction.tool_summary_strategy."),
+    ] = None,
+    fmt: common.FormatOpt = None,
+    to: common.ToOpt = None,
+    as_json: common.JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be archived; write nothing.")] = False,
+    events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
+    on_error: common.OnErrorOpt = common.OnError.fail,
+) -> None:
+    """Archive old tool results (the Go agent's tool-result archiving): while more than --tool-call-cutoff tool results are visible,
+    the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
+    agent-only tool_summary message describing them is appended. Other messages are written
+    back byte for byte."""
+    from ..config import Config
+    from ..history import archive as ar
+    from ..io.events import EventLog
+
+    cfg = Config({
+        "compaction.tool_call_cutoff": cutoff,
+        "compaction.tool_summary_strategy": strategy.value if strategy else None,
+    })
+    n = int(cfg["compaction.tool_call_cutoff"])
+    strat = str(cfg["compaction.tool_summary_strategy"])
+    if strat not in ar.STRATEGIES:
+        raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", code=ExitCode.USAGE)
+    to_stdout = output is None or output == "-"
+    json_needs_output(as_json or as_jsonl, dry_run, output)
+    summarize = _archive_summarizer(cfg) if strat == "llm" else None
+    log = EventLog(events)
+    report = ar.archive_file(
+        path, output, cutoff=n, strategy=strat, summarize=summarize, fmt=fmt, to=to, on_error=on_error.value,
+        events=log, dry_run=dry_run,
+    )
+    log.flush()
+    warn_skipped(report.skipped)
+    for r in report.results:
+        if r.fallback and summarize is not None:
+            err_line(f"ctxtool: {r.transcript}: llm summary failed, used the heuristic one ({r.fallback})")
+    if as_json or as_jsonl:
+        d = report.to_json()
+        items = d.pop("results")
+        totals = {k: d.pop(k) for k in ("transcripts", "changed", "archived_results", "tokens_before", "tokens_after")}
+        head = {"path": d.pop("path"), "output": None if dry_run else d.pop("output"), "dry_run": dry_run,
+                "cutoff": n, "strategy": strat}
+        emit("archive", head, items=items, tail={"totals": totals, "skipped": d.pop("skipped")}, jsonl=as_jsonl)
+        return
+    write = out_line if not to_stdout or dry_run else err_line
+    for r in report.results:
+        if len(report.results) > 20 and not r.changed:
+            continue
+        if r.changed:
+            tools = ", ".join(sorted({t for a in r.archived for t in a.tools}))
+            write(
+                f"{r.transcript}: archived {r.archived_count:,} of {r.visible_before:,} tool results "
+                f"({len(r.archived):,} message{'s' if len(r.archived) != 1 else ''}: {tools}); {r.visible_after:,} stay visible; summary "
+                f"{len(r.summary or ''):,} chars ({r.strategy_used}); agent-visible tokens "
+                f"{r.tokens_before:,} -> {r.tokens_after:,}"
+            )
+        else:
+            why = "strategy off" if r.strategy == "off" else f"{r.visible_before:,} visible tool results <= cutoff {n}"
+            write(f"{r.transcript}: nothing archived ({why})")
+    if len(report.results) > 1:
+        j = report.to_json()
+        write(
+            f"{j['transcripts']:,} transcripts, {j['changed']:,} changed, {j['archived_results']:,} tool results "
+            f"archived; agent-visible tokens {j['tokens_before']:,} -> {j['tokens_after']:,}"
+        )
+    if not dry_run and not to_stdout:
+        err_line(f"wrote {len(report.results):,} transcript(s) to {output}")
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    app.command("archive")(archive_cmd)
