@@ -12,7 +12,7 @@ Modules: ``truncate`` (truncate and trim of one transcript), ``stash`` (the stas
 ``restore``, ``files`` (the file operations, run by :mod:`ctxtool.run.runner`), ``refs`` (what
 ``refs gc`` keeps), ``common`` (the report and shared helpers).
 
->>> from ctxtool import tools_ops                                  # doctest: +SKIP
->>> rep = tools_ops.truncate_file("session.jsonl", "short.jsonl")  # doctest: +SKIP
+>>> import ctxtool                                                  # doctest: +SKIP
+>>> rep = ctxtool.truncate_file("session.jsonl", "short.jsonl")    # doctest: +SKIP
 >>> rep.bytes_saved, rep.tokens_saved                              # doctest: +SKIP
 """
