@@ -145,6 +145,12 @@ def test_compact_boundary_uuids_relinked_after_window_and_restored(tmp_path: Pat
     assert all(u is None or u in present for u in md["preservedSegment"].values())
     assert b["ctxtool"]["compact_metadata_relinked_from"] == lines(p)[-3]["compactMetadata"]
     assert b["logicalParentUuid"] is None or b["logicalParentUuid"] in present
+    cut = tmp_path / "c.jsonl"
+    ctx(tmp_path, "cut", str(p), "--keep-recent", "2", "-o", str(cut))
+    cobjs = lines(cut)
+    cpresent = {o.get("uuid") for o in cobjs}
+    for cb in (o for o in cobjs if o.get("subtype") == "compact_boundary"):
+        assert all(u in cpresent for u in cb["compactMetadata"]["preservedMessages"]["uuids"])
     # restore gives the line its source metadata back (the messages window dropped stay dropped)
     back = tmp_path / "back.jsonl"
     ctx(tmp_path, "restore", str(out), "-o", str(back))
