@@ -373,3 +373,14 @@ def test_gemini_session_with_its_subagents(tmp_path: Path) -> None:
     md = tmp_path / "e.md"
     ctx(tmp_path, "export", str(main), "-o", str(md))
     assert md.read_text().count("It prints.") == 2
+
+
+def test_saved_output_in_a_real_claude_code_subagent(tmp_path: Path) -> None:
+    """codemie-code's Claude Code 2.1 subagent fixture (Apache-2.0, tests/data/PROVENANCE.md's
+    corpus list) holds a Read result Claude Code saved to its session's tool-results/."""
+    src = corpus_file("claude_code", "codemie_incremental-subagents_turn-2_agent-a485154.jsonl")
+    d = ctx_json(tmp_path, "stats", str(src))["totals"]
+    assert d["saved_outputs"] == 1
+    md = tmp_path / "e.md"
+    ctx(tmp_path, "export", str(src), "-o", str(md))
+    assert "tool-results/toolu_bdrk_01CaTZ658VzFpoM9YptVLjGg.txt, 126.7KB" in md.read_text()
