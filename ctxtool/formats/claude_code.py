@@ -48,7 +48,6 @@ from .claude_code_lines import (
     LOGICAL,
     LOGICAL_RELINKED,
     MESSAGE_TYPES,
-    METADATA_RELINKED,
     RELINKED,
     apply_flags,
     decode_content,
@@ -61,10 +60,11 @@ from .claude_code_lines import (
     own_line,
     relink,
     relink_metadata,
+    source_form,
     store_meta,
-    unrelink_metadata,
     usage_json,
     valid_uuid,
+    window_rule,
 )
 
 #: line types Claude Code writes that are not messages (kept as records)
@@ -81,9 +81,6 @@ NEIGHBOUR_KEYS = ("isSidechain", "agentId", "slug")
 #: namespace of the deterministic uuids given to lines ctxtool writes
 UUID_NS = uuid.UUID("6f1d3c52-8a8e-4f0e-9c4b-2b7f0e8d9a11")
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code itself puts on assistant lines it made up
-#: Claude Code's window for a Claude model named without the ``[1m]`` suffix, whatever the
-#: model could take (its model configuration docs: the suffix enables the 1M-token window)
-DEFAULT_WINDOW = 200_000
 SCAN_BACK = 64  # entries looked at backwards for a parent uuid / timestamp
 PARENTS = "cc_parents"  # Transcript.extra: uuid -> parentUuid of every line read
 
@@ -220,38 +217,13 @@ class ClaudeCodeFormat(Format):
             t.extra["agent"] = agent
         yield t
 
-    # -- the window ----------------------------------------------------------------
     def agent_window(self, t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
-        """Claude Code runs a Claude model with a 200,000-token window unless it is named with
-        the ``[1m]`` suffix (the registry gives those 1,000,000). The session files record the
-        model without the suffix: a session whose recorded prompt (input plus cache tokens)
-        went over 200,000 ran the 1M window, and a subagent whose ``.meta.json`` names a
-        ``[1m]`` model too."""
-        from ..registry import ONE_M_SUFFIX, ONE_M_WINDOW
-
-        if registered <= DEFAULT_WINDOW or not model.startswith("claude") or model.endswith(ONE_M_SUFFIX):
-            return None
-        agent = t.extra.get("agent")
-        if isinstance(agent, dict) and str(agent.get("model", "")).endswith(ONE_M_SUFFIX):
-            return None
-        top = max((m.usage.input + m.usage.cache_creation + m.usage.cache_read
-                   for m in t.messages if m.usage is not None), default=0)
-        if top > DEFAULT_WINDOW:
-            return max(registered, ONE_M_WINDOW), "transcript:prompt over 200,000"
-        return DEFAULT_WINDOW, "claude-code:no [1m] suffix"
+        return window_rule(t, model, registered)  # Claude Code's 200,000 without [1m] (claude_code_lines)
 
     # -- writing -------------------------------------------------------------------
     def source_line(self, ln: Line) -> Line | None:
         """A re-linked line with the parent it had in its source (``relinked_from``)."""
-        o = ln.obj
-        meta = o.get(META_KEY) if isinstance(o, dict) else None
-        if not isinstance(meta, dict) or not any(k in meta for k in (RELINKED, LOGICAL_RELINKED, METADATA_RELINKED)):
-            return None
-        if METADATA_RELINKED in meta:
-            ln = unrelink_metadata(ln)
-        if LOGICAL_RELINKED in meta:
-            ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
-        return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
+        return source_form(ln)
 
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """The lines, with the resume chain kept: a line whose parent was dropped (window, cut,

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import jsonio
 from ..errors import CtxtoolError
-from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Usage, token_count
+from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Transcript, Usage, token_count
 from . import anthropic_blocks as codec
 from .base import META_KEY, exact_obj
 
@@ -293,3 +293,43 @@ def unrelink_metadata(ln: Line) -> Line:
     if m2:
         new[META_KEY] = m2
     return Line(new, lineno=ln.lineno, exact=True)
+
+
+def source_form(ln: Line) -> Line | None:
+    """A re-linked line as its source wrote it (its parent, its compact_boundary's logical
+    parent and metadata as they were); ``None``: ``ln`` was not re-linked."""
+    o = ln.obj
+    meta = o.get(META_KEY) if isinstance(o, dict) else None
+    if not isinstance(meta, dict) or not any(k in meta for k in (RELINKED, LOGICAL_RELINKED, METADATA_RELINKED)):
+        return None
+    if METADATA_RELINKED in meta:
+        ln = unrelink_metadata(ln)
+    if LOGICAL_RELINKED in meta:
+        ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
+    return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
+
+
+# -- the window Claude Code runs a model with ------------------------------------------------
+#: Claude Code's window for a Claude model named without the ``[1m]`` suffix, whatever the
+#: model could take (its model configuration docs: the suffix enables the 1M-token window)
+DEFAULT_WINDOW = 200_000
+
+
+def window_rule(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
+    """Claude Code runs a Claude model with a 200,000-token window unless it is named with
+    the ``[1m]`` suffix (the registry gives those 1,000,000). The session files record the
+    model without the suffix: a session whose recorded prompt (input plus cache tokens)
+    went over 200,000 ran the 1M window, and a subagent whose ``.meta.json`` names a
+    ``[1m]`` model too. ``None``: the registry's window holds."""
+    from ..registry import ONE_M_SUFFIX, ONE_M_WINDOW
+
+    if registered <= DEFAULT_WINDOW or not model.startswith("claude") or model.endswith(ONE_M_SUFFIX):
+        return None
+    agent = t.extra.get("agent")
+    if isinstance(agent, dict) and str(agent.get("model", "")).endswith(ONE_M_SUFFIX):
+        return None
+    top = max((m.usage.input + m.usage.cache_creation + m.usage.cache_read
+               for m in t.messages if m.usage is not None), default=0)
+    if top > DEFAULT_WINDOW:
+        return max(registered, ONE_M_WINDOW), "transcript:prompt over 200,000"
+    return DEFAULT_WINDOW, "claude-code:no [1m] suffix"
