@@ -48,6 +48,7 @@ from .tokens import (
     Tokenizer,
     get_tokenizer,
 )
+from .toolout import SAVED_OPEN, saved_output
 
 if TYPE_CHECKING:
     from .registry import ModelInfo
@@ -114,6 +115,8 @@ def transcript_stats(
                     f.tool_errors += 1
                 if n_out:
                     outputs.append((n_out, i, m, b))
+                    if b.text.startswith(SAVED_OPEN) and saved_output(b.text) is not None:
+                        f.saved_outputs += 1
             elif bt == "tool_call":
                 chars += b.chars()
                 f.tool_calls += 1
@@ -126,7 +129,10 @@ def transcript_stats(
                     f.thinking_tokens += tok.count(b.text)
             elif bt == "image":
                 images += 1
-                f.images += 1
+                if isinstance(b.data, dict) and b.data.get("type") == "document":  # formats.images.is_document
+                    f.documents += 1
+                else:
+                    f.images += 1
             else:
                 chars += len(b.text)
         n = heuristic_tokens(chars) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
@@ -196,6 +202,7 @@ def transcript_stats(
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if f.usage.api_messages else None,
+        rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
 
 

@@ -50,7 +50,7 @@ RANGES_PER_WORKER = 4
 
 _FIGURE_FIELDS = (
     "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks", "thinking_tokens",
-    "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens", "framing_tokens",
+    "thinking_chars", "images", "documents", "saved_outputs", "system_prompt_chars", "system_prompt_tokens", "framing_tokens",
 )
 
 
@@ -81,15 +81,15 @@ def _pack_transcript(x: TranscriptStats) -> tuple[Any, ...]:
     return (
         x.path, x.index, x.id, x.format, _pack_figures(x.figures), x.context_tokens, x.context_source, x.context_window,
         x.level, [_pack_output(o) for o in x.largest], x.label, x.model, x.first_timestamp, x.last_timestamp,
-        x.accuracy,
+        x.accuracy, x.rate_limits,
     )
 
 
 def _unpack_transcript(p: tuple[Any, ...]) -> TranscriptStats:
-    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last, acc = p
+    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last, acc, rl = p
     return TranscriptStats(
         path, index, id_, fmt, _unpack_figures(fig), ctx_tokens, ctx_source, window, level, [ToolOutput(*o) for o in largest],
-        label, model, first, last, acc,
+        label, model, first, last, acc, rl,
     )
 
 

@@ -40,7 +40,8 @@ def test_turns_are_api_calls_claude_code() -> None:
     assert r.turns[0].input_tokens == first.input + first.cache_creation + first.cache_read
     assert r.turns[0].output_tokens == first.output
     assert all(tt.source == "usage" for tt in r.turns)
-    assert r.window == registry.lookup("claude-opus-4-6").context_window and r.window_source == "registry:claude-opus-4-6"
+    assert registry.lookup("claude-opus-4-6").context_window == 1_000_000  # litellm's; Claude Code's without [1m]:
+    assert r.window == 200_000 and r.window_source == "claude-code:no [1m] suffix"
     # running totals and percentages
     for tt in r.turns:
         assert tt.context_tokens == tt.input_tokens + tt.output_tokens

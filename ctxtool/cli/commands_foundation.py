@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -217,6 +217,9 @@ def _render_stats(report, top: int) -> None:
         f"thinking {tot.thinking_blocks:,} blocks, {tot.thinking_tokens:,} tokens · images {tot.images:,}"
         f" · system prompt {tot.system_prompt_tokens:,} tokens · framing overhead {tot.framing_tokens:,} tokens",
     ]
+    if tot.documents or tot.saved_outputs:
+        lines.append(f"documents {tot.documents:,} · tool outputs the agent saved to files {tot.saved_outputs:,}"
+                     " (the transcript holds a reference and a preview)")
     if u.api_messages:
         lines.append(
             f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
@@ -224,6 +227,8 @@ def _render_stats(report, top: int) -> None:
         )
     lines += [ts.accuracy.summary if n == 1 else f"{ts.label}: {ts.accuracy.summary}"
               for ts in report.transcripts if ts.accuracy is not None]
+    lines += [("" if n == 1 else f"{ts.label}: ") + rate_limits_line(ts.rate_limits)
+              for ts in report.transcripts if ts.rate_limits]
     for ln in lines:
         con.print(ln, highlight=False)
     if tot.tool_calls_by_name:
@@ -277,6 +282,19 @@ def _render_stats(report, top: int) -> None:
         f" ok {levels['ok']:,}, warning {levels['warning']:,}, critical {levels['critical']:,}",
         highlight=False,
     )
+
+
+def rate_limits_line(rl: dict[str, Any]) -> str:
+    """Codex's ``rate_limits`` as it last recorded them: each window's share used."""
+    parts = []
+    for name in ("primary", "secondary"):
+        w = rl.get(name)
+        if not isinstance(w, dict) or not isinstance(w.get("used_percent"), (int, float)):
+            continue
+        mins = w.get("window_minutes")
+        span = f" of a {mins:,}-minute window" if isinstance(mins, int) and not isinstance(mins, bool) else ""
+        parts.append(f"{name} {w['used_percent']:g}% used{span}")
+    return "rate limits at the last token count (Codex): " + (" · ".join(parts) or "recorded, no window figures")
 
 
 def validate(
