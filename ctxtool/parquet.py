@@ -14,7 +14,9 @@ by :func:`ctxtool.runner.run_file` (every operation, its report, its errors nami
 Parquet file and the row as the line). The output is written row group by row group: each
 row's new conversation put back into its column, cast to the column's type; every other
 column, the schema (with its metadata), the row order and the row groups are kept. A row
-``--on-error skip`` leaves out is left out of the output too. Memory holds one row group.
+``--on-error skip`` leaves out is left out of the output too. Memory holds one row group,
+and :data:`BATCH_ROWS` rows as Python objects (:func:`run_tables`, which Ray's path feeds
+with Ray Data's blocks: :mod:`ctxtool.engines.ray_parquet`).
 
 A directory of shards runs as shards (:mod:`ctxtool.engines.shards`): one shard per file,
 its output under the same relative name, so the output keeps the sharding.
@@ -25,6 +27,7 @@ it); it is imported only for a Parquet input.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -401,25 +404,36 @@ def _write(tables: Iterator[Any], schema: Any, codec: str, dest: str) -> None:
             writer.close()
 
 
+@dataclass(slots=True)
+class TableRun:
+    """A finished run over a Parquet file's rows: its result, and (when it writes) the output's
+    tables (a stream, valid inside :func:`run_tables`) and their schema."""
+
+    run: FileRun[Any]
+    tables: Iterator[Any] | None = None
+    schema: Any = None
+
+
+@contextlib.contextmanager
 def run_tables(
     op: Operation[R],
     path: str,
     col: Column,
     schema: Any,
     tables: Callable[[list[str] | None], Iterable[Any]],
-    write: Callable[[Iterator[Any], Any], None] | None,
     *,
+    write: bool = False,
     fmt: str | None = None,
     on_error: str = "fail",
     events: EventLog | None = None,
     progress: Callable[[Any], None] | None = None,
     threads: int = 1,
-) -> FileRun[R]:
+) -> Iterator[TableRun]:
     """``op`` over the rows of the Parquet file ``path`` (its Arrow ``schema``), read in row
     order as Arrow tables: ``tables(columns)`` gives a new stream of them at each call (only
-    ``columns`` when given), once for the records and once for the output. ``write`` gets
-    the output's tables and their schema (None: nothing is written). This process holds a
-    table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever the file's size."""
+    ``columns`` when given), once for the records and once for the output (``write``). The
+    process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
+    the file's size; the rows' records wait in a temporary JSON Lines file."""
     from .runner import run_file as run_jsonl
 
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
@@ -428,15 +442,16 @@ def run_tables(
             for rec in _records(tables(columns_read(col)), col):
                 fh.write(rec)
                 fh.write(b"\n")
-        dst = os.path.join(tmp, "out.jsonl") if write is not None else None
+        dst = os.path.join(tmp, "out.jsonl") if write else None
         # one process per file (its rows are named by the Parquet file); shards run in parallel
         run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
                         threads=threads, name=path)
-        if write is not None and dst is not None:
-            os.unlink(src)
-            out = output_schema(schema, col, dst)
-            write(replaced(tables(None), col, out, dst, _skipped_rows(run.errors), path), out)
-    return run
+        os.unlink(src)
+        if dst is None:
+            yield TableRun(run)
+            return
+        out = output_schema(schema, col, dst)
+        yield TableRun(run, replaced(tables(None), col, out, dst, _skipped_rows(run.errors), path), out)
 
 
 def run_file(
@@ -465,18 +480,15 @@ def run_file(
         output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
     pf = _open(path)
     col = find_column(pf.schema_arrow, column, path)
-    dest = output
+    with run_tables(op, path, col, pf.schema_arrow, lambda columns: _row_groups(pf, columns),
+                    write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
+                    threads=threads) as done:
+        if output is not None and done.tables is not None:
+            from .paths import refuse_overwrite
 
-    def write(tables: Iterator[Any], schema: Any) -> None:
-        from .paths import refuse_overwrite
-
-        assert dest is not None
-        refuse_overwrite(path, dest)
-        _write(tables, schema, compression(pf, col), dest)
-
-    run = run_tables(op, path, col, pf.schema_arrow, lambda columns: _row_groups(pf, columns),
-                     write if output is not None else None, fmt=fmt, on_error=on_error, events=events,
-                     progress=progress, threads=threads)
+            refuse_overwrite(path, output)
+            _write(done.tables, done.schema, compression(pf, col), output)
+    run: FileRun[R] = done.run
     run.path = path
     run.output = output
     run.file_bytes_before = jsonio.input_size(path)
