@@ -50,6 +50,8 @@ ID_COLUMNS = ("instance_id", "id", "conversation_id", "uuid")
 ROLE_FIELDS = ("role", "from")
 #: rows turned into Python objects at once (a trajectory can be megabytes of JSON)
 BATCH_ROWS = 64
+#: bytes read from a Parquet file at a time
+READ_BUFFER = 1 << 20
 
 
 def is_parquet_name(path: str) -> bool:
@@ -168,7 +170,8 @@ def _open(path: str) -> Any:
     pa = import_pyarrow()
     try:
         src: Any = urls.open_read(path) if urls.is_url(path) else urls.local(path)
-        return pa.parquet.ParquetFile(src)
+        # read as needed (no pre-buffering of a whole row group's column chunks), through a buffer
+        return pa.parquet.ParquetFile(src, pre_buffer=False, buffer_size=READ_BUFFER)
     except CtxtoolError:
         raise
     except FileNotFoundError as e:
@@ -242,8 +245,12 @@ def _records(tables: Iterable[Any], col: Column) -> Iterator[bytes]:
             del part, values
 
 
-def _row_groups(pf: Any, columns: list[str] | None = None) -> Iterator[Any]:
-    """A Parquet file's row groups, one at a time (``columns``: only these)."""
+def _row_groups(pf: Any, columns: list[str], groups: bool) -> Iterator[Any]:
+    """A Parquet file's ``columns`` in row order: batches of :data:`BATCH_ROWS` rows (the
+    records), or (``groups``) its row groups whole, one at a time (the output keeps them)."""
+    if not groups:
+        yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+        return
     for g in range(pf.num_row_groups):
         yield pf.read_row_group(g, columns=columns)
 
@@ -343,9 +350,10 @@ def output_schema(schema: Any, col: Column, out_jsonl: str) -> Any:
 
 def replaced(tables: Iterable[Any], col: Column, schema: Any, out_jsonl: str, skipped: set[int],
              path: str) -> Iterator[Any]:
-    """Each input table (a row group, a block) with its conversations replaced by the run's
-    (``out_jsonl``: one line per row the run kept; a row in ``skipped`` is left out), as an
-    Arrow table of ``schema``; the new column built :data:`BATCH_ROWS` rows at a time."""
+    """Each input table (a row group, a block: every column but the conversation) with the
+    run's conversations put in (``out_jsonl``: one line per row the run kept; a row in
+    ``skipped`` is left out), as an Arrow table of ``schema``; the new column built
+    :data:`BATCH_ROWS` rows at a time."""
     pa = import_pyarrow()
     idx = schema.get_field_index(col.name)
     field = schema.field(idx)
@@ -372,7 +380,7 @@ def replaced(tables: Iterable[Any], col: Column, schema: Any, out_jsonl: str, sk
                 chunks.append(_column(pa, values, field, path, row - len(values) + 1))
             if len(keep) < tbl.num_rows:
                 tbl = tbl.take(pa.array(keep, type=pa.int64()))
-            tbl = tbl.set_column(idx, field, pa.chunked_array(chunks, type=field.type))
+            tbl = tbl.add_column(idx, field, pa.chunked_array(chunks, type=field.type))
             yield tbl if tbl.schema.equals(schema, check_metadata=True) else tbl.cast(schema)
             del tbl, chunks, values
         if fh.readline():
@@ -420,7 +428,7 @@ def run_tables(
     path: str,
     col: Column,
     schema: Any,
-    tables: Callable[[list[str] | None], Iterable[Any]],
+    tables: Callable[[list[str], bool], Iterable[Any]],
     *,
     write: bool = False,
     fmt: str | None = None,
@@ -430,8 +438,9 @@ def run_tables(
     threads: int = 1,
 ) -> Iterator[TableRun]:
     """``op`` over the rows of the Parquet file ``path`` (its Arrow ``schema``), read in row
-    order as Arrow tables: ``tables(columns)`` gives a new stream of them at each call (only
-    ``columns`` when given), once for the records and once for the output (``write``). The
+    order as Arrow tables: ``tables(columns, groups)`` gives a new stream of them at each call,
+    of those columns: once for the records (the conversation and the id), and once for the
+    output (``write``: every other column; ``groups``: in the row groups to write). The
     process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
     the file's size; the rows' records wait in a temporary JSON Lines file."""
     from .runner import run_file as run_jsonl
@@ -439,7 +448,7 @@ def run_tables(
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
         src = os.path.join(tmp, "rows.jsonl")
         with open(src, "wb") as fh:
-            for rec in _records(tables(columns_read(col)), col):
+            for rec in _records(tables(columns_read(col), False), col):
                 fh.write(rec)
                 fh.write(b"\n")
         dst = os.path.join(tmp, "out.jsonl") if write else None
@@ -451,7 +460,8 @@ def run_tables(
             yield TableRun(run)
             return
         out = output_schema(schema, col, dst)
-        yield TableRun(run, replaced(tables(None), col, out, dst, _skipped_rows(run.errors), path), out)
+        others = [n for n in schema.names if n != col.name]  # the conversation comes from the run
+        yield TableRun(run, replaced(tables(others, True), col, out, dst, _skipped_rows(run.errors), path), out)
 
 
 def run_file(
@@ -480,7 +490,7 @@ def run_file(
         output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
     pf = _open(path)
     col = find_column(pf.schema_arrow, column, path)
-    with run_tables(op, path, col, pf.schema_arrow, lambda columns: _row_groups(pf, columns),
+    with run_tables(op, path, col, pf.schema_arrow, lambda columns, groups: _row_groups(pf, columns, groups),
                     write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
                     threads=threads) as done:
         if output is not None and done.tables is not None:

@@ -86,10 +86,10 @@ def _run_blocks(job_bytes: bytes, refs: list[Any], schema: Any) -> Iterator[Any]
     job: ShardJob = pickle.loads(job_bytes)
     s = job.shard
 
-    def tables(columns: list[str] | None) -> Iterator[Any]:
+    def tables(columns: list[str], groups: bool) -> Iterator[Any]:
         for ref in refs:  # one block at a time (a list of refs is not fetched with the task)
             t = ray.get(ref)
-            yield t if columns is None else t.select(columns)
+            yield t.select(columns)
             del t
 
     log = EventLog(None) if job.events else None
