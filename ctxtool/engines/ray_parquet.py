@@ -38,7 +38,7 @@ from .. import jsonio, parquet, urls
 from ..errors import CtxtoolError
 from ..events import EventLog
 from .ray import CPUS_PER_TASK, RayEngine
-from .shards import ShardJob, ShardResult, _put
+from .shards import ShardJob, ShardResult, _put, _umask
 
 #: a shard's ``io`` in ``_report.json``
 IO = "ray.data.read_parquet, Dataset.write_datasink"
@@ -204,12 +204,6 @@ def _commit(tmp: str, dest: str) -> None:
         raise CtxtoolError(f"Ray Data wrote {len(files)} files for one shard", path=dest)
     os.chmod(files[0], 0o666 & ~_umask())
     os.replace(files[0], dest)
-
-
-def _umask() -> int:
-    m = os.umask(0o022)
-    os.umask(m)
-    return m
 
 
 def _remove(tmp: str) -> None:
