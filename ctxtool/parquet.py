@@ -9,14 +9,12 @@ ShareGPT shaped, a list of structs or a JSON string.
 
 A Parquet file runs as the dataset of JSON Lines it stands for: row N is the record
 ``{"messages": <its conversation>}`` (with the row's id column, which names it in reports)
-on line N. Row groups are read one at a time, written to a temporary JSON Lines file and run
-by :func:`ctxtool.runner.run_file` (every operation, its report, its errors naming the
-Parquet file and the row as the line). The output is written row group by row group: each
-row's new conversation put back into its column, cast to the column's type; every other
-column, the schema (with its metadata), the row order and the row groups are kept. A row
-``--on-error skip`` leaves out is left out of the output too. Memory holds one row group,
-and :data:`BATCH_ROWS` rows as Python objects (:func:`run_tables`, which Ray's path feeds
-with Ray Data's blocks: :mod:`ctxtool.engines.ray_parquet`).
+on line N, written to a temporary JSON Lines file and run by :func:`ctxtool.runner.run_file`
+(errors name the Parquet file and the row as the line). The output is written row group by
+row group, each row's new conversation cast to the column's type; every other column, the
+schema (with its metadata), the row order and the row groups are kept; a row ``--on-error
+skip`` leaves out is left out. Memory holds a row group and :data:`BATCH_ROWS` rows as
+Python objects (:func:`run_tables`; Ray feeds it Ray Data's blocks: :mod:`ctxtool.engines.ray_parquet`).
 
 A directory of shards runs as shards (:mod:`ctxtool.engines.shards`): one shard per file,
 its output under the same relative name, so the output keeps the sharding.
@@ -223,9 +221,8 @@ def _output_type(pa: Any, t: Any, meta: bool) -> Any:
 
 
 def _records(tables: Iterable[Any], col: Column) -> Iterator[bytes]:
-    """Each row's record (one JSON line) of a stream of Arrow tables (a file's row groups, or
-    the blocks Ray Data read), :data:`BATCH_ROWS` rows at a time as Python objects: a row
-    group of long trajectories is never all Python objects at once."""
+    """Each row's record (one JSON line) of a stream of Arrow tables (a file's batches, Ray
+    Data's blocks), :data:`BATCH_ROWS` rows at a time as Python objects."""
     for tbl in tables:
         for off in range(0, tbl.num_rows, BATCH_ROWS):
             part = tbl.slice(off, BATCH_ROWS)
@@ -246,8 +243,7 @@ def _records(tables: Iterable[Any], col: Column) -> Iterator[bytes]:
 
 
 def _row_groups(pf: Any, columns: list[str], groups: bool) -> Iterator[Any]:
-    """A Parquet file's ``columns`` in row order: batches of :data:`BATCH_ROWS` rows (the
-    records), or (``groups``) its row groups whole, one at a time (the output keeps them)."""
+    """``columns`` in row order: batches of :data:`BATCH_ROWS` rows, or (``groups``) whole row groups."""
     if not groups:
         yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
         return
@@ -337,8 +333,7 @@ def _skipped_rows(errors: list[CtxtoolError]) -> set[int]:
 
 
 def output_schema(schema: Any, col: Column, out_jsonl: str) -> Any:
-    """The output's schema: the input's (with its metadata), the conversation column's type
-    as :func:`_output_type` says for what the run wrote (``out_jsonl``)."""
+    """The input's schema, the conversation column typed for what the run wrote (``out_jsonl``)."""
     if col.kind != "list":
         return schema
     pa = import_pyarrow()
@@ -414,8 +409,7 @@ def _write(tables: Iterator[Any], schema: Any, codec: str, dest: str) -> None:
 
 @dataclass(slots=True)
 class TableRun:
-    """A finished run over a Parquet file's rows: its result, and (when it writes) the output's
-    tables (a stream, valid inside :func:`run_tables`) and their schema."""
+    """A run over a Parquet file's rows, and its output's tables (valid inside :func:`run_tables`)."""
 
     run: FileRun[Any]
     tables: Iterator[Any] | None = None
