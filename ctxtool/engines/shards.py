@@ -84,11 +84,13 @@ class ShardResult:
     errors: list[CtxtoolError]
     events: list[dict[str, Any]] = field(default_factory=list)
     reused: bool = False  # written by an earlier run with the same settings
+    io: str | None = None  # who read and wrote it, when not this package (Ray Data's Parquet I/O)
 
     def to_json(self, shard: Shard) -> dict[str, Any]:
         return {
             "name": self.name, **shard.key(), "first_line": shard.first_line, "format": self.format,
             "transcripts": self.transcripts, "skipped": [str(e) for e in self.errors], "reused": self.reused,
+            **({"io": self.io} if self.io else {}),
         }
 
 
@@ -368,7 +370,7 @@ class Sharding:
         op.prepare()
         results: list[ShardResult | None] = [_reused(j) for j in jobs]
         todo = [j for j, r in zip(jobs, results, strict=True) if r is None]
-        ran = iter(self.engine.map(run_shard, todo))
+        ran = iter(_run(self.engine, todo))
         results = [r if r is not None else next(ran) for r in results]
         done = [r for r in results if r is not None]
         if outdir is not None:
@@ -397,6 +399,23 @@ class Sharding:
         return ShardedRun(op.collect(reports), path, output, next((r.format for r in done if r.format), None),
                           sum(r.transcripts for r in done), [e for r in done for e in r.errors], len(jobs),
                           shards=[r.to_json(s) for r, s in zip(done, shards, strict=True)], engine=self.engine.name)
+
+
+def _run(engine: Engine, jobs: list[ShardJob]) -> list[ShardResult]:
+    """The shards on the engine, results in job order. On Ray, Parquet shards are read and
+    written by Ray Data (:mod:`ctxtool.engines.ray_parquet`)."""
+    from .. import parquet
+
+    on_data = [engine.name == "ray" and j.shard.start is None and parquet.is_parquet_name(j.shard.input) for j in jobs]
+    if not any(on_data):
+        return engine.map(run_shard, jobs)
+    from .ray import RayEngine
+    from .ray_parquet import run_shards
+
+    assert isinstance(engine, RayEngine)
+    data = iter(run_shards(engine, [j for j, d in zip(jobs, on_data, strict=True) if d]))
+    rest = iter(engine.map(run_shard, [j for j, d in zip(jobs, on_data, strict=True) if not d]))
+    return [next(data) if d else next(rest) for d in on_data]
 
 
 @dataclass(slots=True)
