@@ -33,7 +33,7 @@ def _matplotlib() -> Any:
         raise CtxtoolError(
             f"--plot .png needs matplotlib, which the {EXTRA!r} extra installs: from a checkout, "
             f"`make run` or `.venv/bin/pip install -e '.[{EXTRA}]'`; elsewhere `pip install matplotlib`. "
-            "Without it, use .svg or .html", code=ExitCode.USAGE) from e
+            "Without it, use .svg or .html", code=ExitCode.DEPENDENCY) from e
     return matplotlib, Figure
 
 
