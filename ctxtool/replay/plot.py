@@ -16,12 +16,12 @@ import io
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
+from .charts import CHARS_COLOR, CONTEXT_COLOR, THRESHOLD_COLORS
+from .charts import unit as _unit
 from .core import ReplayReport
 
 #: the extra that installs matplotlib, as the error names it
 EXTRA = "charts"
-CONTEXT_COLOR = "#1d4ed8"
-CHARS_COLOR = "#65a30d"
 OTHER_COLORS = ("#d97706", "#7c3aed", "#2563eb", "#0f766e", "#db2777", "#0891b2")
 
 
@@ -38,15 +38,9 @@ def _matplotlib() -> Any:
 
 
 def _color(name: str, stop: bool, k: int) -> str:
-    from .charts import THRESHOLD_COLORS
-
     if stop:
         return "#dc2626"
     return THRESHOLD_COLORS.get(name) or OTHER_COLORS[k % len(OTHER_COLORS)]
-
-
-def _unit(metric: str) -> str:
-    return {"tokens": "tokens", "chars": "characters", "messages": "messages"}.get(metric, metric)
 
 
 def figure(r: ReplayReport, width: float = 10.0, height: float = 6.0) -> Any:
