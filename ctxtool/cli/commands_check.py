@@ -332,7 +332,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 verdict,
                 style="bold" if v.policy == policy else None,
             )
-        t.fit(con.width, ("seed",))
+        t.fit(con.width, ("from",))
         con.print(t)
         for v in r.verdicts:
             if v.reason and v.status not in ("ok", "compact"):

@@ -343,10 +343,12 @@ def convert(
     as_jsonl: JsonlOpt = False,
     redact: RedactFlag = False,
     secrets_from: SecretsFromOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
-    """Convert a transcript file to another format. Converting a file to its own format
-    reproduces it; converting to ctxtool and back does too. With --json, the report (one
-    entry per transcript) goes to stdout, so the transcript needs -o FILE."""
+    """Convert a transcript file (or a directory of them, into -o DIR/) to another format.
+    Converting a file to its own format reproduces it; converting to ctxtool and back does
+    too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
+    needs -o FILE."""
     from .. import formats
     from ..runner import convert_file
 
@@ -356,8 +358,9 @@ def convert(
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", code=ExitCode.USAGE)
     from .commands_redact import options
 
-    run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
-                       redact=options(secrets_from) if redact or secrets_from else None)
+    with common.sharding(None, [path], output, None, join) as sh:
+        run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
+                           redact=options(secrets_from) if redact or secrets_from else None, engine=sh)
     warn_skipped(run.skipped)
     if machine:
         items = run.report.items

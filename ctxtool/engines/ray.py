@@ -30,7 +30,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.USAGE) from e
+        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.DEPENDENCY) from e
     return ray
 
 

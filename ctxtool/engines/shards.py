@@ -32,12 +32,11 @@ from .. import formats, jsonio, urls
 from ..errors import CtxtoolError, ExitCode
 from ..events import EventLog
 from ..formats.base import ErrorPolicy
+from ..formats.walk import DONE, REPORT
 from ..runner import FileRun, Operation, R, RunContext
 from .base import Engine
 
 SHARD_BYTES = 32 << 20  # a dataset file is cut into ranges of about this size
-DONE = "_done"
-REPORT = "_report.json"
 VERSION = 1
 
 
@@ -127,6 +126,16 @@ def _relative_name(rel: str, to: str | None) -> str:
     return os.path.splitext(stem)[0] + _suffix(stem, to)
 
 
+def tree_files(path: str) -> list[tuple[str, str]]:
+    """The transcript files of a local directory, each with its path relative to it (``/``
+    separated), in order (a sharded run's own bookkeeping left out); none is an error."""
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in formats.walk_files(path)]
+    if not files:
+        raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
+                           path=path, code=ExitCode.NOT_FOUND)
+    return files
+
+
 def plan(
     engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
 ) -> list[Shard]:
@@ -145,16 +154,10 @@ def plan(
                 shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
             continue
         if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
-            for f in formats.walk_files(path):  # written under its own relative name (its suffix as --to says)
-                rel = os.path.relpath(f, path).replace(os.sep, "/")
-                if rel == REPORT or rel.startswith(DONE + "/"):  # a sharded run's own bookkeeping
-                    continue
+            for f, rel in tree_files(path):  # written under its own relative name (its suffix as --to says)
                 jsonio.check_input(f)
                 shards.append(Shard(_relative_name(rel, to), f, jsonio.input_size(f),
                                     stamp=_stamp(f)))
-            if not shards:
-                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
-                                   path=path, code=ExitCode.NOT_FOUND)
             continue
         jsonio.check_input(path)
         size = jsonio.input_size(path)
@@ -370,7 +373,9 @@ class Sharding:
         op.prepare()
         results: list[ShardResult | None] = [_reused(j) for j in jobs]
         todo = [j for j, r in zip(jobs, results, strict=True) if r is None]
-        ran = iter(_run(self.engine, todo))
+        # an operation that does not pickle (a closure: archive's summarizer, convert --redact's one table of
+        # placeholders) runs its shards in this process, one after the other
+        ran = iter(_run(self.engine, todo) if op.parallel else [run_shard(j) for j in todo])
         results = [r if r is not None else next(ran) for r in results]
         done = [r for r in results if r is not None]
         if outdir is not None:

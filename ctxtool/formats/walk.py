@@ -18,6 +18,10 @@ COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old
 
 STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
 
+#: a sharded run's bookkeeping beside its output files (:mod:`ctxtool.engines.shards`): never a transcript
+REPORT = "_report.json"
+DONE = "_done"
+
 
 def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
     """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
@@ -42,7 +46,10 @@ def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> 
     import stat
 
     found = []
-    for root, _dirs, names in os.walk(d, followlinks=False):
+    for root, dirs, names in os.walk(d, followlinks=False):
+        if REPORT in names and DONE in dirs:  # the output of a sharded run: its bookkeeping left out
+            dirs.remove(DONE)
+            names = [n for n in names if n != REPORT]
         for n in names:
             if not transcript_name(n, suffixes):
                 continue
