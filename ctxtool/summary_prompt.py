@@ -24,6 +24,7 @@ SUMMARY_PREFIX = "[Previous conversation summary]"
 TOOL_RESULT_CLIP = 1800  # seed 000: tool results reduced to 1800 runes for the summary input
 TOOL_ARGS_CLIP = 600
 MESSAGE_CLIP = 20000  # one user/assistant text in the summary input
+SUMMARY_BUDGET = 3000  # tokens a summary should fit (about a product's compaction summary): --summary-budget
 
 STYLES = ("structured", "retain")
 

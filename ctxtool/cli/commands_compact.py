@@ -271,6 +271,8 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
             )
         elif r.status == "error":
             write(f"{where}: error: {r.error} (left unchanged)")
+        elif r.status == "not_smaller":
+            write(f"{where}: {r.reason}")
         else:
             write(f"{where}: nothing to do ({r.reason})")
     if len(recs) > 50:
@@ -280,7 +282,8 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
         ratio += f", mean retention {report.retention:.0%}" if report.retention is not None else ""
         write(
             f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
-            f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"
+            f"{report.count('not_needed') + report.count('nothing_to_cut') + report.count('not_smaller'):,} unchanged, "
+            f"{report.count('error'):,} failed"
             f"{f', {len(report.skipped):,} unreadable skipped' if report.skipped else ''}"
             f"{', ' + str(report.count('planned')) + ' planned' if report.dry_run else ''}; "
             f"{report.tokens_before:,} → {report.tokens_after:,} tokens{ratio}; "

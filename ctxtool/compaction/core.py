@@ -87,8 +87,10 @@ def compact_transcript(
     rep.split_turn = p.split_turn
     popts = _prompt_options(opts, p)
     read_new, mod_new = sp.extract_files(p.summarize)
-    files = (sp.merge_files(p.view.prev_read, read_new), sp.merge_files(p.view.prev_modified, mod_new))
-    extra = {"open_calls": open_calls(p.summarize)}
+    cwd = session_cwd(t)
+    files = (_relative(sp.merge_files(p.view.prev_read, read_new), cwd),
+             _relative(sp.merge_files(p.view.prev_modified, mod_new), cwd))
+    extra = {"open_calls": open_calls(p.summarize), "summary_budget": opts.summary_budget, "cwd": cwd}
     if dry_run:
         req = sp.build_request(sp.summary_input(p.summarize), p.view.previous_summary, popts,
                                read_files=files[0], modified_files=files[1], extra=extra)
@@ -104,6 +106,13 @@ def compact_transcript(
     try:
         built, summary = _summarize_and_rebuild(summarizer or _heuristic(), t, p, popts, extra, opts, tok, rep, files,
                                                 target)
+    except NotSmaller as e:  # compaction would not help this record: left unchanged, not a failure
+        rep.status, rep.reason = "not_smaller", e.reason
+        rep.tokens_after, rep.messages_after = rep.tokens_before, rep.messages_before
+        rep.seconds = time.perf_counter() - t0
+        events.append(("compaction_end", {"transcript": t.label, "messages_before": rep.messages_before,
+                                          "messages_after": rep.messages_before, "unchanged": e.reason}))
+        return Outcome(t, rep, events)
     except CtxtoolError as e:
         events.append(("compaction_end", {"transcript": t.label, "messages_before": rep.messages_before,
                                           "messages_after": rep.messages_before, "error": e.message}))
@@ -153,6 +162,8 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
                 return got
             problem = got
         if not opts.fallback or attempts >= 3:
+            if (problem or "").startswith(NOT_SMALLER):
+                raise NotSmaller(_not_smaller(problem or "", p, opts, rep))
             raise CtxtoolError(_rejected(problem or "", t, p, opts, rep, heuristic=heuristic or attempts > 1),
                                code=ExitCode.REMOTE, path=t.path)
         heuristic = True
@@ -162,6 +173,38 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
 
 
 NOT_SMALLER = "the compacted transcript would not be smaller"
+
+
+def _relative(paths: list[str], cwd: str | None) -> list[str]:
+    """File list paths relative to the session's directory, each once."""
+    if not cwd:
+        return paths
+    pre = cwd.rstrip("/") + "/"
+    return list(dict.fromkeys(x[len(pre):] if x.startswith(pre) else x for x in paths))
+
+
+def session_cwd(t: Transcript) -> str | None:
+    """The working directory the session recorded (Claude Code, Codex, pi, opencode), if any."""
+    sess = t.extra.get("session") if isinstance(t.extra, dict) else None
+    cwd = sess.get("cwd") if isinstance(sess, dict) else None
+    if not cwd and isinstance(t.extra, dict):
+        cwd = t.extra.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+
+
+class NotSmaller(Exception):
+    """Compaction would not make this transcript smaller: it is left unchanged (``reason``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _not_smaller(problem: str, p: Plan, opts: CompactOptions, rep: RecordReport) -> str:
+    """Why a record is left unchanged, and what would compact it."""
+    return (f"left unchanged: {problem}: the {len(p.summarize):,} summarized message(s) hold "
+            f"{_summarized_tokens(p):,} tokens, no more than their summary ({rep.summary_tokens:,}); "
+            f"a smaller --keep-recent-tokens (now {opts.keep_recent_tokens:,}) summarizes more")
 
 
 def _summarized_tokens(p: Plan) -> int:
@@ -201,12 +244,6 @@ def _rejected(problem: str, t: Transcript, p: Plan, opts: CompactOptions, rep: R
     msg = f"{who}summary rejected: {problem}"
     if not heuristic:
         return msg + "; use --fallback to use the heuristic summary instead"
-    if problem.startswith(NOT_SMALLER):
-        return (f"{msg}: the {len(p.summarize):,} summarized message(s) hold {_summarized_tokens(p):,} tokens, "
-                f"fewer than the heuristic summary of them ({rep.summary_tokens:,}); summarize more with a smaller "
-                f"--keep-recent-tokens (now {opts.keep_recent_tokens:,}), "
-                + ("" if opts.fallback else "accept a clipped summary with --fallback, ")
-                + "or leave such records unchanged with --on-error skip")
     if opts.min_retention is not None and "--min-retention" in problem:
         return (f"{msg}; the heuristic summary is in use: keep more verbatim (a larger --keep-recent-tokens), "
                 "lower --min-retention, or leave such records unchanged with --on-error skip")

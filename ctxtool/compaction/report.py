@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STATUSES = ("compacted", "not_needed", "nothing_to_cut", "planned", "error")
+STATUSES = ("compacted", "not_needed", "nothing_to_cut", "not_smaller", "planned", "error")
 
 
 @dataclass(slots=True)
@@ -116,6 +116,7 @@ class CompactReport:
             "records": len(self.records),
             "compacted": self.count("compacted"),
             "not_needed": self.count("not_needed") + self.count("nothing_to_cut"),
+            "not_smaller": self.count("not_smaller"),
             "planned": self.count("planned"),
             "errors": self.count("error"),
             "skipped": len(self.skipped),

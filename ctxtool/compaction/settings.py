@@ -63,6 +63,7 @@ class CompactOptions:
     min_retention: float | None = None  # reject a summary whose retention (ctxtool.score) is below this
     tool_clip: int = sp.TOOL_RESULT_CLIP
     summary_max_tokens: int = _default("summarizer.max_tokens")
+    summary_budget: int = sp.SUMMARY_BUDGET  # tokens the heuristic summary fits; the size a model is asked for
     context: Any = None  # ctxtool.context.ContextSettings: the flags and config for the window
     policy_values: dict[str, Any] = field(default_factory=dict)  # the trigger policies' settings (config keys)
 
