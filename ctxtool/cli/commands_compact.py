@@ -62,6 +62,7 @@ def compact(
     tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest] (the Go agent's).")] = False,
     tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", "-n", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
+    summary_budget: Annotated[int | None, typer.Option("--summary-budget", min=200, help=f"Tokens the summary should fit (default {D.summary_budget:,}, about a product's compaction summary): the heuristic fills its sections in order of value up to it; a model is asked for at most this much.")] = None,
     min_retention: Annotated[float | None, typer.Option("--min-retention", min=0.0, max=1.0, help="Reject a summary whose retention (what `ctxtool score` measures, 0-1) is below this; with --fallback the heuristic summary is tried instead.")] = None,
     events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (cut, sizes, prompt size) without calling a model or writing.")] = False,
@@ -133,6 +134,7 @@ def compact(
         tool_digest=tool_digest,
         fallback=fallback,
         min_retention=min_retention,
+        **({"summary_budget": summary_budget} if summary_budget else {}),
     )
     progress, stop = _progress()
     from contextlib import ExitStack

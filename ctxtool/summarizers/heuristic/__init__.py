@@ -149,7 +149,7 @@ def facts(
     prev, _ = _previous(msgs, previous_summary)
     reqs, constraints = requests.collect(msgs)
     return Facts(msgs, prev, reqs, constraints, tools.activity(msgs), decisions.said(msgs), values.values(msgs),
-                 ledger.read_set(msgs), plan.latest(msgs), _files_changed(msgs), list(open_calls), instructions,
+                 ledger.read_set(msgs), plan.latest(msgs) or plan.tracker(msgs), _files_changed(msgs), list(open_calls), instructions,
                  directives, split_turn, (cwd or "").rstrip("/"))
 
 

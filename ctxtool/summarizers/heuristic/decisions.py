@@ -83,7 +83,11 @@ def approval(user_text: str, proposal: str) -> str | None:
     said = " ".join(user_text.split())
     if not said or len(said) > 400 or not _APPROVAL_RE.match(said):
         return None
-    first = next((x for x in sentences(proposal) if len(x) >= 25 and not _FRAGMENT_RE.match(x)), "")
+    mine = set(re.findall(r"[a-z0-9_]{3,}", said.lower())) - {"yes", "let", "lets", "with", "the", "and", "sure", "okay"}
+    cands = [x for x in sentences(proposal) if len(x) >= 12 and not _FRAGMENT_RE.match(x) and not _HEDGE_RE.search(x)]
+    scored = [(len(mine & set(re.findall(r"[a-z0-9_]{3,}", x.lower()))), -i, x) for i, x in enumerate(cands)]
+    best = max(scored) if scored else None
+    first = best[2] if best and (best[0] > 0 or not mine) else ""
     return (f"**Decided** (the user: \"{one_line(said, 160)}\")" + (f" on: {one_line(first, DECISION_CLIP)}" if first else ""))
 
 

@@ -92,3 +92,36 @@ def text_plan(msgs: Sequence[Message]) -> list[str]:
             if len(steps) >= 2:
                 return steps[:MAX_TEXT_STEPS]
     return []
+
+
+_BD = lazyre.compile(r"\bbd\s+(update|close|start|done)\s+([\w.-]+)(?:.*?--status[= ](\w+))?")
+_BD_TITLE = lazyre.compile(r"([\w-]+\.\d+(?:\.\d+)*):\s+([^●\n]{5,160}?)\s*(?:●|\n|$)")
+
+
+def tracker(msgs: Sequence[Message]) -> tuple[int, list[Item]] | None:
+    """An issue tracker driven from the shell (beads: ``bd update ID --status in_progress``,
+    ``bd close ID``): each issue's latest status, with its title where an output showed it
+    (None: no such run)."""
+    from ...summary_prompt import command_of
+
+    results = {b.id: b for m in msgs for b in m.tool_results() if b.id}
+    status: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    last = -1
+    for i, m in enumerate(msgs):
+        for b in m.tool_results():
+            for ident, title in _BD_TITLE.findall(b.text[:20000]):
+                titles.setdefault(ident, title.strip())
+        for b in m.tool_calls():
+            cmd = command_of(b) or ""
+            res = results.get(b.id or "")
+            if res is None or res.is_error:
+                continue
+            for verb, ident, st in _BD.findall(cmd):
+                new = "completed" if verb in ("close", "done") else (st or "in_progress").lower()
+                status.pop(ident, None)
+                status[ident] = new
+                last = i
+    if not status:
+        return None
+    return last, [Item(f"{k}: {titles[k]}" if k in titles else k, v) for k, v in status.items()]
