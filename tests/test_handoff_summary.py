@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import corpus_file
 from test_compact import write_chat, write_dataset
 
@@ -312,3 +313,88 @@ def test_corpus_summaries_fit_the_default_budget() -> None:
         body = sp.strip_file_lists(sp.strip_prefix(o.summary or ""))
         assert len(body) <= sp.SUMMARY_BUDGET * 4 * 1.05, parts
         assert not re.search(r"^- \[x\].*failed", body, re.M)
+
+
+# -- 8. model summaries anchored on the facts --------------------------------------------------------
+FALSE_REPLY = ("## Goal\nFix the type errors in src/app.ts.\n\n## Progress\n### Done\n- [x] `npm run build` passes now\n"
+               "- [x] edited src/app.ts\n\n## Next Steps\n1. Create nord.json for the theme\n")
+TRUE_REPLY = ("## Goal\nFix the type errors in src/app.ts.\n\n## Progress\n### Blocked\n- npm run build still fails: "
+              "error TS2304: Cannot find name 'Foo'\n\n## Next Steps\n1. Declare Foo in src/types.ts\n")
+
+
+def failing_build_chat(path: Path) -> Path:
+    from test_compact import call
+
+    filler = "context line for the build log\n" * 120
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "Fix the type errors in src/app.ts. Do not create nord.json."},
+        {"role": "assistant", "content": "Running the build.", "tool_calls": [call("b1", "bash", command="npm run build")]},
+        {"role": "tool", "tool_call_id": "b1", "content": filler + "src/app.ts(3,7): error TS2304: Cannot find name 'Foo'.\n"},
+        {"role": "assistant", "content": "Editing the import.",
+         "tool_calls": [call("e1", "edit_file", path="src/app.ts", old="a", new="b")]},
+        {"role": "tool", "tool_call_id": "e1", "content": "edited"},
+        {"role": "assistant", "content": "Rebuilding.", "tool_calls": [call("b2", "bash", command="npm run build")]},
+        {"role": "tool", "tool_call_id": "b2", "content": filler + "src/app.ts(3,7): error TS2304: Cannot find name 'Foo'.\n"},
+        {"role": "user", "content": "Keep going, " + "and explain what you find. " * 60},
+        {"role": "assistant", "content": "Looking at the types next. " * 60},
+    ]
+    path.write_text(json.dumps(msgs))
+    return path
+
+
+def _remote(kind: str, llm: Any) -> Any:
+    from ctxtool.summarizers import get_summarizer
+
+    return get_summarizer(kind, base_url=llm.base_url(kind), model="m", api_key="k", retries=0, backoff_base=0.001)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_model_summary_is_handed_the_facts_and_checked_against_them(kind: str, tmp_path: Path) -> None:
+    from fake_llm import FakeLLM
+
+    from ctxtool import compact as cp
+
+    src = failing_build_chat(tmp_path / "c.json")
+    options = CompactOptions(force=True, keep_recent_tokens=300)
+    with FakeLLM(reply=FALSE_REPLY) as llm:
+        rep = cp.compact_file(src, tmp_path / "o.json", options=options, summarizer=_remote(kind, llm))
+        prompt = llm.requests[0].prompt
+    assert "<facts>" in prompt and "- `npm run build`: FAILED: src/app.ts(3,7): error TS2304" in prompt
+    assert "never call a failed run ok" in prompt and "## Current State" in prompt
+    r = rep.records[0]
+    assert r.status == "compacted"  # reported, not rejected, unless asked
+    kinds = {d["kind"] for d in r.disagreements}
+    assert "failed_called_done" in kinds and "countermanded" in kinds
+    assert any("npm run build` passes" in d["line"] for d in r.disagreements)
+    with FakeLLM(reply=TRUE_REPLY) as llm:
+        rep = cp.compact_file(src, tmp_path / "o2.json", options=options, summarizer=_remote(kind, llm))
+    assert rep.records[0].disagreements == []
+
+
+def test_false_claims_can_reject_a_model_summary(tmp_path: Path) -> None:
+    from fake_llm import FakeLLM
+
+    src = failing_build_chat(tmp_path / "c.json")
+    with FakeLLM(reply=FALSE_REPLY) as llm:
+        common = ["compact", src, "--force", "--keep-recent-tokens", "300", "--summarizer", "openai", "--summary-model", "m",
+                  "--base-url", llm.openai_base, "--no-cache", "--max-false-claims", "0", "--json"]
+        r = ctxtool(*common, "-o", tmp_path / "o.json")
+        assert r.returncode == 6 and "claim(s) the transcript's records contradict" in r.stderr
+        assert not (tmp_path / "o.json").exists()
+        r = ctxtool(*common, "--fallback", "-o", tmp_path / "o2.json")
+    assert r.returncode == 0, r.stderr
+    item = json.loads(r.stdout)["transcripts"][0]
+    assert item["fallback_used"] and item["disagreements"][0]["kind"] == "failed_called_done"
+
+
+def test_command_backend_is_checked_too(tmp_path: Path) -> None:
+    src = failing_build_chat(tmp_path / "c.json")
+    reply = tmp_path / "reply.md"
+    reply.write_text(FALSE_REPLY)
+    prog = tmp_path / "say.py"
+    prog.write_text(f"import sys\nsys.stdin.read()\nsys.stdout.write(open({str(reply)!r}).read())\n")
+    r = ctxtool("compact", src, "-o", tmp_path / "o.json", "--force", "--keep-recent-tokens", "300", "--summarizer",
+                "command", "--command", f"{sys.executable} {prog}", "--json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    item = json.loads(r.stdout)["transcripts"][0]
+    assert "failed_called_done" in {d["kind"] for d in item["disagreements"]}

@@ -43,6 +43,7 @@ class RecordReport:
     error: str | None = None
     seconds: float = 0.0
     read_set: list[dict[str, Any]] = field(default_factory=list)  # files read in the summarized part (the ledger)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)  # a model summary's claims the records contradict
 
     @property
     def ratio(self) -> float | None:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ... import lazyre
 from ...model import Message, injected_kind
 from ...summary_prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
-from . import decisions, ledger, plan, requests, tools, values
+from . import check, decisions, ledger, plan, requests, tools, values
 from .previous import EARLIER, SECTIONS, Carried, Previous, fit, parse_previous
 from .text import (
     dedupe,
@@ -64,6 +64,7 @@ REASON_CLIP = 160
 CHARS_PER_TOKEN = 4  # the budget is counted like the default tokenizer: ceil(characters / 4)
 PREV_SHARE = 0.35  # what a carried previous summary may take of the budget
 REQUESTS_SHARE = 0.4  # ... and the user's requests
+FACTS_BUDGET = 1500  # tokens of facts handed to a summary model
 REQUESTS_TITLE = "User requests, in order (verbatim)"  # (where version 2 listed them, under Goal)
 _COUNTERMAND = lazyre.compile(r"\b(?:remove|delete|drop|undo|revert|stop|don'?t|do not|no need|never mind|skip|cancel)\b",
                               re.I)
@@ -309,6 +310,44 @@ class Facts:
         if any(m.role == "assistant" for m in after):
             return head + "answered in text (no tool call after it)"
         return head + "not acted on yet in the summarized part"
+
+    # -- for a model -----------------------------------------------------------------------------
+    def brief(self, budget: int = FACTS_BUDGET) -> str:
+        """The facts a model's summary is anchored on: the plan's items with their latest status,
+        each run's last result, the failures (open with their error, or resolved), commits, the
+        files changed with their reasons, the user's requests, what the user countermanded."""
+        out: list[str] = []
+        if self.plan is not None:
+            out += ["Plan items (latest status):", *[it.line() for it in self.plan[1]]]
+        if self.act.checks:
+            out += ["Test and build runs (last result of each):",
+                    *[f"- {label}: {result}" for label, result in self.act.checks.values()]]
+        blocked = [f for f in self.act.blocked() if f.family not in self.act.checks]
+        if blocked:
+            out += ["Failed and not resolved by a later run:", *[f"- {f.label}: {f.error}" for f in blocked]]
+        if self.act.resolved():
+            out += ["Failed, then resolved by a later run of the same step:",
+                    *[f"- {f.label}: {f.error} (resolved by {f.resolved_by})" for f in self.act.resolved()]]
+        if self.act.commits:
+            out += ["Commits:", *[f"- {c.line(self.rel)}" for c in self.act.commits]]
+        if self.changed:
+            out += ["Files changed (the reason given at the edit):",
+                    *[f"- {self.rel(f)}" + (f": {'; '.join(rs[-MAX_REASONS:])}" if rs else "")
+                      for f, rs in self.changed.items()]]
+        if self.reqs:
+            out += ["User requests, in order:", *[f"- {one_line(r.text, 300)}" for r in self.reqs]]
+        status = self.latest_status()
+        if status:
+            out.append(status)
+        gone = [c for c in self.open_calls if self.countermanded(c) is not None]
+        if gone:
+            out += ["Pending calls the user countermanded (not next steps):", *[f"- {c}" for c in gone]]
+        text = "\n".join(out)
+        return clip(text, budget * CHARS_PER_TOKEN) if text else "(no structured records in this part)"
+
+    def check(self, summary: str) -> list[check.Disagreement]:
+        """The claims of ``summary`` (a model's) that these facts contradict."""
+        return check.check(self, summary)
 
     # -- sections ------------------------------------------------------------------------------
     def blocks(self) -> list[Block]:
