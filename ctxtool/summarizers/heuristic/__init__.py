@@ -59,6 +59,7 @@ GOAL_CLIP = 1500
 MAX_BLOCKED = 6
 MAX_RESOLVED = 10
 MAX_MISSED = 8
+MAX_LOOKED = 8
 MAX_REASONS = 2
 REASON_CLIP = 160
 CHARS_PER_TOKEN = 4  # the budget is counted like the default tokenizer: ceil(characters / 4)
@@ -499,6 +500,9 @@ class Facts:
         if len(self.sd.statements) > 1:
             ctx.append("Before that, the assistant said: "
                        + one_line(clip(self.sd.statements[-2], STATEMENT_CLIP // 2), STATEMENT_CLIP // 2 + 80))
+        if self.act.looked:
+            ctx.append("Last read-only commands: " + "; ".join(dedupe([one_line(x, 120) for x in self.act.looked],
+                                                                       MAX_LOOKED, keep="last")))
         if self.act.missed:
             ctx.append("Looked for, not found or failed: " + "; ".join(dedupe(self.act.missed, MAX_MISSED, keep="last")))
         if self.act.tool_counts:

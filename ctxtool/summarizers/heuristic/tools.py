@@ -93,6 +93,7 @@ class Activity:
     failures: list[Failure] = field(default_factory=list)
     explored: int = 0
     missed: list[str] = field(default_factory=list)  # reads and searches that failed (what is not there)
+    looked: list[str] = field(default_factory=list)  # read-only commands that ran (what was looked at)
     tool_counts: dict[str, int] = field(default_factory=dict)
 
     def blocked(self) -> list[Failure]:
@@ -345,6 +346,7 @@ def activity(msgs: Sequence[Message]) -> Activity:
             elif cmd is not None and short not in ("write_stdin",):
                 if readonly(cmd):
                     act.explored += 1
+                    act.looked.append(label)
                 elif (c := _commit(cmd, res, edited)) is not None:
                     act.commits.append(c)
                     edited = []
