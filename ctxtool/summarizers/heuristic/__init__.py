@@ -416,7 +416,7 @@ class Facts:
                 label="plan items")
         blocked = self.act.blocked()
         checks = dict(self.act.checks)
-        bl = [[f"- {f.label} failed{f.times()}: {f.error}"] for f in blocked if f.family not in checks]
+        bl = [[self._rel_step(f"- {f.label} failed{f.times()}: {f.error}")] for f in blocked if f.family not in checks]
         add(52, "### Blocked (failed, not resolved by a later run)", bl[-MAX_BLOCKED:], 3, label="failures")
         add(53, "### Test and build runs (last result of each)",
             [[f"- {label}: {result}"] for label, result in checks.values()], 7, label="runs", keep_tail=True)
@@ -432,8 +432,8 @@ class Facts:
                 prev_done.append(f"{one_line(x, 200)} (done since the earlier summary: {ev})")
         add(55, "### Done", [[f"- [x] {d}"] for d in dedupe(prev_done + done, 10**6)], 10, label="earlier steps",
             keep_tail=True)
-        res = [[f"- {f.label} failed earlier{f.times()} ({f.error}); resolved: a later run succeeded ({f.resolved_by})"]
-               for f in self.act.resolved()][-MAX_RESOLVED:]
+        res = [[self._rel_step(f"- {f.label} failed earlier{f.times()} ({f.error}); resolved: a later run succeeded "
+                               f"({f.resolved_by})")] for f in self.act.resolved()][-MAX_RESOLVED:]
         add(56, "### Failures resolved", res, 11, label="resolved failures", keep_tail=True)
         # Decisions
         dec = dedupe(items(self.prev.own.get("Key Decisions", "")) + self.sd.decisions, 10**6)
