@@ -65,6 +65,7 @@ REASON_CLIP = 160
 CHARS_PER_TOKEN = 4  # the budget is counted like the default tokenizer: ceil(characters / 4)
 PREV_SHARE = 0.35  # what a carried previous summary may take of the budget
 REQUESTS_SHARE = 0.4  # ... and the user's requests
+PREFIX_RESERVE = 200  # characters kept free of the budget
 FACTS_BUDGET = 1500  # tokens of facts handed to a summary model
 REQUESTS_TITLE = "User requests, in order (verbatim)"  # (where version 2 listed them, under Goal)
 _COUNTERMAND = lazyre.compile(r"\b(?:remove|delete|drop|undo|revert|stop|don'?t|do not|no need|never mind|skip|cancel)\b",
@@ -545,7 +546,7 @@ class Facts:
             carried_chars = max(int(PREV_SHARE * budget * CHARS_PER_TOKEN), budget * CHARS_PER_TOKEN - own)
             fit(self.prev, max(carried_chars, 1000))
             bs = self.blocks()
-        left = budget * CHARS_PER_TOKEN
+        left = budget * CHARS_PER_TOKEN - PREFIX_RESERVE  # the pipeline's prefix and line ends count too
         for b in sorted(bs, key=lambda b: (b.rank, b.order)):  # every section's heading and first entry
             cost = sum(len(x) + 1 for x in b.heading) + 2
             first = b.entries[-1] if b.keep_tail else b.entries[0]
