@@ -216,11 +216,13 @@ def test_decisions_are_choices_not_hypotheses_or_complaints() -> None:
     msgs = [user("Fix the cache."),
             said("Maybe the issue is that the cache isn't being cleared? This piecemeal approach is a mess. "
                  "Option A: a TTL. Option B: explicit invalidation."),
+            user("ok, i hope i haven't lost you by compacting"),
+            said("Not at all. Option A: a TTL. Option B: explicit invalidation."),
             user("let's go with explicit invalidation"),
             said("I'll use explicit invalidation instead of a TTL because writes are rare. "
                  "The TTL design was rejected because it serves stale reads.")]
     dec = parse_sections(structured_summary(msgs))["Key Decisions"]
-    assert "Maybe the issue" not in dec and "piecemeal" not in dec
+    assert "Maybe the issue" not in dec and "piecemeal" not in dec and "lost you" not in dec
     assert '**Decided** (the user: "let\'s go with explicit invalidation") on: Option B: explicit invalidation.' in dec
     assert "**Decided**: I'll use explicit invalidation instead of a TTL" in dec
     assert "**Rejected**: The TTL design was rejected" in dec

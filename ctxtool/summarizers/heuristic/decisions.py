@@ -32,6 +32,9 @@ _HEDGE_RE = lazyre.compile(
     r"mess|ugh|terrible|awful)\b|\?\s*$",
     re.I,
 )
+#: what an approval goes on to ask for ("ok, create a branch", "yes, start implementing")
+_ACTION_RE = lazyre.compile(r"\b(go|do|start|implement\w*|proceed|create|use|continue|ship|commit|merge|apply|"
+                            r"keep|add|write|build|make|fix|try|run)\b", re.I)
 #: a user's approval or choice (of what the assistant proposed)
 _APPROVAL_RE = lazyre.compile(
     r"^(?:yes|yep|yeah|ok(?:ay)?|sure|go ahead|do it|sounds good|looks good|lgtm|approved?|proceed|perfect|"
@@ -81,7 +84,12 @@ def decision_item(s: str) -> str:
 def approval(user_text: str, proposal: str) -> str | None:
     """A user's approval or choice of what the assistant last proposed, as a decision."""
     said = " ".join(user_text.split())
-    if not said or len(said) > 400 or not _APPROVAL_RE.match(said):
+    m = _APPROVAL_RE.match(said) if said and len(said) <= 400 else None
+    if m is None:
+        return None
+    rest = said[m.end():].strip(" ,.!:;-")
+    bare = m.group(0).lower() in ("yes", "yep", "yeah", "ok", "okay", "sure", "perfect")
+    if bare and rest and not _ACTION_RE.search(rest):  # "ok, i hope ..." is a remark, not an approval
         return None
     mine = set(re.findall(r"[a-z0-9_]{3,}", said.lower())) - {"yes", "let", "lets", "with", "the", "and", "sure", "okay"}
     cands = [x for x in sentences(proposal) if len(x) >= 12 and not _FRAGMENT_RE.match(x) and not _HEDGE_RE.search(x)]
