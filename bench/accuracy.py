@@ -29,7 +29,8 @@ SESSION_DIRS = ("claude_code", "codex", "pi")
 RATIOS = ROOT / "ctxtool" / "data" / "token_ratios.json"
 TARGET = ">= 90% of turns within ±10%"
 COLUMNS = ("heuristic", "o200k_base", "cl100k_base", "heuristic+offset", "calibrated alternate", "calibrated half",
-           "family (file left out)", "usage-aware heuristic", "usage-aware calibrated")
+           "family (file left out)", "usage-aware heuristic", "default alternate", "default half",
+           "first turn after a compaction")
 
 
 def sessions(corpus: Path) -> list[tuple[str, Any]]:
@@ -101,23 +102,24 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
             gap = ys[0] - est[0]
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
     rows = C.context_rows(t, samples)
+    segs = [s.segment for s in samples]
+    msg_rows = [C.message_features(m) for m in t.messages]
     # the fit starts from the family's ratios learned without this session
     prior = C.Calibration.from_spec(family) if family is not None else C.heuristic_calibration()
     for how in ("alternate", "half"):
         train, test = C.split(len(samples), how)
         if train and test:
-            c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior)
-            out[f"calibrated {how}"] = ([c.predict(rows[i]) for i in test], [ys[i] for i in test])
+            c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
+            out[f"calibrated {how}"] = ([c.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
+            est = C.default_estimates(samples, rows, c, [c.tokens(r) for r in msg_rows])
+            out[f"default {how}"] = ([est[i] for i in test], [ys[i] for i in test])
+    # the first turn after each compaction, fitted on every turn before it: the one turn the
+    # default estimate makes from characters alone, with the overhead of the segment before
+    out["first turn after a compaction"] = C.after_compaction(samples, rows, prior)
     if family is not None:
         out["family (file left out)"] = ([prior.predict(r) for r in rows], ys)
-    pairs = list(C._anchored(samples, heur_counts))
+    pairs = list(C.usage_anchored(samples, heur_counts))
     out["usage-aware heuristic"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
-    if "calibrated alternate" in out:  # the trailing part counted by the fit of the other turns
-        train, _ = C.split(len(samples), "alternate")
-        c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior)
-        cal = [c.tokens(C.message_features(m)) for m in t.messages]
-        pairs = [(e, k) for e, k in C._anchored(samples, cal) if k not in train]
-        out["usage-aware calibrated"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
     return out
 
 
@@ -139,14 +141,12 @@ def table(rows: list[tuple[str, int, dict[str, Any]]], pooled: dict[str, Any], c
     return "\n".join(lines)
 
 
-REDACTED = "[REDACTED_TEXT"  # how a publisher that blanked a session's text marks it
-
-
 def redacted(t: Any) -> bool:
     """A session most of whose texts were replaced by redaction markers: its characters are
-    not what the model saw, so no estimate from them can match (reported apart, never dropped)."""
-    texts = [b.text for m in t.messages for b in m.content if b.text]
-    return bool(texts) and sum(x.startswith(REDACTED) for x in texts) > len(texts) / 2
+    not what the model saw (reported apart as well as pooled, never dropped)."""
+    from ctxtool.calibration import redacted_share
+
+    return redacted_share(t) > 0.5
 
 
 def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
@@ -159,7 +159,7 @@ def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
     for what, figures in (("all sessions", pooled), ("sessions not redacted", clear)):
         base = figures["heuristic"]
         for col in ("calibrated alternate", "calibrated half", "family (file left out)", "usage-aware heuristic",
-                    "usage-aware calibrated"):
+                    "default alternate", "default half", "first turn after a compaction"):
             s = figures[col]
             if s.turns:
                 met = "met" if s.within >= 0.9 else "not met"

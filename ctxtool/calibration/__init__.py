@@ -32,23 +32,24 @@ from .accuracy import (
     Accuracy,
     CalibratedTokenizer,
     ErrorBar,
-    _anchored,
     accuracy,
     context_error,
+    default_estimates,
     error_bar,
     file_calibration,
     flips,
+    usage_anchored,
 )
 from .families import (
     FAMILY_PREFIXES,
     GENERIC,
     RATIOS_FILE,
-    _ratios,
     family_calibration,
     family_keys,
     family_of,
     learn_families,
     pick,
+    shipped_ratios,
 )
 from .features import (
     FEATURES,
@@ -56,12 +57,16 @@ from .features import (
     TurnSample,
     block_features,
     context_rows,
+    continues,
     message_features,
+    placeholder_chars,
     recorded_input,
+    redacted_share,
     text_kind,
     turn_samples,
 )
 from .fit import (
+    after_compaction,
     DEFAULT_SPLIT,
     PRIOR_STRENGTH,
     SPLITS,
@@ -76,8 +81,9 @@ from .fit import (
 
 __all__ = [
     "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
-    "WITHIN", "Accuracy", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "_anchored",
-    "_ratios", "accuracy", "block_features", "context_error", "context_rows", "error_bar", "family_calibration",
-    "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration", "learn_families", "message_features",
-    "nnls", "pick", "recorded_input", "split", "text_kind", "turn_samples",
+    "WITHIN", "Accuracy", "after_compaction", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "accuracy",
+    "block_features", "context_error", "context_rows", "continues", "default_estimates", "error_bar",
+    "family_calibration", "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration",
+    "learn_families", "message_features", "nnls", "pick", "placeholder_chars", "recorded_input", "redacted_share",
+    "shipped_ratios", "split", "text_kind", "turn_samples", "usage_anchored",
 ]

@@ -81,13 +81,24 @@ class Calibration:
     source: str = "family:generic"
     trained_on: int = 0
     per_message: float = 0.0
+    #: the overhead fitted for each stretch between compactions (segment number, overhead):
+    #: a compaction changes what the provider holds beside the messages
+    segments: tuple[tuple[int, float], ...] = ()
+
+    def overhead_at(self, segment: int) -> float:
+        """The overhead of a segment: its own fit, else that of the latest fitted segment
+        before it (a stretch no turn was fitted on starts from what came before), else
+        :attr:`overhead`."""
+        got = [o for s, o in self.segments if s <= segment]
+        return got[-1] if got else self.overhead
 
     def coefficients(self) -> list[float]:
         return [self.overhead, *(self.rates[k] for k in KINDS), self.image, self.per_message]
 
-    def predict(self, row: Sequence[float], overhead: bool = True) -> float:
+    def predict(self, row: Sequence[float], overhead: bool = True, segment: int | None = None) -> float:
         c = self.coefficients()
-        return (c[0] if overhead else 0.0) + sum(a * b for a, b in zip(c[1:], row[1:], strict=True))
+        base = (self.overhead_at(segment) if segment is not None else c[0]) if overhead else 0.0
+        return base + sum(a * b for a, b in zip(c[1:], row[1:], strict=True))
 
     def tokens(self, row: Sequence[float]) -> int:
         """Tokens of content (no overhead), rounded up."""
@@ -162,13 +173,45 @@ PRIOR_STRENGTH = 0.002
 
 
 def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration | None = None,
-        source: str = "file") -> Calibration:
+        source: str = "file", segments: Sequence[int] | None = None) -> Calibration:
     """The calibration of ``rows`` (feature rows, :data:`FEATURES` order) to the recorded
-    ``ys``, towards ``prior`` (default: the generic family's ratios)."""
+    ``ys``, towards ``prior`` (default: the generic family's ratios). With ``segments`` (each
+    row's :attr:`~ctxtool.calibration.TurnSample.segment`) the overhead is fitted for each
+    segment apart, the rates over all; :attr:`Calibration.overhead` is then the last one's."""
     p = prior or heuristic_calibration()
     w = [1.0 / (y * y) for y in ys]
-    c = nnls(rows, ys, w, p.coefficients(), PRIOR_STRENGTH)
-    return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
+    pc = p.coefficients()
+    if not segments:
+        c = nnls(rows, ys, w, pc, PRIOR_STRENGTH)
+        return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
+    ids = sorted(set(segments))
+    col = {s: j for j, s in enumerate(ids)}
+    wide = []
+    for r, s in zip(rows, segments, strict=True):
+        x = [0.0] * len(ids)
+        x[col[s]] = r[0]
+        wide.append([*x, *r[1:]])
+    c = nnls(wide, ys, w, [pc[0]] * len(ids) + pc[1:], PRIOR_STRENGTH)
+    per = tuple((s, c[col[s]]) for s in ids)
+    return Calibration.from_coefficients([per[-1][1], *c[len(ids):]], source=source, trained_on=len(ys),
+                                         segments=per)
+
+
+def after_compaction(samples: Sequence[Any], rows: Sequence[Sequence[float]],
+                     prior: Calibration | None = None) -> tuple[list[float], list[float]]:
+    """The calibrated estimate of the first usage turn after each compaction, fitted on every
+    turn before it (the one turn the default estimate makes from characters alone, with the
+    overhead of the segment before), and the recorded input it is judged against."""
+    est: list[float] = []
+    rec: list[float] = []
+    segs = [s.segment for s in samples]
+    ys = [float(s.recorded) for s in samples]
+    for k in range(1, len(samples)):
+        if segs[k] != segs[k - 1]:
+            c = fit(rows[:k], ys[:k], prior, segments=segs[:k])
+            est.append(c.predict(rows[k], segment=segs[k]))
+            rec.append(ys[k])
+    return est, rec
 
 
 def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:

@@ -81,6 +81,8 @@ def _check(
     elif context is None:
         context = ContextSettings()
     info = resolve(source, settings=context, tokenizer=tok)
+    if info.tokenizer != tok.name and isinstance(source, Transcript):  # the calibrated estimate took over
+        tok = for_transcript(get_tokenizer(info.tokenizer), source)
     if info.window != s.context_window:
         s = s.with_window(info.window, info.window_source)
     label, path, index, id_ = where
