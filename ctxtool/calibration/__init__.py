@@ -68,6 +68,7 @@ from .features import (
 from .fit import (
     after_compaction,
     DEFAULT_SPLIT,
+    MAX_TOKENS_PER_CHAR,
     PRIOR_STRENGTH,
     SPLITS,
     WITHIN,
@@ -80,7 +81,7 @@ from .fit import (
 )
 
 __all__ = [
-    "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
+    "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "MAX_TOKENS_PER_CHAR", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
     "WITHIN", "Accuracy", "after_compaction", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "accuracy",
     "block_features", "context_error", "context_rows", "continues", "default_estimates", "error_bar",
     "family_calibration", "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration",

@@ -132,9 +132,11 @@ class Calibration:
 
 
 def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence[float],
-         prior: Sequence[float], strength: float, sweeps: int = 400) -> list[float]:
+         prior: Sequence[float], strength: float, sweeps: int = 400,
+         upper: Sequence[float] | None = None) -> list[float]:
     """Weighted least squares with non-negative coefficients, pulled towards ``prior``:
-    minimize ``Σ w (x·c − y)² + strength · Σ (s_j (c_j − prior_j))²`` for ``c ≥ 0``, where
+    minimize ``Σ w (x·c − y)² + strength · Σ (s_j (c_j − prior_j))²`` for
+    ``0 ≤ c ≤ upper`` (no upper bound where ``upper`` is ``inf`` or not given), where
     ``s_j`` is column j's weighted scale (so the pull does not depend on its units). Solved
     by cyclic coordinate descent on the normal equations (a convex problem of a few
     columns: it converges to the one minimum)."""
@@ -162,6 +164,8 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
                 continue
             r = b[j] - sum(g[j][k] * c[k] for k in range(n) if k != j)
             v = max(r / g[j][j], 0.0)
+            if upper is not None:
+                v = min(v, upper[j])
             moved = max(moved, abs(v - c[j]) / (abs(c[j]) + 1e-9))
             c[j] = v
         if moved < 1e-9:
@@ -170,6 +174,10 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
 
 
 PRIOR_STRENGTH = 0.002
+#: the most tokens a character of any kind can cost: a kind seen in few characters beside a
+#: large overhead is nearly collinear with it, and unbounded its rate can run to several
+#: tokens a character (2.8 for the prose of one corpus session), which no tokenizer gives text
+MAX_TOKENS_PER_CHAR = 1.0
 
 
 def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration | None = None,
@@ -181,8 +189,10 @@ def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration
     p = prior or heuristic_calibration()
     w = [1.0 / (y * y) for y in ys]
     pc = p.coefficients()
+    inf = math.inf
+    bounds = [*(MAX_TOKENS_PER_CHAR for _ in KINDS), inf, inf]  # the kinds' rates; images and messages free
     if not segments:
-        c = nnls(rows, ys, w, pc, PRIOR_STRENGTH)
+        c = nnls(rows, ys, w, pc, PRIOR_STRENGTH, upper=[inf, *bounds])
         return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
     ids = sorted(set(segments))
     col = {s: j for j, s in enumerate(ids)}
@@ -191,7 +201,7 @@ def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration
         x = [0.0] * len(ids)
         x[col[s]] = r[0]
         wide.append([*x, *r[1:]])
-    c = nnls(wide, ys, w, [pc[0]] * len(ids) + pc[1:], PRIOR_STRENGTH)
+    c = nnls(wide, ys, w, [pc[0]] * len(ids) + pc[1:], PRIOR_STRENGTH, upper=[inf] * len(ids) + bounds)
     per = tuple((s, c[col[s]]) for s in ids)
     return Calibration.from_coefficients([per[-1][1], *c[len(ids):]], source=source, trained_on=len(ys),
                                          segments=per)
