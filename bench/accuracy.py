@@ -10,9 +10,14 @@ relative error, and the share of turns within ±10 % (the target: at least 90 %)
 Columns: each tokenizer from the file alone (``heuristic``, ``o200k_base``, ``cl100k_base``);
 the heuristic plus the first turn's gap (turns 2 on); ``calibrated`` fitted on the odd usage
 turns and measured on the even ones (``alternate``) and fitted on the first half and measured
-on the second (``half``), held-back turns only; the family's shipped ratios (learned with
-this session left out); and seed 000's usage-aware estimate (the previous turn's recorded
-usage plus the heuristic count of what came since: what ``check`` uses when usage exists).
+on the later half (``half``: how an estimate is used going forward), held-back turns only,
+with an overhead for each stretch between compactions; the family's ratios (learned with
+this session left out); seed 000's usage-aware estimate (the previous turn's recorded usage
+plus the heuristic count of what came since; turns after a compaction have none and are not
+counted); ``default``, the estimate ``check`` makes where usage exists, on every held-back
+turn (that usage-aware estimate, and after a compaction the calibrated one fitted on the
+training turns), for both splits; and the first turn after each compaction alone, fitted on
+every turn before it (the one turn the default estimates from characters alone).
 """
 
 from __future__ import annotations
@@ -103,7 +108,6 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
     rows = C.context_rows(t, samples)
     segs = [s.segment for s in samples]
-    msg_rows = [C.message_features(m) for m in t.messages]
     # the fit starts from the family's ratios learned without this session
     prior = C.Calibration.from_spec(family) if family is not None else C.heuristic_calibration()
     for how in ("alternate", "half"):
@@ -111,7 +115,7 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
         if train and test:
             c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
             out[f"calibrated {how}"] = ([c.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
-            est = C.default_estimates(samples, rows, c, [c.tokens(r) for r in msg_rows])
+            est = C.default_estimates(samples, rows, c, heur_counts)  # as check counts by default
             out[f"default {how}"] = ([est[i] for i in test], [ys[i] for i in test])
     # the first turn after each compaction, fitted on every turn before it: the one turn the
     # default estimate makes from characters alone, with the overhead of the segment before

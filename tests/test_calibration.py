@@ -320,7 +320,7 @@ def test_fit_by_segment_keeps_an_overhead_per_compaction_and_carries_the_last_fo
     # two segments with the same rate and different overheads: one fit finds both
     rows = [[1.0, float(c), 0, 0, 0, 0, 0] for c in range(1000, 20000, 1000)]
     segs = [0] * 10 + [1] * 9
-    ys = [(5000.0 if s == 0 else 9000.0) + 0.3 * r[1] for r, s in zip(rows, segs)]
+    ys = [(5000.0 if s == 0 else 9000.0) + 0.3 * r[1] for r, s in zip(rows, segs, strict=True)]
     c = C.fit(rows, ys, segments=segs)
     assert abs(c.overhead_at(0) - 5000) < 300 and abs(c.overhead_at(1) - 9000) < 300  # the prior pulls a little
     assert c.overhead_at(7) == c.overhead_at(1) == c.overhead  # a later segment starts from the last one fitted

@@ -66,7 +66,6 @@ from .features import (
     turn_samples,
 )
 from .fit import (
-    after_compaction,
     DEFAULT_SPLIT,
     MAX_TOKENS_PER_CHAR,
     PRIOR_STRENGTH,
@@ -74,6 +73,7 @@ from .fit import (
     WITHIN,
     Calibration,
     ErrorStats,
+    after_compaction,
     fit,
     heuristic_calibration,
     nnls,

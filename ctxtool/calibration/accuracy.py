@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import Message, Transcript
-from .families import GENERIC, shipped_ratios, family_calibration, pick
+from .families import GENERIC, family_calibration, pick, shipped_ratios
 from .features import (
     TurnSample,
     _text_features,
@@ -62,8 +62,8 @@ class Accuracy:
         if self.calibrated is not None:
             out.append(f"calibrated ({self.split} split, held-back turns): {self.calibrated.line}")
         if self.default is not None:
-            out.append(f"default (last recorded usage + calibrated count of what follows; held-back turns): "
-                       f"{self.default.line}")
+            out.append(f"default (last recorded usage + heuristic count of what follows, calibrated after a "
+                       f"compaction; held-back turns): {self.default.line}")
         if self.redacted > 0.5:
             out.append(f"{self.redacted:.0%} of the texts are redaction markers: the calibration counts the length "
                        "each says it replaced, as prose")
@@ -94,11 +94,11 @@ def usage_anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iter
 def default_estimates(samples: Sequence[TurnSample], rows: Sequence[Sequence[float]], cal: Calibration,
                       counts: Sequence[int]) -> list[float]:
     """The estimate ctxtool makes of every usage turn from what came before it (the default
-    where a file records usage, as :func:`ctxtool.tokens.estimate_context` makes it): the
-    previous turn's recorded input plus ``counts`` (the calibration's) of the messages gained
-    since; a turn with no recorded turn before it since the last compaction, the calibration's
-    estimate of its whole context with the overhead of its segment (or of the latest segment
-    fitted before it)."""
+    where a file records usage, as :func:`ctxtool.context.resolve` makes it): the previous
+    turn's recorded input plus ``counts`` (the default tokenizer's: the heuristic) of the
+    messages gained since; a turn with no recorded turn before it since the last compaction,
+    the calibration's estimate of its whole context with the overhead of its segment (or of
+    the latest segment fitted before it)."""
     out: list[float] = []
     for k, s in enumerate(samples):
         if k and continues(samples[k - 1], s):
@@ -145,7 +145,7 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
     if train and test:
         held = fit([rows[i] for i in train], [ys[i] for i in train], fam, segments=[segs[i] for i in train])
         acc.calibrated = ErrorStats.of([held.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
-        est = default_estimates(samples, rows, held, [held.tokens(r) for r in msg_rows])
+        est = default_estimates(samples, rows, held, count_messages(t.messages, get_tokenizer("heuristic")))
         acc.default = ErrorStats.of([est[i] for i in test], [ys[i] for i in test])
     full = fit(rows, ys, fam, segments=segs)
     err = acc.calibrated.p90 if acc.calibrated is not None else None
@@ -274,10 +274,10 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
         # holds beside the messages changes at a compaction, so the error is the one measured
         # on the first turn after a compaction in the corpus, not the file's held-back turns
         fam, spec = pick(shipped_ratios()["families"], model, fmt) or (GENERIC, {})
-        s = spec.get("after_compaction") or {}
-        if s.get("turns"):
-            return ErrorBar(tokens, s["p90"], f"calibrated after a compaction, measured on the first turn after "
-                                              f"{s['turns']} compactions in the corpus ({fam} family)")
+        first: dict[str, Any] = spec.get("after_compaction") or {}
+        if first.get("turns"):
+            return ErrorBar(tokens, first["p90"], f"calibrated after a compaction, measured on the first turn after "
+                                                  f"{first['turns']} compactions in the corpus ({fam} family)")
     if name == "calibrated":
         err = getattr(tok, "error", None)
         src = tok.calibration.source
