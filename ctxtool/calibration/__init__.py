@@ -13,14 +13,22 @@ each tokenizer's estimate of it beside the recorded figure: median and 90th perc
 the absolute relative error, and the share of turns within ±10 %.
 
 The ``calibrated`` estimate (:class:`Calibration`) is a linear model of the recorded input:
-a constant overhead (what the file does not hold: system prompt, tool schemas) plus tokens
-per character for each content kind (:data:`KINDS`: prose, code, JSON, thinking) and tokens
-per image, fitted by weighted non-negative least squares (weights ``1 / recorded``, so the
-relative error is what is minimized), pulled lightly towards the family's shipped ratios so
-that a handful of turns cannot produce a wild fit. Its error is measured on held-back
-turns only (:data:`SPLITS`): the default split fits on the first half of the turns that
-record usage and measures the second half (an agent calibrating as it goes would only know
-the past); ``alternate`` fits on odd turns and measures even ones.
+an overhead (what the file does not hold: system prompt, tool schemas) for each stretch
+between compactions (:attr:`TurnSample.segment`: a compaction changes it), plus tokens per
+character for each content kind (:data:`KINDS`: prose, code, JSON, thinking; at most
+:data:`MAX_TOKENS_PER_CHAR`) and tokens per image, fitted by weighted non-negative least
+squares (weights ``1 / recorded``, so the relative error is what is minimized), pulled
+lightly towards the family's shipped ratios so that a handful of turns cannot produce a wild
+fit. Text a publisher replaced with redaction markers that keep the replaced length
+(:func:`placeholder_chars`) counts at that length. Its error is measured on held-back turns
+only (:data:`SPLITS`): the default, ``alternate``, fits on odd turns and measures even ones;
+``half`` fits on the first half and measures the later half (an agent calibrating as it goes
+only knows the past).
+
+The default estimate where a file records usage (:func:`default_estimates`, as
+:func:`ctxtool.context.resolve` makes it) is the last recorded usage plus the count of what
+follows; after a compaction with no usage since, the calibrated estimate. Its error on
+held-back turns is :attr:`Accuracy.default`.
 
 Where a file records no usage the ratios of the model's family are used
 (``ctxtool/data/token_ratios.json``, learned from the corpus by ``make token-ratios``, each
