@@ -14,10 +14,12 @@ on the later half (``half``: how an estimate is used going forward), held-back t
 with an overhead for each stretch between compactions; the family's ratios (learned with
 this session left out); seed 000's usage-aware estimate (the previous turn's recorded usage
 plus the heuristic count of what came since; turns after a compaction have none and are not
-counted); ``default``, the estimate ``check`` makes where usage exists, on every held-back
-turn (that usage-aware estimate, and after a compaction the calibrated one fitted on the
-training turns), for both splits; and the first turn after each compaction alone, fitted on
-every turn before it (the one turn the default estimates from characters alone).
+counted); ``default``, the estimate ``check`` makes by default, on every turn (nothing is
+fitted: that usage-aware estimate, and the heuristic alone where no usage was recorded since
+the last compaction); ``--tokenizer calibrated`` usage-aware (the fit's counts after the last
+usage, the fit alone after a compaction) on held-back turns, for both splits; and the
+calibrated estimate of the first turn after each compaction alone, fitted on every turn
+before it.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ SESSION_DIRS = ("claude_code", "codex", "pi")
 RATIOS = ROOT / "ctxtool" / "data" / "token_ratios.json"
 TARGET = ">= 90% of turns within ±10%"
 COLUMNS = ("heuristic", "o200k_base", "cl100k_base", "heuristic+offset", "calibrated alternate", "calibrated half",
-           "family (file left out)", "usage-aware heuristic", "default alternate", "default half",
-           "first turn after a compaction")
+           "family (file left out)", "usage-aware heuristic", "default", "calibrated usage-aware alternate",
+           "calibrated usage-aware half", "calibrated, first turn after a compaction")
 
 
 def sessions(corpus: Path) -> list[tuple[str, Any]]:
@@ -97,13 +99,14 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
     ys = [float(s.recorded) for s in samples]
     out: dict[str, tuple[list[float], list[float]]] = {}
     heur_counts: list[int] = []
+    heur_alone: list[float] = []
     for name in ("heuristic", "o200k_base", "cl100k_base"):
         tok = get_tokenizer(name)
         counts = count_messages(t.messages, tok)
         est = [float((tok.count(s.summary) if s.summary else 0) + sum(counts[i] for i in s.context)) for s in samples]
         out[name] = (est, ys)
         if name == "heuristic":
-            heur_counts = counts
+            heur_counts, heur_alone = counts, est
             gap = ys[0] - est[0]
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
     rows = C.context_rows(t, samples)
@@ -115,15 +118,22 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
         if train and test:
             c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
             out[f"calibrated {how}"] = ([c.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
-            est = C.default_estimates(samples, rows, c, heur_counts)  # as check counts by default
-            out[f"default {how}"] = ([est[i] for i in test], [ys[i] for i in test])
-    # the first turn after each compaction, fitted on every turn before it: the one turn the
-    # default estimate makes from characters alone, with the overhead of the segment before
-    out["first turn after a compaction"] = C.after_compaction(samples, rows, prior)
+            # --tokenizer calibrated where usage exists: the fit's counts after the last usage,
+            # the fit alone after a compaction
+            est = C.usage_aware(samples, [c.tokens(C.message_features(m)) for m in t.messages],
+                                [c.predict(r, segment=g) for r, g in zip(rows, segs, strict=True)])
+            out[f"calibrated usage-aware {how}"] = ([est[i] for i in test], [ys[i] for i in test])
+    # the first turn after each compaction, fitted on every turn before it: where no usage was
+    # recorded since, the calibrated estimate from characters alone, with the overhead of the
+    # segment before
+    out["calibrated, first turn after a compaction"] = C.after_compaction(samples, rows, prior)
     if family is not None:
         out["family (file left out)"] = ([prior.predict(r) for r in rows], ys)
     pairs = list(C.usage_anchored(samples, heur_counts))
     out["usage-aware heuristic"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
+    # the default, as check makes it, on every turn (nothing fitted): the usage-aware estimate,
+    # and where no usage was recorded since the last compaction the heuristic alone
+    out["default"] = (C.usage_aware(samples, heur_counts, heur_alone), ys)
     return out
 
 
@@ -163,7 +173,8 @@ def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
     for what, figures in (("all sessions", pooled), ("sessions not redacted", clear)):
         base = figures["heuristic"]
         for col in ("calibrated alternate", "calibrated half", "family (file left out)", "usage-aware heuristic",
-                    "default alternate", "default half", "first turn after a compaction"):
+                    "default", "calibrated usage-aware alternate", "calibrated usage-aware half",
+                    "calibrated, first turn after a compaction"):
             s = figures[col]
             if s.turns:
                 met = "met" if s.within >= 0.9 else "not met"

@@ -232,12 +232,6 @@ def for_transcript(tok: Tokenizer, t: Any) -> Tokenizer:
     return fitted(t) if fitted is not None else tok
 
 
-def resolved_with(tok: Tokenizer, name: str, t: Any) -> Tokenizer:
-    """The tokenizer a context of ``t`` was resolved with (:func:`ctxtool.context.resolve`
-    names it): ``tok``, or the estimate calibrated to ``t`` that took over from it."""
-    return tok if name == tok.name else for_transcript(get_tokenizer(name), t)
-
-
 # -- counting messages ----------------------------------------------------------
 
 FRAMING_PER_MESSAGE = 4  # OpenAI's chat framing: <|start|>role ... <|end|>

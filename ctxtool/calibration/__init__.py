@@ -25,10 +25,10 @@ only (:data:`SPLITS`): the default, ``alternate``, fits on odd turns and measure
 ``half`` fits on the first half and measures the later half (an agent calibrating as it goes
 only knows the past).
 
-The default estimate where a file records usage (:func:`default_estimates`, as
-:func:`ctxtool.context.resolve` makes it) is the last recorded usage plus the count of what
-follows; after a compaction with no usage since, the calibrated estimate. Its error on
-held-back turns is :attr:`Accuracy.default`.
+The default estimate where a file records usage (:func:`usage_aware`, as
+:func:`ctxtool.context.resolve` makes it) is the last recorded usage plus the heuristic count
+of what follows; after a compaction with no usage since, the heuristic count alone. Its
+error on every usage turn is :attr:`Accuracy.default`.
 
 Where a file records no usage the ratios of the model's family are used
 (``ctxtool/data/token_ratios.json``, learned from the corpus by ``make token-ratios``, each
@@ -42,11 +42,11 @@ from .accuracy import (
     ErrorBar,
     accuracy,
     context_error,
-    default_estimates,
     error_bar,
     file_calibration,
     flips,
     usage_anchored,
+    usage_aware,
 )
 from .families import (
     FAMILY_PREFIXES,
@@ -91,8 +91,8 @@ from .fit import (
 __all__ = [
     "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "MAX_TOKENS_PER_CHAR", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
     "WITHIN", "Accuracy", "after_compaction", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "accuracy",
-    "block_features", "context_error", "context_rows", "continues", "default_estimates", "error_bar",
+    "block_features", "context_error", "context_rows", "continues", "error_bar",
     "family_calibration", "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration",
     "learn_families", "message_features", "nnls", "pick", "placeholder_chars", "recorded_input", "redacted_share",
-    "shipped_ratios", "split", "text_kind", "turn_samples", "usage_anchored",
+    "shipped_ratios", "split", "text_kind", "turn_samples", "usage_anchored", "usage_aware",
 ]

@@ -36,7 +36,7 @@ class Accuracy:
     calibration: Calibration | None = None  # fitted on every usage turn: what the file's estimate uses
     family: Calibration | None = None
     family_error: ErrorStats | None = None  # the family's shipped ratios on every usage turn
-    #: the default estimate where usage exists (:func:`default_estimates`) on the held-back turns
+    #: the default estimate (:func:`usage_aware`, heuristic counts) on every usage turn: nothing is fitted
     default: ErrorStats | None = None
     redacted: float = 0.0  # the share of the file's texts that are redaction markers
 
@@ -61,9 +61,11 @@ class Accuracy:
         out = [f"{name} (the file alone): {s.line}" for name, s in self.tokenizers.items()]
         if self.calibrated is not None:
             out.append(f"calibrated ({self.split} split, held-back turns): {self.calibrated.line}")
+        if "calibrated" in self.anchored:
+            out.append(f"calibrated, usage-aware ({self.split} split, held-back turns): {self.anchored['calibrated'].line}")
         if self.default is not None:
-            out.append(f"default (last recorded usage + heuristic count of what follows, calibrated after a "
-                       f"compaction; held-back turns): {self.default.line}")
+            out.append(f"default (last recorded usage + heuristic count of what follows; the heuristic alone after a "
+                       f"compaction): {self.default.line}")
         if self.redacted > 0.5:
             out.append(f"{self.redacted:.0%} of the texts are redaction markers: the calibration counts the length "
                        "each says it replaced, as prose")
@@ -73,9 +75,9 @@ class Accuracy:
     def summary(self) -> str:
         """One line: the default and calibrated estimates' held-back error beside the tokenizers'."""
         parts = [f"{k} {v.median:.0%}" for k, v in self.tokenizers.items() if v.median is not None]
-        for name, s in (("calibrated", self.calibrated), ("default (usage-aware)", self.default)):
+        for name, s, which in (("calibrated", self.calibrated, " held-back"), ("default (usage-aware)", self.default, "")):
             if s is not None and s.median is not None and s.within is not None:
-                parts.append(f"{name} {s.median:.1%} ({s.within:.0%} of {s.turns} held-back turns within ±10%)")
+                parts.append(f"{name} {s.median:.1%} ({s.within:.0%} of {s.turns}{which} turns within ±10%)")
         return f"estimate vs recorded input, {self.turns} turns, median error: " + " · ".join(parts)
 
 
@@ -91,21 +93,19 @@ def usage_anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iter
         yield prev.recorded + sum(counts[i] for i in cur.context if i not in before), k
 
 
-def default_estimates(samples: Sequence[TurnSample], rows: Sequence[Sequence[float]], cal: Calibration,
-                      counts: Sequence[int]) -> list[float]:
-    """The estimate ctxtool makes of every usage turn from what came before it (the default
-    where a file records usage, as :func:`ctxtool.context.resolve` makes it): the previous
-    turn's recorded input plus ``counts`` (the default tokenizer's: the heuristic) of the
-    messages gained since; a turn with no recorded turn before it since the last compaction,
-    the calibration's estimate of its whole context with the overhead of its segment (or of
-    the latest segment fitted before it)."""
+def usage_aware(samples: Sequence[TurnSample], counts: Sequence[int | float],
+                alone: Sequence[float]) -> list[float]:
+    """The estimate ctxtool makes of every usage turn from what came before it, as
+    :func:`ctxtool.context.resolve` makes it: the previous turn's recorded input plus
+    ``counts`` of the messages gained since; a turn with no recorded turn before it since the
+    last compaction gets ``alone[k]``, the estimate of its whole context from the file alone."""
     out: list[float] = []
     for k, s in enumerate(samples):
         if k and continues(samples[k - 1], s):
             before = set(samples[k - 1].context)
             out.append(float(samples[k - 1].recorded + sum(counts[i] for i in s.context if i not in before)))
         else:
-            out.append(cal.predict(rows[k], segment=s.segment))
+            out.append(float(alone[k]))
     return out
 
 
@@ -124,6 +124,10 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
         return None
     ys = [float(s.recorded) for s in samples]
     acc = Accuracy(len(samples), how, redacted=round(redacted_share(t), 4))
+    heur = get_tokenizer("heuristic")
+    hc = count_messages(t.messages, heur)
+    acc.default = ErrorStats.of(usage_aware(samples, hc, [heur.count(s.summary) + sum(hc[i] for i in s.context)
+                                                         for s in samples]), ys)
     toks = [get_tokenizer(x) if isinstance(x, str) else x for x in (tokenizers if tokenizers is not None else TOKENIZERS)]
     for tok in toks:
         if tok.name == "calibrated":
@@ -145,14 +149,14 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
     if train and test:
         held = fit([rows[i] for i in train], [ys[i] for i in train], fam, segments=[segs[i] for i in train])
         acc.calibrated = ErrorStats.of([held.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
-        est = default_estimates(samples, rows, held, count_messages(t.messages, get_tokenizer("heuristic")))
-        acc.default = ErrorStats.of([est[i] for i in test], [ys[i] for i in test])
+        # --tokenizer calibrated where usage exists: the usage-aware estimate with the fit's
+        # counts, the fit alone after a compaction; held-back turns only
+        est = usage_aware(samples, [held.tokens(r) for r in msg_rows],
+                          [held.predict(r, segment=g) for r, g in zip(rows, segs, strict=True)])
+        acc.anchored["calibrated"] = ErrorStats.of([est[i] for i in test], [ys[i] for i in test])
     full = fit(rows, ys, fam, segments=segs)
     err = acc.calibrated.p90 if acc.calibrated is not None else None
     acc.calibration = replace(full, error=err, source="file")
-    counts = [full.tokens(r) for r in msg_rows]  # what a usage-aware estimate adds
-    pairs = list(usage_anchored(samples, counts))
-    acc.anchored["calibrated"] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     return acc
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..context import ContextInfo, ContextSettings, resolve
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript
-from ..tokens import Tokenizer, for_transcript, get_tokenizer, resolved_with
+from ..tokens import Tokenizer, for_transcript, get_tokenizer
 from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
 
 
@@ -81,8 +81,6 @@ def _check(
     elif context is None:
         context = ContextSettings()
     info = resolve(source, settings=context, tokenizer=tok)
-    if isinstance(source, Transcript):
-        tok = resolved_with(tok, info.tokenizer, source)  # the calibrated estimate may have taken over
     if info.window != s.context_window:
         s = s.with_window(info.window, info.window_source)
     label, path, index, id_ = where

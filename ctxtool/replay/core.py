@@ -378,9 +378,6 @@ def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
         report.accuracy = accuracy(t)
     if info is None:
         return
-    from ..tokens import resolved_with
-
-    tok = resolved_with(tok, info.tokenizer, t)
     report.error = bar = context_error(t, tok, info.tokens, info.tokens_source, info.model, report.accuracy,
                                        info.trailing_tokens)
     report.could_flip = [h.threshold.name for h in report.policies.values()
