@@ -89,9 +89,12 @@ def transcript_stats(
     critical_chars: int = CRITICAL_CHARS,
     rows: list[dict[str, Any]] | None = None,
     context: ContextSettings | None = None,
+    accuracy: bool = False,
 ) -> TranscriptStats:
     """Fold one transcript's messages into figures. ``counts`` are the messages' exact token
-    counts; ``None`` means the heuristic (computed here from the characters)."""
+    counts; ``None`` means the heuristic (computed here from the characters). ``accuracy``:
+    measure each estimate against the usage the transcript records (it counts the text again
+    with every tokenizer and fits the calibration: asked for, not by default)."""
     msgs = t.messages
     f = Figures()
     outputs: list[tuple[int, int, Message, Any]] = []
@@ -201,7 +204,7 @@ def transcript_stats(
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
-        accuracy=_accuracy(t) if f.usage.api_messages else None,
+        accuracy=_accuracy(t) if accuracy and f.usage.api_messages else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
 
@@ -232,6 +235,7 @@ def stats(
     keep: int | None = None,
     each: Callable[[TranscriptStats], None] | None = None,
     messages_column: str | None = None,
+    accuracy: bool = False,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -249,7 +253,10 @@ def stats(
     and timestamps still count every one); None: all, in input order. ``each``: called with
     every transcript's figures in input order as they are known, none of them held (the
     report's ``transcripts`` is empty): a stream in flat memory. ``messages_column``: a Parquet
-    dataset's conversation column (:mod:`ctxtool.parquet`; None: found).
+    dataset's conversation column (:mod:`ctxtool.parquet`; None: found). ``accuracy``: each
+    transcript that records usage gets its estimates' error against it
+    (:func:`ctxtool.calibration.accuracy`: every tokenizer, the calibrated estimate on held-back
+    turns and the default usage-aware one).
     """
     from .manyfiles import run_files  # many files: whole files on every core
     from .stats_op import StatsOp, StatsPart
@@ -257,7 +264,8 @@ def stats(
     tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each,
+                 accuracy=accuracy)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
     runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,

@@ -57,6 +57,7 @@ def stats(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     messages_column: common.MessagesColumnOpt = None,
+    accuracy: Annotated[bool, typer.Option("--accuracy", help="Where a transcript records usage, measure each estimate against it, turn by turn: every tokenizer, the calibrated estimate and the default usage-aware one (held-back turns), in the report and in --json. It counts the text again with each tokenizer: asked for, not by default.")] = False,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
@@ -73,7 +74,7 @@ def stats(
                                path=output, code=ExitCode.USAGE)
         with common.data_to(output, paths):
             stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
-                  False, None, on_error, top, jobs, count, engine, address)
+                  False, None, on_error, top, jobs, count, engine, address, messages_column, accuracy)
         return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
@@ -126,6 +127,7 @@ def stats(
             keep=CONTEXT_ROWS,  # the table shows only these
             each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
             messages_column=messages_column,
+            accuracy=accuracy,
         )
     finally:
         stack.close()
@@ -225,8 +227,12 @@ def _render_stats(report, top: int) -> None:
             f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
             f" · cache write {u.cache_creation:,} · cache read {u.cache_read:,} · total {u.total:,}"
         )
-    lines += [ts.accuracy.summary if n == 1 else f"{ts.label}: {ts.accuracy.summary}"
-              for ts in report.transcripts if ts.accuracy is not None]
+    for ts in report.transcripts:
+        if ts.accuracy is not None:
+            head = "" if n == 1 else f"{ts.label}: "
+            lines.append(f"{head}estimate vs recorded input ({ts.accuracy.turns:,} turns; error median · p90 · share "
+                         "within ±10%):")
+            lines += [f"  {x}" for x in ts.accuracy.lines()]
     lines += [("" if n == 1 else f"{ts.label}: ") + rate_limits_line(ts.rate_limits)
               for ts in report.transcripts if ts.rate_limits]
     for ln in lines:
