@@ -256,7 +256,7 @@ def test_cli_stats_replay_check_json_report_accuracy_and_error() -> None:
     p = str(SAMPLES / "claude_code_session.jsonl")
     st_ = json.loads(ctxtool("stats", p, "--json", "--accuracy").stdout)["transcripts"][0]
     assert st_["accuracy"] is not None and set(st_["accuracy"]["tokenizers"]) == {"heuristic", "o200k_base", "cl100k_base"}
-    assert st_["accuracy"]["default"]["turns"] > 0
+    assert st_["accuracy"]["default"]["turns"] > 0 and st_["accuracy"]["calibrated_usage_aware"]["turns"] > 0
     # not asked for: not measured (it counts the text again with every tokenizer)
     assert json.loads(ctxtool("stats", p, "--json").stdout)["transcripts"][0]["accuracy"] is None
     human = ctxtool("stats", p, "--accuracy").stdout

@@ -50,6 +50,7 @@ class Accuracy:
                            for k, v in self.tokenizers.items()},
             "calibrated": self.calibrated.to_json() if self.calibrated else None,
             "default": self.default.to_json() if self.default else None,
+            "calibrated_usage_aware": self.anchored["calibrated"].to_json() if "calibrated" in self.anchored else None,
             "redacted": self.redacted,
             "calibration": self.calibration.to_json() if self.calibration else None,
             "family": {**self.family.to_json(), "measured": self.family_error.to_json() if self.family_error else None}
