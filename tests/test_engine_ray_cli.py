@@ -270,14 +270,15 @@ def test_kill_and_resume_on_two_worker_nodes(two_nodes: tuple[str, dict[str, str
                                  stderr=subprocess.PIPE, env={**env, "CTXTOOL_SUMMARIZER_RETRIES": "0"})
         done = tmp_path / "out" / "_done"
         deadline = time.monotonic() + 300
-        while not (done.is_dir() and any(done.iterdir())):  # halfway: the first shard is finished
+        # halfway: the first shard is finished (its entry renamed into place: a ".tmp" one is still being written)
+        while not (done.is_dir() and any(p.suffix == ".json" for p in done.iterdir())):
             assert first.poll() is None, first.stderr.read() if first.stderr else ""
             assert time.monotonic() < deadline
             time.sleep(0.1)
         first.kill()
         first.wait()
         asked_first = [r.prompt for r in llm.requests]
-        finished = {p.name.removesuffix(".json") for p in done.iterdir()}
+        finished = {p.name.removesuffix(".json") for p in done.iterdir() if p.suffix == ".json"}
         assert 1 <= len(finished) < 6 and llm.rate_limited == 0
         second = ctxtool(*run, env=env)
         assert second.returncode == 0, second.stderr
