@@ -63,6 +63,8 @@ test-llm: $(LLM_GGUF)
 ## peers (LangChain, litellm) live in a bench-only environment from bench/requirements-peers.lock,
 ## never in the test environment; CTXTOOL_BENCH_2GB=1 adds the 2 GB scaling row,
 ## CTXTOOL_BENCH_REPEAT=N the runs per row (default 3).
+## CTXTOOL_BENCH_BIG_PEERS=1 adds the 200 MB set to the command-against-command rows (issue 37; the
+## litellm script takes minutes on it); CTXTOOL_BENCH_SECTIONS=word,word runs only the sections so titled.
 BENCHVENV := .venv-bench
 BENCHSTAMP := $(BENCHVENV)/.installed
 

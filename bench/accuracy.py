@@ -10,9 +10,16 @@ relative error, and the share of turns within ±10 % (the target: at least 90 %)
 Columns: each tokenizer from the file alone (``heuristic``, ``o200k_base``, ``cl100k_base``);
 the heuristic plus the first turn's gap (turns 2 on); ``calibrated`` fitted on the odd usage
 turns and measured on the even ones (``alternate``) and fitted on the first half and measured
-on the second (``half``), held-back turns only; the family's shipped ratios (learned with
-this session left out); and seed 000's usage-aware estimate (the previous turn's recorded
-usage plus the heuristic count of what came since: what ``check`` uses when usage exists).
+on the later half (``half``: how an estimate is used going forward), held-back turns only,
+with an overhead for each stretch between compactions; the family's ratios (learned with
+this session left out); seed 000's usage-aware estimate (the previous turn's recorded usage
+plus the heuristic count of what came since; turns after a compaction have none and are not
+counted); ``default``, the estimate ``check`` makes by default, on every turn (nothing is
+fitted: that usage-aware estimate, and the heuristic alone where no usage was recorded since
+the last compaction); ``--tokenizer calibrated`` usage-aware (the fit's counts after the last
+usage, the fit alone after a compaction) on held-back turns, for both splits; and the
+calibrated estimate of the first turn after each compaction alone, fitted on every turn
+before it.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ SESSION_DIRS = ("claude_code", "codex", "pi")
 RATIOS = ROOT / "ctxtool" / "data" / "token_ratios.json"
 TARGET = ">= 90% of turns within ±10%"
 COLUMNS = ("heuristic", "o200k_base", "cl100k_base", "heuristic+offset", "calibrated alternate", "calibrated half",
-           "family (file left out)", "usage-aware heuristic", "usage-aware calibrated")
+           "family (file left out)", "usage-aware heuristic", "default", "calibrated usage-aware alternate",
+           "calibrated usage-aware half", "calibrated, first turn after a compaction")
 
 
 def sessions(corpus: Path) -> list[tuple[str, Any]]:
@@ -91,33 +99,41 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
     ys = [float(s.recorded) for s in samples]
     out: dict[str, tuple[list[float], list[float]]] = {}
     heur_counts: list[int] = []
+    heur_alone: list[float] = []
     for name in ("heuristic", "o200k_base", "cl100k_base"):
         tok = get_tokenizer(name)
         counts = count_messages(t.messages, tok)
         est = [float((tok.count(s.summary) if s.summary else 0) + sum(counts[i] for i in s.context)) for s in samples]
         out[name] = (est, ys)
         if name == "heuristic":
-            heur_counts = counts
+            heur_counts, heur_alone = counts, est
             gap = ys[0] - est[0]
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
     rows = C.context_rows(t, samples)
+    segs = [s.segment for s in samples]
     # the fit starts from the family's ratios learned without this session
     prior = C.Calibration.from_spec(family) if family is not None else C.heuristic_calibration()
     for how in ("alternate", "half"):
         train, test = C.split(len(samples), how)
         if train and test:
-            c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior)
-            out[f"calibrated {how}"] = ([c.predict(rows[i]) for i in test], [ys[i] for i in test])
+            c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
+            out[f"calibrated {how}"] = ([c.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
+            # --tokenizer calibrated where usage exists: the fit's counts after the last usage,
+            # the fit alone after a compaction
+            est = C.usage_aware(samples, [c.tokens(C.message_features(m)) for m in t.messages],
+                                [c.predict(r, segment=g) for r, g in zip(rows, segs, strict=True)])
+            out[f"calibrated usage-aware {how}"] = ([est[i] for i in test], [ys[i] for i in test])
+    # the first turn after each compaction, fitted on every turn before it: where no usage was
+    # recorded since, the calibrated estimate from characters alone, with the overhead of the
+    # segment before
+    out["calibrated, first turn after a compaction"] = C.after_compaction(samples, rows, prior)
     if family is not None:
         out["family (file left out)"] = ([prior.predict(r) for r in rows], ys)
-    pairs = list(C._anchored(samples, heur_counts))
+    pairs = list(C.usage_anchored(samples, heur_counts))
     out["usage-aware heuristic"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
-    if "calibrated alternate" in out:  # the trailing part counted by the fit of the other turns
-        train, _ = C.split(len(samples), "alternate")
-        c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior)
-        cal = [c.tokens(C.message_features(m)) for m in t.messages]
-        pairs = [(e, k) for e, k in C._anchored(samples, cal) if k not in train]
-        out["usage-aware calibrated"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
+    # the default, as check makes it, on every turn (nothing fitted): the usage-aware estimate,
+    # and where no usage was recorded since the last compaction the heuristic alone
+    out["default"] = (C.usage_aware(samples, heur_counts, heur_alone), ys)
     return out
 
 
@@ -139,14 +155,12 @@ def table(rows: list[tuple[str, int, dict[str, Any]]], pooled: dict[str, Any], c
     return "\n".join(lines)
 
 
-REDACTED = "[REDACTED_TEXT"  # how a publisher that blanked a session's text marks it
-
-
 def redacted(t: Any) -> bool:
     """A session most of whose texts were replaced by redaction markers: its characters are
-    not what the model saw, so no estimate from them can match (reported apart, never dropped)."""
-    texts = [b.text for m in t.messages for b in m.content if b.text]
-    return bool(texts) and sum(x.startswith(REDACTED) for x in texts) > len(texts) / 2
+    not what the model saw (reported apart as well as pooled, never dropped)."""
+    from ctxtool.calibration import redacted_share
+
+    return redacted_share(t) > 0.5
 
 
 def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
@@ -159,7 +173,8 @@ def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
     for what, figures in (("all sessions", pooled), ("sessions not redacted", clear)):
         base = figures["heuristic"]
         for col in ("calibrated alternate", "calibrated half", "family (file left out)", "usage-aware heuristic",
-                    "usage-aware calibrated"):
+                    "default", "calibrated usage-aware alternate", "calibrated usage-aware half",
+                    "calibrated, first turn after a compaction"):
             s = figures[col]
             if s.turns:
                 met = "met" if s.within >= 0.9 else "not met"

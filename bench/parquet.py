@@ -10,8 +10,10 @@ host and on Ray; ``compact`` against a loopback model answering 429 above the li
 ``--max-in-flight``: transcripts per second and the peak in flight the model saw.
 
 Size: ``CTXTOOL_BENCH_PARQUET_ROWS`` trajectories (default 5,000: about 90 MB of Parquet,
-415 MB as JSON Lines); ``CTXTOOL_BENCH_PARQUET_ROWS=60000`` is a set of about 1.1 GB of
-Parquet (5 GB as JSON Lines), the size of nebius/SWE-agent-trajectories' 12 shards.
+415 MB as JSON Lines); ``CTXTOOL_BENCH_PARQUET_ROWS=60000`` is a set of 1.18 GB of
+Parquet (4.98 GB as JSON Lines), the size of nebius/SWE-agent-trajectories' 12 shards (its
+80,036 rows are shorter). Peak memory on Ray is the driver's (the ``ctxtool`` process): the
+workers belong to the cluster this module starts.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ def generate(root: Path, rows: int = ROWS, shards: int = SHARDS) -> tuple[Path, 
     return pq_dir, jsonl
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (a shared machine: the figures depend on them)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _size(p: Path) -> int:
     return sum(f.stat().st_size for f in p.rglob("*.parquet")) if p.is_dir() else p.stat().st_size
 
@@ -88,7 +95,7 @@ def run(row: Callable[..., None]) -> None:
     data = ROOT / "bench" / "data" / f"parquet{ROWS}"
     pq_dir, jsonl = generate(data)
     print(f"  Parquet set: {ROWS:,} trajectories, {SHARDS} shards, {_size(pq_dir) / 1e6:,.0f} MB Parquet, "
-          f"{_size(jsonl) / 1e6:,.0f} MB as JSON Lines", flush=True)
+          f"{_size(jsonl) / 1e6:,.0f} MB as JSON Lines; load average {_load()} on {os.cpu_count()} CPUs", flush=True)
     try:
         import ray  # noqa: F401
 
@@ -100,6 +107,7 @@ def run(row: Callable[..., None]) -> None:
         try:
             _stats_and_truncate(row, pq_dir, jsonl, Path(d), ray_addr)
             _compact(row, pq_dir, Path(d), ray_addr)
+            print(f"  load average at the end: {_load()}", flush=True)
         finally:
             if ray_addr is not None:
                 _stop_ray()

@@ -9,7 +9,9 @@ its BPE files from TIKTOKEN_CACHE_DIR (ctxtool's verified copies, set by bench/r
     python bench/peers.py NAME FILE whole    ->  the loop once, cold: timed from outside as a whole process
 
 Each time is the loop alone (the file parsed record by record inside it; imports and
-warm-up outside), as the peer's user would run it. ``whole``: the process runs the loop
+warm-up outside), as the peer's user would run it. The LangChain and litellm loops are those
+of the standalone scripts bench/peer_*.py (imported from them: this file runs from bench/),
+which `make bench` also times as whole processes. ``whole``: the process runs the loop
 once after its imports (and, for ``tiktoken_loop``, loading the encoding), as a user's
 script would; bench/run.py times it from outside, start-up included.
 """
@@ -81,30 +83,26 @@ def tiktoken_loop(path: str) -> int:
 
 
 def lc_count(path: str) -> int:
-    """LangChain's count_tokens_approximately over each record's messages."""
-    from langchain_core.messages.utils import count_tokens_approximately
+    """LangChain's count_tokens_approximately over each record's messages (bench/peer_lc_count.py)."""
+    from peer_lc_count import count
 
-    return sum(count_tokens_approximately(rec["messages"]) for rec in records(path))
+    return count(path)
 
 
 def lc_trim(path: str) -> int:
-    """LangChain's trim_messages: the last 8,000 tokens (approximate counter) of each record."""
-    from langchain_core.messages import trim_messages
-    from langchain_core.messages.utils import count_tokens_approximately
+    """LangChain's trim_messages: the last 8,000 tokens (approximate counter) of each record,
+    nothing written (bench/peer_lc_trim.py)."""
+    from peer_lc_trim import trim
 
-    kept = 0
-    for rec in records(path):
-        out = trim_messages(rec["messages"], max_tokens=8000, strategy="last",
-                            token_counter=count_tokens_approximately, include_system=True)
-        kept += len(out)
-    return kept
+    return trim(path)
 
 
 def litellm_count(path: str) -> int:
-    """litellm's token_counter (exact, gpt-4o: o200k_base) over each record's messages."""
-    import litellm
+    """litellm's token_counter (exact, gpt-4o: o200k_base) over each record's messages
+    (bench/peer_litellm_count.py)."""
+    from peer_litellm_count import count
 
-    return sum(litellm.token_counter(model="gpt-4o", messages=rec["messages"]) for rec in records(path))
+    return count(path)
 
 
 PEERS: dict[str, Callable[[str], int]] = {

@@ -49,15 +49,18 @@ def sessions(corpus: Path) -> list[Path]:
     return sorted(p for d in SESSION_DIRS for p in (corpus / d).glob("*.jsonl") if p.stat().st_size >= MIN_BYTES)
 
 
-def heuristic_of(c: Any) -> str:
+def heuristic_of(c: Any, t: Any = None) -> str:
     """ctxtool's heuristic summary of exactly the part a cut removed, as compaction writes it
-    (the previous summary merged, the file lists appended)."""
+    (the previous summary merged, paths relative to the session's directory, the file lists
+    appended)."""
+    from ctxtool.compaction.core import session_cwd
     from ctxtool.compaction.summarize import summarize
     from ctxtool.summarizers import prompt as sp
     from ctxtool.summarizers.heuristic import HeuristicSummarizer
 
     msgs = [m for _, m in c.part.lost]
-    text = summarize(HeuristicSummarizer(), msgs, c.previous or None, sp.PromptOptions()).text
+    extra = {"cwd": session_cwd(t)} if t is not None else None
+    text = summarize(HeuristicSummarizer(), msgs, c.previous or None, sp.PromptOptions(), extra).text
     return sp.with_file_lists(text, *sp.extract_files(msgs))
 
 
@@ -105,7 +108,7 @@ def table(corpus: Path = CORPUS, log: Callable[[str], None] = print, budget: int
             if not product.results:
                 log(f"  {name} @{rec.number}: no probes in the part it removed (redacted or empty text)")
                 continue
-            heur = c.score(heuristic_of(c), budget=b)
+            heur = c.score(heuristic_of(c, t), budget=b)
             rows += _rows(f"{name} @{rec.number} ({t.format} compaction)", [(f"{t.format} summary", product),
                                                                             ("heuristic", heur)])
         got = _compacted(t)

@@ -10,9 +10,19 @@ The peers (LangChain, litellm) run in the bench-only environment ``.venv-bench``
 (``bench/requirements-peers.lock``; ``CTXTOOL_BENCH_PEERS`` names its python), offline:
 see bench/peers.py. Without it those rows are skipped with a note.
 
+Since issue 37 the peers' targets are set like against like, in the first two sections:
+command against command (ctxtool's whole process against the peer's whole script,
+bench/peer_*.py: python's start, its imports, the file read, its result printed) and library
+against library (bench/library.py: one process, the same records, each library's functions in
+their own loops). The older rows (ctxtool's whole process against a peer's loop alone) stay,
+without a target.
+
 Datasets are generated into bench/data/ (gitignored): 20 MB and 200 MB, and 2 GB for the
 scaling rows when ``CTXTOOL_BENCH_2GB=1``; with the shared corpus present, a 20 MB set of
 real sessions too (bench/gen.py ``from_corpus``), where the peers run again.
+``CTXTOOL_BENCH_BIG_PEERS=1`` adds the 200 MB set to the command-against-command rows (the
+litellm script alone takes minutes on it); ``CTXTOOL_BENCH_SECTIONS=word,word`` runs only the
+sections whose titles hold one of the words.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ DATA = ROOT / "bench" / "data"
 CORPUS = ROOT.parent / "shared" / "corpus"
 BIG = int(os.environ.get("CTXTOOL_BENCH_BYTES", 200_000_000))
 REPEAT = int(os.environ.get("CTXTOOL_BENCH_REPEAT", 3))
+BIG_PEERS = os.environ.get("CTXTOOL_BENCH_BIG_PEERS") == "1"  # command against command on the large set too
 PEERS_PY = os.environ.get("CTXTOOL_BENCH_PEERS", str(ROOT / ".venv-bench" / "bin" / "python"))
 ROWS: list[tuple[str, str, str, str, str]] = []
 CTXTOOL = [sys.executable, "-m", "ctxtool"]
@@ -139,12 +150,12 @@ def ratios_of(peer: list[float], ours: list[float]) -> list[float]:
     return [p / o for p, o in zip(peer, ours, strict=True)]
 
 
-def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: float) -> float | None:
+def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: str) -> float | None:
     """One row: ctxtool's whole process against a peer's loop on ``path`` (how many times
     faster ctxtool is), the two run in turn. Returns the peer's median loop time; None when
     the peer is not installed."""
     if peer_times(peer, path, repeat=1) is None:  # also warms the page cache
-        row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", f">= {target}x")
+        row(name, "-", f"{label}: not installed (make bench creates .venv-bench)", "-", target)
         return None
     run_process([*CTXTOOL, *ours_args])  # warm
     peer_t, ours = paired(lambda: peer_once(peer, path),
@@ -152,7 +163,7 @@ def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: st
     ratios = ratios_of(peer_t, ours)
     mb = path.stat().st_size / 1e6
     row(name, f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
-        f"{label} {statistics.median(peer_t):.2f} s", spread(ratios), f">= {target:.2f}x")
+        f"{label} {statistics.median(peer_t):.2f} s", spread(ratios), target)
     return statistics.median(peer_t)
 
 
@@ -196,10 +207,10 @@ def bench_stats_vs_parse(big: Path) -> None:
     row(f"stats --tokenizer heuristic, {mb:.0f} MB (whole processes)",
         f"{statistics.median(ours):.2f} s ({mb / statistics.median(ours):.0f} MB/s)",
         f"orjson loop script {statistics.median(whole):.2f} s", spread(ratios) + " of the loop's speed", ">= 0.70x")
-    from ctxtool.stats import transcript as stats
+    from ctxtool.stats import files as stats
 
     base, inproc = paired(lambda: peer_once("orjson_loop", big, any_python=True),
-                          in_process(lambda: stats.stats([str(big)])))
+                          in_process(lambda: stats.stats_files([str(big)])))
     ratios = ratios_of(base, inproc)
     row(f"  the same, loop alone vs in-process, {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
         f"orjson loop {statistics.median(base):.2f} s", spread(ratios) + " of the loop's speed", "(no target)")
@@ -210,7 +221,7 @@ def bench_stats_tiktoken(path: Path) -> None:
     that loads the encoding, parses each record and encodes its texts, both whole processes
     (the issue's measure); then the loop alone against stats in-process. The script's total
     must equal ctxtool's (same texts, same counts)."""
-    from ctxtool.stats import transcript as stats
+    from ctxtool.stats import files as stats
 
     _, total = peer_whole("tiktoken_loop", path, repeat=0)
     same = ctxtool_json(["stats", "--tokenizer", "o200k_base", str(path)])["totals"]["tokens"] == total
@@ -223,7 +234,7 @@ def bench_stats_tiktoken(path: Path) -> None:
         f"1-thread tiktoken script {statistics.median(whole):.2f} s", spread(ratios), ">= 1.60x")
     if peer_times("tiktoken_loop", path, repeat=1, any_python=True):
         base, inproc = paired(lambda: peer_once("tiktoken_loop", path, any_python=True),
-                              in_process(lambda: stats.stats([str(path)], tokenizer="o200k_base")))
+                              in_process(lambda: stats.stats_files([str(path)], tokenizer="o200k_base")))
         ratios = ratios_of(base, inproc)
         row(f"  the same, loop alone vs in-process (encoding loaded), {mb:.0f} MB", f"{statistics.median(inproc):.2f} s",
             f"1-thread tiktoken loop {statistics.median(base):.2f} s", spread(ratios), "(no target)")
@@ -236,9 +247,8 @@ def in_process(fn: Callable[[], object]) -> Callable[[], float]:
 
 
 def bench_peers(small: Path, label: str = "") -> None:
-    """ctxtool's whole process against each peer's loop alone (the issue's measure), each
-    followed by the same as whole processes (the peer's script: python, its imports, the loop
-    once; no target). The first rows are the floors of that measure: a whole python process that
+    """ctxtool's whole process against each peer's loop alone (issue 16's measure: no target
+    since issue 37, whose rows are :func:`bench_commands` and :func:`bench_library`). The first rows are the floors of that measure: a whole python process that
     only parses the file (the orjson loop script) against the count_tokens_approximately
     loop: no tool in a python process can be faster than its own parse; and one that only
     parses and counts exactly (bench/floors.py tokens) against litellm's loop."""
@@ -270,21 +280,97 @@ def bench_peers(small: Path, label: str = "") -> None:
             ("stats --tokenizer o200k_base vs litellm token_counter", ["stats", "--tokenizer", "o200k_base", str(small)],
              "litellm_count", "token_counter"),
         ):
-            loop = versus(name + on, ours, peer, small, f"{what} loop", 2.0)
+            loop = versus(name + on, ours, peer, small, f"{what} loop", "(none since issue 37: like against like below)")
             if loop is not None:
                 # the CLI framework ctxtool must use (typer) costs a process before any work:
-                # beside it, the time the target leaves ctxtool's whole process
+                # beside it, the time the old target (2x the loop) left ctxtool's whole process
                 budget = loop / 2.0
                 typer_s = wall([sys.executable, "-c", "import typer"])
-                row(f"  the time the target leaves ctxtool's whole process{on}", f"{budget * 1000:.0f} ms ({what} loop / 2)",
+                row(f"  the time 2x the loop would leave ctxtool's whole process{on}", f"{budget * 1000:.0f} ms ({what} loop / 2)",
                     f"python -c 'import typer' {typer_s * 1000:.0f} ms (whole process)",
                     "room left" if budget > typer_s else "less than importing typer: unreachable with typer", "-")
-                peer_whole(peer, small, repeat=0)  # warm
-                whole, mine = paired(lambda p=peer: whole_once(p, small),
-                                     lambda a=ours: run_process([*CTXTOOL, *a]))
-                ratios = ratios_of(whole, mine)
-                row(f"  the same, whole processes{on}", f"{statistics.median(mine):.2f} s",
-                    f"{what} script {statistics.median(whole):.2f} s", spread(ratios), "(no target)")
+
+
+#: command against command: ctxtool's command, the peer's standalone script (bench/peer_*.py,
+#: given FILE and, for a script that writes, OUT), what the script runs
+COMMANDS: tuple[tuple[str, list[str], str, bool, str], ...] = (
+    ("ctxtool stats vs a count_tokens_approximately script", ["stats"], "peer_lc_count.py", False,
+     "count_tokens_approximately"),
+    ("ctxtool window --max-chars 32000 -o OUT vs a trim_messages script (last 8,000 tokens, -> OUT)",
+     ["window", "--max-chars", "32000", "--max-messages", "1000000", "-o", "{out}"], "peer_lc_trim.py", True,
+     "trim_messages"),
+    ("ctxtool stats --tokenizer o200k_base vs a litellm token_counter script", ["stats", "--tokenizer", "o200k_base"],
+     "peer_litellm_count.py", False, "token_counter"),
+)
+
+
+def bench_commands(path: Path, label: str = "") -> None:
+    """Command against command (issue 37): ctxtool's whole process (``python -m ctxtool``:
+    start-up, imports, its process pool, the report printed) against the peer's whole script
+    (python's start, its imports, the same file read record by record, its result printed;
+    bench/peer_*.py in .venv-bench), run in turn, the file read once first (the page cache;
+    no untimed run: the litellm script takes minutes on 200 MB). The row shows what the
+    script printed (the same every run). A script that writes (trim_messages) writes its
+    records where ctxtool's window writes its output (a temporary directory)."""
+    on = f" [{label}]" if label else ""
+    mb = path.stat().st_size / 1e6
+    py = peers_python()
+    if py is None:
+        for name, *_ in COMMANDS:
+            row(name + on, "-", "not installed (make bench creates .venv-bench)", "-", ">= 2.00x")
+        return
+    env = peer_env()
+    with path.open("rb") as fh:  # into the page cache
+        while fh.read(1 << 24):
+            pass
+    with tempfile.TemporaryDirectory() as d:
+        ours_out, peer_out = str(Path(d) / "ctxtool.jsonl"), str(Path(d) / "peer.jsonl")
+        for name, args, script, writes, what in COMMANDS:
+            ours = [*CTXTOOL, *(a.format(out=ours_out) for a in args), str(path)]
+            peer = [py, str(ROOT / "bench" / script), str(path), *([peer_out] if writes else [])]
+            printed: list[str] = []
+
+            def peer_run(p: list[str] = peer, out: list[str] = printed) -> float:
+                t = time.perf_counter()
+                res = subprocess.run(p, capture_output=True, text=True, env=env, check=True)
+                took = time.perf_counter() - t
+                out.append(res.stdout.strip())
+                return took
+
+            peer_t, mine = paired(peer_run, lambda o=ours: run_process(o))
+            if len(set(printed)) != 1:
+                raise RuntimeError(f"{script} printed different results: {printed}")
+            ratios = ratios_of(peer_t, mine)
+            row(f"{name}, {mb:.0f} MB (whole processes){on}",
+                f"{statistics.median(mine):.2f} s ({mb / statistics.median(mine):.0f} MB/s)",
+                f"{what} script {statistics.median(peer_t):.2f} s (printed {int(printed[0]):,})", spread(ratios), ">= 2.00x")
+
+
+def bench_library(path: Path, label: str = "") -> None:
+    """Library against library (issue 37, bench/library.py): in one process (the peers'
+    python, ctxtool's checkout on its path), over the same records, ctxtool's functions
+    against the peers' in their own loops, in turn."""
+    import sysconfig
+
+    on = f" [{label}]" if label else ""
+    py = peers_python()
+    if py is None:
+        row("library against library" + on, "-", "not installed (make bench creates .venv-bench)", "-", ">= 2.00x")
+        return
+    env = {**peer_env(), "CTXTOOL_BENCH_SITE": sysconfig.get_path("purelib")}
+    out = subprocess.run([py, str(ROOT / "bench" / "library.py"), str(path), str(REPEAT)], capture_output=True,
+                         text=True, env=env, check=False)
+    if out.returncode:
+        row("library against library" + on, "-", f"failed: {out.stderr.strip().splitlines()[-1:]}", "-", ">= 2.00x")
+        return
+    for line in out.stdout.splitlines():
+        r = json.loads(line)
+        if "peer_times" not in r:
+            print(f"  ({r['records']:,} records, {r['transcripts']:,} transcripts)", flush=True)
+            continue
+        ratios = ratios_of(r["peer_times"], r["ours_times"])
+        row(f"{r['name']}{on} (one process)", f"{statistics.median(r['ours_times']):.3f} s",
+            f"{r['peer']} loop {statistics.median(r['peer_times']):.3f} s", spread(ratios), ">= 2.00x")
 
 
 def bench_window_read(path: Path, label: str = "") -> None:
@@ -311,8 +397,10 @@ def bench_window_read(path: Path, label: str = "") -> None:
 
 
 def bench_scaling(files: list[Path]) -> None:
-    """stats on 20 MB, 200 MB (and 2 GB): time linear in the size, peak memory flat."""
+    """stats on 20 MB, 200 MB (and 2 GB): time linear in the size, peak memory flat; then
+    truncate's peak memory on the same files (one run each, writing to /dev/shm where it is)."""
     first: tuple[float, float, float] | None = None
+    bench_truncate_memory(files)
     for p in files:
         mb = p.stat().st_size / 1e6
         run_process([*CTXTOOL, "stats", str(p)])
@@ -324,6 +412,23 @@ def bench_scaling(files: list[Path]) -> None:
             f"{first[0]:,.0f} MB: {first[1]:.2f} s, {first[2]:.0f} MB",
             f"{wall / first[1]:.1f}x time, {rss / first[2]:.2f}x memory for {mb / first[0]:.0f}x input",
             "time ~ linear, memory < 1.5x")
+
+
+def bench_truncate_memory(files: list[Path]) -> None:
+    """truncate --preset head-tail's peak RSS (the process and its workers) on each file,
+    against the first: flat in the input's size (issue 37: from 20 MB to 2 GB)."""
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+    first: tuple[float, float] | None = None
+    for p in files:
+        mb = p.stat().st_size / 1e6
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            rss = peak_rss_mb([*CTXTOOL, "truncate", "--preset", "head-tail", "--cache-dir", str(Path(d) / "c"),
+                               "-o", str(Path(d) / "o.jsonl"), str(p)])
+        if first is None:
+            first = (mb, rss)
+        row(f"truncate peak memory, {mb:,.0f} MB", f"{rss:.0f} MB", f"{first[0]:,.0f} MB: {first[1]:.0f} MB",
+            f"{rss / first[1]:.2f}x memory for {mb / first[0]:.0f}x input", "flat (< 1.5x)")
 
 
 #: a user's sessions: the samples of the session formats, each copied this many times
@@ -406,11 +511,19 @@ def main() -> int:
         sections.insert(2, ("against the peers on real sessions (the corpus as OpenAI records, repeated to 20 MB)",
                             [lambda: bench_peers(sessions, sessions.name),
                              lambda: bench_window_read(sessions, sessions.name)]))
+    sets = [small, *([sessions] if sessions is not None else []), *([big] if BIG_PEERS else [])]
+    sections.insert(0, ("command against command: ctxtool's whole process, the peer's whole script (issue 37)",
+                        [lambda p=p: bench_commands(p, p.name) for p in sets]))
+    sections.insert(1, ("library against library: one process, the same records, each in its own loop (issue 37)",
+                        [lambda p=p: bench_library(p, p.name) for p in sets[:2]]))
     sections.append(("distributed", [lambda: __import__("bench.distributed", fromlist=["run"]).run(big, row)]))
     sections.append(("what compaction keeps", [lambda: __import__("bench.retention", fromlist=["run"]).run(CORPUS, row)]))
     sections.append(("Parquet datasets", [lambda: __import__("bench.parquet", fromlist=["run"]).run(row)]))
     sections.append(("token estimates against recorded usage",
                      [lambda: __import__("bench.accuracy", fromlist=["run"]).run(CORPUS, row)]))
+    only = [w.strip() for w in os.environ.get("CTXTOOL_BENCH_SECTIONS", "").split(",") if w.strip()]
+    if only:
+        sections = [(t, fns) for t, fns in sections if any(w in t for w in only)]
     for title, fns in sections:
         print(f"[{title}]", flush=True)
         for fn in fns:

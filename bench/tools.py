@@ -7,6 +7,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], label: str = "") -> None:
@@ -62,6 +63,78 @@ def _floor(path: Path, row: Callable[..., None], label: str = "") -> None:
     )
 
 
+#: truncate's phases in the profile of :func:`_profile`: (what, module path suffix, function)
+PHASES = (
+    ("read and parse the records (formats: read_records)", "ctxtool/formats/base.py", "read_records"),
+    ("cut each output (toolout.truncate_text)", "ctxtool/tool_outputs/algorithms.py", "truncate_text"),
+    ("sha256 of each original", "~", "<built-in method _hashlib.openssl_sha256>"),
+    ("compress (zstd) and store each ref (cache: _put)", "ctxtool/cache/__init__.py", "_put"),
+    ("put the cut outputs in the messages (stash.apply_changes)", "ctxtool/tool_outputs/stash.py", "apply_changes"),
+    ("write each changed record (formats: changed_record)", "ctxtool/formats/base.py", "changed_record"),
+)
+
+
+def _profile(path: Path, row: Callable[..., None], label: str = "") -> None:
+    """Where truncate's time goes (issue 37): one process (-j 1) under cProfile on ``path``,
+    writing to /dev/shm where it exists, its time split by the functions of :data:`PHASES`
+    (each one's cumulative time; none calls another), the rest last; then truncate and stats in
+    this process without the profiler (-j 1, interleaved): with the floor row, why the ratio
+    cannot reach the target."""
+    import cProfile
+    import pstats
+    import statistics
+    import time
+
+    from bench.run import REPEAT, ratios_of, spread
+    from ctxtool import tool_outputs as tools_ops
+    from ctxtool.stats import files as stats
+    from ctxtool.tool_outputs import algorithms as toolout
+
+    on = f" [{label}]" if label else ""
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+    def truncate(d: str) -> None:
+        tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS["head-tail"],
+                                cache=Path(d) / "c", jobs=1)
+
+    with tempfile.TemporaryDirectory(dir=base) as d:
+        truncate(d)  # warm: imports, page cache
+    with tempfile.TemporaryDirectory(dir=base) as d:
+        pr = cProfile.Profile()
+        pr.enable()
+        truncate(d)
+        pr.disable()
+    prof: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(pr).stats  # type: ignore[attr-defined]
+
+    def cum(where: str, name: str) -> float:
+        return sum(v[3] for k, v in prof.items() if k[0].endswith(where) and k[2] == name)
+
+    total = cum("ctxtool/tool_outputs/files.py", "truncate_file")
+    rest = total
+    for what, where, name in PHASES:
+        t = cum(where, name)
+        rest -= t
+        row(f"  truncate -j 1 profile{on}: {what}", f"{t:.2f} s", f"of {total:.2f} s profiled", f"{100 * t / total:.0f}%",
+            "(report)")
+    row(f"  truncate -j 1 profile{on}: the rest (counting, notices, the report, the run)", f"{rest:.2f} s",
+        f"of {total:.2f} s profiled", f"{100 * rest / total:.0f}%", "(report)")
+    st: list[float] = []
+    tr: list[float] = []
+    stats.stats_files([str(path)], workers=1)
+    for _ in range(REPEAT):
+        t0 = time.perf_counter()
+        stats.stats_files([str(path)], workers=1)
+        st.append(time.perf_counter() - t0)
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            t0 = time.perf_counter()
+            truncate(d)
+            tr.append(time.perf_counter() - t0)
+    row(f"truncate -j 1 in-process, no profiler{on}", f"{statistics.median(tr):.2f} s",
+        f"stats -j 1 in-process {statistics.median(st):.2f} s", spread(ratios_of(st, tr)) + " of stats' speed",
+        "(report: the whole-process row has the target)")
+
+
 def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None = None) -> None:
     # Both as the command runs them, whole processes (a dataset file: one process per core),
     # interleaved. stats only reads (from the page cache); truncate also writes the output and
@@ -70,6 +143,7 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     # this machine's disk (synced before each timing), whose small-file writes vary from one
     # run to the next. ``sessions`` (real sessions, bench/gen.py from_corpus): the first row
     # again on them.
+    from bench.gen import generate
     from bench.run import peak_rss_mb
     from ctxtool.tool_outputs import algorithms as toolout
     from ctxtool.tool_outputs import files as tools_ops
@@ -81,11 +155,10 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     _floor(big, row)
     for where, base in places:
         _versus_stats(big, where, base, row)
+    _profile(generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10), row, "20 MB")
     if sessions is not None:
         _floor(sessions, row, sessions.name)
         _versus_stats(sessions, *places[0], row, sessions.name)
-
-    from bench.gen import generate
 
     small = generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10)
     with tempfile.TemporaryDirectory() as cache:

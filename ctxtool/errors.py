@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     NOT_FOUND = 7  # a file, ref or record that does not exist
     IO = 8  # an output could not be written (disk full, I/O error, no permission)
     SECRETS = 9  # `redact --check` found something it would redact
+    DEPENDENCY = 10  # a package the command needs is not installed (the error names it and how to install it)
     INTERRUPTED = 130
 
 

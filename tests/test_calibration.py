@@ -204,7 +204,7 @@ def test_heuristic_counts_through_one_rule() -> None:
 
 
 def test_family_ratios_are_shipped_with_their_measured_error() -> None:
-    data = C._ratios()
+    data = C.shipped_ratios()
     assert C.GENERIC in data["families"]
     for spec in data["families"].values():
         assert spec["error"]["measured"] == "leave one file out"
@@ -260,8 +260,14 @@ def test_replay_reports_accuracy_error_bar_and_calibrated_fit() -> None:
 
 def test_cli_stats_replay_check_json_report_accuracy_and_error() -> None:
     p = str(SAMPLES / "claude_code_session.jsonl")
-    st_ = json.loads(ctxtool("stats", p, "--json").stdout)["transcripts"][0]
+    st_ = json.loads(ctxtool("stats", p, "--json", "--accuracy").stdout)["transcripts"][0]
     assert st_["accuracy"] is not None and set(st_["accuracy"]["tokenizers"]) == {"heuristic", "o200k_base", "cl100k_base"}
+    assert st_["accuracy"]["default"]["turns"] > 0 and st_["accuracy"]["calibrated_usage_aware"]["turns"] > 0
+    # not asked for: not measured (it counts the text again with every tokenizer)
+    assert json.loads(ctxtool("stats", p, "--json").stdout)["transcripts"][0]["accuracy"] is None
+    human = ctxtool("stats", p, "--accuracy").stdout
+    assert "o200k_base (the file alone): median" in human and "default (last recorded usage" in human
+    assert "estimate vs recorded" not in ctxtool("stats", p).stdout
     rp = json.loads(ctxtool("replay", p, "--json", "-t", "calibrated").stdout)["transcripts"][0]
     assert rp["tokenizer"] == "calibrated" and rp["accuracy"]["turns"] > 0
     ck = json.loads(ctxtool("check", p, "--json").stdout)["transcripts"][0]
@@ -273,7 +279,7 @@ def test_cli_stats_replay_check_json_report_accuracy_and_error() -> None:
 
 def test_cli_stats_without_usage_has_no_accuracy_and_unknown_tokenizer_is_a_usage_error() -> None:
     p = str(SAMPLES / "sharegpt_dataset.json")
-    for t in json.loads(ctxtool("stats", p, "--json").stdout)["transcripts"]:
+    for t in json.loads(ctxtool("stats", p, "--json", "--accuracy").stdout)["transcripts"]:
         assert t["accuracy"] is None
     r = ctxtool("stats", p, "-t", "nope")
     assert r.returncode == 2 and "calibrated" in r.stderr and "Traceback" not in r.stderr
@@ -301,3 +307,64 @@ def test_bench_accuracy_table_runs_on_a_corpus_session(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "bench.accuracy", str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
                        check=True)
     assert "| claude_code/spotter_tool_heavy | 5 |" in r.stdout and "ALL (turns pooled)" in r.stdout
+
+
+# -- redaction markers, compaction segments, the default where usage exists ---------------------
+
+
+def test_placeholder_chars_count_the_length_a_redaction_marker_keeps() -> None:
+    assert C.placeholder_chars("plain text") is None
+    assert C.placeholder_chars("[REDACTED]") is None  # no length kept: nothing to count
+    assert C.placeholder_chars("[REDACTED_TEXT len=806 sha=d10ca27b]") == 806
+    assert C.placeholder_chars('{"q":"[REDACTED_QUERY len=12 sha=0a]"}') == len('{"q":""}') + 12
+    row = [0.0] * len(C.FEATURES)
+    C.block_features(Block("text", "[REDACTED_TEXT len=806 sha=d10ca27b]"), row)
+    assert row[1] == 806  # counted as prose
+
+
+def test_fit_by_segment_keeps_an_overhead_per_compaction_and_carries_the_last_forward() -> None:
+    # two segments with the same rate and different overheads: one fit finds both
+    rows = [[1.0, float(c), 0, 0, 0, 0, 0] for c in range(1000, 20000, 1000)]
+    segs = [0] * 10 + [1] * 9
+    ys = [(5000.0 if s == 0 else 9000.0) + 0.3 * r[1] for r, s in zip(rows, segs, strict=True)]
+    c = C.fit(rows, ys, segments=segs)
+    assert abs(c.overhead_at(0) - 5000) < 300 and abs(c.overhead_at(1) - 9000) < 300  # the prior pulls a little
+    assert c.overhead_at(7) == c.overhead_at(1) == c.overhead  # a later segment starts from the last one fitted
+    assert abs(c.rates["prose"] - 0.3) < 0.02
+
+
+@pytest.mark.parametrize("rel", ["pi/pi_before-compaction.jsonl", "claude_code/spotter_ae4a77f8_main.jsonl"])
+def test_corpus_default_estimate_on_held_back_turns_and_segments(rel: str) -> None:
+    t = next(formats.read(str(corpus_file(*rel.split("/")))))
+    samples = C.turn_samples(t)
+    assert samples[-1].segment >= 1  # these sessions compact
+    for how in C.SPLITS:  # "half": the held-back turns are the later ones
+        a = C.accuracy(t, tokenizers=(), how=how)
+        assert a is not None and a.default is not None and a.default.within >= 0.9  # every turn: nothing fitted
+        assert a.anchored["calibrated"].within >= 0.9 and a.anchored["calibrated"].turns == len(samples) // 2
+
+
+def test_corpus_redacted_session_is_detected_and_calibrated_from_marker_lengths() -> None:
+    t = next(formats.read(str(corpus_file("codex", "localpush_redacted_rollout-2026-02-23T12-54-34-019c8a59.jsonl"))))
+    a = C.accuracy(t, tokenizers=("heuristic",))
+    assert a is not None and a.redacted > 0.5
+    assert any("redaction markers" in x for x in a.lines())
+    assert a.default is not None and a.default.within >= 0.9
+
+
+def test_cli_check_says_which_estimator_and_the_calibrated_one_after_a_compaction(tmp_path: Path) -> None:
+    src = corpus_file("pi", "pi_before-compaction.jsonl")
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith('{"type":"compaction"'))
+    cut = tmp_path / "cut.jsonl"  # the session just after its first compaction, before the next call records usage
+    cut.write_text("".join(lines[: at + 3]), encoding="utf-8")
+    whole = ctxtool("check", str(src)).stdout
+    assert "estimator: last recorded usage + heuristic count of what follows" in whole
+    ck = json.loads(ctxtool("check", str(cut), "--json").stdout)["transcripts"][0]
+    assert ck["context"]["estimator"] == "heuristic count of the context (no usage recorded since the last compaction)"
+    cal = json.loads(ctxtool("check", str(cut), "--json", "-t", "calibrated").stdout)["transcripts"][0]
+    assert cal["context"]["source"] == "estimate" and cal["tokenizer"] == "calibrated"
+    assert cal["context"]["estimator"].startswith("calibrated estimate, fitted to the")
+    assert "after a compaction" in cal["estimate_error"]["basis"]
+    # the heuristic alone misses what the file does not hold; the next recorded turn was 25,739
+    assert ck["used_tokens"] < 20_000 and 23_000 < cal["used_tokens"] < 28_000

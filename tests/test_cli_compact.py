@@ -111,7 +111,8 @@ def test_errors_have_exit_codes(tmp_path: Path) -> None:
     assert r.exit_code == ExitCode.NOT_FOUND
     small = write_chat(tmp_path / "s.json", turns=2, filler=30)
     r = invoke("compact", small, "-o", tmp_path / "o.json", "--force", "--keep-recent-tokens", "60")
-    assert r.exit_code == ExitCode.REMOTE and "not be smaller" in r.stderr and not (tmp_path / "o.json").exists()
+    assert r.exit_code == 0 and "left unchanged" in r.stdout and "not be smaller" in r.stdout  # not a failure
+    assert (tmp_path / "o.json").read_bytes() == small.read_bytes() or "compaction" not in (tmp_path / "o.json").read_text()
     r = invoke("compact", small, "-o", tmp_path / "o.json", "--force", "--keep-recent-tokens", "60", "--fallback")
     assert r.exit_code == 0 and "fallback summary" in r.stdout
 

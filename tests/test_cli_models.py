@@ -120,8 +120,8 @@ def test_compact_dry_run_reports_its_window() -> None:
     r = CliRunner().invoke(app, ["compact", str(SAMPLES / "claude_code_session.jsonl"), "--dry-run", "--json"])
     (rec,) = json.loads(r.stdout)["transcripts"]
     info = registry.lookup("claude-opus-4-6")
-    assert info is not None
-    assert (rec["context_window"], rec["window_source"]) == (info.context_window, "registry:claude-opus-4-6")
+    assert info is not None and info.context_window == 1_000_000  # litellm's; Claude Code runs it with 200,000 without [1m]
+    assert (rec["context_window"], rec["window_source"]) == (200_000, "claude-code:no [1m] suffix")
     r = CliRunner().invoke(app, ["compact", str(SAMPLES / "claude_code_session.jsonl"), "--dry-run", "--json",
                                  "--context-window", "50000"])
     (rec,) = json.loads(r.stdout)["transcripts"]

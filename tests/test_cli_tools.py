@@ -254,9 +254,9 @@ def test_trim_takes_the_window_from_the_transcripts_model(env: Path, tmp_path: P
     assert r.exit_code == 0, r.output
     from ctxtool.tokens import models as registry
 
-    info = registry.lookup("claude-opus-4-6")  # the recorded model (its window: litellm's)
-    assert info is not None
-    want = min(max(info.context_window // 4, 20_000), 60_000)  # clamp(window x 0.25, 20k, 60k)
+    info = registry.lookup("claude-opus-4-6")  # the recorded model: litellm's 1,000,000, Claude Code's 200,000 without [1m]
+    assert info is not None and info.context_window == 1_000_000
+    want = min(max(200_000 // 4, 20_000), 60_000)  # clamp(window x 0.25, 20k, 60k)
     assert json.loads(r.stdout)["budget"] == want
     rep = tools_ops.trim_file(str(sample), None, cache=env)
     assert rep.budget == want

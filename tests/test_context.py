@@ -116,6 +116,7 @@ def test_pi_compaction_keeps_its_kept_messages_but_not_their_usage() -> None:
     # system + summary + kept messages + what follows, estimated
     assert info.tokens_source == "estimate" and info.tokens == 10 + 100 + 200 + 100 + 10
     assert info.messages == 4 and info.boundary == "compaction"
+    assert info.estimator == "heuristic count of the context (no usage recorded since the last compaction)"
 
 
 def test_codex_compacted_item_without_kept_messages() -> None:

@@ -70,9 +70,10 @@ def test_claude_code_sample_uses_its_models_window() -> None:
     r = runner.invoke(app, ["check", str(SAMPLES / "claude_code_session.jsonl"), "--json"])
     assert r.exit_code == 0, r.output
     d = _items(json.loads(r.stdout))[0]
-    want = registry.lookup("claude-opus-4-6")  # litellm's window for the model (ctxtool.tokens.models)
-    assert want is not None and d["context_window"] == want.context_window
-    assert d["window_source"] == "registry:claude-opus-4-6"
+    # litellm lists the model at 1,000,000 tokens; Claude Code runs it with 200,000 without the [1m] suffix
+    want = registry.lookup("claude-opus-4-6")
+    assert want is not None and want.context_window == 1_000_000 and d["context_window"] == 200_000
+    assert d["window_source"] == "claude-code:no [1m] suffix"
     assert d["compact"] is False and d["percent"] < 20
 
 

@@ -95,25 +95,55 @@ def test_compact_max_in_flight_from_the_cli_on_ray(cluster: None, tmp_path: Path
     assert parts(tmp_path / "out2") == parts(tmp_path / "out") and len(parts(tmp_path / "out")) == 4
 
 
-def test_parquet_shards_on_ray_from_the_cli(cluster: None, tmp_path: Path) -> None:  # noqa: F811
+def test_parquet_shards_on_ray_data_from_the_cli(cluster: None, tmp_path: Path) -> None:  # noqa: F811
+    """Ray Data's read_parquet and write_parquet carry each shard: truncate -> restore through the
+    CLI gives back equal tables shard by shard, under the input shards' names, with their schema
+    (metadata too) and row groups; the truncated shards equal a run on this host; a re-run
+    skips every finished shard."""
     from test_parquet import TIGHT, hf_layout, shard_names
 
-    paths = hf_layout(tmp_path / "swe", shards=3, rows=4)
+    from ctxtool.run.engines.ray_parquet import IO
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    paths = hf_layout(tmp_path / "swe", shards=3, rows=30)  # row groups of 2 rows: Ray Data cuts its own blocks
     on_ray = ["--engine", "ray", "--address", address()]
     r = ctxtool("truncate", str(tmp_path / "swe"), "-o", str(tmp_path / "t"), *TIGHT, "--cache-dir",
                 str(tmp_path / "c"), *on_ray)
     assert r.returncode == 0, r.stderr
-    assert shard_names(tmp_path / "t") == shard_names(tmp_path / "swe")
+    assert shard_names(tmp_path / "t") == shard_names(tmp_path / "swe") == [
+        f"data/train-0000{k}-of-00003.parquet" for k in range(3)]
+    assert sorted(p.name for p in (tmp_path / "t" / "data").iterdir()) == [p.name for p in paths]  # nothing else
+    report = json.loads((tmp_path / "t" / "_report.json").read_text())
+    assert [s["io"] for s in report["shards"]] == [IO] * 3 and report["transcripts"] == 90
+    here = ctxtool("truncate", str(tmp_path / "swe"), "-o", str(tmp_path / "here"), *TIGHT, "--cache-dir",
+                   str(tmp_path / "c2"))
+    assert here.returncode == 0, here.stderr
+    for p in paths:
+        rel = p.relative_to(tmp_path / "swe")
+        out = pl.read_parquet(tmp_path / "t" / rel)
+        assert not out.equals(pl.read_parquet(p))  # cut
+        assert out.to_dicts() == pl.read_parquet(tmp_path / "here" / rel).to_dicts()  # as this host cuts it
+        assert pq.read_schema(tmp_path / "t" / rel) == pq.read_schema(tmp_path / "here" / rel)
+        assert pq.ParquetFile(tmp_path / "t" / rel).metadata.num_row_groups == pq.ParquetFile(p).metadata.num_row_groups
     r = ctxtool("restore", str(tmp_path / "t"), "-o", str(tmp_path / "b"), "--cache-dir", str(tmp_path / "c"), *on_ray)
     assert r.returncode == 0, r.stderr
+    assert shard_names(tmp_path / "b") == shard_names(tmp_path / "swe")
     for p in paths:
         rel = p.relative_to(tmp_path / "swe")
         assert pl.read_parquet(tmp_path / "b" / rel).equals(pl.read_parquet(p))
+        assert pq.read_schema(tmp_path / "b" / rel).equals(pq.read_schema(p), check_metadata=True)
+    # resume: every finished shard is skipped, its file left as it was
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "t").rglob("*.parquet")}
+    again = ctxtool("truncate", str(tmp_path / "swe"), "-o", str(tmp_path / "t"), *TIGHT, "--cache-dir",
+                    str(tmp_path / "c"), *on_ray)
+    assert again.returncode == 0, again.stderr
+    assert all(s["reused"] for s in json.loads((tmp_path / "t" / "_report.json").read_text())["shards"])
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "t").rglob("*.parquet")} == stamps
     a = ctxtool("stats", str(tmp_path / "swe"), "--json", *on_ray)
     b = ctxtool("stats", str(tmp_path / "swe"), "--json")
     assert a.returncode == b.returncode == 0, a.stderr + b.stderr
     assert json.loads(a.stdout)["totals"] == json.loads(b.stdout)["totals"]
-    assert json.loads(a.stdout)["totals"]["transcripts"] == 12
+    assert json.loads(a.stdout)["totals"]["transcripts"] == 90
 
 
 def test_the_commands_docs_distributed_shows(cluster: None, s3_server: str, tmp_path: Path) -> None:  # noqa: F811
@@ -240,14 +270,15 @@ def test_kill_and_resume_on_two_worker_nodes(two_nodes: tuple[str, dict[str, str
                                  stderr=subprocess.PIPE, env={**env, "CTXTOOL_SUMMARIZER_RETRIES": "0"})
         done = tmp_path / "out" / "_done"
         deadline = time.monotonic() + 300
-        while not (done.is_dir() and any(done.iterdir())):  # halfway: the first shard is finished
+        # halfway: the first shard is finished (its entry renamed into place: a ".tmp" one is still being written)
+        while not (done.is_dir() and any(p.suffix == ".json" for p in done.iterdir())):
             assert first.poll() is None, first.stderr.read() if first.stderr else ""
             assert time.monotonic() < deadline
             time.sleep(0.1)
         first.kill()
         first.wait()
         asked_first = [r.prompt for r in llm.requests]
-        finished = {p.name.removesuffix(".json") for p in done.iterdir()}
+        finished = {p.name.removesuffix(".json") for p in done.iterdir() if p.suffix == ".json"}
         assert 1 <= len(finished) < 6 and llm.rate_limited == 0
         second = ctxtool(*run, env=env)
         assert second.returncode == 0, second.stderr

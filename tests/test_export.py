@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
+import subprocess
+import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SAMPLES, all_transcript_params, corpus_file
@@ -496,5 +500,93 @@ def test_html_in_a_headless_browser(tmp_path: Path) -> None:
             __import__("time").sleep(0.1)
         assert b.js("location.pathname").endswith("a.jsonl.html")
         assert b.js("document.querySelector('h1').textContent") == "a.jsonl"
+    finally:
+        b.close()
+
+
+def _wait_for_path(b: Any, end: str) -> str:
+    """The page's path once a click's navigation has reached ``end`` (a new document loads)."""
+    for _ in range(100):
+        p = str(b.js("location.pathname"))
+        if p.endswith(end) and b.js("document.readyState") == "complete":
+            return p
+        __import__("time").sleep(0.1)
+    return str(b.js("location.pathname"))
+
+
+def test_a_long_session_as_page_files(tmp_path: Path) -> None:
+    """``export FILE -o DIR/``: one file per page, each with the whole contents linking into the
+    right page's file, previous/next links between pages, and index.html."""
+    from ctxtool.export import export_pages
+
+    res = export_pages(md_session(tmp_path / "s.jsonl", turns=30), tmp_path / "out", options=ExportOptions(page_size=20))
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["index.html", "page-001.html", "page-002.html", "page-003.html", "page-004.html"]
+    assert res.messages == 68 and res.bytes == sum((tmp_path / "out" / n).stat().st_size for n in names)
+    last = (tmp_path / "out" / "page-004.html").read_text("utf-8")
+    check_html(last)
+    assert "page 4 of 4" in last and 'href="page-003.html">&#8592; previous' in last
+    first = (tmp_path / "out" / "page-001.html").read_text("utf-8")
+    assert 'href="page-004.html#t1m' in first  # the contents link a turn on another page by its file
+    assert "\x00" not in first + last
+    for k in range(1, 5):  # every turn is on exactly one page
+        doc = (tmp_path / "out" / f"page-{k:03d}.html").read_text("utf-8")
+        assert doc.count('<div class="page"') == 1 and doc.count("</main>") == 1
+    index = (tmp_path / "out" / "index.html").read_text("utf-8")
+    assert all(f'href="page-00{k}.html"' in index for k in range(1, 5))
+
+
+def test_a_directory_export_into_a_file_name_is_refused(tmp_path: Path) -> None:
+    d = tmp_path / "dir"
+    d.mkdir()
+    md_session(d / "a.jsonl")
+    r = subprocess.run([sys.executable, "-m", "ctxtool", "export", str(d), "-o", "x.html"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "give -o DIR/" in r.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_page_files_in_a_headless_browser(tmp_path: Path) -> None:
+    """The page files in a real Chromium: a click on a contents link opens the turn's page file
+    with the turn in view, the next link opens the next page, index.html links every page.
+    CTXTOOL_SCREENSHOTS=DIR keeps the screenshots."""
+    from cdp import Browser, browser_path
+
+    browser = browser_path()
+    if browser is None:
+        pytest.skip("no Chromium installed (apt-get install -y --no-install-recommends chromium)")
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "ctxtool", "export", str(md_session(tmp_path / "s.jsonl", turns=30)),
+                        "-o", f"{out}/", "--page-size", "20"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    keep = os.environ.get("CTXTOOL_SCREENSHOTS")
+    b = Browser(browser, tmp_path / "profile")
+    try:
+        b.open((out / "page-001.html").as_uri())
+        assert b.js("document.body.classList.contains('js')")
+        shot = b.screenshot()
+        assert png_colours(shot) > 8
+        if keep:
+            Path(keep, "export-pages-toc.png").write_bytes(shot)
+        last = b.js("[].slice.call(document.querySelectorAll('nav.toc a')).pop().getAttribute('href')")
+        assert last.startswith("page-004.html#")
+        b.click(f'nav.toc a[href="{last}"]')
+        assert _wait_for_path(b, "page-004.html").endswith("page-004.html")
+        anchor = last.split("#", 1)[1]
+        for _ in range(50):
+            top = b.js(f"document.getElementById('{anchor}').getBoundingClientRect().top")
+            if 0 <= top < 900:
+                break
+            __import__("time").sleep(0.1)
+        assert 0 <= top < 900
+        if keep:
+            Path(keep, "export-pages-after-click.png").write_bytes(b.screenshot())
+        b.click('nav.pages a[href="page-003.html"]')
+        assert _wait_for_path(b, "page-003.html").endswith("page-003.html")
+        assert "page 3 of 4" in b.js("document.title")
+        b.click('nav.pages a[href="index.html"]')
+        assert _wait_for_path(b, "index.html").endswith("index.html")
+        assert b.js("document.querySelectorAll('ol.pages a').length") == 4
+        assert b.console_errors() == []
     finally:
         b.close()

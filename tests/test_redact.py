@@ -232,3 +232,16 @@ def test_a_known_secret_goes_in_any_form_and_redaction_is_idempotent(before: str
     out, put = sec.sub(before + shown + after)
     assert put and all(f not in out for f in redact_plant.forms(key) if len(f) >= 12)
     assert sec.sub(out) == (out, [])
+
+
+def test_redact_without_detect_secrets_names_the_package(tmp_path: Path) -> None:
+    """An environment without detect-secrets (one built before redact came): the error names the
+    package and how to install it, with its own exit code, not an internal error."""
+    code = ("import runpy, sys; sys.modules['detect_secrets'] = None; "  # an import of it now fails
+            "sys.argv = ['ctxtool', 'redact', sys.argv[1]]; runpy.run_module('ctxtool', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "pi_session.jsonl")], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == ExitCode.DEPENDENCY == 10, r.stderr
+    assert "detect-secrets" in r.stderr and "pip install detect-secrets" in r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""

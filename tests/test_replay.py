@@ -42,7 +42,8 @@ def test_turns_are_api_calls_claude_code() -> None:
     assert r.turns[0].input_tokens == first.input + first.cache_creation + first.cache_read
     assert r.turns[0].output_tokens == first.output
     assert all(tt.source == "usage" for tt in r.turns)
-    assert r.window == registry.lookup("claude-opus-4-6").context_window and r.window_source == "registry:claude-opus-4-6"
+    assert registry.lookup("claude-opus-4-6").context_window == 1_000_000  # litellm's; Claude Code's without [1m]:
+    assert r.window == 200_000 and r.window_source == "claude-code:no [1m] suffix"
     # running totals and percentages
     for tt in r.turns:
         assert tt.context_tokens == tt.input_tokens + tt.output_tokens
@@ -187,13 +188,16 @@ def test_html_chart_is_self_contained(report: ReplayReport, tmp_path: Path) -> N
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
     assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
-    above = {h.threshold.name for h in thresholds_above(report)}
-    assert above == {"chars-critical"}  # 100k tokens: far above a 50k window
-    for name in report.policies:
-        if name in above:
-            assert f'class="threshold-above" data-policy="{name}"' in text
-        else:
-            assert f'class="threshold" data-policy="{name}"' in text
+    assert thresholds_above(report) == []  # every threshold has an axis in its own unit
+    for name, hit in report.policies.items():
+        axis = "chars" if hit.threshold.metric == "chars" else "tokens"
+        assert f'class="threshold" data-policy="{name}"' in text
+        assert f'data-axis="{axis}"' in text
+        # the legend names it with its value and unit
+        unit = "characters" if axis == "chars" else "tokens"
+        assert f'class="legend" data-policy="{name}"' in text
+        assert f"{name}: {hit.threshold.value:,} {unit}" in text
+    assert "context characters" in text and 'class="context-chars"' in text
     assert 'class="context"' in text and 'class="fired" data-policy="hard-limit"' in text
     # one table row per turn
     assert text.count("<tr><td>") == len(report.turns)
@@ -203,12 +207,16 @@ def test_svg_threshold_positions(report: ReplayReport) -> None:
     import re
 
     svg = render_svg(report)
-    ys = {m.group(1): float(m.group(2)) for m in re.finditer(r'data-policy="([^"]+)" data-value="\d+" x1="[\d.]+" y1="([\d.]+)"', svg)}
-    # higher thresholds sit higher on the chart (smaller y)
-    assert set(ys) == set(report.policies) - {"chars-critical"}
-    by_value = sorted(ys, key=lambda n: report.policies[n].threshold.tokens)
-    assert [ys[n] for n in by_value] == sorted((ys[n] for n in by_value), reverse=True)
-    assert ys["hard-limit"] < ys["ratio"] < ys["hard-stop"]
+    found = re.finditer(r'data-policy="([^"]+)" data-value="\d+" x1="[\d.]+" y1="([\d.]+)".*?data-axis="(\w+)"', svg)
+    lines = {m.group(1): (float(m.group(2)), m.group(3)) for m in found}
+    assert set(lines) == set(report.policies)
+    # each threshold on the axis of its unit; on each axis, higher thresholds sit higher (smaller y)
+    for axis in ("tokens", "chars"):
+        on = [n for n, (_, a) in lines.items() if a == axis]
+        assert on and all((report.policies[n].threshold.metric == "chars") == (axis == "chars") for n in on)
+        by_value = sorted(on, key=lambda n: report.policies[n].threshold.value)
+        assert [lines[n][0] for n in by_value] == sorted((lines[n][0] for n in by_value), reverse=True)
+    assert lines["hard-limit"][0] < lines["ratio"][0] < lines["hard-stop"][0]
 
 
 def test_png_chart_names_everything(report: ReplayReport) -> None:
@@ -274,16 +282,16 @@ def test_png_without_matplotlib_says_which_extra(report: ReplayReport, tmp_path:
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first == "svg html"
-    assert second.startswith("2 ") and "'charts' extra" in second and ".[charts]" in second
+    assert second.startswith("10 ") and "'charts' extra" in second and ".[charts]" in second
     assert not (tmp_path / "x.png").exists()
-    # through the CLI: exit 2, one line, no traceback
+    # through the CLI: exit 10 (a missing package), one line, no traceback
     src = tmp_path / "s.jsonl"
     src.write_bytes((Path(__file__).parent.parent / "samples" / "claude_code_session.jsonl").read_bytes())
     code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['ctxtool', 'replay', sys.argv[1], '--plot', "
             "sys.argv[2]]; from ctxtool.cli import entry; entry()")
     r = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "y.png")], capture_output=True, text=True,
                        check=False)
-    assert r.returncode == 2 and "charts" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 10 and "charts" in r.stderr and "Traceback" not in r.stderr  # ExitCode.DEPENDENCY
 
 
 def test_bad_plot_suffix(report: ReplayReport, tmp_path: Path) -> None:
@@ -293,7 +301,12 @@ def test_bad_plot_suffix(report: ReplayReport, tmp_path: Path) -> None:
 
 def test_terminal_chart(report: ReplayReport) -> None:
     rows = terminal_chart(report, width=100, height=12)
-    assert len(rows) == 15 and rows[-1][0].strip().startswith("above the chart: 100k chars-critical")
+    assert len(rows) == 15
+    # one axis (tokens): the character thresholds listed under it in characters, never drawn on it
+    assert rows[-1][0].strip().startswith("characters (not on this token axis): peak ")
+    assert "200k chars chars-warning" in rows[-1][0] and "400k chars chars-critical" in rows[-1][0]
+    assert not any(pol and pol.startswith("chars") for _, pol in rows)
+    assert any("tokens hard-limit" in r for r, _ in rows)
     text = "\n".join(r for r, _ in rows)
     assert "hard-limit" in text and "effective-limit" in text and "█" in text
     assert any(pol == "hard-limit" for _, pol in rows)

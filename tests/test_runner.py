@@ -200,6 +200,24 @@ def test_per_record_api_round_trip_and_merge(dataset: Path, tmp_path: Path) -> N
     assert not same.changed and same.data == lines[0]
 
 
+def test_per_record_fast_read_is_the_full_model(dataset: Path) -> None:
+    """records.process reads through the operation's task, as a file run does: stats' tally and
+    window's plan from the parsed record give what the full model gives, record by record."""
+    from ctxtool.stats.op import StatsOp
+
+    lines = dataset.read_bytes().splitlines() + (ROOT / "samples" / "openai_dataset.jsonl").read_bytes().splitlines()
+    for n, rec in enumerate(lines, 1):
+        for fast, slow in ((StatsOp(), StatsOp(fast=False)),
+                           (window.WindowOp(max_messages=3), window.WindowOp(max_messages=3, fast=False))):
+            a = records.process(fast, rec, path="d.jsonl", line=n)
+            b = records.process(slow, rec, path="d.jsonl", line=n)
+            assert (a.data, a.changed, a.format) == (b.data, b.changed, b.format), n
+            if isinstance(fast, StatsOp):
+                assert a.report.totals.to_json() == b.report.totals.to_json(), n
+            else:
+                assert [dataclasses.asdict(x) for x in a.report.items] == [dataclasses.asdict(x) for x in b.report.items], n
+
+
 def test_per_record_errors_name_the_record() -> None:
     with pytest.raises(CtxtoolError) as e:
         records.process(window.WindowOp(), b'{"messages": [1, 2', path="d.jsonl", line=42)

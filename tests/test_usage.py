@@ -436,6 +436,10 @@ def test_fits_an_80_column_terminal(tmp_path: Path, args: list[str]) -> None:
         assert "project" in screen and project[:8] in screen and "03-11 10:00" in screen
     if "--breakdown" in args:
         assert "└" in screen
+    if "models" in screen:  # each model's short name whole on one line (several: one a line), never folded
+        for name in ("opus-4-6", "sonnet-4-5", "haiku-4-5"):
+            if name in json.dumps(d):
+                assert name in screen, screen
 
 
 def test_a_pipe_gets_the_full_table(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
     except ImportError as e:
         raise CtxtoolError(
             f"ctxtool mcp needs the MCP Python SDK ({e.name} is missing): pip install 'ctxtool[mcp]'",
-            code=ExitCode.USAGE,
+            code=ExitCode.DEPENDENCY,
         ) from None
 
     from .. import __version__

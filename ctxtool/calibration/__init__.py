@@ -13,14 +13,22 @@ each tokenizer's estimate of it beside the recorded figure: median and 90th perc
 the absolute relative error, and the share of turns within ±10 %.
 
 The ``calibrated`` estimate (:class:`Calibration`) is a linear model of the recorded input:
-a constant overhead (what the file does not hold: system prompt, tool schemas) plus tokens
-per character for each content kind (:data:`KINDS`: prose, code, JSON, thinking) and tokens
-per image, fitted by weighted non-negative least squares (weights ``1 / recorded``, so the
-relative error is what is minimized), pulled lightly towards the family's shipped ratios so
-that a handful of turns cannot produce a wild fit. Its error is measured on held-back
-turns only (:data:`SPLITS`): the default split fits on the first half of the turns that
-record usage and measures the second half (an agent calibrating as it goes would only know
-the past); ``alternate`` fits on odd turns and measures even ones.
+an overhead (what the file does not hold: system prompt, tool schemas) for each stretch
+between compactions (:attr:`TurnSample.segment`: a compaction changes it), plus tokens per
+character for each content kind (:data:`KINDS`: prose, code, JSON, thinking; at most
+:data:`MAX_TOKENS_PER_CHAR`) and tokens per image, fitted by weighted non-negative least
+squares (weights ``1 / recorded``, so the relative error is what is minimized), pulled
+lightly towards the family's shipped ratios so that a handful of turns cannot produce a wild
+fit. Text a publisher replaced with redaction markers that keep the replaced length
+(:func:`placeholder_chars`) counts at that length. Its error is measured on held-back turns
+only (:data:`SPLITS`): the default, ``alternate``, fits on odd turns and measures even ones;
+``half`` fits on the first half and measures the later half (an agent calibrating as it goes
+only knows the past).
+
+The default estimate where a file records usage (:func:`usage_aware`, as
+:func:`ctxtool.tokens.context.resolve` makes it) is the last recorded usage plus the heuristic count
+of what follows; after a compaction with no usage since, the heuristic count alone. Its
+error on every usage turn is :attr:`Accuracy.default`.
 
 Where a file records no usage the ratios of the model's family are used
 (``ctxtool/data/token_ratios.json``, learned from the corpus by ``make token-ratios``, each
@@ -32,23 +40,24 @@ from .accuracy import (
     Accuracy,
     CalibratedTokenizer,
     ErrorBar,
-    _anchored,
     accuracy,
     context_error,
     error_bar,
     file_calibration,
     flips,
+    usage_anchored,
+    usage_aware,
 )
 from .families import (
     FAMILY_PREFIXES,
     GENERIC,
     RATIOS_FILE,
-    _ratios,
     family_calibration,
     family_keys,
     family_of,
     learn_families,
     pick,
+    shipped_ratios,
 )
 from .features import (
     FEATURES,
@@ -56,18 +65,23 @@ from .features import (
     TurnSample,
     block_features,
     context_rows,
+    continues,
     message_features,
+    placeholder_chars,
     recorded_input,
+    redacted_share,
     text_kind,
     turn_samples,
 )
 from .fit import (
     DEFAULT_SPLIT,
+    MAX_TOKENS_PER_CHAR,
     PRIOR_STRENGTH,
     SPLITS,
     WITHIN,
     Calibration,
     ErrorStats,
+    after_compaction,
     fit,
     heuristic_calibration,
     nnls,
@@ -75,9 +89,10 @@ from .fit import (
 )
 
 __all__ = [
-    "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
-    "WITHIN", "Accuracy", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "_anchored",
-    "_ratios", "accuracy", "block_features", "context_error", "context_rows", "error_bar", "family_calibration",
-    "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration", "learn_families", "message_features",
-    "nnls", "pick", "recorded_input", "split", "text_kind", "turn_samples",
+    "DEFAULT_SPLIT", "FAMILY_PREFIXES", "FEATURES", "GENERIC", "KINDS", "MAX_TOKENS_PER_CHAR", "PRIOR_STRENGTH", "RATIOS_FILE", "SPLITS",
+    "WITHIN", "Accuracy", "after_compaction", "CalibratedTokenizer", "Calibration", "ErrorBar", "ErrorStats", "TurnSample", "accuracy",
+    "block_features", "context_error", "context_rows", "continues", "error_bar",
+    "family_calibration", "family_keys", "family_of", "file_calibration", "fit", "flips", "heuristic_calibration",
+    "learn_families", "message_features", "nnls", "pick", "placeholder_chars", "recorded_input", "redacted_share",
+    "shipped_ratios", "split", "text_kind", "turn_samples", "usage_anchored", "usage_aware",
 ]

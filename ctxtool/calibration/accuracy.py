@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import Message, Transcript
-from .families import GENERIC, _ratios, family_calibration, pick
-from .features import TurnSample, _text_features, context_rows, message_features, turn_samples
+from .families import GENERIC, family_calibration, pick, shipped_ratios
+from .features import (
+    TurnSample,
+    _text_features,
+    context_rows,
+    continues,
+    message_features,
+    redacted_share,
+    turn_samples,
+)
 from .fit import DEFAULT_SPLIT, WITHIN, Calibration, ErrorStats, fit, split
 
 
@@ -28,6 +36,9 @@ class Accuracy:
     calibration: Calibration | None = None  # fitted on every usage turn: what the file's estimate uses
     family: Calibration | None = None
     family_error: ErrorStats | None = None  # the family's shipped ratios on every usage turn
+    #: the default estimate (:func:`usage_aware`, heuristic counts) on every usage turn: nothing is fitted
+    default: ErrorStats | None = None
+    redacted: float = 0.0  # the share of the file's texts that are redaction markers
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +49,9 @@ class Accuracy:
                                "anchored": self.anchored[k].to_json() if k in self.anchored else None}
                            for k, v in self.tokenizers.items()},
             "calibrated": self.calibrated.to_json() if self.calibrated else None,
+            "default": self.default.to_json() if self.default else None,
+            "calibrated_usage_aware": self.anchored["calibrated"].to_json() if "calibrated" in self.anchored else None,
+            "redacted": self.redacted,
             "calibration": self.calibration.to_json() if self.calibration else None,
             "family": {**self.family.to_json(), "measured": self.family_error.to_json() if self.family_error else None}
             if self.family else None,
@@ -45,37 +59,64 @@ class Accuracy:
 
     def lines(self) -> list[str]:
         """One short line per estimate, for people."""
-        out = [f"{name}: {s.line}" for name, s in self.tokenizers.items()]
+        out = [f"{name} (the file alone): {s.line}" for name, s in self.tokenizers.items()]
         if self.calibrated is not None:
             out.append(f"calibrated ({self.split} split, held-back turns): {self.calibrated.line}")
+        if "calibrated" in self.anchored:
+            out.append(f"calibrated, usage-aware ({self.split} split, held-back turns): {self.anchored['calibrated'].line}")
+        if self.default is not None:
+            out.append(f"default (last recorded usage + heuristic count of what follows; the heuristic alone after a "
+                       f"compaction): {self.default.line}")
+        if self.redacted > 0.5:
+            out.append(f"{self.redacted:.0%} of the texts are redaction markers: the calibration counts the length "
+                       "each says it replaced, as prose")
         return out
 
     @property
     def summary(self) -> str:
-        """One line: the calibrated estimate's held-back error beside the heuristic's."""
+        """One line: the default and calibrated estimates' held-back error beside the tokenizers'."""
         parts = [f"{k} {v.median:.0%}" for k, v in self.tokenizers.items() if v.median is not None]
-        if self.calibrated is not None and self.calibrated.median is not None and self.calibrated.within is not None:
-            parts.append(f"calibrated {self.calibrated.median:.1%} ({self.calibrated.within:.0%} of "
-                         f"{self.calibrated.turns} held-back turns within ±10%)")
+        for name, s, which in (("calibrated", self.calibrated, " held-back"), ("default (usage-aware)", self.default, "")):
+            if s is not None and s.median is not None and s.within is not None:
+                parts.append(f"{name} {s.median:.1%} ({s.within:.0%} of {s.turns}{which} turns within ±10%)")
         return f"estimate vs recorded input, {self.turns} turns, median error: " + " · ".join(parts)
 
 
-def _anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iterable[tuple[int, int]]:
+def usage_anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iterable[tuple[int, int]]:
     """Seed 000's usage-aware estimate of each usage turn from the one before it: that turn's
     recorded input plus the messages its context gained since (estimate, position); a turn
     whose context lost messages (a compaction) has nothing to start from and is skipped."""
     for k in range(1, len(samples)):
         prev, cur = samples[k - 1], samples[k]
-        before = set(prev.context)
-        if cur.summary != prev.summary or not before.issubset(cur.context):
+        if not continues(prev, cur):
             continue
+        before = set(prev.context)
         yield prev.recorded + sum(counts[i] for i in cur.context if i not in before), k
+
+
+def usage_aware(samples: Sequence[TurnSample], counts: Sequence[int | float],
+                alone: Sequence[float]) -> list[float]:
+    """The estimate ctxtool makes of every usage turn from what came before it, as
+    :func:`ctxtool.tokens.context.resolve` makes it: the previous turn's recorded input plus
+    ``counts`` of the messages gained since; a turn with no recorded turn before it since the
+    last compaction gets ``alone[k]``, the estimate of its whole context from the file alone."""
+    out: list[float] = []
+    for k, s in enumerate(samples):
+        if k and continues(samples[k - 1], s):
+            before = set(samples[k - 1].context)
+            out.append(float(samples[k - 1].recorded + sum(counts[i] for i in s.context if i not in before)))
+        else:
+            out.append(float(alone[k]))
+    return out
 
 
 def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = DEFAULT_SPLIT,
              model: str | None = None, prior: Calibration | None = None) -> Accuracy | None:
     """The accuracy figures of ``t`` (``None`` when no turn records input tokens); the fit
-    starts from ``prior`` (default: the shipped ratios of the model's family)."""
+    starts from ``prior`` (default: the shipped ratios of the model's family). ``tokenizers``
+    (default: all of :data:`ctxtool.tokens.count.TOKENIZERS`) are each measured from the file alone
+    and usage-aware; the exact ones count the whole file again, so callers that show one line
+    pass fewer."""
     from ..tokens.context import last_model
     from ..tokens.count import TOKENIZERS, count_messages, get_tokenizer
 
@@ -83,7 +124,11 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
     if not samples:
         return None
     ys = [float(s.recorded) for s in samples]
-    acc = Accuracy(len(samples), how)
+    acc = Accuracy(len(samples), how, redacted=round(redacted_share(t), 4))
+    heur = get_tokenizer("heuristic")
+    hc = count_messages(t.messages, heur)
+    acc.default = ErrorStats.of(usage_aware(samples, hc, [heur.count(s.summary) + sum(hc[i] for i in s.context)
+                                                         for s in samples]), ys)
     toks = [get_tokenizer(x) if isinstance(x, str) else x for x in (tokenizers if tokenizers is not None else TOKENIZERS)]
     for tok in toks:
         if tok.name == "calibrated":
@@ -93,22 +138,26 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
         acc.tokenizers[tok.name] = ErrorStats.of(est, ys)
         gap = ys[0] - est[0]
         acc.offset[tok.name] = ErrorStats.of([e + gap for e in est[1:]], ys[1:])
-        pairs = list(_anchored(samples, counts))
+        pairs = list(usage_anchored(samples, counts))
         acc.anchored[tok.name] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
     rows = context_rows(t, samples)
+    segs = [s.segment for s in samples]
+    msg_rows = [message_features(m) for m in t.messages]
     fam = prior or family_calibration(model or last_model(t), t.format)
     acc.family = fam
     acc.family_error = ErrorStats.of([fam.predict(r) for r in rows], ys)
     train, test = split(len(samples), how)
     if train and test:
-        held = fit([rows[i] for i in train], [ys[i] for i in train], fam)
-        acc.calibrated = ErrorStats.of([held.predict(rows[i]) for i in test], [ys[i] for i in test])
-    full = fit(rows, ys, fam)
+        held = fit([rows[i] for i in train], [ys[i] for i in train], fam, segments=[segs[i] for i in train])
+        acc.calibrated = ErrorStats.of([held.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
+        # --tokenizer calibrated where usage exists: the usage-aware estimate with the fit's
+        # counts, the fit alone after a compaction; held-back turns only
+        est = usage_aware(samples, [held.tokens(r) for r in msg_rows],
+                          [held.predict(r, segment=g) for r, g in zip(rows, segs, strict=True)])
+        acc.anchored["calibrated"] = ErrorStats.of([est[i] for i in test], [ys[i] for i in test])
+    full = fit(rows, ys, fam, segments=segs)
     err = acc.calibrated.p90 if acc.calibrated is not None else None
-    acc.calibration = Calibration(full.overhead, full.rates, full.image, err, "file", len(samples), full.per_message)
-    counts = [full.tokens(message_features(m)) for m in t.messages]  # what a usage-aware estimate adds
-    pairs = list(_anchored(samples, counts))
-    acc.anchored["calibrated"] = ErrorStats.of([e for e, _ in pairs], [ys[k] for _, k in pairs])
+    acc.calibration = replace(full, error=err, source="file")
     return acc
 
 
@@ -225,6 +274,15 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
             return ErrorBar(tokens, round(s.p90_tokens / tokens, 4) if tokens else None,
                             f"last usage + {name}, measured on {s.turns} turns of this file", s.p90_tokens)
         return ErrorBar(tokens, None, "no turn of this file to measure it on")
+    if name == "calibrated" and tok.calibration.source == "file":
+        # fitted to this file's usage, yet no usage since the last compaction: what the provider
+        # holds beside the messages changes at a compaction, so the error is the one measured
+        # on the first turn after a compaction in the corpus, not the file's held-back turns
+        fam, spec = pick(shipped_ratios()["families"], model, fmt) or (GENERIC, {})
+        first: dict[str, Any] = spec.get("after_compaction") or {}
+        if first.get("turns"):
+            return ErrorBar(tokens, first["p90"], f"calibrated after a compaction, measured on the first turn after "
+                                                  f"{first['turns']} compactions in the corpus ({fam} family)")
     if name == "calibrated":
         err = getattr(tok, "error", None)
         src = tok.calibration.source
@@ -232,7 +290,7 @@ def error_bar(tokens: int, source: str, tok: Any, acc: Accuracy | None, model: s
         return ErrorBar(tokens, err, f"calibrated, measured on {where}")
     if acc is not None and name in acc.tokenizers and acc.tokenizers[name].p90 is not None:
         return ErrorBar(tokens, acc.tokenizers[name].p90, f"{name}, measured on {acc.turns} turns of this file")
-    fam, spec = pick(_ratios()["families"], model, fmt) or (GENERIC, {})
+    fam, spec = pick(shipped_ratios()["families"], model, fmt) or (GENERIC, {})
     p90 = spec.get("tokenizers", {}).get(name, {}).get("p90")
     return ErrorBar(tokens, p90, f"{name}, measured on the corpus ({fam} family)")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model import Transcript
 from .features import context_rows, turn_samples
-from .fit import Calibration, ErrorStats, fit, heuristic_calibration
+from .fit import Calibration, ErrorStats, after_compaction, fit, heuristic_calibration
 
 GENERIC = "generic"  # the family used when the model is unknown
 FAMILY_PREFIXES = {"anthropic": ("claude",), "openai": ("gpt", "o1", "o3", "o4", "codex"), "google": ("gemini",)}
@@ -20,7 +20,9 @@ RATIOS_COMMENT = (
     "Token ratios per model family, learned from the real transcripts of the corpus by `make token-ratios` "
     "(ctxtool.calibration.learn_families): input tokens = overhead + tokens_per_char[kind] x characters + "
     "tokens_per_image x images. error: the relative error of these ratios measured on each file with ratios "
-    "learned without it. Used by --tokenizer calibrated where a file records no usage."
+    "learned without it. Used by --tokenizer calibrated where a file records no usage. after_compaction: the error "
+    "of a file's own calibration on the first turn after a compaction (no usage recorded since), fitted on the turns "
+    "before it: the error bar of that estimate."
 )
 
 
@@ -28,7 +30,7 @@ RATIOS_FILE = "data/token_ratios.json"
 
 
 @cache
-def _ratios() -> dict[str, Any]:
+def shipped_ratios() -> dict[str, Any]:
     """The shipped family ratios (none before ``make token-ratios`` first wrote them)."""
     try:
         data: dict[str, Any] = json.loads(resources.files("ctxtool").joinpath(RATIOS_FILE).read_text("utf-8"))
@@ -76,7 +78,7 @@ def pick(families: dict[str, Any], model: str | None, fmt: str | None = None) ->
 def family_calibration(model: str | None, fmt: str | None = None) -> Calibration:
     """The shipped calibration of the model's family (see :func:`pick`; the heuristic when
     nothing is shipped)."""
-    got = pick(_ratios()["families"], model, fmt)
+    got = pick(shipped_ratios()["families"], model, fmt)
     if got is None:
         return heuristic_calibration()
     fam, spec = got
@@ -99,6 +101,7 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
     start = heuristic_calibration()
     data: dict[str, list[tuple[str, list[list[float]], list[float], list[float]]]] = {}
     raws: dict[str, list[tuple[dict[str, list[int]], list[float]]]] = {}
+    firsts: dict[str, tuple[list[float], list[float]]] = {}
     for name, t in transcripts:
         samples = turn_samples(t)
         if not samples:
@@ -111,7 +114,11 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
             tok = get_tokenizer(tname)
             counts = count_messages(t.messages, tok)
             raw[tname] = [(tok.count(s.summary) if s.summary else 0) + sum(counts[i] for i in s.context) for s in samples]
+        first = after_compaction(samples, rows, start)
         for fam in family_keys(last_model(t), t.format):
+            e, r = firsts.setdefault(fam, ([], []))
+            e += first[0]
+            r += first[1]
             data.setdefault(fam, []).append((name, rows, ys, coef))
             raws.setdefault(fam, []).append((raw, ys))
     out: dict[str, Any] = {}
@@ -130,6 +137,8 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
             "turns": sum(len(f[2]) for f in files),
             "files": sorted(f[0] for f in files),
             "error": {**ErrorStats.of(est, rec).to_json(), "measured": "leave one file out"},
+            "after_compaction": {**ErrorStats.of(*firsts[fam]).to_json(),
+                                 "measured": "the first turn after each compaction, fitted on the file's turns before it"},
             "tokenizers": {n: ErrorStats.of([e for r, _ in raws[fam] for e in r[n]],
                                             [y for _, ys in raws[fam] for y in ys]).to_json() for n in TOKENIZERS},
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,39 @@ FEATURES = ("overhead", *KINDS, "image", "message")
 # characters that are rare in prose and common in code, shell output and diffs
 _CODE_CHARS = frozenset("{}[]()<>=;:_/\\|&*#$@`'\"+-%^~")
 _SAMPLE = 4000  # characters of a text looked at to tell its kind
+
+
+# a publisher's redaction marker that keeps the length of what it replaced, as in
+# "[REDACTED_TEXT len=806 sha=d10ca27b]" (a Codex rollout published with every text blanked)
+_PLACEHOLDER = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+) sha=[0-9a-f]+\]")
+_MARK = "[REDACTED"
+
+
+def placeholder_chars(text: str) -> int | None:
+    """The characters ``text`` held before a publisher replaced parts of it with redaction
+    markers that keep the length they replaced (``[REDACTED_TEXT len=806 sha=…]``); ``None``
+    when it holds no such marker. The content kind of what was replaced is unknown: a
+    calibration counts it as prose."""
+    if _MARK not in text:
+        return None
+    marks = list(_PLACEHOLDER.finditer(text))
+    if not marks:
+        return None
+    return len(text) - sum(m.end() - m.start() for m in marks) + sum(int(m.group(1)) for m in marks)
+
+
+def redacted_share(t: Transcript) -> float:
+    """The share of ``t``'s texts that are redaction markers (``[REDACTED…``): where most are,
+    the characters in the file are not what the model saw, and an estimate from them applies
+    only as far as the markers keep the replaced length (:func:`placeholder_chars`)."""
+    n = red = 0
+    for m in t.messages:
+        for b in m.content:
+            x = b.text if b.type != "tool_call" else b.arguments_text()
+            if x:
+                n += 1
+                red += x.startswith(_MARK)
+    return red / n if n else 0.0
 
 
 def recorded_input(u: Usage) -> int:
@@ -44,10 +78,19 @@ def block_features(b: Block, out: list[float]) -> None:
         out[5] += 1
         return
     if t == "tool_call":
-        out[3] += len(b.name or "") + len(b.arguments_text())
+        args = b.arguments_text()
+        hidden = placeholder_chars(args)
+        if hidden is None:
+            out[3] += len(b.name or "") + len(args)
+        else:
+            out[1] += len(b.name or "") + hidden
         return
     text = b.text
     if not text:
+        return
+    hidden = placeholder_chars(text)
+    if hidden is not None:
+        out[1] += hidden
         return
     if t == "thinking":
         out[4] += len(text)
@@ -66,7 +109,11 @@ def message_features(m: Message) -> list[float]:
 def _text_features(text: str) -> list[float]:
     row = [0.0] * len(FEATURES)
     if text:
-        row[1 + KINDS.index(text_kind(text))] += len(text)
+        hidden = placeholder_chars(text)
+        if hidden is None:
+            row[1 + KINDS.index(text_kind(text))] += len(text)
+        else:
+            row[1] += hidden
     return row
 
 
@@ -83,6 +130,7 @@ class TurnSample:
     recorded: int
     context: list[int]
     summary: str = ""
+    segment: int = 0  # counts the compactions before it: each starts what the context holds anew
 
 
 def turn_samples(t: Transcript) -> list[TurnSample]:
@@ -123,7 +171,14 @@ def turn_samples(t: Transcript) -> list[TurnSample]:
         if e.metadata.kind == KIND_COMPACTION_SUMMARY and (ctx or summary) and i not in member:
             ctx, summary = [], ""
         ctx.append(i)
+    for k in range(1, len(out)):
+        out[k].segment = out[k - 1].segment + (0 if continues(out[k - 1], out[k]) else 1)
     return out
+
+
+def continues(prev: TurnSample, cur: TurnSample) -> bool:
+    """Whether ``cur``'s context is ``prev``'s plus what came since (no compaction between)."""
+    return cur.summary == prev.summary and set(prev.context).issubset(cur.context)
 
 
 

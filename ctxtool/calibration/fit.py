@@ -81,13 +81,24 @@ class Calibration:
     source: str = "family:generic"
     trained_on: int = 0
     per_message: float = 0.0
+    #: the overhead fitted for each stretch between compactions (segment number, overhead):
+    #: a compaction changes what the provider holds beside the messages
+    segments: tuple[tuple[int, float], ...] = ()
+
+    def overhead_at(self, segment: int) -> float:
+        """The overhead of a segment: its own fit, else that of the latest fitted segment
+        before it (a stretch no turn was fitted on starts from what came before), else
+        :attr:`overhead`."""
+        got = [o for s, o in self.segments if s <= segment]
+        return got[-1] if got else self.overhead
 
     def coefficients(self) -> list[float]:
         return [self.overhead, *(self.rates[k] for k in KINDS), self.image, self.per_message]
 
-    def predict(self, row: Sequence[float], overhead: bool = True) -> float:
+    def predict(self, row: Sequence[float], overhead: bool = True, segment: int | None = None) -> float:
         c = self.coefficients()
-        return (c[0] if overhead else 0.0) + sum(a * b for a, b in zip(c[1:], row[1:], strict=True))
+        base = (self.overhead_at(segment) if segment is not None else c[0]) if overhead else 0.0
+        return base + sum(a * b for a, b in zip(c[1:], row[1:], strict=True))
 
     def tokens(self, row: Sequence[float]) -> int:
         """Tokens of content (no overhead), rounded up."""
@@ -121,9 +132,11 @@ class Calibration:
 
 
 def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence[float],
-         prior: Sequence[float], strength: float, sweeps: int = 400) -> list[float]:
+         prior: Sequence[float], strength: float, sweeps: int = 400,
+         upper: Sequence[float] | None = None) -> list[float]:
     """Weighted least squares with non-negative coefficients, pulled towards ``prior``:
-    minimize ``Σ w (x·c − y)² + strength · Σ (s_j (c_j − prior_j))²`` for ``c ≥ 0``, where
+    minimize ``Σ w (x·c − y)² + strength · Σ (s_j (c_j − prior_j))²`` for
+    ``0 ≤ c ≤ upper`` (no upper bound where ``upper`` is ``inf`` or not given), where
     ``s_j`` is column j's weighted scale (so the pull does not depend on its units). Solved
     by cyclic coordinate descent on the normal equations (a convex problem of a few
     columns: it converges to the one minimum)."""
@@ -151,6 +164,8 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
                 continue
             r = b[j] - sum(g[j][k] * c[k] for k in range(n) if k != j)
             v = max(r / g[j][j], 0.0)
+            if upper is not None:
+                v = min(v, upper[j])
             moved = max(moved, abs(v - c[j]) / (abs(c[j]) + 1e-9))
             c[j] = v
         if moved < 1e-9:
@@ -159,16 +174,54 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
 
 
 PRIOR_STRENGTH = 0.002
+#: the most tokens a character of any kind can cost: a kind seen in few characters beside a
+#: large overhead is nearly collinear with it, and unbounded its rate can run to several
+#: tokens a character (2.8 for the prose of one corpus session), which no tokenizer gives text
+MAX_TOKENS_PER_CHAR = 1.0
 
 
 def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration | None = None,
-        source: str = "file") -> Calibration:
+        source: str = "file", segments: Sequence[int] | None = None) -> Calibration:
     """The calibration of ``rows`` (feature rows, :data:`FEATURES` order) to the recorded
-    ``ys``, towards ``prior`` (default: the generic family's ratios)."""
+    ``ys``, towards ``prior`` (default: the generic family's ratios). With ``segments`` (each
+    row's :attr:`~ctxtool.calibration.TurnSample.segment`) the overhead is fitted for each
+    segment apart, the rates over all; :attr:`Calibration.overhead` is then the last one's."""
     p = prior or heuristic_calibration()
     w = [1.0 / (y * y) for y in ys]
-    c = nnls(rows, ys, w, p.coefficients(), PRIOR_STRENGTH)
-    return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
+    pc = p.coefficients()
+    inf = math.inf
+    bounds = [*(MAX_TOKENS_PER_CHAR for _ in KINDS), inf, inf]  # the kinds' rates; images and messages free
+    if not segments:
+        c = nnls(rows, ys, w, pc, PRIOR_STRENGTH, upper=[inf, *bounds])
+        return Calibration.from_coefficients(c, source=source, trained_on=len(ys))
+    ids = sorted(set(segments))
+    col = {s: j for j, s in enumerate(ids)}
+    wide = []
+    for r, s in zip(rows, segments, strict=True):
+        x = [0.0] * len(ids)
+        x[col[s]] = r[0]
+        wide.append([*x, *r[1:]])
+    c = nnls(wide, ys, w, [pc[0]] * len(ids) + pc[1:], PRIOR_STRENGTH, upper=[inf] * len(ids) + bounds)
+    per = tuple((s, c[col[s]]) for s in ids)
+    return Calibration.from_coefficients([per[-1][1], *c[len(ids):]], source=source, trained_on=len(ys),
+                                         segments=per)
+
+
+def after_compaction(samples: Sequence[Any], rows: Sequence[Sequence[float]],
+                     prior: Calibration | None = None) -> tuple[list[float], list[float]]:
+    """The calibrated estimate of the first usage turn after each compaction, fitted on every
+    turn before it (the one turn the default estimate makes from characters alone, with the
+    overhead of the segment before), and the recorded input it is judged against."""
+    est: list[float] = []
+    rec: list[float] = []
+    segs = [s.segment for s in samples]
+    ys = [float(s.recorded) for s in samples]
+    for k in range(1, len(samples)):
+        if segs[k] != segs[k - 1]:
+            c = fit(rows[:k], ys[:k], prior, segments=segs[:k])
+            est.append(c.predict(rows[k], segment=segs[k]))
+            rec.append(ys[k])
+    return est, rec
 
 
 def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:

@@ -69,6 +69,7 @@ def archive_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be archived; write nothing.")] = False,
     events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
+    join: common.JoinOpt = False,
 ) -> None:
     """Archive old tool results (the Go agent's tool-result archiving): while more than --tool-call-cutoff tool results are visible,
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
@@ -90,10 +91,11 @@ def archive_cmd(
     json_needs_output(as_json or as_jsonl, dry_run, output)
     summarize = _archive_summarizer(cfg) if strat == "llm" else None
     log = EventLog(events)
-    report = ar.archive_file(
-        path, output, cutoff=n, strategy=strat, summarize=summarize, fmt=fmt, to=to, on_error=on_error.value,
-        events=log, dry_run=dry_run,
-    )
+    with common.sharding(None, [path], None if dry_run else output, None, join) as sh:
+        report = ar.archive_file(
+            path, output, cutoff=n, strategy=strat, summarize=summarize, fmt=fmt, to=to, on_error=on_error.value,
+            events=log, dry_run=dry_run, engine=sh,
+        )
     log.flush()
     warn_skipped(report.skipped)
     for r in report.results:

@@ -119,6 +119,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
         after = f", after the last compaction ({c.boundary})" if c.boundary else ""
         con.print(f"{short_label(r.transcript)}: {r.messages:,} messages · used {c.tokens:,} tokens ({how}{after}, "
                   f"{r.tokenizer})", highlight=False)
+        con.print(f"estimator: {c.estimator}", highlight=False)
         con.print(f"context window {window}", highlight=False)
         t = Table(box=SIMPLE_HEAD, pad_edge=False)
         for col in ("policy", "from", "rule", "used", "limit", "used %", "verdict"):
@@ -137,7 +138,7 @@ def _render_check(results: list[Any], s: Any, policy: str) -> None:
                 verdict,
                 style="bold" if v.policy == policy else None,
             )
-        t.fit(con.width, ("seed",))
+        t.fit(con.width, ("from",))
         con.print(t)
         for v in r.verdicts:
             if v.reason and v.status not in ("ok", "compact"):

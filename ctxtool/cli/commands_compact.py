@@ -63,6 +63,8 @@ def compact(
     tool_digest: Annotated[bool, typer.Option("--tool-digest", help="Archive kept tool results beyond --tool-call-cutoff and add a [Compaction tool digest] (the Go agent's).")] = False,
     tool_call_cutoff: Annotated[int | None, typer.Option("--tool-call-cutoff", "-n", help=f"Visible tool results kept with --tool-digest (default {D.tool_call_cutoff}).", min=0)] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the heuristic summary when the model's is empty, fails or saves nothing.")] = False,
+    max_false_claims: Annotated[int | None, typer.Option("--max-false-claims", min=0, help="Reject a model's summary that makes more than this many claims the transcript's records contradict (a failed step called done, a fixed error called open, a completed plan item or a countermanded action called next; listed in --json as disagreements); with --fallback the heuristic summary is used instead.")] = None,
+    summary_budget: Annotated[int | None, typer.Option("--summary-budget", min=200, help=f"Tokens the summary should fit (default {D.summary_budget:,}, about a product's compaction summary): the heuristic fills its sections in order of value up to it; a model is asked for at most this much.")] = None,
     min_retention: Annotated[float | None, typer.Option("--min-retention", min=0.0, max=1.0, help="Reject a summary whose retention (what `ctxtool score` measures, 0-1) is below this; with --fallback the heuristic summary is tried instead.")] = None,
     events: Annotated[str | None, typer.Option("--events", help="Write compaction_start/compaction_end/compaction events (JSONL) to this file.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (cut, sizes, prompt size) without calling a model or writing.")] = False,
@@ -135,6 +137,8 @@ def compact(
         tool_digest=tool_digest,
         fallback=fallback,
         min_retention=min_retention,
+        max_false_claims=max_false_claims,
+        **({"summary_budget": summary_budget} if summary_budget else {}),
     )
     progress, stop = _progress()
     from contextlib import ExitStack
@@ -260,6 +264,8 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
                 + (" (incremental)" if r.incremental else "")
                 + (" (fallback summary)" if r.fallback_used else "")
                 + (f", retention {r.retention:.0%}" if r.retention is not None else "")
+                + (f"; {len(r.disagreements)} claim(s) the records contradict (--json: disagreements)"
+                   if r.disagreements else "")
             )
         elif r.status == "planned":
             cut = r.cut or {}
@@ -273,6 +279,8 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
             )
         elif r.status == "error":
             write(f"{where}: error: {r.error} (left unchanged)")
+        elif r.status == "not_smaller":
+            write(f"{where}: {r.reason}")
         else:
             write(f"{where}: nothing to do ({r.reason})")
     if len(recs) > 50:
@@ -282,7 +290,8 @@ def _render(report: CompactReport, write: Callable[[str], None]) -> None:
         ratio += f", mean retention {report.retention:.0%}" if report.retention is not None else ""
         write(
             f"{len(recs):,} transcript(s): {report.count('compacted'):,} compacted, "
-            f"{report.count('not_needed') + report.count('nothing_to_cut'):,} unchanged, {report.count('error'):,} failed"
+            f"{report.count('not_needed') + report.count('nothing_to_cut') + report.count('not_smaller'):,} unchanged, "
+            f"{report.count('error'):,} failed"
             f"{f', {len(report.skipped):,} unreadable skipped' if report.skipped else ''}"
             f"{', ' + str(report.count('planned')) + ' planned' if report.dry_run else ''}; "
             f"{report.tokens_before:,} → {report.tokens_after:,} tokens{ratio}; "

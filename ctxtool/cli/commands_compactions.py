@@ -51,7 +51,7 @@ def _render(rep: Any) -> None:
             tab.add_column(c, justify="right" if c in ("#", "before", "after", "turns since", "min since") else "left")
         for c in t.compactions:
             before = fmt_int(c.tokens_before) + ("" if c.tokens_before_source == "recorded" else "~")
-            after = fmt_int(c.tokens_after) + ("" if c.tokens_after_source == "usage" else "~")
+            after = fmt_int(c.tokens_after) + ("" if c.tokens_after_source in ("usage", "recorded") else "~")
             tab.add_row(
                 str(c.number), c.timestamp or "-", c.trigger or "-", before, after, fmt_int(c.turns_since),
                 "-" if c.minutes_since is None else f"{c.minutes_since:g}", "LOOP" if c.loop else "",
@@ -60,6 +60,12 @@ def _render(rep: Any) -> None:
         tab.fit(con.width, ("min since", "turns since", "trigger"))
         con.print(tab)
         for c in t.compactions:
+            if c.preserved_messages is not None or c.cumulative_dropped_tokens is not None:
+                kept = f"{c.preserved_messages:,} message(s) kept verbatim" if c.preserved_messages is not None else ""
+                dropped = (f"{c.cumulative_dropped_tokens:,} tokens dropped by the session so far"
+                           if c.cumulative_dropped_tokens is not None else "")
+                con.print(f"#{c.number} (as Claude Code recorded it): " + " · ".join(x for x in (kept, dropped) if x),
+                          highlight=False)
             if c.reread:
                 con.print(f"read again after #{c.number}: " + ", ".join(c.reread[:8])
                           + (f" (+{len(c.reread) - 8} more)" if len(c.reread) > 8 else ""), highlight=False)

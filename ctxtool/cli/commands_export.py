@@ -23,13 +23,15 @@ TitleOpt = Annotated[str | None, typer.Option("--title", help="Document title (d
 PageOpt = Annotated[
     int | None,
     typer.Option("--page-size", min=0, help="HTML: messages per page (default 250; the page's pager shows one at a "
-                 "time); 0: one page."),
+                 "time; with -o DIR/ each page is its own file); 0: one page."),
 ]
 ExportPath = Annotated[
     str | None,
     typer.Argument(help="Transcript file (gzip/zstd too), FIFO, <(process substitution) or - for stdin; a directory "
                    "(or nothing: the default session stores of Claude Code, Codex and pi) writes one HTML page per "
-                   "session and an index.html into the directory -o names.", show_default=False),
+                   "session and an index.html into the directory -o DIR/ names. One file with -o DIR/: its pages as "
+                   "files (page-001.html ...) linked from each other and from the contents, and index.html.",
+                   show_default=False),
 ]
 
 
@@ -47,6 +49,12 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
                          page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)
     if path is None or os.path.isdir(path):
+        if output and not output.endswith("/") and not os.path.isdir(output) and os.path.splitext(output)[1]:
+            from ..errors import CtxtoolError, ExitCode
+
+            raise CtxtoolError("exporting many sessions writes a directory of pages and index.html, not one file: "
+                               f"give -o DIR/ (e.g. -o {os.path.splitext(output)[0]}/)", path=output,
+                               code=ExitCode.USAGE)
         if redact or secrets_from:
             from ..errors import CtxtoolError, ExitCode
 
@@ -54,8 +62,18 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
                                "first, then export OUT", code=ExitCode.USAGE)
         _many(path, to, output, fmt, opts)
         return
-    res = export_file(path, output, to, fmt=fmt, options=opts,
-                      redact=options(secrets_from) if redact or secrets_from else None)
+    secrets = options(secrets_from) if redact or secrets_from else None
+    if output and output != "-" and (output.endswith("/") or os.path.isdir(output)):  # a session as page files
+        from ..errors import CtxtoolError, ExitCode
+        from ..export import PAGES_INDEX, export_pages
+
+        if to not in (None, "html"):
+            raise CtxtoolError(f"--to {to}: a directory output holds HTML pages", code=ExitCode.USAGE)
+        res = export_pages(path, output, fmt=fmt, options=opts, redact=secrets)
+        err_line(f"wrote {res.messages:,} message(s) in {res.transcripts:,} transcript(s) as HTML pages and "
+                 f"{os.path.join(output, PAGES_INDEX)} ({res.bytes:,} bytes)")
+        return
+    res = export_file(path, output, to, fmt=fmt, options=opts, redact=secrets)
     if res.output:
         err_line(f"wrote {res.to} export of {res.messages:,} message(s) in {res.transcripts:,} transcript(s) "
                  f"to {res.output} ({res.bytes:,} bytes)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,6 +49,7 @@ def stats(
     engine: common.EngineOpt = None,
     address: common.AddressOpt = None,
     messages_column: common.MessagesColumnOpt = None,
+    accuracy: Annotated[bool, typer.Option("--accuracy", help="Where a transcript records usage, measure each estimate against it, turn by turn: every tokenizer, the calibrated estimate and the default usage-aware one (held-back turns), in the report and in --json. It counts the text again with each tokenizer: asked for, not by default.")] = False,
 ) -> None:
     """Messages, characters and tokens by role; tool calls and largest outputs; thinking,
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
@@ -65,7 +66,7 @@ def stats(
                                path=output, code=ExitCode.USAGE)
         with common.data_to(output, paths):
             stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
-                  False, None, on_error, top, jobs, count, engine, address)
+                  False, None, on_error, top, jobs, count, engine, address, messages_column, accuracy)
         return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
@@ -118,6 +119,7 @@ def stats(
             keep=CONTEXT_ROWS,  # the table shows only these
             each=None if em is None else (lambda t: em.item(t.to_json())),  # --json: streamed, none held
             messages_column=messages_column,
+            accuracy=accuracy,
         )
     finally:
         stack.close()
@@ -209,13 +211,22 @@ def _render_stats(report, top: int) -> None:
         f"thinking {tot.thinking_blocks:,} blocks, {tot.thinking_tokens:,} tokens · images {tot.images:,}"
         f" · system prompt {tot.system_prompt_tokens:,} tokens · framing overhead {tot.framing_tokens:,} tokens",
     ]
+    if tot.documents or tot.saved_outputs:
+        lines.append(f"documents {tot.documents:,} · tool outputs the agent saved to files {tot.saved_outputs:,}"
+                     " (the transcript holds a reference and a preview)")
     if u.api_messages:
         lines.append(
             f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
             f" · cache write {u.cache_creation:,} · cache read {u.cache_read:,} · total {u.total:,}"
         )
-    lines += [ts.accuracy.summary if n == 1 else f"{ts.label}: {ts.accuracy.summary}"
-              for ts in report.transcripts if ts.accuracy is not None]
+    for ts in report.transcripts:
+        if ts.accuracy is not None:
+            head = "" if n == 1 else f"{ts.label}: "
+            lines.append(f"{head}estimate vs recorded input ({ts.accuracy.turns:,} turns; error median · p90 · share "
+                         "within ±10%):")
+            lines += [f"  {x}" for x in ts.accuracy.lines()]
+    lines += [("" if n == 1 else f"{ts.label}: ") + rate_limits_line(ts.rate_limits)
+              for ts in report.transcripts if ts.rate_limits]
     for ln in lines:
         con.print(ln, highlight=False)
     if tot.tool_calls_by_name:
@@ -271,6 +282,19 @@ def _render_stats(report, top: int) -> None:
     )
 
 
+def rate_limits_line(rl: dict[str, Any]) -> str:
+    """Codex's ``rate_limits`` as it last recorded them: each window's share used."""
+    parts = []
+    for name in ("primary", "secondary"):
+        w = rl.get(name)
+        if not isinstance(w, dict) or not isinstance(w.get("used_percent"), (int, float)):
+            continue
+        mins = w.get("window_minutes")
+        span = f" of a {mins:,}-minute window" if isinstance(mins, int) and not isinstance(mins, bool) else ""
+        parts.append(f"{name} {w['used_percent']:g}% used{span}")
+    return "rate limits at the last token count (Codex): " + (" · ".join(parts) or "recorded, no window figures")
+
+
 def validate(
     paths: common.Paths,
     fmt: common.FormatOpt = None,
@@ -317,10 +341,12 @@ def convert(
     as_jsonl: JsonlOpt = False,
     redact: RedactFlag = False,
     secrets_from: SecretsFromOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
-    """Convert a transcript file to another format. Converting a file to its own format
-    reproduces it; converting to ctxtool and back does too. With --json, the report (one
-    entry per transcript) goes to stdout, so the transcript needs -o FILE."""
+    """Convert a transcript file (or a directory of them, into -o DIR/) to another format.
+    Converting a file to its own format reproduces it; converting to ctxtool and back does
+    too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
+    needs -o FILE."""
     from .. import formats
     from ..run.runner import convert_file
 
@@ -330,8 +356,9 @@ def convert(
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", code=ExitCode.USAGE)
     from .commands_redact import options
 
-    run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
-                       redact=options(secrets_from) if redact or secrets_from else None)
+    with common.sharding(None, [path], output, None, join) as sh:
+        run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
+                           redact=options(secrets_from) if redact or secrets_from else None, engine=sh)
     warn_skipped(run.skipped)
     if machine:
         items = run.report.items

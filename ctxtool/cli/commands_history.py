@@ -124,6 +124,7 @@ def repair(
     on_error: common.OnErrorOpt = common.OnError.fail,
     jobs: common.JobsOpt = None,
     messages_column: common.MessagesColumnOpt = None,
+    join: common.JoinOpt = False,
 ) -> None:
     """Normalize history (adk-code's history normalization) and write it to -o: add a result marked aborted for every
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
@@ -133,8 +134,9 @@ def repair(
 
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)
-    rep = repair_file(path, None if dry_run else (output or "-"), strip_trailing=not keep_trailing_calls, fmt=fmt, to=to,
-                      on_error=on_error.value, jobs=jobs, messages_column=messages_column)
+    with common.sharding(None, [path], None if dry_run else output, None, join, jobs) as sh:
+        rep = repair_file(path, None if dry_run else (output or "-"), strip_trailing=not keep_trailing_calls, fmt=fmt,
+                          to=to, on_error=on_error.value, jobs=jobs, messages_column=messages_column, engine=sh)
     warn_skipped(rep.skipped)
     reports = rep.transcripts
     changes = [(r, c) for r in reports for c in r.changes]

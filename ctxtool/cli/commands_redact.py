@@ -52,10 +52,10 @@ def options(secrets_from: list[str] | None = None, deny: list[str] | None = None
 
 
 def redact(
-    paths: Annotated[list[str], typer.Argument(help="Transcript files (gzip/zstd too) or - for stdin.", show_default=False)],
+    paths: Annotated[list[str], typer.Argument(help="Transcript files (gzip/zstd too), directories (searched recursively) or - for stdin.", show_default=False)],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Output file (default: stdout); with several inputs, a directory that gets each under its own name."),
+        typer.Option("--output", "-o", help="Output file (default: stdout); with several inputs or a directory, a directory that gets each under its own name (a directory's files under their relative paths)."),
     ] = None,
     check: Annotated[
         bool, typer.Option("--check", help=f"Write nothing; exit {int(ExitCode.SECRETS)} when anything would be redacted (CI, pre-publish hooks).")
@@ -119,7 +119,9 @@ def _summary(rep: RedactReport, totals: dict[str, Any]) -> list[str]:
         lines.append(f"thinking signatures and encrypted blobs dropped: {totals['signatures_dropped']:,} (--keep-signatures keeps them)")
     if not rep.check:
         outs = sorted({f.output for f in rep.files if f.output and f.output != "-"})
-        if outs:
+        if len(outs) > 3:  # a directory's files
+            lines.append(f"wrote {len(outs):,} files, {outs[0]} ... {outs[-1]}")
+        elif outs:
             lines.append(f"wrote {', '.join(outs)}")
     return lines
 

@@ -128,6 +128,8 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
         lines.append(f"  {name:<15} {th.label:<28} {th.origin:<11} {verb} {where}{more}")
     if r.accuracy is not None:
         lines.append(r.accuracy.summary)
+    if r.context is not None and r.context.estimator:
+        lines.append(f"estimator: {r.context.estimator}")
     if r.error is not None:
         lines.append(f"current context {r.error.text}"
                      + (f"; within it these could flip: {', '.join(r.could_flip)}" if r.could_flip else ""))

@@ -22,8 +22,8 @@ JUDGES = [n for n in summarizer_names() if n != "heuristic"]
 
 
 def score_cmd(
-    before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, or - for stdin).", show_default=False)],
-    after: Annotated[str, typer.Argument(help="The same transcript after compaction.", show_default=False)],
+    before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, - for stdin, or a directory of them).", show_default=False)],
+    after: Annotated[str, typer.Argument(help="The same transcript after compaction (a directory: each file paired with BEFORE's of the same relative path).", show_default=False)],
     fmt: common.FormatOpt = None,
     after_fmt: Annotated[str | None, typer.Option("--after-format", click_type=common.Choice(format_names), help="Format of AFTER (default: detected).")] = None,
     judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(JUDGES), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,

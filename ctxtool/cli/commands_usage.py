@@ -129,7 +129,8 @@ DROP_ORDER = ("calls", "cache write", "cache read", "total", "models", "last", "
 
 
 #: the narrowest a column of names (models, projects) gets in a narrow table: longer ones fold
-FOLD = 12
+#: (a short model name such as ``gemini-2.5-flash`` fits whole; several models go one a line)
+FOLD = 16
 
 
 def _local(t: datetime | None, tz: tzinfo | None, short: bool = False) -> str:
@@ -149,7 +150,7 @@ def _cells(report: UsageReport, row: UsageRow, short: bool, key: str | None = No
     if report.by == "block" and row.ends is not None and report.now is not None and report.now < row.ends:
         left = int((row.ends - report.now).total_seconds() // 60)
         k += f" (active, {left // 60}h{left % 60:02d} left)"
-    return {"key": k, "models": ", ".join(models), "project": _project(row), "last": _local(row.last, report.tz, short),
+    return {"key": k, "models": ("\n" if short else ", ").join(models), "project": _project(row), "last": _local(row.last, report.tz, short),
             "input": fmt_int(row.tokens.input), "output": fmt_int(row.tokens.output),
             "cache write": fmt_int(row.tokens.cache_write), "cache read": fmt_int(row.tokens.cache_read),
             "total": fmt_int(row.tokens.total), "calls": fmt_int(row.messages), "cost": _usd(row)}
@@ -182,7 +183,7 @@ def _layout(report: UsageReport, width: int) -> tuple[list[str], bool]:
 
     def need(cs: list[str], short: bool) -> int:
         lines = [c for c, _ in _lines(report, short)] + [tot]
-        widths = [max(len(c if c != "key" else _first(report)), *(len(x[c]) for x in lines)) for c in cs]
+        widths = [max(len(c if c != "key" else _first(report)), *(_width(x[c]) for x in lines)) for c in cs]
         if short:  # names fold onto more lines
             widths = [min(w, FOLD) if c in ("models", "project") else w for c, w in zip(cs, widths, strict=True)]
         return sum(widths) + 3 * len(cs) + 1
@@ -195,6 +196,11 @@ def _layout(report: UsageReport, width: int) -> tuple[list[str], bool]:
         if c in cols:
             cols.remove(c)
     return cols, True
+
+
+def _width(cell: str) -> int:
+    """A cell's width: its longest line."""
+    return max(len(ln) for ln in cell.split("\n"))
 
 
 def _total(report: UsageReport, short: bool) -> dict[str, str]:
@@ -225,7 +231,7 @@ def _table(report: UsageReport) -> None:
     tot = _total(report, short)
     t = Table(title=title, title_justify="left", show_footer=bool(report.rows))
     for c in cols:
-        widest = max((len(x[c]) for x, _ in lines), default=0)
+        widest = max((_width(x[c]) for x, _ in lines), default=0)
         if c == "key":
             t.add_column(_first(report), footer="total", overflow="fold", min_width=min(max(widest, 5), 16))
         elif c in ("models", "project"):

@@ -250,7 +250,8 @@ Paths = Annotated[
     typer.Argument(help="Transcript files (gzip/zstd too), directories (searched recursively) or - for stdin.", show_default=False),
 ]
 OnePath = Annotated[
-    str, typer.Argument(help="Transcript file (gzip/zstd too), FIFO, <(process substitution), or - for stdin.", show_default=False)
+    str, typer.Argument(help="Transcript file (gzip/zstd too), FIFO, <(process substitution), - for stdin, or a directory "
+                        "of transcripts (each written under its own name into -o DIR/).", show_default=False)
 ]
 FormatOpt = Annotated[
     str | None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import Format
@@ -17,6 +17,9 @@ from .plan import Plan, plan
 from .rebuild import Rebuilt, Summary, rebuild
 from .report import RecordReport
 from .settings import CompactOptions
+
+if TYPE_CHECKING:
+    from ..summarizers.heuristic import Facts
 from .summarize import open_calls, summarize
 
 Event = tuple[str, dict[str, Any]]
@@ -45,6 +48,7 @@ def _prompt_options(opts: CompactOptions, p: Plan) -> sp.PromptOptions:
         max_tokens=opts.summary_max_tokens,
         tool_clip=opts.tool_clip,
         split_turn=p.split_turn,
+        budget=opts.summary_budget,
     )
 
 
@@ -87,8 +91,18 @@ def compact_transcript(
     rep.split_turn = p.split_turn
     popts = _prompt_options(opts, p)
     read_new, mod_new = sp.extract_files(p.summarize)
-    files = (sp.merge_files(p.view.prev_read, read_new), sp.merge_files(p.view.prev_modified, mod_new))
-    extra = {"open_calls": open_calls(p.summarize)}
+    cwd = session_cwd(t)
+    files = (_relative(sp.merge_files(p.view.prev_read, read_new), cwd),
+             _relative(sp.merge_files(p.view.prev_modified, mod_new), cwd))
+    pending = open_calls(p.summarize)
+    extra = {"open_calls": pending, "summary_budget": opts.summary_budget, "cwd": cwd}
+    summarizer = summarizer or _heuristic()
+    facts = None
+    if summarizer.name != "heuristic":  # a model: handed the facts, its summary checked against them
+        from ..summarizers.heuristic import facts as read_facts
+
+        facts = read_facts(p.summarize, p.view.previous_summary, open_calls=pending, cwd=cwd)
+        popts.facts = facts.brief()
     if dry_run:
         req = sp.build_request(sp.summary_input(p.summarize), p.view.previous_summary, popts,
                                read_files=files[0], modified_files=files[1], extra=extra)
@@ -102,8 +116,14 @@ def compact_transcript(
                                         "tokens_before": rep.tokens_before, "context_tokens": p.context_tokens}))
     target = get_format(out_format or t.format)
     try:
-        built, summary = _summarize_and_rebuild(summarizer or _heuristic(), t, p, popts, extra, opts, tok, rep, files,
-                                                target)
+        built, summary = _summarize_and_rebuild(summarizer, t, p, popts, extra, opts, tok, rep, files, target, facts)
+    except NotSmaller as e:  # compaction would not help this record: left unchanged, not a failure
+        rep.status, rep.reason = "not_smaller", e.reason
+        rep.tokens_after, rep.messages_after = rep.tokens_before, rep.messages_before
+        rep.seconds = time.perf_counter() - t0
+        events.append(("compaction_end", {"transcript": t.label, "messages_before": rep.messages_before,
+                                          "messages_after": rep.messages_before, "unchanged": e.reason}))
+        return Outcome(t, rep, events)
     except CtxtoolError as e:
         events.append(("compaction_end", {"transcript": t.label, "messages_before": rep.messages_before,
                                           "messages_after": rep.messages_before, "error": e.message}))
@@ -125,12 +145,15 @@ def compact_transcript(
 
 def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts: sp.PromptOptions,
                            extra: dict[str, Any], opts: CompactOptions, tok: Tokenizer, rep: RecordReport,
-                           files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary]:
+                           files: tuple[list[str], list[str]], target: Format,
+                           facts: Facts | None = None) -> tuple[Rebuilt, Summary]:
     """The model's summary and the rebuilt transcript. A summary is rejected when the rules of
     :mod:`ctxtool.score.quality` reject it (empty, an echo of the template or the input, a
-    loop), when it leaves the transcript no smaller, or when its retention
-    (:func:`ctxtool.score.core.score`) is below ``min_retention``; with ``fallback`` the heuristic
-    summary is used instead (then clipped, if it alone would not make the transcript smaller)."""
+    loop), when it leaves the transcript no smaller, when its retention
+    (:func:`ctxtool.score.score`) is below ``min_retention``, or when a model's summary makes more
+    than ``max_false_claims`` claims the transcript's records contradict (``facts``); with
+    ``fallback`` the heuristic summary is used instead (then clipped, if it alone would not make
+    the transcript smaller)."""
     problem: str | None = None
     text: str | None = None
     try:
@@ -147,12 +170,14 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
         attempts += 1
         if text is not None:
             got = _accept(text, t, p, popts, opts, tok, rep, files if attempts < 3 else
-                          (files[0][-10:], files[1][-10:]), target)
+                          (files[0][-10:], files[1][-10:]), target, None if heuristic else facts)
             if not isinstance(got, str):
                 rep.fallback_used = attempts > 1
                 return got
             problem = got
         if not opts.fallback or attempts >= 3:
+            if (problem or "").startswith(NOT_SMALLER):
+                raise NotSmaller(_not_smaller(problem or "", p, opts, rep))
             raise CtxtoolError(_rejected(problem or "", t, p, opts, rep, heuristic=heuristic or attempts > 1),
                                code=ExitCode.REMOTE, path=t.path)
         heuristic = True
@@ -164,12 +189,45 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
 NOT_SMALLER = "the compacted transcript would not be smaller"
 
 
+def _relative(paths: list[str], cwd: str | None) -> list[str]:
+    """File list paths relative to the session's directory, each once."""
+    if not cwd:
+        return paths
+    pre = cwd.rstrip("/") + "/"
+    return list(dict.fromkeys(x[len(pre):] if x.startswith(pre) else x for x in paths))
+
+
+def session_cwd(t: Transcript) -> str | None:
+    """The working directory the session recorded (Claude Code, Codex, pi, opencode), if any."""
+    sess = t.extra.get("session") if isinstance(t.extra, dict) else None
+    cwd = sess.get("cwd") if isinstance(sess, dict) else None
+    if not cwd and isinstance(t.extra, dict):
+        cwd = t.extra.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+
+
+class NotSmaller(Exception):
+    """Compaction would not make this transcript smaller: it is left unchanged (``reason``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _not_smaller(problem: str, p: Plan, opts: CompactOptions, rep: RecordReport) -> str:
+    """Why a record is left unchanged, and what would compact it."""
+    return (f"left unchanged: {problem}: the {len(p.summarize):,} summarized message(s) hold "
+            f"{_summarized_tokens(p):,} tokens, no more than their summary ({rep.summary_tokens:,}); "
+            f"a smaller --keep-recent-tokens (now {opts.keep_recent_tokens:,}) summarizes more")
+
+
 def _summarized_tokens(p: Plan) -> int:
     return sum(c for m, c in zip(p.view.effective, p.counts, strict=True) if any(m is x for x in p.summarize))
 
 
 def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: CompactOptions, tok: Tokenizer,
-            rep: RecordReport, files: tuple[list[str], list[str]], target: Format) -> tuple[Rebuilt, Summary] | str:
+            rep: RecordReport, files: tuple[list[str], list[str]], target: Format,
+            facts: Facts | None = None) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
     from ..score import quality
     from ..score.core import score
@@ -180,6 +238,13 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
     why = quality.reject(body, lambda: sp.serialize(sp.summary_input(p.summarize), popts.tool_clip))
     if why is not None:
         return why
+    if facts is not None:
+        rep.disagreements = [d.to_json() for d in facts.check(body)]
+    if facts is not None and opts.max_false_claims is not None and len(rep.disagreements) > opts.max_false_claims:
+        shown = "; ".join(f"{d['kind']}: {one_line(d['line'], 80)} ({one_line(d['fact'], 80)})"
+                          for d in rep.disagreements[:2])
+        return (f"it makes {len(rep.disagreements)} claim(s) the transcript's records contradict, more than "
+                f"--max-false-claims {opts.max_false_claims} ({shown})")
     body = sp.with_file_lists(body, *files)
     summary = Summary(body, retain, popts.style, *files)
     built = rebuild(t, p, summary, opts, target)
@@ -202,12 +267,6 @@ def _rejected(problem: str, t: Transcript, p: Plan, opts: CompactOptions, rep: R
     msg = f"{who}summary rejected: {problem}"
     if not heuristic:
         return msg + "; use --fallback to use the heuristic summary instead"
-    if problem.startswith(NOT_SMALLER):
-        return (f"{msg}: the {len(p.summarize):,} summarized message(s) hold {_summarized_tokens(p):,} tokens, "
-                f"fewer than the heuristic summary of them ({rep.summary_tokens:,}); summarize more with a smaller "
-                f"--keep-recent-tokens (now {opts.keep_recent_tokens:,}), "
-                + ("" if opts.fallback else "accept a clipped summary with --fallback, ")
-                + "or leave such records unchanged with --on-error skip")
     if opts.min_retention is not None and "--min-retention" in problem:
         return (f"{msg}; the heuristic summary is in use: keep more verbatim (a larger --keep-recent-tokens), "
                 "lower --min-retention, or leave such records unchanged with --on-error skip")

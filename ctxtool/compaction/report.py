@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STATUSES = ("compacted", "not_needed", "nothing_to_cut", "planned", "error")
+STATUSES = ("compacted", "not_needed", "nothing_to_cut", "not_smaller", "planned", "error")
 
 
 @dataclass(slots=True)
@@ -43,6 +43,7 @@ class RecordReport:
     error: str | None = None
     seconds: float = 0.0
     read_set: list[dict[str, Any]] = field(default_factory=list)  # files read in the summarized part (the ledger)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)  # a model summary's claims the records contradict
 
     @property
     def ratio(self) -> float | None:
@@ -116,6 +117,7 @@ class CompactReport:
             "records": len(self.records),
             "compacted": self.count("compacted"),
             "not_needed": self.count("not_needed") + self.count("nothing_to_cut"),
+            "not_smaller": self.count("not_smaller"),
             "planned": self.count("planned"),
             "errors": self.count("error"),
             "skipped": len(self.skipped),

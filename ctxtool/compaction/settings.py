@@ -61,8 +61,10 @@ class CompactOptions:
     tool_call_cutoff: int = _default("compaction.tool_call_cutoff")
     fallback: bool = False
     min_retention: float | None = None  # reject a summary whose retention (ctxtool.score) is below this
+    max_false_claims: int | None = None  # reject a model summary with more claims the records contradict
     tool_clip: int = sp.TOOL_RESULT_CLIP
     summary_max_tokens: int = _default("summarizer.max_tokens")
+    summary_budget: int = sp.SUMMARY_BUDGET  # tokens the heuristic summary fits; the size a model is asked for
     context: Any = None  # ctxtool.tokens.context.ContextSettings: the flags and config for the window
     policy_values: dict[str, Any] = field(default_factory=dict)  # the trigger policies' settings (config keys)
 

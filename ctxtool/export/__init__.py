@@ -11,6 +11,7 @@ of text, written through :func:`ctxtool.io.outputs.atomic_output`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .base import (
     ExportOptions,
     Renderer,
     get_renderer,
+    plural,
     register,
     renderer_for_output,
     renderer_names,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
-    "export_file", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
+    "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
 ]
 
 
@@ -99,6 +101,97 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
                        path=out, code=ExitCode.USAGE)
 
 
+#: the file of page n when a session is exported as pages (:func:`export_pages`)
+PAGE_FILE = "page-{:03d}.html"
+PAGES_INDEX = "index.html"
+
+
+def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None,
+                 options: ExportOptions | None = None, redact: RedactOptions | None = None) -> ExportResult:
+    """Export ``path`` as HTML pages in the directory ``output`` (made if missing): one file per
+    page of :attr:`ExportOptions.page_size` messages (``page-001.html`` ...), each with the whole
+    table of contents at its side linking into the right page and links to the previous and
+    next page, and ``index.html``: the contents and the list of pages. The input is read once
+    (pages wait in a temporary directory until the contents are known)."""
+    import shutil
+    import tempfile
+
+    from ..errors import CtxtoolError, ExitCode
+    from ..io import files as fileio
+    from ..io import outputs
+    from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
+
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), code=ExitCode.USAGE)
+    fileio.check_input(path)
+    out.mkdir(parents=True, exist_ok=True)
+    opts = options or ExportOptions()
+    r = HtmlRenderer(opts, page_file=PAGE_FILE.format)
+    title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
+    tally = _Tally()
+    written = 0
+    with contextlib.ExitStack() as stack:
+        redactor = None
+        if redact is not None:
+            from ..redact import Redactor
+
+            redactor = stack.enter_context(Redactor(redact))
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".ctxtool-pages-", dir=out)))
+        bodies = [tmp / "1"]
+        fh = stack.enter_context(bodies[0].open("wb"))
+        for piece in r.body(tally.count(view(t) for t in _read(path, fmt, redactor))):
+            first, *rest = piece.split(PAGE_BREAK)
+            fh.write(first.encode("utf-8", "replace"))
+            for part in rest:  # the next page's file
+                fh.close()
+                bodies.append(tmp / str(len(bodies) + 1))
+                fh = stack.enter_context(bodies[-1].open("wb"))
+                fh.write(part.encode("utf-8", "replace"))
+        fh.close()
+        n = len(bodies)
+        toc = tail(r.contents(r.records))
+
+        def nav(k: int) -> str:
+            prev = f"<a href=\"{PAGE_FILE.format(k - 1)}\">&#8592; previous</a>" if k > 1 else "&#8592; previous"
+            nxt = f"<a href=\"{PAGE_FILE.format(k + 1)}\">next &#8594;</a>" if k < n else "next &#8594;"
+            return (f"<nav class=\"pages meta\"><a href=\"{PAGES_INDEX}\">contents</a> · {prev} · page {k} of {n}"
+                    f" · {nxt}</nav>\n")
+
+        for k, body in enumerate(bodies, 1):
+            with outputs.atomic_output(str(out / PAGE_FILE.format(k))) as page, body.open("rb") as src:
+                for text in (head(f"{title} · page {k} of {n}"), nav(k)):
+                    page.write(text.encode("utf-8"))
+                shutil.copyfileobj(src, page, 1 << 20)
+                for text in (nav(k), toc):
+                    page.write(text.encode("utf-8"))
+            written += (out / PAGE_FILE.format(k)).stat().st_size
+            body.unlink()
+        links = "".join(f"<li><a href=\"{PAGE_FILE.format(k)}\">page {k}</a></li>\n" for k in range(1, n + 1))
+        index = (head(title) + f"<div class=\"meta\">{plural(tally.messages, 'message')} in "
+                 f"{plural(tally.transcripts, 'transcript')}, {plural(n, 'page')} of at most "
+                 f"{esc(str(opts.page_size or 'all'))} messages; the contents link each user turn and compaction "
+                 f"to its page.</div>\n<ol class=\"pages\">\n{links}</ol>\n" + toc)
+        with outputs.atomic_output(str(out / PAGES_INDEX)) as fh_index:
+            fh_index.write(index.encode("utf-8", "replace"))
+        written += (out / PAGES_INDEX).stat().st_size
+    return ExportResult(str(path), str(out), "html", tally.transcripts, tally.messages, tally.compactions, written)
+
+
+def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Iterator[Transcript]:
+    """The transcripts of ``path`` as export reads them: a Claude Code session file brings its
+    subagents' transcripts (one unit); with ``redactor``, each redacted as it passes."""
+    from .. import formats
+
+    files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
+    read: Iterator[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
+    if redactor is not None:
+        from ..redact import redacted
+
+        read = redacted(read, redactor)
+    return read
+
+
 def export_file(path: str | Path, output: str | Path | None = None, to: str | None = None, *,
                 fmt: str | None = None, options: ExportOptions | None = None,
                 redact: RedactOptions | None = None) -> ExportResult:
@@ -116,7 +209,6 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
 
 def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
             options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
-    from .. import formats
     from ..io import files as fileio
     from ..io import outputs
 
@@ -131,14 +223,7 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     tally = _Tally()
     written = 0
     with outputs.atomic_output(out) as fh:
-        # a Claude Code session file brings its subagents' transcripts (one unit)
-        files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
-        read: Iterable[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
-        if redactor is not None:
-            from ..redact import redacted
-
-            read = redacted(read, redactor)
-        for piece in renderer.document(title, tally.count(view(t) for t in read)):
+        for piece in renderer.document(title, tally.count(view(t) for t in _read(path, fmt, redactor))):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from html import escape
 from typing import Any
@@ -111,6 +111,9 @@ table.index td, table.index th { border: 1px solid var(--line); padding: 4px 8px
 table.index td.n { text-align: right; white-space: nowrap; } table.index td.w { max-width: 420px; }
 """
 
+#: where a page ends and the next begins when each page is its own file
+PAGE_BREAK = "\x00page\x00"
+
 #: how much of a user's words the table of contents shows
 TOC_WORDS = 70
 #: user turns listed per transcript in the contents of a dataset (each record is listed)
@@ -170,23 +173,33 @@ class HtmlRenderer(Renderer):
     description = ("One self-contained HTML file: contents, pages, search, expand/collapse all (one inline script "
                    "its Content-Security-Policy allows; nothing fetched).")
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, options: Any, page_file: Callable[[int], str] | None = None) -> None:
         super().__init__(options)
         self.toc: list[str] = []
         self.page_turns = 0  # turns on the page being written
         self.pages = 0
+        #: given: each page is its own file (this name for page n): links name the page's file, and
+        #: :data:`PAGE_BREAK` in the body marks where the next file starts (see :func:`write_pages`)
+        self.page_file = page_file
+        self.records = 0
 
     def document(self, title: str, views: Iterator[View]) -> Iterator[str]:
         yield head(title)
-        count = 0
+        yield from self.body(views)
+        yield tail(self.contents(self.records))
+
+    def body(self, views: Iterator[View]) -> Iterator[str]:
+        """The pages of ``views`` (between the head and the tail)."""
         for v in views:
-            count += 1
-            yield from self.transcript(count, v)
-        if count == 0:
+            self.records += 1
+            yield from self.transcript(self.records, v)
+        if self.records == 0:
             yield "<p class=\"meta\">No transcript in this file.</p>\n"
         if self.pages:
             yield "</div>\n"
-        yield tail(self.contents(count))
+
+    def _href(self, anchor: str) -> str:
+        return f"#{anchor}" if self.page_file is None else f"{self.page_file(max(self.pages, 1))}#{anchor}"
 
     def contents(self, records: int) -> str:
         what = plural(records, "record") if records > 1 else "user turns and compactions"
@@ -198,7 +211,7 @@ class HtmlRenderer(Renderer):
         out = ""
         if not self.pages or (size and self.page_turns and self.page_turns + max(turns, 1) > size):
             if self.pages:
-                out += "</div>\n"
+                out += "</div>\n" + (PAGE_BREAK if self.page_file is not None else "")
             self.pages += 1
             self.page_turns = 0
             out += f"<div class=\"page\" id=\"page{self.pages}\">\n"
@@ -209,6 +222,7 @@ class HtmlRenderer(Renderer):
         anchor = f"t{k}"
         dataset = k > 1 or "#" in v.label
         yield self._page(0)  # a record starts on a new page when this one is full
+        record = self._href(anchor)
         yield f"<section class=\"transcript\" id=\"{anchor}\">\n"
         if dataset:
             yield f"<h2>{esc(short_label(v.label))}</h2>\n"
@@ -220,7 +234,7 @@ class HtmlRenderer(Renderer):
         for item in v.items:
             if isinstance(item, Marker):
                 mid = f"{anchor}c{len(entries)}"
-                entries.append(f"<li class=\"c\"><a href=\"#{mid}\">{esc(self._marker_title(item))}</a></li>\n")
+                entries.append(f"<li class=\"c\"><a href=\"{self._href(mid)}\">{esc(self._marker_title(item))}</a></li>\n")
                 yield self.marker(item, mid)
                 continue
             brk = self._page(1)
@@ -229,14 +243,15 @@ class HtmlRenderer(Renderer):
             if item.role == "user" and not item.injected:
                 users += 1
                 if not dataset or users <= TOC_TURNS_PER_RECORD:
-                    entries.append(f"<li><a href=\"#{anchor}m{item.number}\">#{item.number} {esc(_words(item))}</a></li>\n")
+                    entries.append(f"<li><a href=\"{self._href(f'{anchor}m{item.number}')}\">#{item.number} "
+                                   f"{esc(_words(item))}</a></li>\n")
             yield self.turn(item, f"{anchor}m{item.number}")
         yield "</section>\n"
         if dataset:
             more = (f"<li class=\"more\">… {users - TOC_TURNS_PER_RECORD:,} more user turns</li>\n"
                     if users > TOC_TURNS_PER_RECORD else "")
             inner = f"<ol>{''.join(entries)}{more}</ol>" if entries else ""
-            self.toc.append(f"<li><a href=\"#{anchor}\">{esc(short_label(v.label))}</a> "
+            self.toc.append(f"<li><a href=\"{record}\">{esc(short_label(v.label))}</a> "
                             f"<span class=\"more\">{plural(v.turns, 'message')}</span>{inner}</li>\n")
         else:
             self.toc.extend(entries)

@@ -15,6 +15,7 @@ from ..formats import images
 from ..io import jsonl as jsonio
 from ..model import Block, Compaction, Message, Record, Transcript, injected_kind, injected_text
 from ..tokens.context import BOUNDARY_RECORDS, is_summary
+from ..tool_outputs.algorithms import saved_output
 
 #: image types a browser shows from a data URI (anything else is named, never embedded)
 SAFE_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -116,6 +117,8 @@ def arguments_text(b: Block) -> str:
 
 
 def image_part(b: Block) -> Part:
+    if images.is_document(b.data):
+        return document_part(b.data)
     p = images.parse(b.data)
     if p is None:
         return Part("image", label="image (no data in the transcript)")
@@ -126,6 +129,19 @@ def image_part(b: Block) -> Part:
     size = len(payload) * 3 // 4
     label = f"image ({a}, {size:,} bytes)"
     return Part("image", label=label, url=f"data:{a};base64,{payload}" if a in SAFE_IMAGE_TYPES else None)
+
+
+def document_part(d: dict[str, Any]) -> Part:
+    """A document block, named (its title, type and size), never embedded."""
+    s0 = d.get("source")
+    src: dict[str, Any] = s0 if isinstance(s0, dict) else {}
+    title = _str(d.get("title"))
+    mime = _str(src.get("media_type")) or _str(src.get("type")) or "document"
+    data = src.get("data")
+    size = (len(data) * 3 // 4 if src.get("type") == "base64" else len(data)) if isinstance(data, str) else None
+    what = ", ".join(x for x in (title and repr(title), mime, size is not None and f"{size:,} bytes") if x)
+    url = _str(src.get("url"))
+    return Part("image", label=f"document ({what})" + (f" at {url}" if url else ""))
 
 
 def _parts(m: Message, names: dict[str, str], whole: str | None) -> list[Part]:
@@ -144,6 +160,10 @@ def _parts(m: Message, names: dict[str, str], whole: str | None) -> list[Part]:
             out.append(Part("call", arguments_text(b), label=name, call_id=b.id))
         elif t == "tool_result":
             name = b.name or (names.get(b.id, "") if b.id else "")
+            saved = saved_output(b.text)
+            if saved is not None:  # the output is in a file the agent wrote: its reference and preview
+                size = f", {saved.size}" if saved.size else ""
+                name = f"{name or 'output'} · saved to {saved.path}{size}"
             out.append(Part("output", b.text, label=name, call_id=b.id, error=b.is_error))
         elif t == "image":
             out.append(image_part(b))

@@ -1,4 +1,6 @@
-"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.7``).
+"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.8``;
+a field this reader does not name, such as the ``reasoning_effort`` and ``llm_call_count``
+v1.8 writers put on steps, is kept as it came).
 
 One JSON document: ``schema_version``, ``session_id``, ``agent``, ``steps`` and optional
 ``final_metrics``, ``extra``, ``subagent_trajectories`` (v1.7: embedded subagents, each a

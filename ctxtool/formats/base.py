@@ -189,6 +189,12 @@ class Format:
         kept = next((m for m in t.messages if m.id == c.first_kept_id), None) if c.first_kept_id else None
         return c.summary, kept
 
+    def agent_window(self, t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
+        """The window the agent that wrote ``t`` ran ``model`` with, when its own rule differs
+        from the model's ``registered`` window: (tokens, the rule's name); ``None``: the
+        registry's window holds."""
+        return None
+
     def source_line(self, ln: Line) -> Line | None:
         """``ln`` as its source wrote it, when this format changed it only for bookkeeping
         (a re-linked parent); ``None``: ``ln`` is its source form. Restore finds a line by

@@ -59,9 +59,12 @@ from .claude_code_lines import (
     only_tool_results,
     own_line,
     relink,
+    relink_metadata,
+    source_form,
     store_meta,
     usage_json,
     valid_uuid,
+    window_rule,
 )
 
 #: line types Claude Code writes that are not messages (kept as records)
@@ -214,21 +217,20 @@ class ClaudeCodeFormat(Format):
             t.extra["agent"] = agent
         yield t
 
+    def agent_window(self, t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
+        return window_rule(t, model, registered)  # Claude Code's 200,000 without [1m] (claude_code_lines)
+
     # -- writing -------------------------------------------------------------------
     def source_line(self, ln: Line) -> Line | None:
         """A re-linked line with the parent it had in its source (``relinked_from``)."""
-        o = ln.obj
-        meta = o.get(META_KEY) if isinstance(o, dict) else None
-        if not isinstance(meta, dict) or (RELINKED not in meta and LOGICAL_RELINKED not in meta):
-            return None
-        if LOGICAL_RELINKED in meta:
-            ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
-        return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
+        return source_form(ln)
 
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """The lines, with the resume chain kept: a line whose parent was dropped (window, cut,
         repair, archive) points at its nearest ancestor still written (``relink``), and so
-        does a compact_boundary's ``logicalParentUuid``. A ``progress`` line whose parent was
+        does a compact_boundary's ``logicalParentUuid``; the uuids its ``compactMetadata`` names
+(Claude Code 2.1's preservedSegment and preservedMessages) point at lines still written
+(``relink_metadata``). A ``progress`` line whose parent was
         dropped goes with it (the progress of a tool call no longer there)."""
         parents = t.extra.get(PARENTS)
         if not isinstance(parents, dict) or not parents:
@@ -268,6 +270,7 @@ class ClaudeCodeFormat(Format):
                     ln = relink(ln, lwas, LOGICAL, LOGICAL_RELINKED)
                 elif isinstance(lp, str) and lp in parents and lp not in written:
                     ln = relink(ln, nearest_kept(lp, parents, written), LOGICAL, LOGICAL_RELINKED)
+                ln = relink_metadata(ln, parents, present)
             yield ln
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:

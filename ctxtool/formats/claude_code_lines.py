@@ -4,11 +4,12 @@ format reads and writes with (see :mod:`ctxtool.formats.claude_code`)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CtxtoolError
 from ..io import jsonl as jsonio
-from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Usage, token_count
+from ..model import KIND_COMPACTION_SUMMARY, Block, Line, Message, Transcript, Usage, token_count
 from . import anthropic_blocks as codec
 from .base import META_KEY, exact_obj
 
@@ -49,6 +50,53 @@ def is_cc_line(o: Any) -> bool:
         and "sessionId" in o
         and "uuid" in o
         and "parentUuid" in o
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryInfo:
+    """What a ``compact_boundary`` line records of its compaction: Claude Code 2.1 writes
+    ``compactMetadata`` in its session files (camelCase) and ``compact_metadata`` in its SDK
+    stream (snake_case); both are read. ``preserved``: the uuids of the messages the
+    compaction kept verbatim (``preservedMessages.uuids``)."""
+
+    trigger: str | None = None
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+    cumulative_dropped_tokens: int | None = None
+    duration_ms: int | None = None
+    preserved: tuple[str, ...] = ()
+    logical_parent: str | None = None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def boundary_info(o: Any) -> BoundaryInfo:
+    """The compaction a ``compact_boundary`` line records (empty for any other value)."""
+    if not isinstance(o, dict):
+        return BoundaryInfo()
+    md = o.get("compactMetadata")
+    if not isinstance(md, dict):
+        md = o.get("compact_metadata")
+    md = md if isinstance(md, dict) else {}
+
+    def get(camel: str, snake: str) -> Any:
+        return md[camel] if camel in md else md.get(snake)
+
+    pm = get("preservedMessages", "preserved_messages")
+    uuids = pm.get("uuids") if isinstance(pm, dict) else None
+    trig = md.get("trigger")
+    lp = o.get(LOGICAL) if LOGICAL in o else o.get("logical_parent_uuid")
+    return BoundaryInfo(
+        trig if isinstance(trig, str) else None,
+        _int(get("preTokens", "pre_tokens")),
+        _int(get("postTokens", "post_tokens")),
+        _int(get("cumulativeDroppedTokens", "cumulative_dropped_tokens")),
+        _int(get("durationMs", "duration_ms")),
+        tuple(u for u in uuids if isinstance(u, str)) if isinstance(uuids, list) else (),
+        lp if isinstance(lp, str) else None,
     )
 
 
@@ -173,3 +221,115 @@ def relink(ln: Line, parent: str | None, key: str = "parentUuid", was_key: str =
     if meta:
         new[META_KEY] = meta
     return Line(new, lineno=ln.lineno, exact=True)
+
+
+#: under a compact_boundary's ``ctxtool`` key: the ``compactMetadata`` it had in its source,
+#: when the uuids it names (preservedSegment, preservedMessages) were relinked
+METADATA_RELINKED = "compact_metadata_relinked_from"
+_SEGMENT_KEYS = ("headUuid", "anchorUuid", "tailUuid")
+_LIST_KEYS = ("uuids", "allUuids")
+
+
+def _relinked_metadata(md: dict[str, Any], parents: dict[str, Any], kept: set[str]) -> dict[str, Any]:
+    """``md`` with the uuids it names that are gone pointing at the nearest line still there
+    (one uuid) or left out (a list): a uuid this file never held is kept as it is."""
+    def gone(u: Any) -> bool:
+        return isinstance(u, str) and u in parents and u not in kept
+
+    out = dict(md)
+    for key in ("preservedSegment", "preservedMessages"):
+        sub = md.get(key)
+        if not isinstance(sub, dict):
+            continue
+        new = dict(sub)
+        for k in _SEGMENT_KEYS:
+            if gone(sub.get(k)):
+                new[k] = nearest_kept(sub[k], parents, kept)
+        for k in _LIST_KEYS:
+            v = sub.get(k)
+            if isinstance(v, list) and any(gone(u) for u in v):
+                new[k] = [u for u in v if not gone(u)]
+        out[key] = new
+    return out
+
+
+def relink_metadata(ln: Line, parents: dict[str, Any], kept: set[str]) -> Line:
+    """A compact_boundary line whose ``compactMetadata`` names only lines still written (see
+    :func:`_relinked_metadata`); its source metadata kept under ``ctxtool`` (restore)."""
+    o = ln.obj
+    if not isinstance(o, dict) or o.get("subtype") != "compact_boundary" or not isinstance(o.get("compactMetadata"), dict):
+        return ln
+    m0 = o.get(META_KEY)
+    meta: dict[str, Any] = m0 if isinstance(m0, dict) else {}
+    src = meta.get(METADATA_RELINKED, o["compactMetadata"])
+    if not isinstance(src, dict):
+        return ln
+    md = _relinked_metadata(src, parents, kept)
+    if md == o["compactMetadata"] and (md == src) == (METADATA_RELINKED not in meta):
+        return ln
+    new = dict(exact_obj(ln))
+    new["compactMetadata"] = md
+    m2 = dict(meta)
+    if md == src:
+        m2.pop(METADATA_RELINKED, None)
+    else:
+        m2[METADATA_RELINKED] = src
+    new.pop(META_KEY, None)
+    if m2:
+        new[META_KEY] = m2
+    return Line(new, lineno=ln.lineno, exact=True)
+
+
+def unrelink_metadata(ln: Line) -> Line:
+    """``ln`` with the ``compactMetadata`` its source had (:func:`relink_metadata` undone)."""
+    o = exact_obj(ln)
+    meta = o.get(META_KEY)
+    if not isinstance(meta, dict) or METADATA_RELINKED not in meta:
+        return ln
+    new = dict(o)
+    m2 = dict(meta)
+    new["compactMetadata"] = m2.pop(METADATA_RELINKED)
+    new.pop(META_KEY, None)
+    if m2:
+        new[META_KEY] = m2
+    return Line(new, lineno=ln.lineno, exact=True)
+
+
+def source_form(ln: Line) -> Line | None:
+    """A re-linked line as its source wrote it (its parent, its compact_boundary's logical
+    parent and metadata as they were); ``None``: ``ln`` was not re-linked."""
+    o = ln.obj
+    meta = o.get(META_KEY) if isinstance(o, dict) else None
+    if not isinstance(meta, dict) or not any(k in meta for k in (RELINKED, LOGICAL_RELINKED, METADATA_RELINKED)):
+        return None
+    if METADATA_RELINKED in meta:
+        ln = unrelink_metadata(ln)
+    if LOGICAL_RELINKED in meta:
+        ln = relink(ln, meta[LOGICAL_RELINKED], LOGICAL, LOGICAL_RELINKED)
+    return relink(ln, meta[RELINKED]) if RELINKED in meta else ln
+
+
+# -- the window Claude Code runs a model with ------------------------------------------------
+#: Claude Code's window for a Claude model named without the ``[1m]`` suffix, whatever the
+#: model could take (its model configuration docs: the suffix enables the 1M-token window)
+DEFAULT_WINDOW = 200_000
+
+
+def window_rule(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
+    """Claude Code runs a Claude model with a 200,000-token window unless it is named with
+    the ``[1m]`` suffix (the registry gives those 1,000,000). The session files record the
+    model without the suffix: a session whose recorded prompt (input plus cache tokens)
+    went over 200,000 ran the 1M window, and a subagent whose ``.meta.json`` names a
+    ``[1m]`` model too. ``None``: the registry's window holds."""
+    from ..tokens.models import ONE_M_SUFFIX, ONE_M_WINDOW
+
+    if registered <= DEFAULT_WINDOW or not model.startswith("claude") or model.endswith(ONE_M_SUFFIX):
+        return None
+    agent = t.extra.get("agent")
+    if isinstance(agent, dict) and str(agent.get("model", "")).endswith(ONE_M_SUFFIX):
+        return None
+    top = max((m.usage.input + m.usage.cache_creation + m.usage.cache_read
+               for m in t.messages if m.usage is not None), default=0)
+    if top > DEFAULT_WINDOW:
+        return max(registered, ONE_M_WINDOW), "transcript:prompt over 200,000"
+    return DEFAULT_WINDOW, "claude-code:no [1m] suffix"

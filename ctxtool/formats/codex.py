@@ -56,6 +56,7 @@ from .base import (
     read_meta,
     template,
 )
+from .codex_events import event_messages
 from .codex_items import (
     EPOCH,
     LINE_TYPES,
@@ -134,7 +135,9 @@ class CodexFormat(Format):
     default_layout = "entries_jsonl"
     bookkeeping_records = ("event_msg", "response_item")
     #: the line types of a rollout, and those of Codex 0.145+ kept verbatim
-    known_records = frozenset((*LINE_TYPES, "world_state", "token_usage_record"))
+    #: ``inter_agent_communication_metadata`` (``{"trigger_turn": bool}``) marks the
+    #: ``agent_message`` item after it as one that starts a turn of the receiving agent
+    known_records = frozenset((*LINE_TYPES, "world_state", "token_usage_record", "inter_agent_communication_metadata"))
 
     def unknown_records(self, t: Transcript) -> Counter[str]:
         """Line types beyond the five a rollout has (a legacy rollout's records are its own)."""
@@ -229,6 +232,8 @@ class CodexFormat(Format):
                 elif typ == "event_msg":
                     et = p.get("type")
                     if et == "token_count":
+                        if isinstance(p.get("rate_limits"), dict):  # the account's limits as of this call
+                            t.extra["rate_limits"] = p["rate_limits"]
                         info = p.get("info")
                         if isinstance(info, dict):
                             if info.get("model_context_window"):
@@ -262,6 +267,7 @@ class CodexFormat(Format):
             except STRUCTURE_ERRORS as e:
                 policy.handle(malformed(e, src.path, ln.lineno, "Codex line"))
         _event_prompts(t)
+        event_messages(t)
         yield t
 
     def _item(
@@ -271,7 +277,7 @@ class CodexFormat(Format):
         if dec is None:
             return None
         role, blocks = dec
-        return Message(
+        m = Message(
             role,
             blocks,
             id=p.get("id") if isinstance(p.get("id"), str) else None,
@@ -279,6 +285,9 @@ class CodexFormat(Format):
             model=model if role == "assistant" else None,
             lines=[ln],
         )
+        if p.get("type") == "agent_message":
+            m.extra["agent_message"] = {k: p[k] for k in ("author", "recipient") if isinstance(p.get(k), str)}
+        return m
 
     # -- writing -------------------------------------------------------------------------
     def render(self, msg: Message, t: Transcript) -> list[Any]:

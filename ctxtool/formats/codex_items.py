@@ -81,6 +81,9 @@ def decode_item(p: dict[str, Any], names: dict[str, str]) -> tuple[str, list[Blo
         c = p.get("content")
         blocks = [part_block(x) for x in c] if isinstance(c, list) else ([Block("text", text=c)] if isinstance(c, str) else [])
         return role, blocks
+    if t == "agent_message":  # a message between agents (``author`` -> ``recipient``): the recipient's input
+        c = p.get("content")
+        return "user", [part_block(x) for x in c] if isinstance(c, list) else []
     if t == "reasoning":
         return "assistant", [Block("thinking", text=reasoning_text(p))]
     if t == "function_call":
@@ -198,7 +201,9 @@ def render_items(msg: Message, tp: dict[str, Any] | None = None) -> list[dict[st
                 "content": [],
             }
         )
-    if tp is not None and len(out) == 1 and out[0].get("type") == tp.get("type"):
+    if tp is not None and tp.get("type") == "agent_message" and len(out) == 1 and out[0].get("type") == "message":
+        out[0] = {**tp, "content": out[0]["content"]}  # still a message between agents (author, recipient)
+    elif tp is not None and len(out) == 1 and out[0].get("type") == tp.get("type"):
         merged = dict(tp)  # keep the source's other fields (phase, status, id) and key order
         merged.update(out[0])
         out[0] = merged

@@ -202,6 +202,13 @@ def decode_thought(th: Any) -> str | None:
     return "\n".join(x for x in (th.get("subject"), th.get("description")) if isinstance(x, str) and x)
 
 
+def subagent_info(record: dict[str, Any], sid: str | None) -> dict[str, Any] | None:
+    """A Gemini CLI subagent session's agent (``kind: "subagent"`` in its metadata): its id."""
+    if record.get("kind") != "subagent":
+        return None
+    return {"id": sid, "type": "subagent"} if sid else {"type": "subagent"}
+
+
 class GeminiFormat(Format):
     known_records = frozenset(("gemini:info", "gemini:error", "gemini:warning"))
     name = "gemini"
@@ -232,6 +239,9 @@ class GeminiFormat(Format):
         t.extra["layout"] = "gemini_session"
         if src.style is not None:
             t.extra["source_style"] = src.style.to_json()
+        agent = subagent_info(t.record, t.id)
+        if agent is not None:  # a subagent's session (``kind: "subagent"``): part of its parent's
+            t.extra["agent"] = agent
         yield t
 
     def render(self, msg: Message, t: Transcript) -> list[Any]:

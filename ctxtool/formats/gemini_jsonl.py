@@ -42,7 +42,7 @@ from ..io import jsontext
 from ..io.jsonl import Source
 from ..model import Cont, Entry, Line, Message, Record, Transcript
 from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, exact_obj, malformed, placed
-from .gemini import ROLE, build_record, decode_record
+from .gemini import ROLE, build_record, decode_record, subagent_info
 
 #: message hint on the message carrying a record's versions: where its first version is
 #: ("line": a line of its own; "member": an item of a checkpoint's or legacy line's
@@ -217,6 +217,9 @@ class GeminiJsonlFormat(Format):
                 rid = starts.get((li, k))
                 if rid is not None:
                     t.entries.extend(e for e in group(rid) if not isinstance(e, Record))
+        agent = subagent_info(t.record, t.id)
+        if agent is not None:  # a subagent's transcript: part of its parent session
+            t.extra["agent"] = agent
         yield t
 
     # -- writing ---------------------------------------------------------------

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["anthropic_block", "anthropic_source", "codex_part", "data_url", "openai_part", "parse", "pi_part"]
+__all__ = ["anthropic_block", "is_document", "anthropic_source", "codex_part", "data_url", "openai_part", "parse", "pi_part"]
 
 DEFAULT_MIME = "image/png"
+
+
+def is_document(data: Any) -> bool:
+    """An Anthropic ``document`` block (a PDF, a text file) kept as an image block's data."""
+    return isinstance(data, dict) and data.get("type") == "document"
 
 
 def parse(data: Any) -> tuple[str, str, str] | None:

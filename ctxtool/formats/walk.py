@@ -1,9 +1,12 @@
 """Directory walks: which files of a directory are transcripts (``*.jsonl``, ``*.json``,
 ``*.traj``, ``*.ndjson``, compressed or not, and session stores such as ``opencode.db``),
-regular files only, and a Claude Code session's subagents with it."""
+regular files only, and a Claude Code or Gemini CLI session's subagents with it."""
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -14,6 +17,10 @@ COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old
 
 
 STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
+
+#: a sharded run's bookkeeping beside its output files (:mod:`ctxtool.run.engines.shards`): never a transcript
+REPORT = "_report.json"
+DONE = "_done"
 
 
 def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
@@ -39,7 +46,10 @@ def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> 
     import stat
 
     found = []
-    for root, _dirs, names in os.walk(d, followlinks=False):
+    for root, dirs, names in os.walk(d, followlinks=False):
+        if REPORT in names and DONE in dirs:  # the output of a sharded run: its bookkeeping left out
+            dirs.remove(DONE)
+            names = [n for n in names if n != REPORT]
         for n in names:
             if not transcript_name(n, suffixes):
                 continue
@@ -55,19 +65,59 @@ def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> 
 def iter_paths(paths: Iterable[str | Path], *, subagents: bool = False) -> Iterator[str]:
     """Expand directories (recursively) and globs into transcript files; URLs (``s3://``...)
     and ``-`` pass through. ``subagents``: a Claude Code session file named alone brings its
-    subagents' transcripts (``<session>/subagents/agent-*.jsonl``) after it, so that the
-    session is read as one unit (each file once)."""
+    subagents' transcripts (``<session>/subagents/agent-*.jsonl``) after it, and a Gemini CLI
+    session file its subagents' (``chats/<sessionId>/*.jsonl``), so that the session is read
+    as one unit (each file once)."""
     if not subagents:
         yield from _iter_paths(paths)
         return
-    from .claude_code_agents import subagent_files
-
     seen: set[str] = set()
     for p in _iter_paths(paths):
-        for q in [p, *subagent_files(p)] if p != "-" else [p]:
+        for q in with_subagents(p) if p != "-" else [p]:
             if q not in seen:
                 seen.add(q)
                 yield q
+
+
+def with_subagents(session: str) -> list[str]:
+    """A session file and its subagents' transcripts after it: Claude Code's
+    ``<session>/subagents/agent-*.jsonl``, Gemini CLI's ``chats/<sessionId>/*.jsonl``."""
+    from .claude_code_agents import subagent_files
+
+    return [session, *subagent_files(session), *gemini_subagent_files(session)]
+
+
+#: ``"sessionId": "..."`` near the start of a session file (its metadata line, or the JSON document's head)
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+
+
+def gemini_subagent_files(session: str) -> list[str]:
+    """The subagent sessions Gemini CLI keeps for a session file ``chats/session-*.jsonl``
+    (or ``.json``): ``chats/<its sessionId>/*.jsonl`` (the id with every character other
+    than letters, digits, ``_`` and ``-`` made ``_``, as Gemini names the directory),
+    regular files, sorted."""
+    d, n = os.path.split(session)
+    if os.path.basename(d) != "chats" or not n.startswith("session-") or not n.endswith((".jsonl", ".json")):
+        return []
+    try:
+        with open(session, "rb") as fh:
+            m = _SESSION_ID.search(fh.read(1 << 16))
+    except OSError:
+        return []
+    if m is None:
+        return []
+    sub = os.path.join(d, re.sub(r"[^a-zA-Z0-9_-]", "_", m.group(1).decode("utf-8", "replace")))
+    if not os.path.isdir(sub):
+        return []
+    out = []
+    for name in sorted(os.listdir(sub)):
+        q = os.path.join(sub, name)
+        try:
+            if name.endswith((".jsonl", ".json")) and stat.S_ISREG(os.stat(q).st_mode):
+                out.append(q)
+        except OSError:
+            continue
+    return out
 
 
 def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:

@@ -456,9 +456,11 @@ def archive_file(
     on_error: str = "fail",
     events: EventLog | None = None,
     dry_run: bool = False,
+    engine: Any = None,
 ) -> ArchiveReport:
     """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
-    ``dry_run``: nothing is written, the report says what would be archived)."""
+    ``dry_run``: nothing is written, the report says what would be archived). ``engine``: run
+    as shards (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
     from ..run.runner import Each, run_file
 
     _check_strategy(strategy)
@@ -467,7 +469,7 @@ def archive_file(
         return archive(t, cutoff=cutoff, strategy=strategy, summarize=summarize, events=events)
 
     target = None if dry_run else ("-" if output is None else str(output))
-    run = run_file(Each(one, "archive"), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1)
+    run = run_file(Each(one, "archive"), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1, engine=engine)
     report = ArchiveReport(str(path), None if output is None or dry_run else str(output))
     report.results, report.skipped = run.report.items, run.skipped
     return report

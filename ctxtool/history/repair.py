@@ -332,8 +332,10 @@ def repair_file(
     on_error: str = "fail",
     jobs: int | None = None,
     messages_column: str | None = None,
+    engine: Any = None,
 ) -> RepairReport:
     """``ctxtool repair``: normalize every transcript of ``path`` and write them to ``output``
-    (``-``: stdout; None: nothing, a dry run)."""
+    (``-``: stdout; None: nothing, a dry run). ``engine``: run as shards
+    (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
     return run_each(RepairReport, RepairOp(strip_trailing), path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs,
-                    messages_column=messages_column)
+                    messages_column=messages_column, engine=engine)

@@ -9,12 +9,12 @@ ShareGPT shaped, a list of structs or a JSON string.
 
 A Parquet file runs as the dataset of JSON Lines it stands for: row N is the record
 ``{"messages": <its conversation>}`` (with the row's id column, which names it in reports)
-on line N. Row groups are read one at a time, written to a temporary JSON Lines file and run
-by :func:`ctxtool.run.runner.run_file` (every operation, its report, its errors naming the
-Parquet file and the row as the line). The output is written row group by row group: each
-row's new conversation put back into its column, cast to the column's type; every other
-column, the schema (with its metadata), the row order and the row groups are kept. A row
-``--on-error skip`` leaves out is left out of the output too. Memory holds one row group.
+on line N, written to a temporary JSON Lines file and run by :func:`ctxtool.run.runner.run_file`
+(errors name the Parquet file and the row as the line). The output is written row group by
+row group, each row's new conversation cast to the column's type; every other column, the
+schema (with its metadata), the row order and the row groups are kept; a row ``--on-error
+skip`` leaves out is left out. Memory holds a row group and :data:`BATCH_ROWS` rows as
+Python objects (:func:`run_tables`; Ray feeds it Ray Data's blocks: :mod:`ctxtool.run.engines.ray_parquet`).
 
 A directory of shards runs as shards (:mod:`ctxtool.run.engines.shards`): one shard per file,
 its output under the same relative name, so the output keeps the sharding.
@@ -25,9 +25,10 @@ it); it is imported only for a Parquet input.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,10 @@ SUFFIX = ".parquet"
 ID_COLUMNS = ("instance_id", "id", "conversation_id", "uuid")
 #: the struct fields that make a list-of-structs column a conversation
 ROLE_FIELDS = ("role", "from")
+#: rows turned into Python objects at once (a trajectory can be megabytes of JSON)
+BATCH_ROWS = 64
+#: bytes read from a Parquet file at a time
+READ_BUFFER = 1 << 20
 
 
 def is_parquet_name(path: str) -> bool:
@@ -164,7 +169,8 @@ def _open(path: str) -> Any:
     pa = import_pyarrow()
     try:
         src: Any = urls.open_read(path) if urls.is_url(path) else urls.local(path)
-        return pa.parquet.ParquetFile(src)
+        # read as needed (no pre-buffering of a whole row group's column chunks), through a buffer
+        return pa.parquet.ParquetFile(src, pre_buffer=False, buffer_size=READ_BUFFER)
     except CtxtoolError:
         raise
     except FileNotFoundError as e:
@@ -215,26 +221,40 @@ def _output_type(pa: Any, t: Any, meta: bool) -> Any:
     return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
 
 
-def _records(pf: Any, col: Column) -> Iterator[bytes]:
-    """Each row's record (one JSON line), a row group at a time."""
-    cols = [col.name] + ([col.id_column] if col.id_column else [])
+def _records(tables: Iterable[Any], col: Column) -> Iterator[bytes]:
+    """Each row's record (one JSON line) of a stream of Arrow tables (a file's batches, Ray
+    Data's blocks), :data:`BATCH_ROWS` rows at a time as Python objects."""
+    for tbl in tables:
+        for off in range(0, tbl.num_rows, BATCH_ROWS):
+            part = tbl.slice(off, BATCH_ROWS)
+            ids = part.column(col.id_column).to_pylist() if col.id_column else None
+            values = part.column(col.name).to_pylist()
+            if col.kind == "json":
+                for k, text in enumerate(values):
+                    raw = b"null" if text is None else text.encode("utf-8", "surrogatepass")
+                    spaced = _spaced(raw)
+                    yield _head(col, spaced) + raw + _tail(col, None if ids is None else ids[k], spaced)
+            else:
+                for k, msgs in enumerate(values):
+                    rec: dict[str, Any] = {col.key: None if msgs is None else [_message_in(m) for m in msgs]}
+                    if ids is not None and ids[k] is not None:
+                        rec[str(col.id_column)] = ids[k]
+                    yield jsonio.dumps(rec)
+            del part, values
+
+
+def _row_groups(pf: Any, columns: list[str], groups: bool) -> Iterator[Any]:
+    """``columns`` in row order: batches of :data:`BATCH_ROWS` rows, or (``groups``) whole row groups."""
+    if not groups:
+        yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+        return
     for g in range(pf.num_row_groups):
-        tbl = pf.read_row_group(g, columns=cols)
-        ids = tbl.column(col.id_column).to_pylist() if col.id_column else None
-        values = tbl.column(col.name)
-        if col.kind == "json":
-            texts = values.to_pylist()
-            for k, text in enumerate(texts):
-                raw = b"null" if text is None else text.encode("utf-8", "surrogatepass")
-                spaced = _spaced(raw)
-                yield _head(col, spaced) + raw + _tail(col, None if ids is None else ids[k], spaced)
-        else:
-            for k, msgs in enumerate(values.to_pylist()):
-                rec: dict[str, Any] = {col.key: None if msgs is None else [_message_in(m) for m in msgs]}
-                if ids is not None and ids[k] is not None:
-                    rec[str(col.id_column)] = ids[k]
-                yield jsonio.dumps(rec)
-        del tbl, values
+        yield pf.read_row_group(g, columns=columns)
+
+
+def columns_read(col: Column) -> list[str]:
+    """The columns a row's record is made of: the conversation and the id sent along."""
+    return [col.name] + ([col.id_column] if col.id_column else [])
 
 
 def _spaced(text: bytes) -> bool:
@@ -313,54 +333,130 @@ def _skipped_rows(errors: list[CtxtoolError]) -> set[int]:
     return {e.line for e in errors if e.line is not None}
 
 
-def _write(pf: Any, col: Column, out_jsonl: str, skipped: set[int], dest: str, path: str) -> None:
-    """The output Parquet file: each row group of the input with its conversations replaced
-    by the run's (``out_jsonl``, one line per row the run kept), written atomically."""
+def output_schema(schema: Any, col: Column, out_jsonl: str) -> Any:
+    """The input's schema, the conversation column typed for what the run wrote (``out_jsonl``)."""
+    if col.kind != "list":
+        return schema
     pa = import_pyarrow()
-    from .outputs import atomic_output
+    with open(out_jsonl, "rb") as fh:
+        meta = any(b'"%s":' % META_KEY.encode() in line for line in fh)
+    idx = schema.get_field_index(col.name)
+    return schema.set(idx, schema.field(idx).with_type(_output_type(pa, schema.field(idx).type, meta)))
 
-    schema = pf.schema_arrow
+
+def replaced(tables: Iterable[Any], col: Column, schema: Any, out_jsonl: str, skipped: set[int],
+             path: str) -> Iterator[Any]:
+    """Each input table (a row group, a block: every column but the conversation) with the
+    run's conversations put in (``out_jsonl``: one line per row the run kept; a row in
+    ``skipped`` is left out), as an Arrow table of ``schema``; the new column built
+    :data:`BATCH_ROWS` rows at a time."""
+    pa = import_pyarrow()
     idx = schema.get_field_index(col.name)
     field = schema.field(idx)
-    if col.kind == "list":
-        with open(out_jsonl, "rb") as fh:
-            meta = any(b'"%s":' % META_KEY.encode() in line for line in fh)
-        field = field.with_type(_output_type(pa, field.type, meta))
-        schema = schema.set(idx, field)
+    row = 0
+    with open(out_jsonl, "rb") as fh:
+        for tbl in tables:
+            ids = tbl.column(col.id_column).to_pylist() if col.id_column and col.kind == "json" else None
+            keep: list[int] = []
+            chunks: list[Any] = []
+            values: list[Any] = []
+            for k in range(tbl.num_rows):
+                row += 1
+                if row in skipped:
+                    continue
+                line = fh.readline()
+                if not line:
+                    raise CtxtoolError("the run wrote fewer records than the input has rows", path=path)
+                keep.append(k)
+                values.append(_value(line, col, path, row, None if ids is None else ids[k]))
+                if len(values) == BATCH_ROWS:
+                    chunks.append(_column(pa, values, field, path, row - len(values) + 1))
+                    values = []
+            if values:
+                chunks.append(_column(pa, values, field, path, row - len(values) + 1))
+            if len(keep) < tbl.num_rows:
+                tbl = tbl.take(pa.array(keep, type=pa.int64()))
+            tbl = tbl.add_column(idx, field, pa.chunked_array(chunks, type=field.type))
+            yield tbl if tbl.schema.equals(schema, check_metadata=True) else tbl.cast(schema)
+            del tbl, chunks, values
+        if fh.readline():
+            raise CtxtoolError("the run wrote more records than the input has rows", path=path)
+
+
+def compression(pf: Any, col: Column) -> str:
+    """The conversation column's codec (the output is written with it)."""
     meta = pf.metadata
-    compression = meta.row_group(0).column(idx).compression.lower() if meta.num_row_groups else "snappy"
+    idx = pf.schema_arrow.get_field_index(col.name)
+    c = meta.row_group(0).column(idx).compression.lower() if meta.num_row_groups else "snappy"
+    return c if c != "uncompressed" else "none"
+
+
+def _write(tables: Iterator[Any], schema: Any, codec: str, dest: str) -> None:
+    """The output Parquet file, a row group per table, written atomically."""
+    pa = import_pyarrow()
+    from .outputs import atomic_output
 
     def readable(tmp: str) -> None:
         pa.parquet.ParquetFile(tmp).metadata  # noqa: B018  (a footer that reads back)
 
-    row = 0
-    with atomic_output(dest, readable) as out, open(out_jsonl, "rb") as fh:
-        writer = pa.parquet.ParquetWriter(out, schema, compression=compression if compression != "uncompressed" else "none")
+    with atomic_output(dest, readable) as out:
+        writer = pa.parquet.ParquetWriter(out, schema, compression=codec)
         try:
-            for g in range(pf.num_row_groups):
-                tbl = pf.read_row_group(g)
-                ids = tbl.column(col.id_column).to_pylist() if col.id_column and col.kind == "json" else None
-                keep: list[int] = []
-                values: list[Any] = []
-                for k in range(tbl.num_rows):
-                    row += 1
-                    if row in skipped:
-                        continue
-                    line = fh.readline()
-                    if not line:
-                        raise CtxtoolError("the run wrote fewer records than the input has rows", path=path)
-                    keep.append(k)
-                    values.append(_value(line, col, path, row, None if ids is None else ids[k]))
-                if len(keep) < tbl.num_rows:
-                    tbl = tbl.take(pa.array(keep, type=pa.int64()))
-                new = _column(pa, values, field, path, row - len(values) + 1)
-                tbl = tbl.set_column(idx, field, new)
+            for tbl in tables:
                 writer.write_table(tbl, row_group_size=max(1, tbl.num_rows))
-                del tbl, values
-            if fh.readline():
-                raise CtxtoolError("the run wrote more records than the input has rows", path=path)
         finally:
             writer.close()
+
+
+@dataclass(slots=True)
+class TableRun:
+    """A run over a Parquet file's rows, and its output's tables (valid inside :func:`run_tables`)."""
+
+    run: FileRun[Any]
+    tables: Iterator[Any] | None = None
+    schema: Any = None
+
+
+@contextlib.contextmanager
+def run_tables(
+    op: Operation[R],
+    path: str,
+    col: Column,
+    schema: Any,
+    tables: Callable[[list[str], bool], Iterable[Any]],
+    *,
+    write: bool = False,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    events: EventLog | None = None,
+    progress: Callable[[Any], None] | None = None,
+    threads: int = 1,
+) -> Iterator[TableRun]:
+    """``op`` over the rows of the Parquet file ``path`` (its Arrow ``schema``), read in row
+    order as Arrow tables: ``tables(columns, groups)`` gives a new stream of them at each call,
+    of those columns: once for the records (the conversation and the id), and once for the
+    output (``write``: every other column; ``groups``: in the row groups to write). The
+    process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
+    the file's size; the rows' records wait in a temporary JSON Lines file."""
+    from ..run.runner import run_file as run_jsonl
+
+    with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
+        src = os.path.join(tmp, "rows.jsonl")
+        with open(src, "wb") as fh:
+            for rec in _records(tables(columns_read(col), False), col):
+                fh.write(rec)
+                fh.write(b"\n")
+        dst = os.path.join(tmp, "out.jsonl") if write else None
+        # one process per file (its rows are named by the Parquet file); shards run in parallel
+        run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
+                        threads=threads, name=path)
+        os.unlink(src)
+        if dst is None:
+            yield TableRun(run)
+            return
+        out = output_schema(schema, col, dst)
+        others = [n for n in schema.names if n != col.name]  # the conversation comes from the run
+        yield TableRun(run, replaced(tables(others, True), col, out, dst, _skipped_rows(run.errors), path), out)
 
 
 def run_file(
@@ -378,8 +474,6 @@ def run_file(
 ) -> FileRun[R]:
     """:func:`ctxtool.run.runner.run_file` over one Parquet file ``path`` (local or URL), its
     output a Parquet file ``output`` (a directory: the same name inside it)."""
-    from ..run.runner import run_file as run_jsonl
-
     if to is not None:
         raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", code=ExitCode.USAGE)
     if is_parquet_dir(path):
@@ -391,21 +485,15 @@ def run_file(
         output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
     pf = _open(path)
     col = find_column(pf.schema_arrow, column, path)
-    with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
-        src = os.path.join(tmp, "rows.jsonl")
-        with open(src, "wb") as fh:
-            for rec in _records(pf, col):
-                fh.write(rec)
-                fh.write(b"\n")
-        dst = os.path.join(tmp, "out.jsonl") if output is not None else None
-        # one process per file (its rows are named by the Parquet file); shards run in parallel
-        run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
-                        threads=threads, name=path)
-        if output is not None and dst is not None:
+    with run_tables(op, path, col, pf.schema_arrow, lambda columns, groups: _row_groups(pf, columns, groups),
+                    write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
+                    threads=threads) as done:
+        if output is not None and done.tables is not None:
             from .paths import refuse_overwrite
 
             refuse_overwrite(path, output)
-            _write(pf, col, dst, _skipped_rows(run.errors), output, path)
+            _write(done.tables, done.schema, compression(pf, col), output)
+    run: FileRun[R] = done.run
     run.path = path
     run.output = output
     run.file_bytes_before = jsonio.input_size(path)

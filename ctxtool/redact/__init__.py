@@ -35,6 +35,7 @@ __all__ = [
     "Redactor",
     "Secrets",
     "TranscriptRedaction",
+    "input_files",
     "output_paths",
     "redact_files",
     "redacted",
@@ -112,22 +113,52 @@ class RedactReport:
         }
 
 
-def output_paths(paths: Sequence[str], output: str | None) -> list[str | None]:
-    """Where each input's redacted copy goes: ``output`` itself for one input (``-``/None:
-    stdout); for several, ``output`` is a directory (made if missing) holding each under its
-    own file name (two inputs of one name are refused)."""
-    if len(paths) <= 1:
+def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """Each input file with the name its copy is written under: a file its own name, each
+    transcript file of a directory its path relative to the directory."""
+    from ..run.engines.shards import tree_files
+
+    out: list[tuple[str, str]] = []
+    for p in paths:
+        if _is_dir(p):
+            out.extend(tree_files(p))
+        else:
+            out.append((p, Path(p).name))
+    return out
+
+
+def _is_dir(path: str) -> bool:
+    import os
+
+    from ..io import urls
+
+    return path != "-" and not urls.is_url(path) and os.path.isdir(path)
+
+
+def output_paths(paths: Sequence[str], output: str | None, names: Sequence[str] | None = None,
+                 tree: bool = False) -> list[str | None]:
+    """Where each input's redacted copy goes: ``output`` itself for one input file (``-``/None:
+    stdout); for several, or a directory's files (``tree``), ``output`` is a directory (made if
+    missing) holding each under its own name (``names``, default each file's; two inputs of
+    one name are refused)."""
+    if len(paths) <= 1 and not tree:
         return [output or "-"]
     if output is None or output == "-":
-        raise CtxtoolError("several inputs: -o names a directory to write their redacted copies into", code=ExitCode.USAGE)
+        what = "a directory's files" if tree else "several inputs"
+        raise CtxtoolError(f"{what}: -o names a directory to write their redacted copies into", code=ExitCode.USAGE)
     out = Path(output)
+    if tree and not (output.endswith("/") or out.is_dir()):  # as the commands run as shards
+        raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/", path=output,
+                           code=ExitCode.USAGE)
     if out.exists() and not out.is_dir():
         raise CtxtoolError("several inputs: -o must be a directory", code=ExitCode.USAGE, path=output)
-    names = [Path(p).name for p in paths]
+    names = list(names) if names is not None else [Path(p).name for p in paths]
     dup = next((n for n in names if names.count(n) > 1 or n in ("", "-")), None)
     if dup is not None:
         raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", code=ExitCode.USAGE)
     out.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        (out / n).parent.mkdir(parents=True, exist_ok=True)
     return [str(out / n) for n in names]
 
 
@@ -141,15 +172,19 @@ def redact_files(
     to: str | None = None,
     on_error: str = "fail",
 ) -> RedactReport:
-    """``ctxtool redact``: each file of ``paths`` written with its secrets replaced (to
-    ``output``: a file, ``-`` for stdout, or a directory for several inputs, see
-    :func:`output_paths`), one table of placeholders for the whole run. ``check``: nothing
-    written (the report says what would be replaced)."""
-    outs: list[str | None] = [None] * len(paths) if check else output_paths(paths, output)
+    """``ctxtool redact``: each file of ``paths`` (a directory: each of its transcript files)
+    written with its secrets replaced (to ``output``: a file, ``-`` for stdout, or a directory
+    for several inputs or a directory's, see :func:`output_paths`), one table of placeholders
+    for the whole run. ``check``: nothing written (the report says what would be replaced)."""
+    inputs = input_files(paths)
+    files = [f for f, _ in inputs]
+    tree = any(_is_dir(p) for p in paths)
+    outs: list[str | None] = ([None] * len(files) if check
+                              else output_paths(files, output, [n for _, n in inputs], tree))
     report = RedactReport(check=check)
     with Redactor(options) as r:
         op = RedactOp(r)
-        for p, out in zip(paths, outs, strict=True):
+        for p, out in zip(files, outs, strict=True):
             run = run_file(op, p, out, fmt=fmt, to=to, on_error=on_error, jobs=1)
             report.files.append(FileRedaction(p, out, run.format, run.report.items, run.skipped))
         report.secrets = len(r.secrets)

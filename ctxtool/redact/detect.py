@@ -171,6 +171,13 @@ class Detector:
 @contextlib.contextmanager
 def _detect_secrets() -> Iterator[Any]:
     """detect-secrets set up as this module uses it; yields ``scan(text)`` -> (kind, value)."""
+    try:
+        import detect_secrets  # noqa: F401
+    except ImportError as e:  # an environment built before redact came (make rebuilds it from the lock)
+        raise CtxtoolError(
+            f"redact needs detect-secrets ({e.name} is missing), a dependency of ctxtool: from a checkout, `make run` "
+            f"rebuilds .venv from requirements.lock; elsewhere `pip install detect-secrets`",
+            code=ExitCode.DEPENDENCY) from None
     from detect_secrets.core.plugins.initialize import from_file
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import _process_line_based_plugins

@@ -50,6 +50,16 @@ from ..tokens.count import Tokenizer, count_messages, for_transcript, get_tokeni
 # compaction (small drops are normal: providers strip earlier thinking blocks)
 DROP_RATIO = 0.25
 
+UNITS = {"tokens": "tokens", "chars": "characters", "messages": "messages"}
+CONTEXT_COLOR = "#1d4ed8"
+CHARS_COLOR = "#65a30d"
+
+
+def unit(metric: str) -> str:
+    """A threshold's metric as its unit's name ("characters")."""
+    return UNITS.get(metric, metric)
+
+
 #: the colour of each trigger policy's line in the charts (terminal, SVG, PNG)
 THRESHOLD_COLORS = {
     "effective-limit": "#d97706",

@@ -16,12 +16,11 @@ import io
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
-from .core import THRESHOLD_COLORS, ReplayReport, title
+from .core import CHARS_COLOR, CONTEXT_COLOR, THRESHOLD_COLORS, ReplayReport, title
+from .core import unit as _unit
 
 #: the extra that installs matplotlib, as the error names it
 EXTRA = "charts"
-CONTEXT_COLOR = "#1d4ed8"
-CHARS_COLOR = "#65a30d"
 OTHER_COLORS = ("#d97706", "#7c3aed", "#2563eb", "#0f766e", "#db2777", "#0891b2")
 
 
@@ -33,7 +32,7 @@ def _matplotlib() -> Any:
         raise CtxtoolError(
             f"--plot .png needs matplotlib, which the {EXTRA!r} extra installs: from a checkout, "
             f"`make run` or `.venv/bin/pip install -e '.[{EXTRA}]'`; elsewhere `pip install matplotlib`. "
-            "Without it, use .svg or .html", code=ExitCode.USAGE) from e
+            "Without it, use .svg or .html", code=ExitCode.DEPENDENCY) from e
     return matplotlib, Figure
 
 
@@ -41,10 +40,6 @@ def _color(name: str, stop: bool, k: int) -> str:
     if stop:
         return "#dc2626"
     return THRESHOLD_COLORS.get(name) or OTHER_COLORS[k % len(OTHER_COLORS)]
-
-
-def _unit(metric: str) -> str:
-    return {"tokens": "tokens", "chars": "characters", "messages": "messages"}.get(metric, metric)
 
 
 def figure(r: ReplayReport, width: float = 10.0, height: float = 6.0) -> Any:

@@ -68,7 +68,7 @@ def process(
     policy = ErrorPolicy(on_error)
     src = Source(path, "jsonl", first_index=line - 1)
     try:
-        obj = jsonio.loads(record, path=path, line=line)
+        obj = jsonio.loads(record, path=path, line=line, exact=False)  # as a file's lines: made exact when written
     except CtxtoolError as e:
         policy.handle(e)
         obj = None
@@ -83,7 +83,7 @@ def process(
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output else None
     stream = TaskStream(task, policy, read_first=op.read_first, keep_failed=op.keep_failed, pairs=pairs)
     try:
-        ts = list(stream(f.read(src, policy))) if f is not None else []
+        ts = list(stream(task.read(src, f, policy))) if f is not None else []  # the task's read: stats' and window's fast tally
         data = _written(ts, f.name, task, pairs) if ts and op.writes and f is not None else b""
         report = task.finish()
     finally:

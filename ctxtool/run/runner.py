@@ -305,14 +305,15 @@ def run_each(cls: type[FR], op: Operation[Results[Any]], path: str, output: str 
 
 def convert_file(
     path: str, output: str | None, to: str, *, fmt: str | None = None, on_error: str = "fail", records: bool = False,
-    redact: RedactOptions | None = None,
+    redact: RedactOptions | None = None, engine: Sharding | None = None,
 ) -> FileRun[Results[Any]]:
     """``ctxtool convert``: every transcript of ``path`` written to ``output`` in format ``to``
     (``records``: with each transcript's label and message count in ``report.items``;
-    ``redact``: each transcript's secrets replaced first, as ``ctxtool redact`` does)."""
+    ``redact``: each transcript's secrets replaced first, as ``ctxtool redact`` does;
+    ``engine``: as shards, e.g. a directory into a directory, see :func:`run_file`)."""
     formats.get_format(to)  # an unknown name is a usage error before anything is read
     if redact is None:
-        return run_file(Identity(records), path, output, fmt=fmt, to=to, on_error=on_error)
+        return run_file(Identity(records), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
     from ..redact import Redactor
 
     with Redactor(redact) as r:
@@ -320,7 +321,7 @@ def convert_file(
             r.redact(t)
             return _converted(t) if records else None
 
-        return run_file(Each(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error)
+        return run_file(Each(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
 
 
 @dataclass(slots=True)

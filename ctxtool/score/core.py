@@ -424,9 +424,16 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
                 tok: Tokenizer | None = None, budget: int = BUDGET,
                 judge: Summarizer | None = None) -> Iterator[ScoreReport]:
     """Score each transcript of ``after`` against the transcript of ``before`` at the same
-    position (one session each, or two datasets of the same records)."""
+    position (one session each, or two datasets of the same records). Two directories: each
+    file of ``before`` against the file of ``after`` with the same relative path (its suffix
+    aside: ``compact DIR -o OUT/ --to ...`` may change it)."""
     from ..formats import read
 
+    pairs = _tree_pairs(str(before), str(after))
+    if pairs is not None:
+        for b_file, a_file in pairs:
+            yield from score_files(b_file, a_file, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=judge)
+        return
     bs = list(read(str(before), fmt))
     as_ = list(read(str(after), after_fmt))
     if len(bs) != len(as_):
@@ -434,3 +441,34 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
                            "score compares the transcripts of two files one to one", code=ExitCode.USAGE)
     for b, a in zip(bs, as_, strict=True):
         yield score(b, a, tok=tok, budget=budget, judge=judge)
+
+
+def _tree_pairs(before: str, after: str) -> list[tuple[str, str]] | None:
+    """The files of two directories paired by relative path without its suffix (None: not two
+    directories; one directory and one file, or a file on one side only, is an error)."""
+    import os
+
+    dirs = [p != "-" and os.path.isdir(p) for p in (before, after)]
+    if not any(dirs):
+        return None
+    if not all(dirs):
+        raise CtxtoolError("score compares a file with a file, or a directory with a directory (files paired by "
+                           "their relative paths)", path=before if dirs[0] else after, code=ExitCode.USAGE)
+    from ..run.engines.shards import tree_files
+
+    def stem(rel: str) -> str:
+        for c in (".gz", ".zst"):
+            rel = rel.removesuffix(c)
+        return os.path.splitext(rel)[0]
+
+    after_files = {stem(rel): f for f, rel in tree_files(after)}
+    pairs = []
+    for f, rel in tree_files(before):
+        a = after_files.pop(stem(rel), None)
+        if a is None:
+            raise CtxtoolError(f"{rel} has no counterpart in {after}", path=f, code=ExitCode.USAGE)
+        pairs.append((f, a))
+    if after_files:
+        raise CtxtoolError(f"{next(iter(after_files))} has no counterpart in {before}", path=after,
+                           code=ExitCode.USAGE)
+    return pairs

@@ -2,13 +2,14 @@
 signs of a compaction loop.
 
 The boundaries are the ones :func:`ctxtool.tokens.context.view` knows: Claude Code's
-``compact_boundary`` line (``compactMetadata.trigger`` and ``preTokens``; the summary
-message after it belongs to the same compaction), a pi ``compaction`` entry
+``compact_boundary`` line (``compactMetadata``: ``trigger``, ``preTokens``, and in 2.1
+``postTokens``, ``cumulativeDroppedTokens`` and ``preservedMessages``; the summary message
+after it belongs to the same compaction), a pi ``compaction`` entry
 (``tokensBefore``), a Codex ``compacted`` item, and a summary message ctxtool wrote.
 
 For each compaction: when, ``auto``/``manual`` (where recorded), tokens before (recorded,
-else the usage-aware estimate of the context just before it) and after (the context at the
-first model call after it, from its usage, else estimated: :func:`ctxtool.tokens.context.estimate`),
+else the usage-aware estimate of the context just before it) and after (recorded, else the
+context at the first model call after it, from its usage, else estimated: :func:`ctxtool.tokens.context.estimate`),
 the model turns since the previous compaction (a turn is one assistant API call,
 :func:`ctxtool.replay.core.group_turns`) and the minutes since it. A compaction is a
 *loop* when it comes within ``loop_turns`` turns or ``loop_minutes`` minutes of the
@@ -51,6 +52,8 @@ class CompactionEvent:
     loop: bool
     reread: tuple[str, ...] = ()  # files read before it and read again after it (before the next)
     line: int | None = None
+    preserved_messages: int | None = None  # messages it kept verbatim, where recorded (Claude Code 2.1)
+    cumulative_dropped_tokens: int | None = None  # tokens dropped by the session's compactions so far, where recorded
 
     @property
     def freed(self) -> int | None:
@@ -74,6 +77,8 @@ class CompactionEvent:
             "loop": self.loop,
             "reread": list(self.reread),
             "line": self.line,
+            "preserved_messages": self.preserved_messages,
+            "cumulative_dropped_tokens": self.cumulative_dropped_tokens,
         }
 
 
@@ -135,6 +140,9 @@ class _Marker:
     kind: str
     trigger: str | None
     recorded_before: int | None
+    recorded_after: int | None = None  # Claude Code 2.1's postTokens
+    dropped: int | None = None  # Claude Code 2.1's cumulativeDroppedTokens
+    preserved: int | None = None  # messages kept verbatim (Claude Code 2.1's preservedMessages)
 
 
 def _markers(entries: Sequence[Entry]) -> list[_Marker]:
@@ -144,14 +152,11 @@ def _markers(entries: Sequence[Entry]) -> list[_Marker]:
     joined = False  # the last marker can still take a following summary message
     for i, e in enumerate(entries):
         if isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
-            obj = e.line.obj if isinstance(e.line.obj, dict) else {}
-            meta = obj.get("compactMetadata")
-            if not isinstance(meta, dict):
-                meta = {}
-            trig = meta.get("trigger")
-            pre = meta.get("preTokens")
-            out.append(_Marker(i, "boundary", trig if isinstance(trig, str) else None,
-                               pre if isinstance(pre, int) and not isinstance(pre, bool) else None))
+            from ..formats.claude_code_lines import boundary_info
+
+            b = boundary_info(e.line.obj)
+            out.append(_Marker(i, "boundary", b.trigger, b.pre_tokens, b.post_tokens, b.cumulative_dropped_tokens,
+                               len(b.preserved) if b.preserved else None))
             joined = True
         elif isinstance(e, Compaction):
             typ = e.lines[0].obj.get("type") if e.lines and isinstance(e.lines[0].obj, dict) else None
@@ -252,10 +257,13 @@ def transcript_compactions(
         after_end = next((s for s in turn_starts if m.at < s < nxt), None)
         if after_end is not None:  # the whole first model call after it (its usage is on its last message)
             after_end = _turn_end(entries, after_end, nxt)
-        after, after_src = _context(t, entries[: after_end if after_end is not None else nxt])
+        if m.recorded_after is not None:
+            after, after_src = m.recorded_after, "recorded"
+        else:
+            after, after_src = _context(t, entries[: after_end if after_end is not None else nxt])
         events.append(CompactionEvent(
             n + 1, m.kind, iso(when), m.trigger, before, before_src, after, after_src, turns_since, minutes, loop,
-            tuple(reread_by[n]), _line(e),
+            tuple(reread_by[n]), _line(e), m.preserved, m.dropped,
         ))
         prev_time = when if when is not None else prev_time
         prev_at = m.at

@@ -115,6 +115,9 @@ class Figures:
     thinking_tokens: int = 0
     thinking_chars: int = 0
     images: int = 0
+    documents: int = 0  # document blocks (a PDF, a text file the user attached)
+    #: tool outputs the agent saved to a file, the transcript holding a reference and a preview
+    saved_outputs: int = 0
     system_prompt_chars: int = 0
     system_prompt_tokens: int = 0
     framing_tokens: int = 0
@@ -147,6 +150,8 @@ class Figures:
         self.thinking_tokens += o.thinking_tokens
         self.thinking_chars += o.thinking_chars
         self.images += o.images
+        self.documents += o.documents
+        self.saved_outputs += o.saved_outputs
         self.system_prompt_chars += o.system_prompt_chars
         self.system_prompt_tokens += o.system_prompt_tokens
         self.framing_tokens += o.framing_tokens
@@ -174,6 +179,8 @@ class Figures:
             "tool_errors": self.tool_errors,
             "thinking": {"blocks": self.thinking_blocks, "tokens": self.thinking_tokens, "chars": self.thinking_chars},
             "images": self.images,
+            "documents": self.documents,
+            "saved_outputs": self.saved_outputs,
             "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
             "framing_tokens": self.framing_tokens,
             "usage": self.usage.to_json(),
@@ -198,6 +205,7 @@ class TranscriptStats:
     first_timestamp: str | None = None  # the earliest and latest times its lines record
     last_timestamp: str | None = None
     accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
+    rate_limits: dict[str, Any] | None = None  # the last the agent recorded (Codex token_count.rate_limits)
 
     @property
     def context_percent(self) -> float | None:
@@ -220,6 +228,8 @@ class TranscriptStats:
         d["threshold"] = self.level
         d["largest_tool_outputs"] = [o.to_json() for o in self.largest]
         d["accuracy"] = self.accuracy.to_json() if self.accuracy is not None else None
+        if self.rate_limits is not None:
+            d["rate_limits"] = self.rate_limits
         return d
 
 

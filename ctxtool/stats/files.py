@@ -37,6 +37,7 @@ def stats_files(
     keep: int | None = None,
     each: Callable[[TranscriptStats], None] | None = None,
     messages_column: str | None = None,
+    accuracy: bool = False,
 ) -> StatsReport:
     """Statistics over every transcript of ``paths`` (files, directories or ``-``).
 
@@ -54,7 +55,10 @@ def stats_files(
     and timestamps still count every one); None: all, in input order. ``each``: called with
     every transcript's figures in input order as they are known, none of them held (the
     report's ``transcripts`` is empty): a stream in flat memory. ``messages_column``: a Parquet
-    dataset's conversation column (:mod:`ctxtool.io.parquet`; None: found).
+    dataset's conversation column (:mod:`ctxtool.io.parquet`; None: found). ``accuracy``: each
+    transcript that records usage gets its estimates' error against it
+    (:func:`ctxtool.calibration.accuracy`: every tokenizer, the calibrated estimate on held-back
+    turns and the default usage-aware one).
     """
     from ..run.manyfiles import run_files  # many files: whole files on every core
     from .op import StatsOp, StatsPart
@@ -62,7 +66,8 @@ def stats_files(
     tok, cs, window, cfg = _setup(tokenizer, model, context_window, settings)
     warning_chars = int(cfg["context.warning_chars"]) if warning_chars is None else warning_chars
     critical_chars = int(cfg["context.critical_chars"]) if critical_chars is None else critical_chars
-    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each)
+    op = StatsOp(tok.name, cs, warning_chars, critical_chars, per_message, fast, 0 if each else keep, each,
+                 accuracy=accuracy)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
     runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,

@@ -50,7 +50,7 @@ RANGES_PER_WORKER = 4
 
 _FIGURE_FIELDS = (
     "messages", "tokens", "chars", "tool_calls", "tool_results", "tool_errors", "thinking_blocks", "thinking_tokens",
-    "thinking_chars", "images", "system_prompt_chars", "system_prompt_tokens", "framing_tokens",
+    "thinking_chars", "images", "documents", "saved_outputs", "system_prompt_chars", "system_prompt_tokens", "framing_tokens",
 )
 
 
@@ -81,15 +81,15 @@ def _pack_transcript(x: TranscriptStats) -> tuple[Any, ...]:
     return (
         x.path, x.index, x.id, x.format, _pack_figures(x.figures), x.context_tokens, x.context_source, x.context_window,
         x.level, [_pack_output(o) for o in x.largest], x.label, x.model, x.first_timestamp, x.last_timestamp,
-        x.accuracy,
+        x.accuracy, x.rate_limits,
     )
 
 
 def _unpack_transcript(p: tuple[Any, ...]) -> TranscriptStats:
-    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last, acc = p
+    path, index, id_, fmt, fig, ctx_tokens, ctx_source, window, level, largest, label, model, first, last, acc, rl = p
     return TranscriptStats(
         path, index, id_, fmt, _unpack_figures(fig), ctx_tokens, ctx_source, window, level, [ToolOutput(*o) for o in largest],
-        label, model, first, last, acc,
+        label, model, first, last, acc, rl,
     )
 
 
@@ -220,6 +220,7 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
             ts = transcript_stats(
                 t, own, tt, context=opts["context"],
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
+                accuracy=opts["accuracy"],
             )
         part.add(ts)
         if ts.largest:
@@ -248,7 +249,8 @@ class StatsOp(Operation[StatsPart]):
     per_message: bool = False
     fast: bool = True  # tally dataset records from their parsed values (False: always the full model)
     keep: int | None = None  # transcripts held (those with most context); None: all
-    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see ctxtool.stats.files.stats_files
+    each: Callable[[TranscriptStats], None] | None = field(default=None, compare=False, repr=False)  # see stats.stats
+    accuracy: bool = False  # measure the estimates against recorded usage (see stats.stats)
 
     def __getstate__(self) -> dict[str, Any]:
         # a callback stays in its process: a worker holds its range's transcripts and the
@@ -284,9 +286,9 @@ class _StatsTask(Task[StatsPart]):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
                      "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
-                     "level": threshold_levels(op.warning_chars, op.critical_chars)}
+                     "level": threshold_levels(op.warning_chars, op.critical_chars), "accuracy": op.accuracy}
         # per-message rows need the model, and so does an estimate calibrated to the transcript
-        self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated"
+        self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated" and not op.accuracy
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
                               sink=None if ctx.worker else op.each)

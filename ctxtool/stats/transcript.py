@@ -28,6 +28,7 @@ from ..tokens.count import (
     FRAMING_PER_REPLY,
     Tokenizer,
 )
+from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
 from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,
     CRITICAL_CHARS,
@@ -84,9 +85,12 @@ def transcript_stats(
     critical_chars: int = CRITICAL_CHARS,
     rows: list[dict[str, Any]] | None = None,
     context: ContextSettings | None = None,
+    accuracy: bool = False,
 ) -> TranscriptStats:
     """Fold one transcript's messages into figures. ``counts`` are the messages' exact token
-    counts; ``None`` means the heuristic (computed here from the characters)."""
+    counts; ``None`` means the heuristic (computed here from the characters). ``accuracy``:
+    measure each estimate against the usage the transcript records (it counts the text again
+    with every tokenizer and fits the calibration: asked for, not by default)."""
     msgs = t.messages
     f = Figures()
     outputs: list[tuple[int, int, Message, Any]] = []
@@ -110,6 +114,8 @@ def transcript_stats(
                     f.tool_errors += 1
                 if n_out:
                     outputs.append((n_out, i, m, b))
+                    if b.text.startswith(SAVED_OPEN) and saved_output(b.text) is not None:
+                        f.saved_outputs += 1
             elif bt == "tool_call":
                 chars += b.chars()
                 f.tool_calls += 1
@@ -122,7 +128,10 @@ def transcript_stats(
                     f.thinking_tokens += tok.count(b.text)
             elif bt == "image":
                 images += 1
-                f.images += 1
+                if isinstance(b.data, dict) and b.data.get("type") == "document":  # formats.images.is_document
+                    f.documents += 1
+                else:
+                    f.images += 1
             else:
                 chars += len(b.text)
         n = heuristic_tokens(chars) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
@@ -191,7 +200,8 @@ def transcript_stats(
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
-        accuracy=_accuracy(t) if f.usage.api_messages else None,
+        accuracy=_accuracy(t) if accuracy and f.usage.api_messages else None,
+        rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
 
 

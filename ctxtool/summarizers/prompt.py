@@ -24,6 +24,7 @@ SUMMARY_PREFIX = "[Previous conversation summary]"
 TOOL_RESULT_CLIP = 1800  # seed 000: tool results reduced to 1800 runes for the summary input
 TOOL_ARGS_CLIP = 600
 MESSAGE_CLIP = 20000  # one user/assistant text in the summary input
+SUMMARY_BUDGET = 3000  # tokens a summary should fit (about a product's compaction summary): --summary-budget
 
 STYLES = ("structured", "retain")
 
@@ -35,24 +36,36 @@ SYSTEM_PROMPT = (
     "ONLY output the structured summary."
 )
 
+#: the handoff's sections, modelled on the products' compaction prompts (Claude Code's: primary
+#: request and intent, all user messages, errors and fixes, pending tasks, current work, next
+#: step; Codex's handoff: progress and decisions, constraints, what remains, critical data)
 STRUCTURED_FORMAT = """## Goal
-[What the user is trying to accomplish. Can be multiple items if the session covers different tasks.]
+[The task as the user stated it, in their words (not slash commands or injected content).]
+
+## Current State
+- [The current subtask and where it stands; the latest user request and whether it was done]
+
+## User Requests
+- [Every user request in order, recent ones verbatim, older ones shortened; corrections marked]
 
 ## Constraints & Preferences
-- [Requirements and constraints mentioned by the user, quoted where possible]
+- [Requirements and preferences the user stated, quoted where possible]
 
 ## Progress
 ### Done
-- [x] [Completed tasks]
+- [x] [Completed steps: only what the transcript shows succeeded]
 
 ### In Progress
 - [ ] [Current work]
 
 ### Blocked
-- [Blockers, if any]
+- [Failures not resolved by a later run, each with its error message]
 
 ## Key Decisions
-- **[Decision]**: [Rationale and context]
+- **[Decision]**: [Rationale; rejected alternatives marked rejected]
+
+## Files Changed
+- [path]: [why it changed]
 
 ## Next Steps
 1. [What should happen next, in order]
@@ -79,6 +92,17 @@ UPDATE_PROMPT = (
     "- If something is no longer relevant, you may remove it\n\nUse this EXACT format:\n\n"
     + STRUCTURED_FORMAT
     + "\n\nKeep each section concise. Do not list read or modified files: ctxtool appends those lists itself."
+)
+
+#: how a model is to use the facts the rules read from the transcript's records
+FACTS_PROMPT = (
+    "The <facts> block lists what rules read from the transcript's records: the plan tool's items with their "
+    "latest status, each test or build run's last result, failures (still open with their error, or resolved "
+    "by a later run), commits, the files changed with the reason given, the user's requests. Take them as "
+    "true. Call a step done only when it succeeded; never call a failed run ok; an error a later run fixed "
+    "is not open; a completed plan item is not a next step; what the user countermanded is not a next step. "
+    "Name the current subtask and what remains. A decision is an explicit choice (an approval, a correction, "
+    "the design adopted), not a guess."
 )
 
 SPLIT_TURN_NOTE = (
@@ -380,6 +404,8 @@ class PromptOptions:
     max_tokens: int = 4096
     tool_clip: int = TOOL_RESULT_CLIP
     split_turn: bool = False
+    facts: str | None = None  # what the transcript's records show, for the model to anchor on
+    budget: int | None = None  # tokens the summary should fit
 
 
 def build_prompt(conversation: str, previous_summary: str | None, opts: PromptOptions) -> tuple[str, str]:
@@ -401,6 +427,11 @@ def build_prompt(conversation: str, previous_summary: str | None, opts: PromptOp
         instr = UPDATE_PROMPT if previous_summary and previous_summary.strip() else STRUCTURED_PROMPT
         if opts.summary_directives:
             instr += "\n\nAdditional instructions:\n" + _bullets(opts.summary_directives)
+    if opts.facts:
+        parts.insert(1, f"<facts>\n{opts.facts.strip()}\n</facts>")
+        instr += "\n\n" + FACTS_PROMPT
+    if opts.budget:
+        instr += f"\n\nKeep the whole summary under about {opts.budget:,} tokens."
     if opts.split_turn:
         instr += "\n\n" + SPLIT_TURN_NOTE
     if opts.instructions and opts.instructions.strip():

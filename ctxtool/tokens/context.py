@@ -9,7 +9,11 @@ Window, first found wins (the source is reported):
 2. the config: ``compaction.context_window``, then ``context_window`` (seed 003's order;
    ``file:PATH`` or ``env:NAME``, where the value was set);
 3. what the transcript records: Codex's ``model_context_window`` (``transcript``);
-4. the registry entry of the last model the transcript records (``registry:NAME``);
+4. the registry entry of the last model the transcript records (``registry:NAME``), or the
+   window the agent that wrote it runs that model with when its own rule says otherwise
+   (Claude Code: 200,000 for a Claude model named without the ``[1m]`` suffix,
+   ``claude-code:no [1m] suffix``; 1,000,000 when a recorded prompt went over 200,000,
+   ``transcript:prompt over 200,000``);
 5. the registry entry of the config's ``model`` (``registry:NAME``);
 6. unknown (``none``): reported as such, never a made-up number.
 
@@ -22,7 +26,8 @@ Tokens are the usage-aware estimate (seeds 000/003) over the current context
 ``compact_boundary`` and its summary line, a pi ``compaction`` entry, a Codex
 ``compacted`` item, ctxtool's own ``[Previous conversation summary]`` message) are out of
 the context, except system prompts and the messages the compaction kept, and usage
-recorded before the boundary is not trusted. Nor is the usage of messages a compaction
+recorded before the boundary is not trusted (the messages a Claude Code 2.1 boundary names
+in ``preservedMessages`` stay in the context). Nor is the usage of messages a compaction
 kept: when ctxtool writes a compaction it keeps recent messages verbatim after the summary
 (naming the first of them), so usage after such a summary predates it and the messages are
 estimated instead; an agent's own compaction (Claude Code's /compact, pi's entry after the
@@ -126,12 +131,27 @@ class ContextSettings:
                 return WindowInfo(cw, "transcript", model, msrc)
             info = _lookup(recorded)
             if info is not None and info.context_window:
+                own = _agent_window(t, recorded, info.context_window) if recorded else None
+                if own is not None:
+                    return WindowInfo(own[0], own[1], model, msrc)
                 return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
         if self.config_model:
             info = _lookup(self.config_model)
             if info is not None and info.context_window:
                 return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
         return WindowInfo(None, "none", model, msrc)
+
+
+def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
+    """The agent's own rule for the window of a model it recorded (Claude Code's 200,000
+    without the ``[1m]`` suffix): :meth:`ctxtool.formats.base.Format.agent_window`."""
+    from ..errors import CtxtoolError
+    from ..formats import get_format
+
+    try:
+        return get_format(t.format).agent_window(t, model, registered)
+    except CtxtoolError:  # a format this build does not know
+        return None
 
 
 def last_model(t: Transcript) -> str | None:
@@ -183,15 +203,21 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
     marker: Any = None
     kind = None
     at = 0  # messages before the marker
+    kept: frozenset[str] = frozenset()  # Claude Code 2.1: the messages before its boundary it kept verbatim
     for e in entries:
         if isinstance(e, Message):
             if is_summary(e) and not (kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
+                if not (kind == "boundary" and at == len(msgs)):  # not the summary of that boundary
+                    kept = frozenset()
                 marker, kind, at = e, "summary", len(msgs)
             msgs.append(e)
         elif isinstance(e, Compaction):
-            marker, kind, at = e, "compaction", len(msgs)
+            marker, kind, at, kept = e, "compaction", len(msgs), frozenset()
         elif isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            from ..formats.claude_code_lines import boundary_info
+
             marker, kind, at = e, "boundary", len(msgs)
+            kept = frozenset(boundary_info(e.line.obj).preserved)
     if marker is None:
         return ContextView(msgs, [i for i, m in enumerate(msgs) if m.agent_visible])
     start, trust, summary = at, at, ""
@@ -207,9 +233,16 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
         # a summary ctxtool wrote (it names the first kept message, or only its prefix marks
         # it): the messages after it were kept from before the compaction
         trust = len(msgs)
-    idx = [i for i in range(start) if msgs[i].role == "system" and msgs[i].agent_visible]
+    idx = [i for i in range(start) if (msgs[i].role == "system" or (kept and _named(msgs[i], kept))) and msgs[i].agent_visible]
     idx += [i for i in range(start, len(msgs)) if msgs[i].agent_visible]
     return ContextView(msgs, idx, trust, summary, kind)
+
+
+def _named(m: Message, ids: frozenset[str]) -> bool:
+    """Whether ``m`` is one of ``ids``: its id, or the uuid of one of its lines."""
+    if m.id in ids:
+        return True
+    return any(isinstance(ln.obj, dict) and ln.obj.get("uuid") in ids for ln in m.lines)
 
 
 def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[str, Message | None]:
@@ -260,6 +293,7 @@ class ContextInfo:
     boundary: str | None = None  # the last compaction boundary, if any
     tokenizer: str = "heuristic"
     extra: dict[str, Any] = field(default_factory=dict)
+    estimator: str = ""  # which estimate gave ``tokens``, in plain words (see :func:`resolve`)
 
     @property
     def percent(self) -> float | None:
@@ -289,7 +323,27 @@ class ContextInfo:
             "chars": self.chars,
             "boundary": self.boundary,
             "tokenizer": self.tokenizer,
+            "estimator": self.estimator,
         }
+
+
+def _records_usage(t: Transcript | Sequence[Message]) -> bool:
+    return isinstance(t, Transcript) and any(m.usage is not None and m.usage.total > 0 for m in t.messages)
+
+
+def _estimator(est: ContextEstimate, tok: Tokenizer, records: bool = False) -> str:
+    """Which estimate gave a context's tokens, in plain words."""
+    if est.source == "usage":
+        return (f"last recorded usage + {tok.name} count of what follows" if est.trailing_tokens
+                else "last recorded usage, nothing after it")
+    cal = getattr(tok, "calibration", None)
+    if cal is None:
+        why = "no usage recorded since the last compaction" if records else "no recorded usage"
+        return f"{tok.name} count of the context ({why})"
+    where = (f"fitted to the {cal.trained_on:,} turns this file records" if cal.source == "file"
+             else f"{cal.source.split(':', 1)[-1]} family's ratios")
+    why = "; no usage recorded since the last compaction" if records else ""
+    return f"calibrated estimate, {where} (overhead {round(cal.overhead):,} + content){why}"
 
 
 def resolve(
@@ -316,9 +370,15 @@ def resolve(
     w = cs.resolve(t if isinstance(t, Transcript) else None)
     v = view(t)
     est = estimate(v, tok, counts)
+    # The default where the file records usage: the last usage plus the count of what follows
+    # it (ctxtool.calibration measures it: within ±10% on 99% of the corpus's turns). Where none
+    # was recorded since the last compaction it is the tokenizer's count alone, which misses
+    # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
+    # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
+    records = est.source == "estimate" and _records_usage(t)
     n_chars = len(v.summary) + (
         sum(chars[i] for i in v.indices) if chars is not None else sum(v.messages[i].chars() for i in v.indices))
     return ContextInfo(
         w.window, w.source, w.model, w.model_source, est.tokens, est.source, est.usage_tokens, est.trailing_tokens,
-        len(v.indices), n_chars, v.boundary, tok.name,
+        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(est, tok, records),
     )

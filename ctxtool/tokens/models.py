@@ -18,7 +18,8 @@ window and prices):
 
 Names are strict: a name resolves to an entry when it is the entry's id or one of its
 ``aliases`` (dated snapshots such as ``claude-3-7-sonnet-20250219`` are listed as aliases
-of their family's entry), after an optional ``provider/`` prefix is removed. Nothing is
+of their family's entry), after an optional ``provider/`` prefix is removed; Claude Code's
+``[1m]`` suffix names the entry with a 1,000,000-token window. Nothing is
 guessed from a prefix: ``gpt-4-o`` is not ``gpt-4``. :func:`require` (a name given by the
 user) raises a usage error naming the closest registered names; :func:`lookup` (a name
 recorded in a transcript) returns ``None``, so the window is reported unknown.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -265,10 +266,19 @@ def models() -> dict[str, ModelInfo]:
     return _load(str(user_models_file()))
 
 
+#: the suffix Claude Code puts on a model it runs with the 1M-token window
+#: (``claude-sonnet-4-5[1m]``, ``opus[1m]``: "Extended context with [1m]" in its model configuration docs)
+ONE_M_SUFFIX = "[1m]"
+ONE_M_WINDOW = 1_000_000
+
+
 def _resolve(name: str) -> ModelInfo | None:
     f = str(user_models_file())
     names = _names(f)
     n = name.strip()
+    if n.lower().endswith(ONE_M_SUFFIX) and n not in names:
+        base = _resolve(n[: -len(ONE_M_SUFFIX)])  # the model's entry, with the window the suffix asks for
+        return replace(base, context_window=ONE_M_WINDOW) if base is not None else None
     key = names.get(n)
     if key is None and "/" in n:
         key = names.get(n.rsplit("/", 1)[-1])  # provider/model, as routers write it

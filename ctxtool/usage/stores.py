@@ -88,9 +88,9 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
-                from ..formats.claude_code_agents import subagent_files
+                from ..formats.walk import with_subagents
 
-                files += [str(q), *subagent_files(str(q))]  # a Claude Code session with its subagents
+                files += with_subagents(str(q))  # a session with its subagents (Claude Code, Gemini CLI)
                 used.append(Store("", str(q), "argument"))
             else:
                 raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)

@@ -30,7 +30,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.USAGE) from e
+        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.DEPENDENCY) from e
     return ray
 
 
@@ -60,10 +60,11 @@ class RayEngine(Engine):
             else:
                 ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
                 self._started = True
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
         ctx = ray.data.DataContext.get_current()
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # after Ray Data's import set its own
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
+        ctx.execution_options.preserve_order = True  # a Parquet shard's rows in their order (ray_parquet)
         return ray
 
     def map(self, fn: Callable[[J], T], jobs: Sequence[J]) -> list[T]:

@@ -31,6 +31,7 @@ from typing import Any
 from ... import formats
 from ...errors import CtxtoolError, ExitCode
 from ...formats.base import ErrorPolicy
+from ...formats.walk import DONE, REPORT
 from ...io import jsonl as jsonio
 from ...io import urls
 from ...io.events import EventLog
@@ -38,8 +39,6 @@ from ..runner import FileRun, Operation, R, RunContext
 from .base import Engine
 
 SHARD_BYTES = 32 << 20  # a dataset file is cut into ranges of about this size
-DONE = "_done"
-REPORT = "_report.json"
 VERSION = 1
 
 
@@ -86,11 +85,13 @@ class ShardResult:
     errors: list[CtxtoolError]
     events: list[dict[str, Any]] = field(default_factory=list)
     reused: bool = False  # written by an earlier run with the same settings
+    io: str | None = None  # who read and wrote it, when not this package (Ray Data's Parquet I/O)
 
     def to_json(self, shard: Shard) -> dict[str, Any]:
         return {
             "name": self.name, **shard.key(), "first_line": shard.first_line, "format": self.format,
             "transcripts": self.transcripts, "skipped": [str(e) for e in self.errors], "reused": self.reused,
+            **({"io": self.io} if self.io else {}),
         }
 
 
@@ -127,6 +128,16 @@ def _relative_name(rel: str, to: str | None) -> str:
     return os.path.splitext(stem)[0] + _suffix(stem, to)
 
 
+def tree_files(path: str) -> list[tuple[str, str]]:
+    """The transcript files of a local directory, each with its path relative to it (``/``
+    separated), in order (a sharded run's own bookkeeping left out); none is an error."""
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in formats.walk_files(path)]
+    if not files:
+        raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
+                           path=path, code=ExitCode.NOT_FOUND)
+    return files
+
+
 def plan(
     engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
 ) -> list[Shard]:
@@ -145,16 +156,10 @@ def plan(
                 shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
             continue
         if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
-            for f in formats.walk_files(path):  # written under its own relative name (its suffix as --to says)
-                rel = os.path.relpath(f, path).replace(os.sep, "/")
-                if rel == REPORT or rel.startswith(DONE + "/"):  # a sharded run's own bookkeeping
-                    continue
+            for f, rel in tree_files(path):  # written under its own relative name (its suffix as --to says)
                 jsonio.check_input(f)
                 shards.append(Shard(_relative_name(rel, to), f, jsonio.input_size(f),
                                     stamp=_stamp(f)))
-            if not shards:
-                raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
-                                   path=path, code=ExitCode.NOT_FOUND)
             continue
         jsonio.check_input(path)
         size = jsonio.input_size(path)
@@ -370,7 +375,9 @@ class Sharding:
         op.prepare()
         results: list[ShardResult | None] = [_reused(j) for j in jobs]
         todo = [j for j, r in zip(jobs, results, strict=True) if r is None]
-        ran = iter(self.engine.map(run_shard, todo))
+        # an operation that does not pickle (a closure: archive's summarizer, convert --redact's one table of
+        # placeholders) runs its shards in this process, one after the other
+        ran = iter(_run(self.engine, todo) if op.parallel else [run_shard(j) for j in todo])
         results = [r if r is not None else next(ran) for r in results]
         done = [r for r in results if r is not None]
         if outdir is not None:
@@ -399,6 +406,23 @@ class Sharding:
         return ShardedRun(op.collect(reports), path, output, next((r.format for r in done if r.format), None),
                           sum(r.transcripts for r in done), [e for r in done for e in r.errors], len(jobs),
                           shards=[r.to_json(s) for r, s in zip(done, shards, strict=True)], engine=self.engine.name)
+
+
+def _run(engine: Engine, jobs: list[ShardJob]) -> list[ShardResult]:
+    """The shards on the engine, results in job order. On Ray, Parquet shards are read and
+    written by Ray Data (:mod:`ctxtool.run.engines.ray_parquet`)."""
+    from ...io import parquet
+
+    on_data = [engine.name == "ray" and j.shard.start is None and parquet.is_parquet_name(j.shard.input) for j in jobs]
+    if not any(on_data):
+        return engine.map(run_shard, jobs)
+    from .ray import RayEngine
+    from .ray_parquet import run_shards
+
+    assert isinstance(engine, RayEngine)
+    data = iter(run_shards(engine, [j for j, d in zip(jobs, on_data, strict=True) if d]))
+    rest = iter(engine.map(run_shard, [j for j, d in zip(jobs, on_data, strict=True) if not d]))
+    return [next(data) if d else next(rest) for d in on_data]
 
 
 @dataclass(slots=True)

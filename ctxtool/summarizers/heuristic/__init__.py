@@ -1,27 +1,42 @@
-"""The offline, deterministic summarizer: seed 003's structured Markdown built from the
-transcript itself, meant as a handoff another agent can resume from.
+"""The offline, deterministic summarizer: a handoff another agent can continue from, built
+from the transcript itself (agent-visible messages only) and fitted to a token budget.
 
-It reads the messages being summarized (agent-visible only, as the seeds prescribe) and
-writes: every user request verbatim (:mod:`.requests`; injected content is never a request),
-the user's constraints quoted, what was done with each command's result, failures with their
-error and whether they were resolved (:mod:`.tools`), decisions as whole sentences with
-rejected designs marked (:mod:`.decisions`), the values the assistant relied on
-(:mod:`.values`), the files read with their size and sha256 (:mod:`.ledger`), and the open
-tool calls as next steps. A previous summary (incremental compaction, or one found among the
-summarized messages) is carried: merged section by section where its sections are known,
-quoted whole otherwise, whole sections dropped only when over the budget (:mod:`.previous`).
+It says where the work stands and only what the transcript shows:
+
+* the goal as the user stated it (:mod:`.requests`: slash commands, task notifications and
+  injected content are never requests);
+* the current state from structure (:mod:`.plan`): the latest status of each item of the
+  agent's to-do tool, else the last plan the assistant wrote, marked as such; the latest user
+  request and what happened after it;
+* what was done, with evidence (:mod:`.tools`): a command is ok only when its result says so;
+  a failure is resolved only by a later success of the same step and is reported with its
+  error message; nothing that failed is done; commits with their message and files; test and
+  build runs with their last result;
+* decisions that are decisions (:mod:`.decisions`): explicit choices and approvals, rejected
+  alternatives marked, hypotheses and complaints left out;
+* each changed file once, relative to the session's directory, with the reason the assistant
+  gave near the edit; the values it relied on (:mod:`.values`); the files read (:mod:`.ledger`);
+* a previous summary reconciled (:mod:`.previous`): its open items that later work did are
+  marked done, the rest carried.
+
+Sections are filled in order of value until the budget (about ``budget`` tokens of four
+characters) is spent; what does not fit is left out with a mark, older user requests
+shortened before recent ones.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
-from ..prompt import clip, format_retain, parse_retain
-from . import decisions, ledger, plan, requests, tools, values
-from .previous import EARLIER, SECTIONS, Previous, fit, parse_previous
+from ...text import lazyre
+from ..prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
+from . import check, decisions, ledger, plan, requests, tools, values
+from .layout import CHARS_PER_TOKEN, MAX_REASONS, STATEMENT_CLIP, render
+from .previous import EARLIER, SECTIONS, Carried, Previous, parse_previous
 from .text import (
     dedupe,
     items,
@@ -30,25 +45,23 @@ from .text import (
     parse_subsections,
     sentences,
     split_headings,
-    verbatim_item,
 )
 
 if TYPE_CHECKING:
     from .. import SummaryRequest
 
-__all__ = ["SECTIONS", "HeuristicSummarizer", "create", "parse_sections", "parse_subsections", "retain_section",
-           "structured_summary"]
+__all__ = ["SECTIONS", "Facts", "HeuristicSummarizer", "create", "facts", "parse_sections", "parse_subsections",
+           "retain_section", "structured_summary"]
 
-VERSION = 2
-STATEMENT_CLIP = 600
-MAX_CONSTRAINTS = 14
-MAX_BLOCKED = 6
-MAX_RESOLVED = 10
+VERSION = 3
+GOAL_CLIP = 1500
 MAX_MISSED = 8
-PREV_MIN = 6000  # characters of a previous summary always carried whole
-PREV_MAX = 40000  # ... and never more than this
-PREV_SHARE = 0.6  # the summary (with what it carries) at most this share of what it replaces
-REQUESTS_TITLE = "User requests, in order (verbatim)"
+MAX_LOOKED = 8
+REASON_CLIP = 160
+FACTS_BUDGET = 1500  # tokens of facts handed to a summary model
+_COUNTERMAND = lazyre.compile(r"\b(?:remove|delete|drop|undo|revert|stop|don'?t|do not|no need|never mind|skip|cancel)\b",
+                              re.I)
+_NARRATION = lazyre.compile(r"^(?:now,? )?(?:let me|i'll|i will|let's|next,? i'll)\s+", re.I)
 
 
 def create(kind: str = "heuristic", **options: Any) -> HeuristicSummarizer:
@@ -73,15 +86,13 @@ class HeuristicSummarizer:
             instructions=req.options.get("instructions"),
             directives=req.options.get("summary_directives") or (),
             split_turn=bool(req.options.get("split_turn")),
+            budget=int(req.options.get("summary_budget") or SUMMARY_BUDGET),
+            cwd=req.options.get("cwd"),
         )
         if req.style == "retain":
             retain = retain_section(req.messages, req.options.get("retain_directives") or (), req.previous_summary)
             return format_retain(retain, body)
         return body
-
-
-def _chars(m: Message) -> int:
-    return sum(len(b.text) + len(b.arguments_text()) for b in m.content)
 
 
 def _previous(msgs: Sequence[Message], previous_summary: str | None) -> tuple[Previous, int]:
@@ -108,24 +119,69 @@ def structured_summary(
     instructions: str | None = None,
     directives: Sequence[str] = (),
     split_turn: bool = False,
+    budget: int = SUMMARY_BUDGET,
+    cwd: str | None = None,
 ) -> str:
-    prev, prev_chars = _previous(msgs, previous_summary)
+    """The handoff summary of ``msgs`` (merged with ``previous_summary``), within about
+    ``budget`` tokens."""
+    return facts(msgs, previous_summary, open_calls=open_calls, instructions=instructions, directives=directives,
+                 split_turn=split_turn, cwd=cwd).render(budget)
+
+
+def facts(
+    msgs: Sequence[Message],
+    previous_summary: str | None = None,
+    *,
+    open_calls: Sequence[str] = (),
+    instructions: str | None = None,
+    directives: Sequence[str] = (),
+    split_turn: bool = False,
+    cwd: str | None = None,
+) -> Facts:
+    """What the transcript shows, extracted once: the summary renders it, and a model's
+    summary is handed it (and checked against it)."""
+    prev, _ = _previous(msgs, previous_summary)
     reqs, constraints = requests.collect(msgs)
-    act = tools.activity(msgs)
-    sd = decisions.said(msgs)
-    facts = _Facts(msgs, prev, reqs, constraints, act, sd, values.values(msgs), ledger.read_set(msgs),
-                   open_calls, instructions, directives, split_turn)
-    if prev.blocks:  # what it carries is fitted into what is left of the budget
-        blocks, prev.blocks = prev.blocks, []
-        own = len(facts.render())
-        prev.blocks = blocks
-        replaced = sum(_chars(m) for m in msgs) + prev_chars
-        fit(prev, max(PREV_MIN, min(PREV_MAX, int(PREV_SHARE * replaced) - own)))
-    return facts.render()
+    return Facts(msgs, prev, reqs, constraints, tools.activity(msgs), decisions.said(msgs), values.values(msgs),
+                 ledger.read_set(msgs), plan.latest(msgs) or plan.tracker(msgs), _files_changed(msgs), list(open_calls), instructions,
+                 directives, split_turn, (cwd or "").rstrip("/"))
+
+
+def _reason(text: str) -> str:
+    """The reason an assistant gave before an edit: the last sentence of its text, narration
+    ("Now let me") taken off."""
+    ss = [x for x in sentences(text) if len(x) >= 12]
+    if not ss:
+        return ""
+    r = _NARRATION.sub("", ss[-1]).rstrip(":").strip()
+    return one_line(r[:1].upper() + r[1:], REASON_CLIP) if len(r) >= 12 else ""
+
+
+def _files_changed(msgs: Sequence[Message]) -> dict[str, list[str]]:
+    """Each file a successful edit changed, with the distinct reasons given near its edits."""
+    results = {b.id: b for m in msgs for b in m.tool_results() if b.id}
+    out: dict[str, list[str]] = {}
+    said = ""
+    for m in msgs:
+        if m.role != "assistant":
+            continue
+        for b in m.content:
+            if b.type == "text" and b.text.strip():
+                said = b.text
+            elif b.type == "tool_call":
+                res = results.get(b.id or "")
+                reason, said = _reason(said), ""  # a reason is what was said just before this call
+                if res is None or res.is_error:
+                    continue
+                for f in extract_files([Message("assistant", [b])])[1]:
+                    rs = out.setdefault(f, [])
+                    if reason and reason not in rs:
+                        rs.append(reason)
+    return out
 
 
 @dataclass(slots=True)
-class _Facts:
+class Facts:
     """What was extracted, and its rendering as the sections of the summary."""
 
     msgs: Sequence[Message]
@@ -136,127 +192,180 @@ class _Facts:
     sd: decisions.Said
     vals: dict[str, list[str]]
     reads: list[ledger.Read]
-    open_calls: Sequence[str]
+    plan: tuple[int, list[plan.Item]] | None
+    changed: dict[str, list[str]]
+    open_calls: list[str]
     instructions: str | None
     directives: Sequence[str]
     split_turn: bool
+    cwd: str
 
-    def _own(self, name: str) -> tuple[str, dict[str, str]]:
-        return split_headings(self.prev.own.get(name, ""), 3)
+    def rel(self, path: str) -> str:
+        """A path relative to the session's directory (as given when it is outside it)."""
+        if self.cwd and path.startswith(self.cwd + "/"):
+            return path[len(self.cwd) + 1:]
+        return path
 
-    def _carried(self, name: str) -> list[str]:
-        out: list[str] = []
-        for b in self.prev.in_section(name):
-            out.extend(b.lines())
+    # -- what the state is -------------------------------------------------------------------
+    def goal_text(self) -> str | None:
+        lead, _ = split_headings(self.prev.own.get("Goal", ""), 3)
+        carried = [x for x in items(lead) if x != "Later requests, in order:"]
+        if carried:
+            return "\n".join(carried)
+        if self.reqs and (self.prev.at is None or self.reqs[0].index < self.prev.at):
+            return clip(self.reqs[0].text, GOAL_CLIP)
+        return None
+
+    def later_requests(self) -> list[requests.Request]:
+        """The requests after the one stated as the goal."""
+        lead, _ = split_headings(self.prev.own.get("Goal", ""), 3)
+        if items(lead) or not self.reqs or (self.prev.at is not None and self.reqs[0].index >= self.prev.at):
+            return list(self.reqs)
+        return list(self.reqs[1:])
+
+    def done_evidence(self) -> list[str]:
+        """Texts that record work as done: completed plan items, commit messages, steps done."""
+        out = [it.text for it in (self.plan[1] if self.plan else []) if it.done]
+        out += [f"commit \"{c.message}\"" for c in self.act.commits]
         return out
 
-    def render(self) -> str:
-        lines: list[str] = []
-        for name, part in (("Goal", self.goal), ("Constraints & Preferences", self.constraints_section),
-                           ("Progress", self.progress), ("Key Decisions", self.decisions_section),
-                           ("Next Steps", self.next_steps), ("Critical Context", self.context),
-                           ("Read Set", self.read_set)):
-            body = part()
-            if body is None:
+    def changed_paths(self) -> set[str]:
+        paths = set(self.changed)
+        return paths | {self.rel(p) for p in paths} | {p.rsplit("/", 1)[-1] for p in paths}
+
+    def done_since(self, item: str) -> str | None:
+        """The later record showing that an open item of a previous summary was done."""
+        keys = _keys(re.sub(r"\([^)]*\)|\*\*", " ", item))  # its parentheses are remarks, not the item
+        if len(keys) >= 2:
+            for ev in self.done_evidence():
+                got = _keys(ev)
+                if len(keys & got) >= max(2, 0.6 * len(keys)):
+                    return one_line(ev, 120)
+        named = re.findall(r"[\w./-]+\.\w{1,6}\b", item)
+        if named and re.search(r"\b(create|add|write|update|implement|edit|change|fix)\b", item, re.I):
+            hit = [n for n in named if n in self.changed_paths() or n.rsplit("/", 1)[-1] in self.changed_paths()]
+            if hit and len(hit) == len(named):
+                return f"{', '.join(hit)} was changed later"
+        return None
+
+    def countermanded(self, call: str) -> str | None:
+        """A user message after which this pending call is no longer wanted."""
+        low = call.lower()
+        for r in self.reqs[-3:]:
+            if not _COUNTERMAND.search(r.text):
                 continue
-            lines += ["", f"## {name}", *body, *self._carried(name)]
-        return "\n".join(lines).strip() + "\n"
+            for w in re.findall(r"[\w.-]+\.\w{1,6}\b|[A-Za-z_]\w{4,}", r.text):
+                if w.lower() in low and w.lower() not in ("remove", "delete", "never", "cancel", "revert"):
+                    return one_line(r.text, 120)
+        return None
 
-    # -- sections --------------------------------------------------------------------------
-    def goal(self) -> list[str]:
-        lead, subs = self._own("Goal")
-        goal_items = [x for x in items(lead) if x != "Later requests, in order:"]  # (the label of version 1)
-        earlier_reqs = items(subs.get(REQUESTS_TITLE, ""))
+    def latest_status(self) -> str | None:
+        """What happened after the latest user request, from the records (no judgement beyond them)."""
+        if not self.reqs:
+            return None
+        i = self.reqs[-1].index
+        after = self.msgs[i + 1:]
+        act = tools.activity(after)
+        p = plan.latest(after)
+        n = len(self.reqs)
+        head = f"Latest user request (request {n} under User Requests): "
+        if p is not None and all(it.done for it in p[1]):
+            return head + "every item of the plan recorded after it is completed"
+        facts = []
+        if act.commits:
+            facts.append(f"committed \"{one_line(act.commits[-1].message, 80)}\"")
+        edits = sum(1 for d in act.done if not d.startswith("Ran "))
+        if edits:
+            facts.append(f"{edits} file edit step(s)")
+        for label, result in list(act.checks.values())[-2:]:
+            facts.append(f"last {label}: {'failed' if result.startswith('FAILED') else 'ok'}")
+        if act.blocked():
+            facts.append(f"{len(act.blocked())} failure(s) still open after it")
+        if facts:
+            return head + "worked on after it: " + "; ".join(facts)
+        if any(m.role == "assistant" and m.tool_calls() for m in after):
+            return head + "looked into after it (read-only tool calls, no change)"
+        if any(m.role == "assistant" for m in after):
+            return head + "answered in text (no tool call after it)"
+        return head + "not acted on yet in the summarized part"
+
+    # -- for a model -----------------------------------------------------------------------------
+    def brief(self, budget: int = FACTS_BUDGET) -> str:
+        """The facts a model's summary is anchored on: the plan's items with their latest status,
+        each run's last result, the failures (open with their error, or resolved), commits, the
+        files changed with their reasons, the user's requests, what the user countermanded."""
         out: list[str] = []
-        reqs = list(self.reqs)
-        if goal_items:
-            out += [ln for g in goal_items for ln in verbatim_item(g)]
-        elif reqs and (self.prev.at is None or reqs[0].index < self.prev.at):  # the first request came first
-            out += verbatim_item(reqs.pop(0).text, prefix="")
-        elif self.prev.at is not None:
-            out.append("- Continue the work of the earlier summary (carried below)")
-        else:
-            out.append("- (no user request in the summarized part)")
-        if self.instructions and self.instructions.strip():
-            out.append(f"- Summary focus requested: {one_line(self.instructions, 300)}")
-        listed = earlier_reqs + [("(correction) " if r.correction else "") + r.text for r in reqs]
-        if listed:
-            out += ["", f"### {REQUESTS_TITLE}"]
-            for r in listed:
-                out += verbatim_item(r)
-        return out
-
-    def constraints_section(self) -> list[str]:
-        cons = dedupe(items(self.prev.own.get("Constraints & Preferences", "")) + self.constraints, 10**6)
-        if len(cons) > MAX_CONSTRAINTS:
-            half = MAX_CONSTRAINTS // 2
-            cons = cons[:half] + [f"({len(cons) - 2 * half} more in the requests above)"] + cons[-half:]
-        return [f"- {c}" for c in cons] or ["- (none stated)"]
-
-    def progress(self) -> list[str]:
-        lead, subs = self._own("Progress")
-        out = ["### Done"]
-        done = list(self.act.done)
-        if self.act.explored:
-            done.append(f"Explored with {self.act.explored} read-only commands (search, listing, viewing); "
-                        "files read are in the Read Set")
-        done_items = dedupe([x for x in items(subs.get("Done", "")) if not x.startswith("(and ")] + done, 10**6)
-        if len(done_items) > tools.MAX_DONE:
-            skipped = len(done_items) - tools.MAX_DONE
-            done_items = [f"(and {skipped} earlier steps; files changed are listed below)"] + done_items[-tools.MAX_DONE:]
-        out += [f"- [x] {d}" for d in done_items] or ["- [x] (nothing completed yet)"]
-        out += ["", "### In Progress"]
-        earlier = [x for x in items(subs.get("In Progress", "")) if not x.startswith(("(", "[ ] ("))]
+        if self.plan is not None:
+            out += ["Plan items (latest status):", *[it.line() for it in self.plan[1]]]
+        if self.act.checks:
+            out += ["Test and build runs (last result of each):",
+                    *[f"- {label}: {result}" for label, result in self.act.checks.values()]]
+        blocked = [f for f in self.act.blocked() if f.family not in self.act.checks]
+        if blocked:
+            out += ["Failed and not resolved by a later run:", *[f"- {f.label}: {f.error}" for f in blocked]]
+        if self.act.resolved():
+            out += ["Failed, then resolved by a later run of the same step:",
+                    *[f"- {f.label}: {f.error} (resolved by {f.resolved_by})" for f in self.act.resolved()]]
+        if self.act.commits:
+            out += ["Commits:", *[f"- {c.line(self.rel)}" for c in self.act.commits]]
+        if self.changed:
+            out += ["Files changed (the reason given at the edit):",
+                    *[f"- {self.rel(f)}" + (f": {'; '.join(rs[-MAX_REASONS:])}" if rs else "")
+                      for f, rs in self.changed.items()]]
         if self.reqs:
-            out += [f"- [ ] {x if x.startswith('(earlier)') else '(earlier) ' + one_line(x, 300)}" for x in earlier[-3:]]
-            if len(self.reqs) > 1 or earlier:
-                current = one_line(self.reqs[-1].text, 300)
-            else:  # the only request is the goal: say where the work stands instead of repeating it
-                first = sentences(self.sd.statements[-1]) if self.sd.statements else []
-                current = "The goal above" + (f"; latest state: {one_line(first[0], 240)}" if first else "")
-            out.append(f"- [ ] {current}" + (" (continued in the kept messages)" if self.split_turn else ""))
-        else:
-            out += [f"- [ ] {x}" for x in earlier] or ["- [ ] (see the kept messages)"]
-        steps = plan.latest_plan(self.msgs) or [ln for ln in subs.get(plan.TITLE, "").splitlines() if ln.strip()]
-        if steps:  # the latest plan, or the one the previous summary carried
-            out += ["", f"### {plan.TITLE}", *steps]
-        out += ["", "### Blocked"]
-        blocked = dedupe([f"{f.label} failed{f.times()}: {f.error}" for f in self.act.blocked()], MAX_BLOCKED,
-                         keep="last")
-        out += [f"- {b}" for b in blocked] or ["- (none)"]
-        return out
+            out += ["User requests, in order:", *[f"- {one_line(r.text, 300)}" for r in self.reqs]]
+        status = self.latest_status()
+        if status:
+            out.append(status)
+        gone = [c for c in self.open_calls if self.countermanded(c) is not None]
+        if gone:
+            out += ["Pending calls the user countermanded (not next steps):", *[f"- {c}" for c in gone]]
+        text = "\n".join(out)
+        return clip(text, budget * CHARS_PER_TOKEN) if text else "(no structured records in this part)"
 
-    def decisions_section(self) -> list[str]:
-        dec = dedupe(items(self.prev.own.get("Key Decisions", "")) + self.sd.decisions, 10**6)
-        dec = dec[-decisions.MAX_DECISIONS:]
-        return [f"- {d}" if d.startswith("**") else f"- **Noted**: {d}" for d in dec] or ["- (none recorded)"]
+    def check(self, summary: str) -> list[check.Disagreement]:
+        """The claims of ``summary`` (a model's) that these facts contradict."""
+        return check.check(self, summary)
 
+    # -- sections ------------------------------------------------------------------------------
     def next_steps(self) -> list[str]:
-        steps = [f"Complete the pending tool call {c} (it had not returned when the history was compacted)"
-                 for c in self.open_calls]
-        steps.extend(dedupe(self.sd.next_hints, 4, keep="last"))
+        steps: list[str] = []
+        if self.plan is not None:
+            for it in self.plan[1]:
+                if not it.done and it.status not in ("cancelled", "canceled"):
+                    steps.append(f"{'Continue' if it.active else 'Then'} (plan): {one_line(it.text, 200)}")
+        else:
+            for x in items(self.prev.own.get("Next Steps", "")):
+                if x.startswith(("Keep in mind:", "Continue with the latest request", "Complete the pending tool call")):
+                    continue
+                if self.done_since(x) is None:
+                    steps.append(f"(from the earlier summary) {one_line(x, 200)}")
+            steps += dedupe(self.sd.next_hints, 3, keep="last")
+        for c in self.open_calls:
+            if self.countermanded(c) is None:
+                steps.append(f"Complete the pending tool call {c} (it had not returned when the history was compacted)")
         blocked = self.act.blocked()
         if blocked:
             steps.append(f"Resolve: {blocked[-1].label} failed: {blocked[-1].error}")
-        if self.reqs and (len(self.reqs) > 1 or not steps):
-            steps.append(f"Continue with the latest request: {one_line(self.reqs[-1].text, 200)}")
+        status = self.latest_status() or ""
+        if self.reqs and "every item of the plan" not in status:
+            steps.append("Carry on with the latest user request (the last one under User Requests)")
         if not steps:
-            steps = items(self.prev.own.get("Next Steps", "")) or ["Continue from the kept messages that follow this summary"]
+            steps.append("Continue from the kept messages that follow this summary")
         steps += [f"Keep in mind: {d}" for d in self.directives]
-        return [f"{i}. {s}" for i, s in enumerate(steps, 1)]
+        return steps
 
     def context(self) -> list[str]:
         ctx = [x for x in items(self.prev.own.get("Critical Context", ""))
-               if not x.startswith(("Summarized ", "Tool calls in the summarized part", EARLIER))][-8:]
+               if not x.startswith(("Summarized ", "Tool calls in the summarized part", EARLIER, "Last assistant",
+                                    "Before that"))][-8:]
         ctx += values.render(self.vals)
-        st = self.sd.statements
-        if st:
-            # head and tail: a long statement ends with its conclusion
-            ctx.append("Last assistant statement: " + one_line(clip(st[-1], STATEMENT_CLIP), STATEMENT_CLIP + 80))
-            if len(st) > 1:
-                ctx.append("Before that: " + one_line(clip(st[-2], STATEMENT_CLIP // 2), STATEMENT_CLIP // 2 + 80))
-        ctx += [f"{f.label} failed earlier{f.times()} ({f.error}); resolved: later succeeded ({f.resolved_by})"
-                for f in self.act.resolved()][-MAX_RESOLVED:]
+        if len(self.sd.statements) > 1:
+            ctx.append("Before that, the assistant said: "
+                       + one_line(clip(self.sd.statements[-2], STATEMENT_CLIP // 2), STATEMENT_CLIP // 2 + 80))
+        if self.act.looked:
+            ctx.append("Last read-only commands: " + "; ".join(dedupe([one_line(x, 120) for x in self.act.looked],
+                                                                       MAX_LOOKED, keep="last")))
         if self.act.missed:
             ctx.append("Looked for, not found or failed: " + "; ".join(dedupe(self.act.missed, MAX_MISSED, keep="last")))
         if self.act.tool_counts:
@@ -265,13 +374,43 @@ class _Facts:
         ctx.append(f"Summarized {len(self.msgs)} messages ({len(self.reqs)} user requests)")
         if self.prev.dropped:
             ctx.append("Left out of the earlier summary for size: " + "; ".join(self.prev.dropped))
-        return [f"- {c}" for c in dedupe(ctx, 30)]
+        return dedupe(ctx, 30)
 
-    def read_set(self) -> list[str] | None:
-        earlier = self.prev.own.get("Read Set", "")
-        if not self.reads and not earlier.strip():
-            return None
-        return ledger.render(self.reads, earlier)
+    def _rel_step(self, step: str) -> str:
+        if not self.cwd:
+            return step
+        return step.replace(self.cwd + "/", "")
+
+    def _reconcile_line(self, ln: str, pending: bool = False) -> str:
+        """A line of a previous summary: an open item later work did becomes done, with the record."""
+        s = ln.strip()
+        is_open = ("[ ]" in s or re.search(r"\((?:NEXT|next|TODO|todo|pending|in progress)\)", s)
+                   or (pending and re.match(r"^[-*]\s|^\d+\.\s", s) and "[x]" not in s))
+        if not is_open:
+            return ln
+        ev = self.done_since(re.sub(r"\[ \]|\((?:NEXT|next|TODO|todo|pending|in progress)\)", "", s))
+        if ev is None:
+            return ln
+        core = re.sub(r"^(?:[-*]|\d+\.)\s+|\[ \]\s*(?:\(in progress\)\s*)?|\s*\((?:NEXT|next|TODO|todo|pending|in progress)\)",
+                      "", s)
+        return f"- [x] {core} (done since: {ev})"
+
+    def _reconciled_block(self, b: Carried) -> list[str]:
+        pending = b.target == "Next Steps"  # every item of a pending-work section is open
+        text = "\n".join(self._reconcile_line(ln, pending) for ln in b.text.splitlines())
+        return Carried(b.target, b.title, text, b.rank).lines()
+
+    def render(self, budget: int = SUMMARY_BUDGET) -> str:
+        """The sections in order, filled by value until ``budget`` tokens (characters / 4) are used."""
+        return render(self, budget)
+
+
+_STOP = frozenset("the a an and or of to in on for with from into that this it is be by as at then now next "
+                  "create update add write implement use make".split())
+
+
+def _keys(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_.-]{3,}", text.lower()) if w not in _STOP}
 
 
 def retain_section(msgs: Sequence[Message], directives: Sequence[str], previous_summary: str | None) -> str:

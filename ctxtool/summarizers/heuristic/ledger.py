@@ -45,7 +45,7 @@ class Read:
         facts = []
         if self.size is not None:
             facts.append(f"{self.size:,} bytes")
-        if self.sha256:
+        if self.sha256 and not self.lines:  # a partial read's hash is not the file's
             facts.append(f"sha256 {self.sha256[:HASH_CHARS]}")
         if self.lines:
             facts.append(f"lines {self.lines}")

@@ -16,8 +16,8 @@ from ..prompt import clip, strip_file_lists
 from .text import quote, split_headings, unquote
 
 #: the sections of ctxtool's heuristic summary, in order
-SECTIONS = ("Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context",
-            "Read Set")
+SECTIONS = ("Goal", "Current State", "User Requests", "Constraints & Preferences", "Progress", "Key Decisions",
+            "Files Changed", "Next Steps", "Critical Context", "Read Set")
 #: the title prefix of a carried block (a ``### `` subsection holding a quote)
 EARLIER = "Earlier: "
 #: (title pattern, our section, importance: lower goes first when over budget)

@@ -35,7 +35,9 @@ _CORRECTION_RE = lazyre.compile(
 )
 #: a bare <context> block an agent injects as a user message (the agents' own markers are in
 #: ctxtool.model.INJECTED_PREFIXES)
-_CONTEXT_PREFIXES = ("<context>",)
+_CONTEXT_PREFIXES = ("<context>", "<task-notification>")
+#: a slash command typed alone ("/mode", "/clear", "/model opus"): an instruction to the agent's UI, not a task
+_SLASH = lazyre.compile(r"^/[\w:-]+(?:\s+\S+){0,2}\s*$")
 
 
 @dataclass(slots=True)
@@ -50,7 +52,8 @@ def user_words(m: Message) -> str:
     if m.role != "user" or is_injected(m):
         return ""
     parts = [b.text for b in m.content if b.type == "text" and b.text.strip()]
-    own = [p for p in parts if injected_text(p) is None and not p.lstrip().startswith(_CONTEXT_PREFIXES)]
+    own = [p for p in parts if injected_text(p) is None and not p.lstrip().startswith(_CONTEXT_PREFIXES)
+           and not _SLASH.match(p.strip())]
     return "\n\n".join(own).strip()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import Block, Message
@@ -44,7 +44,20 @@ _TRIVIAL = lazyre.compile(r"^(?:exit code \d+|(?:command|process) exited with co
                           re.I)
 _LOCATION = lazyre.compile(r"^\S+:\d+(?::\d+)?(?::\w+)?$")
 _EXIT = lazyre.compile(r"(?:exit(?:ed)? (?:with )?code|exit status|process exited with code)[: ]+([1-9]\d*)", re.I)
+_EXIT0 = lazyre.compile(r"(?:exit(?:ed)? (?:with )?code|exit status|process exited with code)[: ]+0\b", re.I)
+#: output that states a failure, whatever the exit status (a pipe into head or tail hides it)
+_FAIL_TEXT = lazyre.compile(
+    r"\berror TS\d{4}\b|^\s*(?:error|fatal)(?:\[\w+\])?:|\bnpm ERR!|^Traceback \(most recent call last\)|"
+    r"(?-i:^FAILED\b|\bFAILED (?=\S*(?:test|::))|\b\d+ failed\b)|(?-i:^FAIL\s)|\bcommand not found\b|"
+    r"\bBuild failed\b|\bCompilation failed\b|\*\* \(\w*Error\)",
+    re.I | re.M,
+)
 _TAGS = lazyre.compile(r"</?tool_use_error>")
+#: test, build, type-check and lint runs
+_CHECK = lazyre.compile(
+    r"\b(?:pytest|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest|tsc|mypy|pyright|ruff|eslint|clippy|"
+    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|check|lint|typecheck|tsc)\w*|"
+    r"(?:cargo|go|mix|dotnet|gradle|mvn|swift|zig)\s+(?:test|build|check|compile)|make(?:\s+\w*(?:test|check|build|lint)\w*)?)\b")
 
 
 @dataclass(slots=True)
@@ -60,11 +73,27 @@ class Failure:
 
 
 @dataclass(slots=True)
+class Commit:
+    message: str
+    hash: str | None
+    files: list[str]
+
+    def line(self, rel: Callable[[str], str] = str) -> str:
+        fs = [rel(f) for f in self.files]
+        shown = ", ".join(f"`{f}`" for f in fs[:6]) + (f" and {len(fs) - 6} more" if len(fs) > 6 else "")
+        return (f"Committed{' ' + self.hash[:10] if self.hash else ''}: \"{self.message}\""
+                + (f" ({shown})" if shown else ""))
+
+
+@dataclass(slots=True)
 class Activity:
     done: list[str] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # family -> (label, last result), last seen last
     failures: list[Failure] = field(default_factory=list)
     explored: int = 0
     missed: list[str] = field(default_factory=list)  # reads and searches that failed (what is not there)
+    looked: list[str] = field(default_factory=list)  # read-only commands that ran (what was looked at)
     tool_counts: dict[str, int] = field(default_factory=dict)
 
     def blocked(self) -> list[Failure]:
@@ -169,8 +198,9 @@ def _program(words: list[str]) -> str:
 
 
 def readonly(cmd: str) -> bool:
-    """A command made only of programs that look at things (no redirection, no in-place edit)."""
-    segs = _segments(cmd)
+    """A command made only of programs that look at things (no redirection but of errors to
+    /dev/null or into the output, no in-place edit)."""
+    segs = _segments(re.sub(r"\s2>(?:/dev/null|&1)", " ", cmd))
     if segs is None:
         return False
     for words in segs:
@@ -221,20 +251,59 @@ def error_line(text: str) -> str:
 
 
 def failed(b: Block, res: Block) -> bool:
-    """Whether a call failed: its result says so, or a command reports a non-zero exit."""
+    """Whether a call failed: its result is flagged an error, a command reports a non-zero exit
+    status, or a command's output states errors (``error TS2304``, ``error:``, ``FAILED``, a
+    traceback), whatever exit status a pipe gave it."""
     if res.is_error:
         return True
     if command_of(b) is None:
         return False
-    lines = [ln for ln in res.text.splitlines() if ln.strip()]
-    return any(_EXIT.search(ln) for ln in lines[:2] + lines[-2:])
+    text = res.text
+    if _EXIT.search(text[:4000]) or _EXIT.search(text[-2000:]):
+        return True
+    return bool(_FAIL_TEXT.search(text[:20000]) or _FAIL_TEXT.search(text[-4000:]))
 
 
 def _result_note(res: Block) -> str:
+    """What a successful run's result says: still running, or ok (with its exit status when
+    the result shows it) and its last line."""
     lines = _lines(res.text)
     if lines and (m := re.match(r"Process running with session ID (\d+)", lines[-1])):
         return f"still running when it returned (session {m.group(1)})"
-    return f"ok: {one_line(lines[-1], RESULT_CLIP)}" if lines else "ok"
+    status = "ok (exit 0)" if _EXIT0.search(res.text) else "ok"
+    return f"{status}: {one_line(lines[-1], RESULT_CLIP)}" if lines else status
+
+
+def _family_step(fam: str) -> str:
+    """Staging is part of committing: a failed ``git add`` is resolved by a later commit."""
+    return "cmd:git commit" if fam.startswith("cmd:git add") else fam
+
+
+def is_check(cmd: str) -> bool:
+    """A test, build, type-check or lint run (its result is reported as such)."""
+    return bool(_CHECK.search(cmd))
+
+
+def _commit(cmd: str, res: Block, edited: list[str]) -> Commit | None:
+    """The commit a successful ``git commit`` made: its message, short hash and files."""
+    if not re.search(r"\bgit\s+commit\b", cmd):
+        return None
+    msg = ""
+    m = re.search(r"<<-?\s*'?(\w+)'?\n(.*?)\n\s*\1\b", cmd, re.S) or re.search(
+        r"\s-[a-zA-Z]*m\s+(?:\"((?:[^\"\\]|\\.)*)\"|'([^']*)')", cmd, re.S)
+    if m:
+        msg = next((g for g in m.groups()[1 if m.re.pattern.startswith("<<") else 0:] if g), "").strip()
+        msg = next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
+    h = re.search(r"^\[[^\]\s]+(?: \([^)]*\))? ([0-9a-f]{7,40})\] (.*)$", res.text, re.M)
+    if not msg and h:
+        msg = h.group(2)
+    files: list[str] = []
+    for seg in re.split(r"&&|;", cmd):
+        words = seg.split()
+        if words[:2] == ["git", "add"]:
+            files += [w for w in words[2:] if not w.startswith("-") and w != "."]
+    return Commit(one_line(msg, 200) or "(no message shown)", h.group(1) if h else None,
+                  list(dict.fromkeys(files or edited)))
 
 
 def activity(msgs: Sequence[Message]) -> Activity:
@@ -245,13 +314,14 @@ def activity(msgs: Sequence[Message]) -> Activity:
                 results[b.id] = b
     act = Activity()
     steps: dict[str, tuple[str, int]] = {}  # label -> (line, count), in the order last seen
+    edited: list[str] = []  # files edited since the last commit
     for m in msgs:
         for b in m.tool_calls():
             act.tool_counts[b.name or "?"] = act.tool_counts.get(b.name or "?", 0) + 1
             res = results.get(b.id or "")
             if res is None:
                 continue  # no result yet: a pending call (next steps), not progress
-            label, fam, cmd = call_label(b), family(b), command_of(b)
+            label, fam, cmd = call_label(b), _family_step(family(b)), command_of(b)
             if failed(b, res):
                 if (cmd is not None and readonly(cmd)) or (cmd is None and _looks(b)):
                     act.explored += 1  # a search that found nothing, a file that is not there: not a blocker
@@ -259,21 +329,30 @@ def activity(msgs: Sequence[Message]) -> Activity:
                     continue
                 err = error_line(res.text)
                 act.failures.append(Failure(fam, label, err))
-                if cmd is not None and not readonly(cmd):
-                    steps.pop(label, None)
-                    steps[label] = (f"Ran {label}: failed: {err}", steps.get(label, ("", 0))[1] + 1)
+                steps.pop(label, None)  # nothing failed is done: its last run failed
+                if cmd is not None and is_check(cmd):
+                    act.checks.pop(fam, None)
+                    act.checks[fam] = (label, f"FAILED: {err}")
                 continue
             for f in act.failures:
-                if f.family == fam and f.resolved_by is None:  # a later success of the same kind resolves it
+                if f.family == fam and f.resolved_by is None:  # a later success of the same step resolves it
                     f.resolved_by = label
             short = short_name(b)
             if _writes(b):
                 key = _write_step(b, label)
                 n = steps.pop(key, ("", 0))[1] + 1
                 steps[key] = (key, n)
+                edited += extract_files([Message("assistant", [b])])[1]
             elif cmd is not None and short not in ("write_stdin",):
                 if readonly(cmd):
                     act.explored += 1
+                    act.looked.append(label)
+                elif (c := _commit(cmd, res, edited)) is not None:
+                    act.commits.append(c)
+                    edited = []
+                elif is_check(cmd):
+                    act.checks.pop(fam, None)
+                    act.checks[fam] = (label, _result_note(res))
                 else:
                     n = steps.pop(label, ("", 0))[1] + 1
                     steps[label] = (f"Ran {label}: {_result_note(res)}", n)

@@ -21,6 +21,15 @@ _TICKED = lazyre.compile(r"`([^`\n]{2,80})`")
 _DEFINED = lazyre.compile(r"\b(?:def|defp|defmacro|function|func|fn|class|interface|type|struct|enum|trait|impl)\s+"
                           r"([A-Za-z_][\w.!?]{2,60})")
 _IDENT = lazyre.compile(r"^[\w.:/@$-]+(?:\(\))?$")
+#: words a definition pattern catches in prose or code that are not names ("class with", "type for")
+_KEYWORDS = frozenset(
+    "with for import from private public protected static async await const let var return if else elif while "
+    "the and that this these those which what when where then than into onto over under about after before "
+    "is are was were be been being has have had not all any each every some none true false null nil self "
+    "new def end do in of on to as at by or an it its there here also only just more most other such same "
+    "should would could will can may must need uses used using".split())
+#: paths that are not files: slash commands, a home directory, Elixir's name/arity, a call's text
+_JUNK_PATH = lazyre.compile(r"^/[\w-]+$|^/(?:Users|home)/[^/]+/?$|^~/?$|/\d+$|[(),;=]")
 KINDS = ("Environment variables and constants", "Error types", "Functions and types changed", "Identifiers and keys",
          "Paths", "Versions", "URLs")
 #: how many of each kind at most (the most mentioned)
@@ -52,7 +61,8 @@ def values(msgs: Sequence[Message]) -> dict[str, list[str]]:
             if not _IDENT.match(v) or not re.search(r"[A-Za-z]", v) or _ENV.fullmatch(v):
                 continue
             if "/" in v:
-                _add(found["Paths"], v)
+                if not _JUNK_PATH.search(v):
+                    _add(found["Paths"], v)
             elif re.search(r"[._:()]|[a-z][A-Z]", v):
                 _add(found["Identifiers and keys"], v)
         for b in m.tool_calls():
@@ -63,7 +73,8 @@ def values(msgs: Sequence[Message]) -> dict[str, list[str]]:
                     new = v if k != "input" and k != "patch" else "\n".join(
                         ln[1:] for ln in v.splitlines() if ln.startswith("+"))
                     for name in _DEFINED.findall(new):
-                        _add(found["Functions and types changed"], name)
+                        if name.lower() not in _KEYWORDS and not name.isdigit():
+                            _add(found["Functions and types changed"], name)
     out: dict[str, list[str]] = {}
     for kind, bucket in found.items():
         if not bucket:

@@ -1,0 +1,166 @@
+"""Library against library (issue 37): in one process, over the same records, ctxtool's public
+functions against LangChain's and litellm's, each in its own loop.
+
+    python bench/library.py FILE REPEAT   ->  one JSON line per row (read by bench/run.py)
+
+Run by bench/run.py with the peers' python (``.venv-bench``), ctxtool's checkout first on
+``sys.path`` and ctxtool's environment's site-packages (``CTXTOOL_BENCH_SITE``) last: the
+peers import their own pinned packages, ctxtool finds the few the peers' environment lacks.
+
+The file is read and parsed once (orjson), before any loop. The first rows give every library
+the same parsed records, the message dicts (what the peers' APIs take; LangChain turns them
+into its message objects inside each call, as its users' programs do): ctxtool's stats tally
+(:func:`ctxtool.stats.fast.tally_openai`, what ``stats`` and ``window`` read a dataset record
+with) and window plan. Then :func:`ctxtool.run.records.process` on each record's bytes (its API:
+the parse is inside ctxtool's time, not the peers'). Last, each library on its own objects,
+made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
+``transcript_stats``, ``window_messages`` and ``count_messages``; LangChain's message objects
+(``convert_to_messages``) for its two functions. Each pair runs once untimed, then ``REPEAT``
+times in turn (peer, ctxtool, peer, ctxtool ...); a row is the median of the pairs' ratios
+(peer time / ctxtool time: how many times faster ctxtool is) and their spread. The exact
+counts use ctxtool's default threads (one per core) where the texts are many.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+if os.environ.get("CTXTOOL_BENCH_SITE"):
+    sys.path.append(os.environ["CTXTOOL_BENCH_SITE"])
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+#: the budgets of the window rows: 32,000 characters for ctxtool, 8,000 approximate tokens
+#: (4 characters a token) for trim_messages, as the whole-process rows
+MAX_CHARS = 32000
+MAX_TOKENS = 8000
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object]]], repeat: int,
+          reset: Callable[[], None]) -> None:
+    """Each row's two loops: once untimed, then ``repeat`` times in turn, ``reset`` called
+    (untimed) before each; one JSON line a row."""
+    for name, peer_name, peer, ours in rows:
+        peer()
+        ours()
+        pt: list[float] = []
+        ot: list[float] = []
+        for _ in range(repeat):
+            reset()
+            pt.append(_timed(peer))
+            reset()
+            ot.append(_timed(ours))
+        print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot}), flush=True)
+
+
+def main(path: str, repeat: int) -> int:
+    import litellm
+    import orjson
+    from langchain_core.messages import convert_to_messages, trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from ctxtool import formats
+    from ctxtool.history.window import View, WindowOp, plan, window_messages
+    from ctxtool.model import heuristic_tokens
+    from ctxtool.run import records
+    from ctxtool.stats.fast import tally_openai
+    from ctxtool.stats.op import StatsOp
+    from ctxtool.stats.transcript import transcript_stats
+    from ctxtool.tokens.count import count_messages, get_tokenizer
+
+    with open(path, "rb") as f:
+        lines = [ln for ln in f if ln.strip()]
+    dicts: list[Any] = [orjson.loads(ln)["messages"] for ln in lines]
+    lc = [convert_to_messages(m) for m in dicts]
+    ts = list(formats.read(path))
+    heuristic = get_tokenizer("heuristic")
+    exact = get_tokenizer("o200k_base")
+    exact.count("warm")  # the encoding loaded before any loop, as litellm's is by its warm run
+    stats_op, exact_op = StatsOp(), StatsOp(tokenizer="o200k_base")
+    window_op = WindowOp(max_chars=MAX_CHARS, max_messages=1_000_000)
+    n = len(lines)
+    counter = exact.counter
+
+    def forget() -> None:
+        """ctxtool's exact counter remembers long texts it counted (a dataset repeats its system
+        prompt in every record): emptied before each timed loop, so that no run counts what the
+        run before it counted (a whole process starts empty too)."""
+        counter._memo.clear()
+        counter._memo_chars = 0
+
+    print(json.dumps({"records": n, "transcripts": len(ts)}), flush=True)
+
+    def process(op: Any) -> Callable[[], object]:
+        return lambda: [records.process(op, ln, path=path, line=i + 1) for i, ln in enumerate(lines)]
+
+    def tally_tokens() -> list[int]:  # stats' tally of each record (stats_fast), its heuristic tokens
+        out = []
+        for m in dicts:
+            tl = tally_openai(m, False)
+            out.append(sum(heuristic_tokens(c) for c in tl.chars) if tl is not None else -1)
+        return out
+
+    def tally_window() -> list[list[bool]]:  # window's plan from the same tally (as WindowOp's fast read)
+        out = []
+        for m in dicts:
+            tl = tally_openai(m, False, pairs=True)
+            out.append(plan(View.of_tally(tl), max_chars=MAX_CHARS, max_messages=1_000_000)[0] if tl is not None else [])
+        return out
+
+    def tally_exact() -> list[int]:  # the exact count of each record's texts, as stats --tokenizer o200k_base
+        out = []
+        for m in dicts:
+            tl = tally_openai(m, True)
+            out.append(sum(exact.count_many([x for xs in tl.texts for x in xs])) if tl is not None and tl.texts is not None else -1)
+        return out
+
+    approx = "count_tokens_approximately"
+    trim = f"trim_messages (last, {MAX_TOKENS:,} tokens)"
+    lc_count = lambda: [count_tokens_approximately(m) for m in dicts]  # noqa: E731
+    lc_trim = lambda: [  # noqa: E731
+        trim_messages(m, max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
+                      include_system=True) for m in dicts]
+    lc_count_own = lambda: [count_tokens_approximately(m) for m in lc]  # noqa: E731
+    lc_trim_own = lambda: [  # noqa: E731
+        trim_messages(m, max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
+                      include_system=True) for m in lc]
+    lite = lambda: [litellm.token_counter(model="gpt-4o", messages=m) for m in dicts]  # noqa: E731
+    pairs([
+        ("stats_fast.tally_openai + heuristic tokens, on the parsed dicts", approx + " on the parsed dicts",
+         lc_count, tally_tokens),
+        (f"window.plan (max_chars {MAX_CHARS}) from the tally, on the parsed dicts", trim + " on the parsed dicts",
+         lc_trim, tally_window),
+        ("stats_fast.tally_openai + o200k_base count, on the parsed dicts", "token_counter (gpt-4o) on the parsed dicts",
+         lite, tally_exact),
+        ("records.process(StatsOp()) on each record's bytes (parse inside)", approx + " on the parsed dicts",
+         lc_count, process(stats_op)),
+        (f"records.process(WindowOp(max_chars={MAX_CHARS})) on each record's bytes (parse inside, record written)",
+         trim + " on the parsed dicts", lc_trim, process(window_op)),
+        ("records.process(StatsOp(tokenizer='o200k_base')) on each record's bytes (parse inside)",
+         "token_counter (gpt-4o) on the parsed dicts", lite, process(exact_op)),
+        ("stats.transcript_stats (heuristic) on ctxtool's transcripts", approx + " on LangChain's messages",
+         lc_count_own, lambda: [transcript_stats(t, None, heuristic) for t in ts]),
+        (f"window.window_messages (max_chars {MAX_CHARS}) on ctxtool's transcripts", trim + " on LangChain's messages",
+         lc_trim_own, lambda: [window_messages(t.messages, max_chars=MAX_CHARS, max_messages=1_000_000) for t in ts]),
+        ("tokens.count_messages (o200k_base) on ctxtool's transcripts", "token_counter (gpt-4o) on the parsed dicts",
+         lite, lambda: [count_messages(t.messages, exact) for t in ts]),
+    ], repeat, forget)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], int(sys.argv[2])))
