@@ -86,9 +86,9 @@ def _profile(path: Path, row: Callable[..., None], label: str = "") -> None:
     import time
 
     from bench.run import REPEAT, ratios_of, spread
-    from ctxtool import tool_outputs as tools_ops
     from ctxtool.stats import files as stats
     from ctxtool.tool_outputs import algorithms as toolout
+    from ctxtool.tool_outputs import files as tools_ops
 
     on = f" [{label}]" if label else ""
     shm = Path("/dev/shm")

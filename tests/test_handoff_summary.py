@@ -15,7 +15,9 @@ from conftest import corpus_file
 from test_compact import write_chat, write_dataset
 
 from ctxtool import formats
-from ctxtool.compaction import CompactOptions, compact_transcript, context_view
+from ctxtool.compaction.core import compact_transcript
+from ctxtool.compaction.settings import CompactOptions
+from ctxtool.compaction.view import context_view
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.summarizers import prompt as sp
 from ctxtool.summarizers.heuristic import parse_sections, structured_summary
@@ -187,7 +189,7 @@ def test_the_latest_request_and_what_happened_after_it() -> None:
 
 def test_spotter_product_cut_state_from_the_tracker() -> None:
     """At Claude Code's own compaction of spotter, its TodoWrite calls hold the current subtask."""
-    from ctxtool.score import cut
+    from ctxtool.score.core import cut
     from ctxtool.score.recorded import recorded
 
     t = corpus("claude_code", "spotter_ae4a77f8_main.jsonl")
@@ -354,12 +356,12 @@ def _remote(kind: str, llm: Any) -> Any:
 def test_a_model_summary_is_handed_the_facts_and_checked_against_them(kind: str, tmp_path: Path) -> None:
     from fake_llm import FakeLLM
 
-    from ctxtool import compact as cp
+    from ctxtool.compaction.run import compact_file
 
     src = failing_build_chat(tmp_path / "c.json")
     options = CompactOptions(force=True, keep_recent_tokens=300)
     with FakeLLM(reply=FALSE_REPLY) as llm:
-        rep = cp.compact_file(src, tmp_path / "o.json", options=options, summarizer=_remote(kind, llm))
+        rep = compact_file(src, tmp_path / "o.json", options=options, summarizer=_remote(kind, llm))
         prompt = llm.requests[0].prompt
     assert "<facts>" in prompt and "- `npm run build`: FAILED: src/app.ts(3,7): error TS2304" in prompt
     assert "never call a failed run ok" in prompt and "## Current State" in prompt
@@ -369,7 +371,7 @@ def test_a_model_summary_is_handed_the_facts_and_checked_against_them(kind: str,
     assert "failed_called_done" in kinds and "countermanded" in kinds
     assert any("npm run build` passes" in d["line"] for d in r.disagreements)
     with FakeLLM(reply=TRUE_REPLY) as llm:
-        rep = cp.compact_file(src, tmp_path / "o2.json", options=options, summarizer=_remote(kind, llm))
+        rep = compact_file(src, tmp_path / "o2.json", options=options, summarizer=_remote(kind, llm))
     assert rep.records[0].disagreements == []
 
 
