@@ -119,7 +119,7 @@ def test_a_missing_backend_is_a_usage_error() -> None:
 @pytest.mark.skipif("bpe-openai" not in INSTALLED, reason="bpe-openai not installed")
 def test_the_package_still_imports_after_its_module_was_loaded_alone() -> None:
     code = (
-        "from ctxtool.tokens.count import backends as token_backends; n = token_backends.exact_counter('o200k_base', 'bpe-openai').count('hello world'); "
+        "from ctxtool.tokens import backends as token_backends; n = token_backends.exact_counter('o200k_base', 'bpe-openai').count('hello world'); "
         "import bpe_openai; print(n, len(bpe_openai.get_encoding('o200k_base').encode('hello world')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
