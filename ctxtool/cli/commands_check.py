@@ -38,7 +38,7 @@ def check(
     context_window: common.WindowOpt = None,
     model: common.ModelOpt = None,
     reserve_tokens: common.ReserveOpt = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="The effective limit in tokens when no context window is known (default 8000, compaction.max_tokens).")] = None,
+    max_tokens: common.MaxTokensOpt = None,
     max_messages: Annotated[int | None, typer.Option("--max-messages", min=0, help="Compact at this many messages when no token limit is known (default 50, compaction.max_messages).")] = None,
     threshold_ratio: Annotated[float | None, typer.Option("--threshold-ratio", min=0.0, max=1.0, help="The ratio policy's share of the window (default 0.8, compaction.threshold_ratio).")] = None,
     tokenizer: common.TokenizerOpt = None,

@@ -50,9 +50,7 @@ def cut(
     context_window: common.WindowOpt = None,
     model: common.ModelOpt = None,
     reserve_tokens: common.ReserveOpt = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=0, help="The effective limit in tokens when no context window is known (default 8000, compaction.max_tokens).")
-    ] = None,
+    max_tokens: common.MaxTokensOpt = None,
     tokenizer: common.TokenizerOpt = None,
     fmt: common.FormatOpt = None,
     output: common.OutOpt = None,

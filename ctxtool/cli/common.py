@@ -399,6 +399,10 @@ def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
 ReserveOpt = Annotated[
     int | None, typer.Option("--reserve-tokens", min=0, help="Tokens reserved for the response (default 16384, compaction.reserve_tokens).")
 ]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=0, help="The effective limit in tokens when no context window is known (default 8000, compaction.max_tokens)."),
+]
 
 
 def resolve_settings(
