@@ -115,10 +115,12 @@ def test_the_known_lost_probes() -> None:
     assert rep.summary.quality is None and ctrl["none"].quality == "the summary is empty"
 
 
-def test_nothing_lost_scores_one() -> None:
+def test_nothing_lost_claims_no_retention() -> None:
+    # nothing was probed, so nothing is claimed: not "100% kept"
     before, _ = before_after()
     rep = score(before, before)
-    assert rep.results == [] and rep.retention == 1.0 and rep.ratio == 1.0 and rep.lost_messages == 0
+    assert rep.results == [] and rep.retention is None and rep.ratio == 1.0 and rep.lost_messages == 0
+    assert rep.margins() == {} and rep.to_json()["retention"] is None
 
 
 def test_a_failure_fixed_before_the_cut_is_no_probe_and_calling_it_open_is_a_false_claim() -> None:
@@ -203,6 +205,27 @@ def test_cli_subprocess_and_errors(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "'heuristic' is not one of 'openai', 'anthropic', 'command'" in r.stderr
     r = runner.invoke(app, ["score", str(b), str(a), "--judge", "openai"], env={"CTXTOOL_SUMMARIZER_MODEL": ""})
     assert r.exit_code == 2 and "--judge-model" in r.stderr
+
+
+def test_a_transcript_with_nothing_to_probe_is_left_out_of_the_mean(tmp_path: Path) -> None:
+    """Two pairs: one lost 62.5% of its probes' worth, one lost nothing (no probe). The mean is the
+    first's alone, the second is counted as unprobed; before, it counted as 100% kept."""
+    before, after = before_after()
+    (tmp_path / "b").mkdir(), (tmp_path / "a").mkdir()
+    write(before, tmp_path / "b" / "lost.jsonl"), write(after, tmp_path / "a" / "lost.jsonl")
+    write(before, tmp_path / "b" / "same.jsonl"), write(before, tmp_path / "a" / "same.jsonl")
+    cmd = [sys.executable, "-m", "ctxtool", "score", str(tmp_path / "b"), str(tmp_path / "a")]
+    p = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    d = check_json("score", "score", p.stdout)
+    by = {Path(x["before"]).name: x for x in d["transcripts"]}
+    assert by["same.jsonl"]["retention"] is None and by["same.jsonl"]["probes"] == 0
+    assert by["same.jsonl"]["margins"] == {}
+    assert d["totals"]["transcripts"] == 2 and d["totals"]["unprobed"] == 1
+    assert d["totals"]["retention"] == by["lost.jsonl"]["retention"] == 0.625
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "mean retention 62.5% (1 with nothing to probe, left out)" in p.stdout
+    assert "retention - ·" in p.stdout  # the unprobed pair claims no figure
 
 
 def _answers(req: RecordedRequest) -> str:

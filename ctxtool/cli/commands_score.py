@@ -9,7 +9,7 @@ import typer
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
-from ..score.core import BUDGET
+from ..score.core import BUDGET, score_totals
 from ..summarizers import Closeable, summarizer_names
 from . import common, console
 from .common import resolve_model
@@ -74,26 +74,12 @@ def score_cmd(
 
             emit("score", {"before_path": before, "after_path": after, "tokenizer": tok_name, "budget": budget,
                            "judge": judge},
-                 items=items(), tail=lambda: {"totals": totals(done)}, jsonl=as_jsonl)
+                 items=items(), tail=lambda: {"totals": score_totals(done)}, jsonl=as_jsonl)
         else:
             _render(list(reports), console.PrintableStream(sys.stdout), max_lost)
     finally:
         if isinstance(jm, Closeable):
             jm.close()
-
-
-def totals(reps: list[ScoreReport]) -> dict[str, Any]:
-    tb, ta = sum(r.tokens_before for r in reps), sum(r.tokens_after for r in reps)
-    return {
-        "transcripts": len(reps),
-        "tokens_before": tb,
-        "tokens_after": ta,
-        "ratio": round(tb / ta, 3) if ta else None,
-        "probes": sum(len(r.results) for r in reps),
-        "lost": sum(len(r.lost) for r in reps),
-        "false_claims": sum(len(r.claims) for r in reps),
-        "retention": round(sum(r.retention for r in reps) / len(reps), 4) if reps else None,
-    }
 
 
 def _pct(x: float | None) -> str:
@@ -113,7 +99,9 @@ def _render(reps: list[ScoreReport], out: console.PrintableStream, max_lost: int
         out.write(f"  retention {_pct(r.retention)} · continuation {_pct(r.continuation)} · {len(r.results):,} probes · "
                   f"{len(r.claims)} false claim(s) · quality rules: {s.quality or 'pass'}\n")
         if r.controls:
-            out.write("  controls: " + " · ".join(f"{c.name} {_pct(c.retention)} ({r.retention - c.retention:+.1%})"
+            m = r.margins()
+            out.write("  controls: " + " · ".join(f"{c.name} {_pct(c.retention)}"
+                                                   + (f" ({m[c.name]:+.1%})" if c.name in m else "")
                                                    for c in r.controls) + "\n")
         kinds = [k for k in r.kinds if k.probes]
         if kinds:
@@ -133,10 +121,11 @@ def _render(reps: list[ScoreReport], out: console.PrintableStream, max_lost: int
         if len(lost) > max_lost:
             out.write(f"  ... and {len(lost) - max_lost:,} more lost (--limit, or --json for all)\n")
     if len(reps) > 1:
-        t = totals(reps)
+        t = score_totals(reps)
         out.write(f"{t['transcripts']:,} transcript(s): {t['tokens_before']:,} → {t['tokens_after']:,} tokens; "
                   f"{t['probes']:,} probes, {t['lost']:,} lost, {t['false_claims']:,} false claim(s); "
-                  f"mean retention {_pct(t['retention'])}\n")
+                  f"mean retention {_pct(t['retention'])}"
+                  + (f" ({t['unprobed']:,} with nothing to probe, left out)" if t["unprobed"] else "") + "\n")
     out.flush()
 
 

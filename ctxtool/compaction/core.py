@@ -253,8 +253,9 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
     if rep.tokens_after >= rep.tokens_before:
         return f"{NOT_SMALLER} ({rep.tokens_after:,} ≥ {rep.tokens_before:,} tokens)"
     sc = score(t, built.transcript, tok=tok, with_controls=False)
-    rep.retention = round(sc.retention, 4)
-    if opts.min_retention is not None and sc.retention < opts.min_retention:
+    rep.retention = None if sc.retention is None else round(sc.retention, 4)
+    # nothing probed: no retention to hold against --min-retention (the report says null)
+    if opts.min_retention is not None and sc.retention is not None and sc.retention < opts.min_retention:
         lost = "; ".join(f"{x.kind}: {one_line(x.text, 80)}" for x in sc.lost[:3])
         return (f"its retention {sc.retention:.1%} is below --min-retention {opts.min_retention:.1%}"
                 + (f" (lost {len(sc.lost)} probe(s): {lost}{' ...' if len(sc.lost) > 3 else ''})" if lost else ""))

@@ -78,11 +78,16 @@ def kind_scores(results: Sequence[ProbeResult]) -> list[KindScore]:
     return out
 
 
-def weighted(results: Sequence[ProbeResult]) -> float:
-    """The weighted mean of the kinds' retentions (1.0 when there is no probe)."""
+def weighted(results: Sequence[ProbeResult]) -> float | None:
+    """The weighted mean of the kinds' retentions; None when nothing was probed (no retention to
+    claim: a part with no probe is not "100% kept")."""
     ks = [k for k in kind_scores(results) if k.probes]
     total = sum(k.weight for k in ks)
-    return sum(k.weight * (k.retention or 0.0) for k in ks) / total if total else 1.0
+    return sum(k.weight * (k.retention or 0.0) for k in ks) / total if total else None
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
 
 
 @dataclass(slots=True)
@@ -96,7 +101,7 @@ class Scored:
     quality: str | None = None  # why the quality rules reject it, or None
 
     @property
-    def retention(self) -> float:
+    def retention(self) -> float | None:
         return weighted(self.results)
 
     @property
@@ -106,7 +111,7 @@ class Scored:
 
     def to_json(self) -> dict[str, Any]:
         c = self.continuation
-        return {"name": self.name, "tokens": self.tokens, "retention": round(self.retention, 4),
+        return {"name": self.name, "tokens": self.tokens, "retention": _round(self.retention),
                 "continuation": None if c is None else round(c, 4),
                 "kinds": [k.to_json() for k in kind_scores(self.results) if k.probes],
                 "false_claims": [x.to_json() for x in self.claims], "quality": self.quality}
@@ -129,7 +134,7 @@ class ScoreReport:
     budget: int
     summary: Scored
     controls: list[Scored] = field(default_factory=list)
-    curve: list[tuple[int, float]] = field(default_factory=list)
+    curve: list[tuple[int, float | None]] = field(default_factory=list)
     pipeline: dict[str, int] = field(default_factory=dict)  # tokens of what the pipeline appended
     judge: JudgeReport | None = None
 
@@ -142,7 +147,7 @@ class ScoreReport:
         return kind_scores(self.results)
 
     @property
-    def retention(self) -> float:
+    def retention(self) -> float | None:
         return self.summary.retention
 
     @property
@@ -167,8 +172,10 @@ class ScoreReport:
         return [r.probe for r in self.results if not r.kept]
 
     def margins(self) -> dict[str, float]:
-        """By how much the summary's retention beats each control's (in points of 1.0)."""
-        return {c.name: self.retention - c.retention for c in self.controls}
+        """By how much the summary's retention beats each control's (in points of 1.0); empty when
+        nothing was probed."""
+        r = self.retention
+        return {c.name: r - c.retention for c in self.controls if r is not None and c.retention is not None}
 
     def to_json(self) -> dict[str, Any]:
         r, c = self.ratio, self.compression
@@ -187,13 +194,13 @@ class ScoreReport:
             "budget": self.budget,
             "probes": len(self.results),
             "kept": sum(1 for x in self.results if x.kept),
-            "retention": round(self.retention, 4),
+            "retention": _round(self.retention),
             "continuation": None if self.continuation is None else round(self.continuation, 4),
             "summary": self.summary.to_json(),
             "lost": [x.to_json() for x in self.results if not x.kept],
             "controls": [x.to_json() for x in self.controls],
             "margins": {k: round(v, 4) for k, v in self.margins().items()},
-            "curve": [{"tokens": t, "retention": round(v, 4)} for t, v in self.curve],
+            "curve": [{"tokens": t, "retention": _round(v)} for t, v in self.curve],
             "pipeline": self.pipeline,
             "judge": None if self.judge is None else self.judge.to_json(),
         }
@@ -332,6 +339,24 @@ def score_cut(
 
         rep.judge = judge_report(judge, probes, clipped)
     return rep
+
+
+def score_totals(reps: Sequence[ScoreReport]) -> dict[str, Any]:
+    """The totals of many scored transcripts. Retention is the mean over the transcripts that had
+    something to probe; ``unprobed`` counts the others (they claim nothing either way)."""
+    tb, ta = sum(r.tokens_before for r in reps), sum(r.tokens_after for r in reps)
+    rs = [r.retention for r in reps if r.retention is not None]
+    return {
+        "transcripts": len(reps),
+        "tokens_before": tb,
+        "tokens_after": ta,
+        "ratio": round(tb / ta, 3) if ta else None,
+        "probes": sum(len(r.results) for r in reps),
+        "lost": sum(len(r.lost) for r in reps),
+        "false_claims": sum(len(r.claims) for r in reps),
+        "unprobed": len(reps) - len(rs),
+        "retention": round(sum(rs) / len(rs), 4) if rs else None,
+    }
 
 
 def split(before: Sequence[Message], after: Sequence[Message], future: Sequence[Message] = ()) -> Part:
