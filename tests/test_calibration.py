@@ -279,8 +279,12 @@ def test_cli_stats_replay_check_json_report_accuracy_and_error() -> None:
 
 def test_cli_stats_without_usage_has_no_accuracy_and_unknown_tokenizer_is_a_usage_error() -> None:
     p = str(SAMPLES / "sharegpt_dataset.json")
-    for t in json.loads(ctxtool("stats", p, "--json", "--accuracy").stdout)["transcripts"]:
+    r = ctxtool("stats", p, "--json", "--accuracy")
+    for t in json.loads(r.stdout)["transcripts"]:
         assert t["accuracy"] is None
+    # asked for and impossible: said, on stderr (the data on stdout stays the same)
+    assert "--accuracy: no transcript records usage" in r.stderr
+    assert "--accuracy" not in ctxtool("stats", str(SAMPLES / "claude_code_session.jsonl"), "--accuracy").stderr
     r = ctxtool("stats", p, "-t", "nope")
     assert r.returncode == 2 and "calibrated" in r.stderr and "Traceback" not in r.stderr
 

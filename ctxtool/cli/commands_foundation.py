@@ -134,6 +134,9 @@ def stats(
     if not (context_window or info) and report.overview is not None:
         common.warn_unknown_models(report.overview.models)
     warn_drift(report.overview.drift if report.overview is not None else {})
+    if accuracy and not report.totals.usage.api_messages:
+        err_line("--accuracy: no transcript records usage (input tokens per turn), so there is nothing to measure "
+                 "the estimates against")
     if count:
         sys.stdout.write(f"{report.totals.tokens}\n")
     elif em is not None:
