@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, corpus_file
 from io_pipes import run_ctxtool
 
 from ctxtool import formats
@@ -150,18 +150,65 @@ def test_atif_drift_counted_and_kept(tmp_path: Path) -> None:
     assert json.loads(quiet.stdout)["totals"]["unknown_types"] == {} and b"does not know" not in quiet.stderr
 
 
-@pytest.mark.parametrize("name", ["openai_chat.json", "openai_dataset.jsonl", "pi_session.jsonl",
-                                  "codex_rollout.jsonl", "claude_code_session.jsonl", "gemini_session.json"])
+@pytest.mark.parametrize("name", ["openai_chat.json", "openai_dataset.jsonl", "pi_session.jsonl", "codex_rollout.jsonl",
+                                  "claude_code_session.jsonl", "gemini_session.json", "responses_items.jsonl",
+                                  "sharegpt_dataset.json"])
 def test_conversion_to_atif_is_valid_atif(tmp_path: Path, name: str) -> None:
     """Converted to ATIF, a transcript of another format is a document harbor-style readers
     take: a schema version and an agent (never the other format's record), tool arguments
-    as objects (OpenAI's JSON text parsed), ctxtool's metadata in ``extra``, and every
-    embedded trajectory with a ``trajectory_id``."""
+    as objects (OpenAI's JSON text parsed), ctxtool's metadata in ``extra``, every embedded
+    trajectory with a ``trajectory_id``, and each result in the step of its call (parallel
+    calls written as one message each, Responses items and ShareGPT turns, are one step)."""
     out = tmp_path / "out.json"
     ctx(tmp_path, "convert", str(SAMPLES / name), "--to", "atif", "-o", str(out))
     assert harbor_errors(out) == []
     doc = json.loads(out.read_text())
     assert doc["schema_version"] == "ATIF-v1.6" and "messages" not in doc
+    n_calls = sum(len(s.get("tool_calls") or []) for t in [doc, *doc.get("subagent_trajectories", [])] for s in t["steps"])
+    assert n_calls == sum(1 for t in formats.read(SAMPLES / name) for m in t.messages for b in m.content
+                          if b.type == "tool_call")
+
+
+def test_sharegpt_parallel_calls_paired_in_one_step(tmp_path: Path) -> None:
+    """ShareGPT's two ``function_call`` turns and their two observations: one step, each
+    result answering its own call (not the second call answering the first's result)."""
+    out = tmp_path / "out.json"
+    ctx(tmp_path, "convert", str(SAMPLES / "sharegpt_dataset.json"), "--to", "atif", "-o", str(out))
+    sub = json.loads(out.read_text())["subagent_trajectories"][0]
+    (step,) = [s for s in sub["steps"] if s.get("tool_calls")]
+    calls = {c["tool_call_id"]: c["function_name"] for c in step["tool_calls"]}
+    got = {calls[r["source_call_id"]]: r["content"] for r in step["observation"]["results"]}
+    assert got == {"convert_currency": '{"converted_amount": 40125.5, "currency": "JPY"}',
+                   "get_exchange_rate": '{"rate": 1.0842}'}
+
+
+def test_anthropic_images_through_atif(tmp_path: Path) -> None:
+    """An inline image becomes an ATIF image part (media type, a data URL as its path) and
+    comes back to Anthropic as the block it was; a document rides in an image part and
+    comes back too; ATIF to ATIF is byte-exact."""
+    src = SAMPLES / "anthropic_request.json"
+    at, back, again = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    ctx(tmp_path, "convert", str(src), "--to", "atif", "-o", str(at))
+    parts = json.loads(at.read_text())["steps"][1]["message"]
+    img = next(p for p in parts if p["type"] == "image" and "path" in p["source"])
+    assert img["source"]["media_type"] == "image/png" and img["source"]["path"].startswith("data:image/png;base64,")
+    ctx(tmp_path, "convert", str(at), "--to", "anthropic", "-o", str(back))
+    assert json.loads(back.read_text())["messages"][0] == json.loads(src.read_text())["messages"][0]
+    ctx(tmp_path, "convert", str(at), "--to", "atif", "-o", str(again))
+    assert again.read_bytes() == at.read_bytes()
+
+
+@pytest.mark.parametrize("where", [("claude_code", "spotter_ae4a77f8_main.jsonl"),
+                                   ("codex", "codemie_rollout-2026-05-11T11-26-55-019e1625.jsonl"),
+                                   ("codex", "localpush_redacted_rollout-2026-02-23T12-54-34-019c8a59.jsonl")])
+def test_real_sessions_to_valid_atif(tmp_path: Path, where: tuple[str, str]) -> None:
+    """Real sessions: Claude Code answering two parallel calls after the next reply's call
+    (the late result goes to its call's step), a Codex web search (a call without an id:
+    one is made), a Codex image (a URL as the image part's path)."""
+    src = corpus_file(*where)
+    out = tmp_path / "out.json"
+    ctx(tmp_path, "convert", str(src), "--to", "atif", "-o", str(out))
+    assert harbor_errors(out) == []
 
 
 def test_atif_edits_are_valid_atif_and_restore(tmp_path: Path) -> None:

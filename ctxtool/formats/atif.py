@@ -34,6 +34,7 @@ holds an audio part.
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -43,6 +44,7 @@ from ..errors import CtxtoolError
 from ..io import jsonl as jsonio
 from ..io.jsonl import Source
 from ..model import HINT_SUMMARY, Block, Compaction, Line, Message, Metadata, Transcript, Usage, token_count
+from . import images
 from .anthropic_blocks import tool_input
 from .base import (
     META_KEY,
@@ -101,7 +103,8 @@ def _part(p: Any) -> Block:
     if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
         return Block("text", text=p["text"])
     if isinstance(p, dict) and p.get("type") == "image":
-        return Block("image", data=p)
+        # a document ctxtool put in an image part (ATIF has no document part): the document
+        return Block("image", data=p["source"] if images.is_document(p.get("source")) else p)
     if isinstance(p, dict) and p.get("type") == "audio":  # v1.8: a file beside the trajectory, named
         return Block("text", text=audio_text(p), extra={PART: p})
     return Block("text", text=p if isinstance(p, str) else jsonio.dumps_text(p), extra={PART: p})
@@ -265,12 +268,30 @@ def _text_value(blocks: list[Block], before: Any) -> Any:
     for b in blocks:
         src = (b.extra or {}).get(PART)
         if b.type == "image":
-            parts.append(b.data if isinstance(b.data, dict) and b.data.get("type") == "image" else {"type": "image", "source": b.data})
+            parts.append(image_part(b.data))
         elif src is not None and _part(src).text == b.text:
             parts.append(src)
         else:
             parts.append({"type": "text", "text": b.text})
     return parts
+
+
+def image_part(data: Any) -> dict[str, Any]:
+    """An ATIF image part (``source``: ``media_type`` and ``path``, a file or a URL) for an
+    image block: an ATIF one as it came; another format's inline image as a data URL, its
+    URL as the path. A document (Anthropic's) has no ATIF part: it is kept as it came."""
+    if isinstance(data, dict) and data.get("type") == "image" and isinstance(data.get("source"), dict) \
+            and "path" in data["source"] or images.is_document(data):
+        return data if isinstance(data, dict) and data.get("type") == "image" else {"type": "image", "source": data}
+    p = images.parse(data)
+    if p is None:
+        return {"type": "image", "source": data}
+    kind, a, b = p
+    if kind == "base64":
+        return {"type": "image", "source": {"media_type": a, "path": f"data:{a};base64,{b}"}}
+    mime = mimetypes.guess_type(a.split("?", 1)[0])[0]
+    return {"type": "image", "source": {"media_type": mime if mime and mime.startswith("image/") else images.DEFAULT_MIME,
+                                        "path": a}}
 
 
 def render_head(head: Message, step_id: int) -> dict[str, Any]:
@@ -292,7 +313,8 @@ def render_head(head: Message, step_id: int) -> dict[str, Any]:
         tcs: list[dict[str, Any]] = []
         for b in calls:
             c = dict(before.get(b.id) or {})
-            c["tool_call_id"] = b.id if not is_synthetic(b) else f"call_{step_id}_{len(tcs) + 1}"
+            # a call without an id of its own (a Codex web search) gets one: ATIF requires it
+            c["tool_call_id"] = b.id if b.id is not None and not is_synthetic(b) else f"call_{step_id}_{len(tcs) + 1}"
             c["function_name"] = b.name
             c["arguments"] = tool_input(b.arguments)  # an object in ATIF (OpenAI's JSON text parsed)
             tcs.append(c)
@@ -407,9 +429,67 @@ def build_steps(entries: list[Any]) -> list[dict[str, Any]]:
             groups[-1][1].append(e)  # an observation answering no call: its step's
         elif e.role == "tool":
             groups.append((None, [e]))
+        elif groups and _calls_go_together(groups[-1], e):
+            groups[-1] = (_joined(groups[-1][0], e), [])  # type: ignore[arg-type]
         else:
             groups.append((e, []))
     return [build_step(head, tools, n) for n, (head, tools) in enumerate(groups, 1)]
+
+
+def _results_to_their_calls(steps: list[dict[str, Any]]) -> None:
+    """Each result moved to the observation of the step holding its call, when that is an
+    earlier step (another format's results may come a turn late: Claude Code answers two
+    parallel calls after the next reply's call); ATIF answers a call in its own step."""
+    where: dict[Any, int] = {}
+    for i, step in enumerate(steps):
+        for c in step.get("tool_calls") or []:
+            where.setdefault(c.get("tool_call_id"), i)
+        obs = step.get("observation")
+        res = obs.get("results") if isinstance(obs, dict) else None
+        if not isinstance(res, list):
+            continue
+        own = {c.get("tool_call_id") for c in step.get("tool_calls") or []}
+        late = [r for r in res if isinstance(r, dict) and r.get("source_call_id") not in own
+                and where.get(r.get("source_call_id"), i) < i]
+        if not late:
+            continue
+        for r in late:
+            to = steps[where[r["source_call_id"]]]
+            o = to.get("observation")
+            if not isinstance(o, dict):
+                o = to["observation"] = {"results": []}
+            o["results"] = [*o.get("results", []), r]
+        keep = [r for r in res if not any(r is x for x in late)]
+        if keep:
+            obs["results"] = keep
+        else:
+            del step["observation"]
+
+
+def _calls(m: Message | None) -> bool:
+    return m is not None and m.role == "assistant" and any(b.type == "tool_call" for b in m.content)
+
+
+def _calls_go_together(group: tuple[Message | None, list[Message]], m: Message) -> bool:
+    """Whether ``m``'s calls join the step before: another format's assistant messages one
+    call each (Responses API items, ShareGPT ``function_call`` turns), their results after
+    them all. ATIF answers a step's calls in that step's observation, so the calls are one
+    step. Steps read from ATIF never join (each is written as it came)."""
+    head, tools = group
+    return (not tools and _calls(head) and _calls(m) and head is not None
+            and STEP not in head.extra and STEP not in m.extra
+            and not any(b.type == "tool_result" for b in head.content))
+
+
+def _joined(a: Message, b: Message) -> Message:
+    """One assistant message for two whose calls are one step (usage added unless both
+    are the same API call's)."""
+    u = a.usage or b.usage
+    if a.usage is not None and b.usage is not None and (a.usage_key is None or a.usage_key != b.usage_key):
+        u = Usage(a.usage.input + b.usage.input, a.usage.output + b.usage.output,
+                  a.usage.cache_creation + b.usage.cache_creation, a.usage.cache_read + b.usage.cache_read)
+    return Message("assistant", a.content + b.content, id=a.id, metadata=a.metadata, usage=u, usage_key=a.usage_key,
+                   model=a.model or b.model, dirty=True)
 
 
 class ATIFFormat(Format):
@@ -458,6 +538,8 @@ class ATIFFormat(Format):
             rec = {"schema_version": WRITTEN, "session_id": t.id or str(t.index),
                    "agent": {"name": "ctxtool", "version": "1"}}
         rec["steps"] = build_steps(t.entries)
+        if made:
+            _results_to_their_calls(rec["steps"])
         if made and any(_has_audio(s) for s in rec["steps"]):
             rec["schema_version"] = AUDIO_VERSION
         return rec
