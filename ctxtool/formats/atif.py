@@ -445,9 +445,9 @@ def _results_to_their_calls(steps: list[dict[str, Any]]) -> None:
         for c in step.get("tool_calls") or []:
             where.setdefault(c.get("tool_call_id"), i)
         obs = step.get("observation")
-        res = obs.get("results") if isinstance(obs, dict) else None
-        if not isinstance(res, list):
+        if not (isinstance(obs, dict) and isinstance(obs.get("results"), list)):
             continue
+        res = obs["results"]
         own = {c.get("tool_call_id") for c in step.get("tool_calls") or []}
         late = [r for r in res if isinstance(r, dict) and r.get("source_call_id") not in own
                 and where.get(r.get("source_call_id"), i) < i]
