@@ -29,7 +29,13 @@ Writing: an unchanged step is written as it came; a changed one is rebuilt from 
 object (its other fields, and each result's ``subagent_trajectory_ref`` and ``extra``, kept).
 A document made from another format is tagged ``ATIF-v1.6`` (the version that brought the
 content parts ctxtool may write; readers of v1.6 and later take it), or ``ATIF-v1.8`` when it
-holds an audio part.
+holds an audio part. What ctxtool writes is what harbor's models (which reject any field
+they do not name) take: ctxtool's own metadata in a step's ``extra`` (an observation's: its
+first result's), tool arguments as objects, ids for calls that had none, an inline image as
+an image part whose path is a data URL, each result in the step of its call (another
+format's parallel calls written one message each are one step), and a ``trajectory_id`` on
+every embedded trajectory. Anthropic documents, which ATIF has no part for, ride in an image
+part and read back as the document.
 """
 
 from __future__ import annotations
