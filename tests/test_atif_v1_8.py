@@ -15,20 +15,13 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES, corpus_file
-from io_pipes import run_ctxtool
+from test_stores_newer import ctx
 
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError
 
 V18 = Path(__file__).parent / "data" / "atif" / "trajectory_v1_8_audio.json"
 ATIF = SAMPLES / "atif_trajectory.json"
-
-
-def ctx(tmp_path: Path, *args: str, ok: bool = True) -> Any:
-    r = run_ctxtool(*args, cache=tmp_path / "cache")
-    if ok:
-        assert r.returncode == 0, (r.stdout + r.stderr).decode(errors="replace")
-    return r
 
 
 def harbor_errors(path: Path) -> list[str]:
