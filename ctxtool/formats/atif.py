@@ -1,27 +1,48 @@
-"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.8``;
-a field this reader does not name, such as the ``reasoning_effort`` and ``llm_call_count``
-v1.8 writers put on steps, is kept as it came).
+"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.8``).
 
 One JSON document: ``schema_version``, ``session_id``, ``agent``, ``steps`` and optional
 ``final_metrics``, ``extra``, ``subagent_trajectories`` (v1.7: embedded subagents, each a
 complete trajectory). The root trajectory is transcript 0; each embedded subagent is one
 more transcript (its ``trajectory_id`` is its id). Every other field is kept.
 
-A step (``source`` system/user/agent) is one message: ``message`` (a string, or v1.6
-content parts with images) as text, ``reasoning_content`` as thinking, ``tool_calls``
-(``tool_call_id``, ``function_name``, ``arguments``) as calls, ``metrics`` as usage
-(``prompt_tokens`` includes the cached ones). Its ``observation.results`` answering the
+A step (``source`` system/user/agent) is one message: ``message`` (a string, or content
+parts: v1.6 text and images, v1.8 audio) as text, ``reasoning_content`` as thinking,
+``tool_calls`` (``tool_call_id``, ``function_name``, ``arguments``) as calls, ``metrics`` as
+usage (``prompt_tokens`` includes the cached ones). Its ``observation.results`` answering the
 step's calls (``source_call_id``; a result without one answers the call at its position
 when the counts agree) follow as one tool message. An observation that answers no call (a
 parse-error notice, the summary of a context-management step) follows as a user message;
 a context-management step's (``extra.context_management``) is a compaction summary.
 
+v1.8 adds audio content parts (``{"type": "audio", "source": {"media_type", "path",
+"duration_sec"}}``: a file stored beside the trajectory, never inline). ctxtool does not open
+the file and cannot count its tokens: an audio part reads as a line of text naming it
+(``[audio audio/wav, 4.2 s: clips/q1.wav]``), which is what other formats get on conversion,
+and is written back to ATIF as the part it was. An audio part without a ``source`` holding
+``media_type`` and ``path`` is an error naming the step, as harbor's model rejects it.
+
+Loud about drift (:meth:`ATIFFormat.unknown_records`): a ``schema_version`` newer than the
+newest this reader knows, content parts of types no ATIF version defines, and step fields
+outside the v1.8 step model are counted and warned about; all are kept as they came.
+
 Writing: an unchanged step is written as it came; a changed one is rebuilt from its source
 object (its other fields, and each result's ``subagent_trajectory_ref`` and ``extra``, kept).
+A document made from another format is tagged ``ATIF-v1.6`` (the version that brought the
+content parts ctxtool may write; readers of v1.6 and later take it), or ``ATIF-v1.8`` when it
+holds an audio part. What ctxtool writes is what harbor's models (which reject any field
+they do not name) take: ctxtool's own metadata in a step's ``extra`` (an observation's: its
+first result's), tool arguments as objects, ids for calls that had none, an inline image as
+an image part whose path is a data URL, each result in the step of its call (another
+format's parallel calls written one message each are one step), and a ``trajectory_id`` on
+every embedded trajectory. Anthropic documents, which ATIF has no part for, ride in an image
+part and read back as the document.
 """
 
 from __future__ import annotations
 
+import mimetypes
+import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -29,6 +50,8 @@ from ..errors import CtxtoolError
 from ..io import jsonl as jsonio
 from ..io.jsonl import Source
 from ..model import HINT_SUMMARY, Block, Compaction, Line, Message, Metadata, Transcript, Usage, token_count
+from . import images
+from .anthropic_blocks import tool_input
 from .base import (
     META_KEY,
     STRUCTURE_ERRORS,
@@ -38,7 +61,6 @@ from .base import (
     is_synthetic,
     make_exact,
     malformed,
-    put_meta,
     read_meta,
     write_document,
 )
@@ -48,6 +70,17 @@ SOURCE = {"system": "system", "user": "user", "assistant": "agent"}
 STEP = "atif_step"  # hint: a message read from a step ("step") or from its observation ("observation")
 PART = "atif_part"
 OBS_AT = "atif_observation_at"  # hint: where the step's observation was among its keys
+#: the newest ATIF version this reader knows, and the one a document made from another format gets
+NEWEST = (1, 8)
+WRITTEN = "ATIF-v1.6"
+AUDIO_VERSION = "ATIF-v1.8"  # the version that brought audio content parts
+#: content part types: text and image (v1.6), audio (v1.8)
+PART_TYPES = frozenset({"text", "image", "audio"})
+#: a step's fields in the v1.8 model (``ctxtool``: where ctxtool keeps its own metadata)
+STEP_FIELDS = frozenset({
+    "step_id", "timestamp", "source", "model_name", "reasoning_effort", "message", "reasoning_content", "tool_calls",
+    "observation", "metrics", "extra", "llm_call_count", "is_copied_context", META_KEY,
+})
 
 
 def is_trajectory(doc: Any) -> bool:
@@ -55,12 +88,31 @@ def is_trajectory(doc: Any) -> bool:
     return isinstance(v, str) and v.upper().startswith("ATIF") and isinstance(doc.get("steps"), list)
 
 
+def version(v: Any) -> tuple[int, int] | None:
+    """``ATIF-v1.8`` as ``(1, 8)``; None for a tag of another shape."""
+    m = re.fullmatch(r"ATIF-v(\d+)\.(\d+)", v.strip(), re.IGNORECASE) if isinstance(v, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def audio_text(p: dict[str, Any]) -> str:
+    """The line of text an audio part (v1.8) reads as: its media type, duration and path."""
+    src = p.get("source")
+    if not (isinstance(src, dict) and isinstance(src.get("media_type"), str) and isinstance(src.get("path"), str)):
+        raise CtxtoolError("audio content part needs a 'source' with 'media_type' and 'path' (ATIF v1.8)")
+    d = src.get("duration_sec")
+    secs = f", {d:g} s" if isinstance(d, int | float) and not isinstance(d, bool) else ""
+    return f"[audio {src['media_type']}{secs}: {src['path']}]"
+
+
 # -- reading ---------------------------------------------------------------------------------
 def _part(p: Any) -> Block:
     if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
         return Block("text", text=p["text"])
     if isinstance(p, dict) and p.get("type") == "image":
-        return Block("image", data=p)
+        # a document ctxtool put in an image part (ATIF has no document part): the document
+        return Block("image", data=p["source"] if images.is_document(p.get("source")) else p)
+    if isinstance(p, dict) and p.get("type") == "audio":  # v1.8: a file beside the trajectory, named
+        return Block("text", text=audio_text(p), extra={PART: p})
     return Block("text", text=p if isinstance(p, str) else jsonio.dumps_text(p), extra={PART: p})
 
 
@@ -83,6 +135,36 @@ def _usage(m: Any, lineno: int | None) -> Usage | None:
     except CtxtoolError as e:
         e.line = lineno
         raise
+
+
+def _meta(obj: dict[str, Any]) -> Metadata:
+    """ctxtool's metadata of a step (in its ``extra``) or of an observation (in its first
+    result's ``extra``); files ctxtool wrote before kept it in a ``ctxtool`` field of their own."""
+    if META_KEY in obj:
+        return read_meta(obj)
+    res = obj.get("results")
+    holder = res[0] if "step_id" not in obj and isinstance(res, list) and res and isinstance(res[0], dict) else obj
+    ex = holder.get("extra")
+    return read_meta(ex) if isinstance(ex, dict) and META_KEY in ex else Metadata()
+
+
+def _put_meta(obj: dict[str, Any], msg: Message) -> None:
+    """ctxtool's metadata where ATIF has room for it (harbor's models allow no field of
+    their own): a step's ``extra``, an observation's first result's ``extra``."""
+    obj.pop(META_KEY, None)
+    res = obj.get("results")
+    if "step_id" not in obj:
+        if not (isinstance(res, list) and res and isinstance(res[0], dict)):
+            return
+        res[0] = obj = dict(res[0])
+    ex = obj.get("extra")
+    ex = {k: v for k, v in ex.items() if k != META_KEY} if isinstance(ex, dict) else {}
+    if not msg.metadata.is_empty():
+        ex[META_KEY] = msg.metadata.to_json()
+    if ex or isinstance(obj.get("extra"), dict) and META_KEY not in obj["extra"]:
+        obj["extra"] = ex
+    else:
+        obj.pop("extra", None)
 
 
 def decode_step(step: dict[str, Any], prefix: str = "") -> list[Message]:
@@ -109,7 +191,7 @@ def decode_step(step: dict[str, Any], prefix: str = "") -> list[Message]:
     sid = step.get("step_id")
     mid = f"{prefix}{sid}" if sid is not None else None
     model = step.get("model_name")
-    meta = read_meta(step) if META_KEY in step else Metadata()
+    meta = _meta(step)
     obs = step.get("observation")
     results = obs.get("results") if isinstance(obs, dict) else None
     answered = bool(calls) and isinstance(results, list) and bool(results)
@@ -130,7 +212,7 @@ def decode_step(step: dict[str, Any], prefix: str = "") -> list[Message]:
             oextra[HINT_SUMMARY] = True  # the summary a context-management step left
         out.append(Message("user", [Block("text", text=content_text(r.get("content"))) for r in results if isinstance(r, dict)],
                            id=f"{mid}/observation" if mid else None,
-                           metadata=read_meta(obs) if META_KEY in obs else Metadata(), lines=[Line(obs)], extra=oextra))
+                           metadata=_meta(obs), lines=[Line(obs)], extra=oextra))
     if answered:
         assert isinstance(obs, dict) and isinstance(results, list)
         names = {c.get("tool_call_id"): c.get("function_name") for c in calls}
@@ -143,7 +225,7 @@ def decode_step(step: dict[str, Any], prefix: str = "") -> list[Message]:
                 cid = calls[i].get("tool_call_id")
                 rextra = {"positional": True}
             rblocks.append(Block("tool_result", text=content_text(r.get("content")), id=cid, name=names.get(cid), extra=rextra))
-        ometa = read_meta(obs) if META_KEY in obs else Metadata()
+        ometa = _meta(obs)
         out.append(Message("tool", rblocks, id=f"{mid}/observation" if mid else None, metadata=ometa, lines=[Line(obs)],
                            extra={STEP: "observation"}))
     return out
@@ -192,12 +274,30 @@ def _text_value(blocks: list[Block], before: Any) -> Any:
     for b in blocks:
         src = (b.extra or {}).get(PART)
         if b.type == "image":
-            parts.append(b.data if isinstance(b.data, dict) and b.data.get("type") == "image" else {"type": "image", "source": b.data})
+            parts.append(image_part(b.data))
         elif src is not None and _part(src).text == b.text:
             parts.append(src)
         else:
             parts.append({"type": "text", "text": b.text})
     return parts
+
+
+def image_part(data: Any) -> dict[str, Any]:
+    """An ATIF image part (``source``: ``media_type`` and ``path``, a file or a URL) for an
+    image block: an ATIF one as it came; another format's inline image as a data URL, its
+    URL as the path. A document (Anthropic's) has no ATIF part: it is kept as it came."""
+    if isinstance(data, dict) and data.get("type") == "image" and isinstance(data.get("source"), dict) \
+            and "path" in data["source"] or images.is_document(data):
+        return data if isinstance(data, dict) and data.get("type") == "image" else {"type": "image", "source": data}
+    p = images.parse(data)
+    if p is None:
+        return {"type": "image", "source": data}
+    kind, a, b = p
+    if kind == "base64":
+        return {"type": "image", "source": {"media_type": a, "path": f"data:{a};base64,{b}"}}
+    mime = mimetypes.guess_type(a.split("?", 1)[0])[0]
+    return {"type": "image", "source": {"media_type": mime if mime and mime.startswith("image/") else images.DEFAULT_MIME,
+                                        "path": a}}
 
 
 def render_head(head: Message, step_id: int) -> dict[str, Any]:
@@ -219,14 +319,15 @@ def render_head(head: Message, step_id: int) -> dict[str, Any]:
         tcs: list[dict[str, Any]] = []
         for b in calls:
             c = dict(before.get(b.id) or {})
-            c["tool_call_id"] = b.id if not is_synthetic(b) else f"call_{step_id}_{len(tcs) + 1}"
+            # a call without an id of its own (a Codex web search) gets one: ATIF requires it
+            c["tool_call_id"] = b.id if b.id is not None and not is_synthetic(b) else f"call_{step_id}_{len(tcs) + 1}"
             c["function_name"] = b.name
-            c["arguments"] = b.arguments if b.arguments is not None else {}
+            c["arguments"] = tool_input(b.arguments)  # an object in ATIF (OpenAI's JSON text parsed)
             tcs.append(c)
         o["tool_calls"] = tcs
     else:
         o.pop("tool_calls", None)
-    put_meta(o, head)
+    _put_meta(o, head)
     return o
 
 
@@ -247,7 +348,7 @@ def render_observation(results: list[Block], tools: list[Message], step_id: int)
         out.append(r)
     obs["results"] = out
     if tools:  # the tool message's metadata (visibility, output refs) rides on its observation
-        put_meta(obs, tools[0])
+        _put_meta(obs, tools[0])
     return obs
 
 
@@ -287,6 +388,14 @@ def build_step(head: Message | None, tools: list[Message], step_id: int) -> dict
     return dict(items)
 
 
+def _has_audio(step: dict[str, Any]) -> bool:
+    """Whether a written step holds an audio part (which needs ATIF-v1.8)."""
+    obs = step.get("observation")
+    res = obs.get("results") if isinstance(obs, dict) else None
+    contents = [step.get("message")] + [r.get("content") for r in res or [] if isinstance(r, dict)]
+    return any(isinstance(p, dict) and p.get("type") == "audio" for c in contents if isinstance(c, list) for p in c)
+
+
 def _renumbered(old: Any, step_id: int) -> bool:
     """Whether a step's id is a number out of its place (one that is not a number is kept)."""
     return isinstance(old, int) and not isinstance(old, bool) and old != step_id and step_id > 0
@@ -305,7 +414,7 @@ def _told_observation(told: list[Message]) -> dict[str, Any]:
         r["content"] = r["content"] if "content" in r and content_text(r["content"]) == text else text
         out.append(r)
     obs["results"] = out
-    put_meta(obs, told[0])
+    _put_meta(obs, told[0])
     return obs
 
 
@@ -326,9 +435,67 @@ def build_steps(entries: list[Any]) -> list[dict[str, Any]]:
             groups[-1][1].append(e)  # an observation answering no call: its step's
         elif e.role == "tool":
             groups.append((None, [e]))
+        elif groups and _calls_go_together(groups[-1], e):
+            groups[-1] = (_joined(groups[-1][0], e), [])  # type: ignore[arg-type]
         else:
             groups.append((e, []))
     return [build_step(head, tools, n) for n, (head, tools) in enumerate(groups, 1)]
+
+
+def _results_to_their_calls(steps: list[dict[str, Any]]) -> None:
+    """Each result moved to the observation of the step holding its call, when that is an
+    earlier step (another format's results may come a turn late: Claude Code answers two
+    parallel calls after the next reply's call); ATIF answers a call in its own step."""
+    where: dict[Any, int] = {}
+    for i, step in enumerate(steps):
+        for c in step.get("tool_calls") or []:
+            where.setdefault(c.get("tool_call_id"), i)
+        obs = step.get("observation")
+        if not (isinstance(obs, dict) and isinstance(obs.get("results"), list)):
+            continue
+        res = obs["results"]
+        own = {c.get("tool_call_id") for c in step.get("tool_calls") or []}
+        late = [r for r in res if isinstance(r, dict) and r.get("source_call_id") not in own
+                and where.get(r.get("source_call_id"), i) < i]
+        if not late:
+            continue
+        for r in late:
+            to = steps[where[r["source_call_id"]]]
+            o = to.get("observation")
+            if not isinstance(o, dict):
+                o = to["observation"] = {"results": []}
+            o["results"] = [*o.get("results", []), r]
+        keep = [r for r in res if not any(r is x for x in late)]
+        if keep:
+            obs["results"] = keep
+        else:
+            del step["observation"]
+
+
+def _calls(m: Message | None) -> bool:
+    return m is not None and m.role == "assistant" and any(b.type == "tool_call" for b in m.content)
+
+
+def _calls_go_together(group: tuple[Message | None, list[Message]], m: Message) -> bool:
+    """Whether ``m``'s calls join the step before: another format's assistant messages one
+    call each (Responses API items, ShareGPT ``function_call`` turns), their results after
+    them all. ATIF answers a step's calls in that step's observation, so the calls are one
+    step. Steps read from ATIF never join (each is written as it came)."""
+    head, tools = group
+    return (not tools and _calls(head) and _calls(m) and head is not None
+            and STEP not in head.extra and STEP not in m.extra
+            and not any(b.type == "tool_result" for b in head.content))
+
+
+def _joined(a: Message, b: Message) -> Message:
+    """One assistant message for two whose calls are one step (usage added unless both
+    are the same API call's)."""
+    u = a.usage or b.usage
+    if a.usage is not None and b.usage is not None and (a.usage_key is None or a.usage_key != b.usage_key):
+        u = Usage(a.usage.input + b.usage.input, a.usage.output + b.usage.output,
+                  a.usage.cache_creation + b.usage.cache_creation, a.usage.cache_read + b.usage.cache_read)
+    return Message("assistant", a.content + b.content, id=a.id, metadata=a.metadata, usage=u, usage_key=a.usage_key,
+                   model=a.model or b.model, dirty=True)
 
 
 class ATIFFormat(Format):
@@ -369,12 +536,42 @@ class ATIFFormat(Format):
 
     def build_record(self, t: Transcript) -> dict[str, Any]:
         make_exact(t)
-        rec: dict[str, Any] = dict(t.record) if t.record is not None and t.format == "atif" else {}
-        if not rec:
-            rec = {"schema_version": "ATIF-v1.6", "session_id": t.id or str(t.index),
+        # the record of a trajectory (another format's, such as an OpenAI dataset row, is no trajectory)
+        own = t.record if isinstance(t.record, dict) and t.format == "atif" else {}
+        rec: dict[str, Any] = dict(own) if version(own.get("schema_version")) is not None else {}
+        made = not rec
+        if made:
+            rec = {"schema_version": WRITTEN, "session_id": t.id or str(t.index),
                    "agent": {"name": "ctxtool", "version": "1"}}
         rec["steps"] = build_steps(t.entries)
+        if made:
+            _results_to_their_calls(rec["steps"])
+        if made and any(_has_audio(s) for s in rec["steps"]):
+            rec["schema_version"] = AUDIO_VERSION
         return rec
+
+    def unknown_records(self, t: Transcript) -> Counter[str]:
+        """What a trajectory holds that this reader does not know (kept as it came): a
+        ``schema_version`` newer than ATIF-v1.8, content parts of types no version defines,
+        step fields outside the v1.8 step model."""
+        out: Counter[str] = Counter()
+        rec = t.record if isinstance(t.record, dict) else {}
+        v = rec.get("schema_version")
+        ver = version(v)
+        if ver is not None and ver > NEWEST:
+            out[f"schema_version {v} (newer than ATIF-v{NEWEST[0]}.{NEWEST[1]})"] += 1
+        for m in t.messages:
+            obj = m.lines[0].obj if m.lines else None
+            if not isinstance(obj, dict):
+                continue
+            if m.extra.get(STEP) == "step":
+                out.update(f"step field {k}" for k in obj if k not in STEP_FIELDS)
+                parts: list[Any] = [obj.get("message")]
+            else:
+                parts = [r.get("content") for r in obj.get("results") or [] if isinstance(r, dict)]
+            out.update(f"content part {p.get('type')}" for c in parts if isinstance(c, list)
+                       for p in c if isinstance(p, dict) and p.get("type") not in PART_TYPES)
+        return out
 
     def write(self, transcripts: Iterable[Transcript], out: IO[bytes]) -> None:
         ts = list(transcripts)
@@ -382,6 +579,15 @@ class ATIFFormat(Format):
             return
         root = self.build_record(ts[0])
         subs = [self.build_record(t) for t in ts[1:]]
+        seen: set[Any] = {s.get("trajectory_id") for s in subs}
+        for t, s in zip(ts[1:], subs, strict=True):
+            if s.get("trajectory_id") is None:  # an embedded trajectory needs one, unique among its siblings (v1.7)
+                tid, n = str(t.id or t.index), 1
+                while tid in seen:
+                    n += 1
+                    tid = f"{t.id or t.index}-{n}"
+                seen.add(tid)
+                s["trajectory_id"] = tid
         if subs or "subagent_trajectories" in root:
             root["subagent_trajectories"] = subs
         root_layout = ts[0].extra.get("layout") == "atif_document"

@@ -2,7 +2,8 @@
 
 Readers keep an image as its source object in :attr:`Block.data` (an Anthropic
 ``{"type": "image", "source": ...}`` block, an OpenAI ``image_url`` part, a Codex
-``input_image`` part, a pi ``{"type": "image", "data", "mimeType"}`` part, or a URL).
+``input_image`` part, a pi ``{"type": "image", "data", "mimeType"}`` part, an ATIF
+``{"type": "image", "source": {"media_type", "path"}}`` part, or a URL).
 Writers ask for their own shape: an image already in it is returned as it is; any
 other is converted through its URL or base64 payload.
 """
@@ -32,6 +33,9 @@ def parse(data: Any) -> tuple[str, str, str] | None:
         return None
     s = data.get("source")
     src: dict[str, Any] = s if isinstance(s, dict) else data
+    if _atif(data):  # ATIF's image source: a file or a URL (a data URL for an inline image)
+        path = src["path"]
+        return parse(path) if path.startswith("data:") else ("url", path, "")
     if isinstance(src.get("data"), str):
         mime = src.get("media_type") or src.get("mimeType") or src.get("mime_type") or DEFAULT_MIME
         return "base64", str(mime), src["data"]
@@ -42,6 +46,12 @@ def parse(data: Any) -> tuple[str, str, str] | None:
         iu = data["image"]  # Inspect's ContentImage: {"type": "image", "image": URL or data URI}
     url = iu if isinstance(iu, str) else src.get("url")
     return parse(url) if isinstance(url, str) else None
+
+
+def _atif(data: Any) -> bool:
+    """An ATIF image part (``{"type": "image", "source": {"media_type", "path"}}``)."""
+    s = data.get("source") if isinstance(data, dict) else None
+    return isinstance(s, dict) and isinstance(s.get("path"), str) and "type" not in s
 
 
 def data_url(data: Any) -> str | None:
@@ -58,7 +68,7 @@ def anthropic_source(data: Any) -> Any:
     if isinstance(data, dict):
         if data.get("type") in ("base64", "url", "file"):
             return data
-        if isinstance(data.get("source"), dict):
+        if isinstance(data.get("source"), dict) and not _atif(data):
             return data["source"]
     p = parse(data)
     if p is None:
@@ -71,7 +81,7 @@ def anthropic_source(data: Any) -> Any:
 
 def anthropic_block(data: Any) -> dict[str, Any]:
     """An Anthropic ``image`` (or ``document``) content block."""
-    if isinstance(data, dict) and data.get("type") in ("image", "document") and "source" in data:
+    if isinstance(data, dict) and data.get("type") in ("image", "document") and "source" in data and not _atif(data):
         return data
     return {"type": "image", "source": anthropic_source(data)}
 

@@ -105,4 +105,9 @@ def survey_file(path: str, fmt: str | None = None) -> FileSurvey:
             elif isinstance(e, Record):
                 how = "unknown type, kept verbatim" if e.kind in unknown else "record, kept verbatim"
                 s.types[(_line_type(e.line.obj), how)] += 1
+        # what a reader counts as not understood beside whole records (an ATIF step's field, a content part)
+        kinds = {e.kind for e in t.entries if isinstance(e, Record)}
+        for k, n in unknown.items():
+            if k not in kinds:
+                s.types[(k, "unknown field or part, kept verbatim")] += n
     return s
