@@ -362,3 +362,16 @@ def test_an_unwritable_output_is_a_one_line_error(args: list[str], tmp_path: Pat
     assert "cannot write the output" in r.stderr and "internal error" not in r.stderr
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("ctxtool: error:")]
     assert len(errors) == 1 and str(blocker) in errors[0] and "Traceback" not in r.stderr
+
+
+def test_stats_warns_of_a_recorded_model_the_registry_does_not_know(tmp_path: Path) -> None:
+    """The registry is asked only when a transcript records a model (start-up): a model it
+    does not know is still named on stderr, one it knows is not, and none recorded says nothing."""
+    src = (SAMPLES / "claude_code_session.jsonl").read_text()
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(src.replace('"model":"claude-opus-4-6"', '"model":"no-such-model-37"'))
+    r = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(unknown)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and "'no-such-model-37' is not in the model registry" in r.stderr
+    for known in (SAMPLES / "claude_code_session.jsonl", SAMPLES / "openai_dataset.jsonl"):
+        r = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(known)], capture_output=True, text=True, check=False)
+        assert r.returncode == 0 and "model registry" not in r.stderr

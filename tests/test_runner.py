@@ -16,7 +16,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -216,6 +216,34 @@ def test_per_record_fast_read_is_the_full_model(dataset: Path) -> None:
                 assert a.report.totals.to_json() == b.report.totals.to_json(), n
             else:
                 assert [dataclasses.asdict(x) for x in a.report.items] == [dataclasses.asdict(x) for x in b.report.items], n
+
+
+def test_per_record_detection_scores_each_record_once(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """records.process detects the record's format, then its task's read asks again: the source
+    keeps the answer (formats.detect), and a format detection picked needs no scores for the
+    error hint of a named format (formats._read_forced). Same results, one scoring per record."""
+    from ctxtool import formats
+    from ctxtool.stats.op import StatsOp
+
+    rec = dataset.read_bytes().splitlines()[0]
+    ops = (StatsOp(), StatsOp(fast=False), window.WindowOp(max_messages=3), window.WindowOp(max_messages=3, fast=False))
+    before = [records.process(op, rec, path="d.jsonl", line=1) for op in ops]
+    calls: list[int] = []
+    scores = formats._scores
+
+    def counted(sample: Any, src: Any) -> Any:
+        calls.append(1)
+        return scores(sample, src)
+
+    monkeypatch.setattr(formats, "_scores", counted)
+    for op, b in zip(ops, before, strict=True):
+        calls.clear()
+        a = records.process(op, rec, path="d.jsonl", line=1)
+        assert len(calls) == 1, op
+        assert (a.data, a.changed, a.format, a.skipped) == (b.data, b.changed, b.format, b.skipped)
+    calls.clear()
+    records.process(StatsOp(fast=False), rec, path="d.jsonl", line=1, fmt="openai")  # named, and its own sniff says yes
+    assert calls == []
 
 
 def test_per_record_errors_name_the_record() -> None:

@@ -65,6 +65,7 @@ def test_stats_tables_into_a_pipe_import_no_rich(tmp_path: Path) -> None:
     assert "ctxtool.cli.table" in mods
     assert not {m for m in mods if m == "rich" or m.startswith("rich.")}
     assert "ctxtool.formats.claude_code" not in mods
+    assert "ctxtool.tokens.models" not in mods  # no model recorded: no registry to ask (common.warn_unknown_models)
 
 
 def test_truncate_imports_one_entries_format(tmp_path: Path) -> None:

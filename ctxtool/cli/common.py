@@ -31,6 +31,9 @@ class State:
 def warn_unknown_models(names: Any) -> None:
     """A warning on stderr for each model name (recorded in a transcript) that the registry
     does not know, saying how to add it."""
+    names = list(names)
+    if not names:  # lazy: start-up (no model recorded: the registry is not even imported)
+        return
     from ..tokens import models as registry
 
     for name in registry.unknown(names):

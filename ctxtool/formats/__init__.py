@@ -223,7 +223,11 @@ def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:
 
 def detect(src: Source) -> Format:
     """Pick the format whose ``sniff`` is most confident; fail naming the candidates.
-    Unreadable records are left out of the sample (the reader reports them in their place)."""
+    Unreadable records are left out of the sample (the reader reports them in their place).
+    The answer is kept on ``src`` while its peek is the same (a source is detected once)."""
+    memo = src.detected
+    if memo is not None and memo[0] is src.peek and memo[1] == len(src.peek):
+        return memo[2]
     scores = _scores(src.sample(), src)
     if not scores:
         raise CtxtoolError(
@@ -235,6 +239,7 @@ def detect(src: Source) -> Format:
         raise CtxtoolError(
             f"ambiguous transcript format (candidates: {', '.join(tied)}); use --format", path=src.path
         )
+    src.detected = (src.peek, len(src.peek), scores[0][2])
     return scores[0][2]
 
 
@@ -297,12 +302,31 @@ def _some_messages(ts: Iterator[Transcript], path: str) -> Iterator[Transcript]:
                        f"({', '.join(f'{k} ×{c}' for k, c in kinds.most_common(8))})", path=path)
 
 
+def _fits(f: Format, sample: list[Any], src: Source) -> bool:
+    """True when ``f`` is sure to be among :func:`_scores` of ``sample`` (detection picked it
+    from this peek, or its own detection says yes), found without asking every format;
+    False: ask them all."""
+    memo = src.detected
+    if memo is not None and memo[0] is src.peek and memo[1] == len(src.peek) and memo[2] is f:
+        return True
+    entry = _REGISTRY.get(f.name)
+    if entry is None or (isinstance(entry, Lazy) and not entry.may_sniff(src.layout, _heads(sample, src.layout))):
+        return False
+    if get_format(f.name) is not f:
+        return False
+    try:
+        return f.sniff(sample, src) > 0
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return False
+
+
 def _read_forced(f: Format, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
     """Read with a format the user named. One that matches nothing in the file (no message
     read, and its detection says no) is an error naming the format detection would pick."""
     sample = src.sample()
-    scores = _scores(sample, src) if sample else []
-    fits = any(fmt is f for _, _, fmt in scores)
+    fits = bool(sample) and _fits(f, sample, src)
+    scores = _scores(sample, src) if sample and not fits else []  # every format scored for the hint only
+    fits = fits or any(fmt is f for _, _, fmt in scores)
     messages = 0
     hint = "" if fits or not scores else f"this file looks like {scores[0][1]}: use --format {scores[0][1]}, or leave --format out"
     try:

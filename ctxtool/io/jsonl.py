@@ -99,6 +99,9 @@ class Source:
     first_index: int = 0  # record number of the first line (a range of a dataset file)
     style: jsontext.Style | None = None  # a JSON document's (indentation, escaping)
     at: int | None = None  # the number of the line lines() yielded last (for error messages)
+    # what ctxtool.formats.detect picked from this peek (the list and its length, the format):
+    # a source detected again (ctxtool.run.records.process, then its task's read) is not scored twice
+    detected: tuple[list[Line], int, Any] | None = field(default=None, repr=False, compare=False)
 
     def lines(self, policy: Any = None) -> Iterator[Line]:
         """The parsed lines. A line that is not JSON raises, or, given an error ``policy``
