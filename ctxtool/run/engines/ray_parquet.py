@@ -218,12 +218,11 @@ def _remove(tmp: str) -> None:
     remove_quietly(tmp)
 
 
-def run_shards(engine: RayEngine, jobs: list[ShardJob]) -> list[ShardResult]:
-    """The Parquet shards ``jobs`` on the engine's cluster, their results in job order; the
-    first error (in job order) is raised as it is."""
+def run_shards(engine: RayEngine, jobs: list[ShardJob]) -> Iterator[ShardResult]:
+    """The Parquet shards ``jobs`` on the engine's cluster, their results in job order, each as
+    it is done; the first error (in job order) is raised as it is."""
     ray = engine._ray()
     dumps = ray.cloudpickle.dumps  # an operation defined in __main__ (a notebook) travels by value
-    results: list[ShardResult] = []
     running: list[tuple[ShardJob, Any, list[Any], str, int]] = []
     todo = iter(jobs)
     n = window(ray, engine)
@@ -236,7 +235,7 @@ def run_shards(engine: RayEngine, jobs: list[ShardJob]) -> list[ShardResult]:
                 if len(running) >= n:
                     break
             if not running:
-                return results
+                return
             job, gen, blocks, codec, group = running.pop(0)
             out = list(gen)  # the output's blocks, then the result (the task's last item)
             kind, value = pickle.loads(ray.get(out.pop()))
@@ -249,7 +248,7 @@ def run_shards(engine: RayEngine, jobs: list[ShardJob]) -> list[ShardResult]:
             del out
             if job.done is not None:
                 _put(job.done, jsonio.dumps_pretty({"settings": job.settings, **res.to_json(job.shard)}))
-            results.append(res)
+            yield res
     finally:
         for _, gen, *_rest in running:  # after an error: the shards still running are stopped
             with contextlib.suppress(Exception):
