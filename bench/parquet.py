@@ -34,6 +34,7 @@ ROWS = int(os.environ.get("CTXTOOL_BENCH_PARQUET_ROWS", 5_000))
 SHARDS = 12  # as nebius/SWE-agent-trajectories
 LIMIT = 4  # --max-in-flight, and the loopback model's concurrency limit
 COMPACT_ROWS = 120
+COMMANDS = (("stats", ["--json"]), ("truncate", ["--max-lines", "50", "--max-bytes", "4000"]))
 
 
 def generate(root: Path, rows: int = ROWS, shards: int = SHARDS) -> tuple[Path, Path]:
@@ -88,6 +89,8 @@ def _measure(args: list[str], env: dict[str, str] | None = None) -> tuple[float,
     out = subprocess.run([sys.executable, "-S", "-c", code, sys.executable, "-m", "ctxtool", *args],
                          capture_output=True, text=True, check=True, env=env)
     secs, rss = out.stdout.split()
+    print(f"    {' '.join(a if len(a) < 60 else '...' + a[-40:] for a in args)}: {float(secs):.1f} s, "
+          f"peak {int(rss) / 1024:,.0f} MB; load average {_load()}", flush=True)
     return float(secs), int(rss) / 1024
 
 
@@ -105,25 +108,28 @@ def run(row: Callable[..., None]) -> None:
     with tempfile.TemporaryDirectory(dir=data) as d:
         ray_addr = _start_ray(Path(d)) if have_ray else None
         try:
-            _stats_and_truncate(row, pq_dir, jsonl, Path(d), ray_addr)
+            local = _stats_and_truncate(row, pq_dir, jsonl, Path(d), ray_addr)
             _compact(row, pq_dir, Path(d), ray_addr)
+            _on_ray(row, pq_dir, Path(d), ray_addr, local)  # last: the longest rows
             print(f"  load average at the end: {_load()}", flush=True)
         finally:
             if ray_addr is not None:
                 _stop_ray()
 
 
-def _stats_and_truncate(row: Callable[..., None], pq_dir: Path, jsonl: Path, d: Path, ray_addr: str | None) -> None:
-    on_ray = ["--engine", "ray", "--address", ray_addr] if ray_addr else None
-    for name, extra in (("stats", ["--json"]), ("truncate", ["--max-lines", "50", "--max-bytes", "4000"])):
+def _stats_and_truncate(row: Callable[..., None], pq_dir: Path, jsonl: Path, d: Path,
+                        ray_addr: str | None) -> dict[str, float]:
+    """The rows on this host: Parquet against JSON Lines, 1 shard against all; returns each
+    command's time on the Parquet shards (for the Ray rows, measured last)."""
+    local: dict[str, float] = {}
+    for name, extra in COMMANDS:
         figures: dict[str, tuple[float, float]] = {}
-        for label, src, engine in (("jsonl", jsonl, []), ("parquet", pq_dir, []), ("parquet-ray", pq_dir, on_ray)):
-            if engine is None:
-                continue
+        for label, src in (("jsonl", jsonl), ("parquet", pq_dir)):
             out = [] if name == "stats" else ["-o", str(d / f"{name}-{label}") + ("/" if src.is_dir() else ".jsonl"),
                                               "--cache-dir", str(d / f"cache-{label}")]
-            figures[label] = _measure([name, str(src), *out, *extra, *engine])
+            figures[label] = _measure([name, str(src), *out, *extra])
         j, p = figures["jsonl"], figures["parquet"]
+        local[name] = p[0]
         row(f"{name} Parquet ({SHARDS} shards, {ROWS:,} rows), this host",
             f"{p[0]:.1f} s, peak {p[1]:,.0f} MB", f"same rows as JSON Lines {j[0]:.1f} s, peak {j[1]:,.0f} MB",
             f"{p[0] / j[0]:.2f}x the time, {p[1] / j[1]:.2f}x the memory", "report")
@@ -132,12 +138,18 @@ def _stats_and_truncate(row: Callable[..., None], pq_dir: Path, jsonl: Path, d: 
                                                                      "--cache-dir", str(d / "cache-one")]), *extra])
         row(f"{name} Parquet peak memory, 1 shard against {SHARDS}", f"{SHARDS} shards: peak {p[1]:,.0f} MB",
             f"1 shard ({_size(one) / 1e6:,.0f} MB): peak {o[1]:,.0f} MB", f"{p[1] / o[1]:.2f}x", "flat (about 1x)")
-        if "parquet-ray" in figures:
-            r = figures["parquet-ray"]
-            row(f"{name} Parquet --engine ray (2 CPUs)", f"{r[0]:.1f} s, driver peak {r[1]:,.0f} MB",
-                f"this host {p[0]:.1f} s", f"{r[0] / p[0]:.2f}x the time", "report")
+    return local
+
+
+def _on_ray(row: Callable[..., None], pq_dir: Path, d: Path, ray_addr: str | None, local: dict[str, float]) -> None:
     if ray_addr is None:
         row("Parquet --engine ray", "skipped", "-", "ray is not installed (pip install 'ctxtool[ray]')", "report")
+        return
+    for name, extra in COMMANDS:
+        out = [] if name == "stats" else ["-o", str(d / f"{name}-ray") + "/", "--cache-dir", str(d / "cache-ray")]
+        r = _measure([name, str(pq_dir), *out, *extra, "--engine", "ray", "--address", ray_addr])
+        row(f"{name} Parquet --engine ray (2 CPUs)", f"{r[0]:.1f} s, driver peak {r[1]:,.0f} MB",
+            f"this host {local[name]:.1f} s", f"{r[0] / local[name]:.2f}x the time", "report")
 
 
 def _compact(row: Callable[..., None], pq_dir: Path, d: Path, ray_addr: str | None) -> None:

@@ -6,7 +6,7 @@ extra, ``ray`` needs ``pip install 'ctxtool[ray]'`` and is imported only when ch
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 J = TypeVar("J")
@@ -63,6 +63,11 @@ class Engine:
         """``fn`` over ``jobs``, results in the order of ``jobs`` (``fn`` is a module-level
         function: it is pickled to the workers)."""
         raise NotImplementedError
+
+    def imap(self, fn: Callable[[J], T], jobs: Sequence[J]) -> Iterator[T]:
+        """:meth:`map`, each result given as soon as it and those before it are done (so the
+        caller can pass it on and let it go)."""
+        return iter(self.map(fn, jobs))
 
     def limiter(self, limit: int) -> Limiter:
         """A limiter shared by every worker of this engine."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from .base import Engine, J, Limiter, T
@@ -18,13 +18,17 @@ class LocalEngine(Engine):
         self._manager: Any = None
 
     def map(self, fn: Callable[[J], T], jobs: Sequence[J]) -> list[T]:
+        return list(self.imap(fn, jobs))
+
+    def imap(self, fn: Callable[[J], T], jobs: Sequence[J]) -> Iterator[T]:
         n = min(len(jobs), self.workers or os.cpu_count() or 1)
         if n <= 1:
-            return [fn(j) for j in jobs]
+            yield from (fn(j) for j in jobs)
+            return
         from ..pool import gc_paused, worker_pool
 
         with worker_pool(n) as ex, gc_paused():
-            return list(ex.map(fn, jobs))
+            yield from ex.map(fn, jobs)
 
     def limiter(self, limit: int) -> Limiter:
         """A limiter every worker process of this host shares: a semaphore held by a manager

@@ -20,10 +20,11 @@ numbers (a record's bytes depend on its line: restore stashes, ``call_{index}`` 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -373,13 +374,33 @@ class Sharding:
             for s in shards
         ]
         op.prepare()
-        results: list[ShardResult | None] = [_reused(j) for j in jobs]
-        todo = [j for j, r in zip(jobs, results, strict=True) if r is None]
+        reused: list[ShardResult | None] = [_reused(j) for j in jobs]
+        todo = [j for j, r in zip(jobs, reused, strict=True) if r is None]
         # an operation that does not pickle (a closure: archive's summarizer, convert --redact's one table of
         # placeholders) runs its shards in this process, one after the other
-        ran = iter(_run(self.engine, todo) if op.parallel else [run_shard(j) for j in todo])
-        results = [r if r is not None else next(ran) for r in results]
-        done = [r for r in results if r is not None]
+        ran = _run(self.engine, todo) if op.parallel else (run_shard(j) for j in todo)
+        done: list[ShardResult] = []
+
+        def parts() -> Iterator[Any]:
+            """Each shard's report in order as it is done, passed on to the operation and let go
+            (memory flat in the number of shards: stats streams each transcript and holds none)."""
+            for r in reused:
+                done.append(r if r is not None else next(ran))
+                report, done[-1].report = done[-1].report, None
+                if report is not None:
+                    yield report
+
+        reports = parts()
+        first = next(reports, None)
+        if first is None:  # every shard was done before: an empty report of this operation
+            task = op.start(RunContext(path, ErrorPolicy(on_error), None))
+            try:
+                first = task.finish()
+            finally:
+                task.close()
+        report = op.collect(itertools.chain([first], reports))
+        for _ in reports:  # (an operation's collect reads them all)
+            pass
         if outdir is not None:
             _put(urls.join(outdir, REPORT), jsonio.dumps_pretty({
                 "version": VERSION, "engine": self.engine.name, "operation": op.name, "settings": h,
@@ -393,36 +414,30 @@ class Sharding:
                     with jsonio.open_raw(j.output) as fh:
                         shutil.copyfileobj(fh, out, 1 << 22)
             _remove_tree(outdir)
-        reports = [r.report for r in done if r.report is not None]
-        if not reports:  # every shard was done before: an empty report of this operation
-            task = op.start(RunContext(path, ErrorPolicy(on_error), None))
-            try:
-                reports = [task.finish()]
-            finally:
-                task.close()
         if log is not None:
             for r in done:
                 log.events.extend(r.events)
-        return ShardedRun(op.collect(reports), path, output, next((r.format for r in done if r.format), None),
+        return ShardedRun(report, path, output, next((r.format for r in done if r.format), None),
                           sum(r.transcripts for r in done), [e for r in done for e in r.errors], len(jobs),
                           shards=[r.to_json(s) for r, s in zip(done, shards, strict=True)], engine=self.engine.name)
 
 
-def _run(engine: Engine, jobs: list[ShardJob]) -> list[ShardResult]:
-    """The shards on the engine, results in job order. On Ray, Parquet shards are read and
-    written by Ray Data (:mod:`ctxtool.run.engines.ray_parquet`)."""
+def _run(engine: Engine, jobs: list[ShardJob]) -> Iterator[ShardResult]:
+    """The shards on the engine, results in job order, each as it is done. On Ray, Parquet
+    shards are read and written by Ray Data (:mod:`ctxtool.run.engines.ray_parquet`)."""
     from ...io import parquet
 
     on_data = [engine.name == "ray" and j.shard.start is None and parquet.is_parquet_name(j.shard.input) for j in jobs]
     if not any(on_data):
-        return engine.map(run_shard, jobs)
+        yield from engine.imap(run_shard, jobs)
+        return
     from .ray import RayEngine
     from .ray_parquet import run_shards
 
     assert isinstance(engine, RayEngine)
-    data = iter(run_shards(engine, [j for j, d in zip(jobs, on_data, strict=True) if d]))
+    data = run_shards(engine, [j for j, d in zip(jobs, on_data, strict=True) if d])
     rest = iter(engine.map(run_shard, [j for j, d in zip(jobs, on_data, strict=True) if not d]))
-    return [next(data) if d else next(rest) for d in on_data]
+    yield from (next(data) if d else next(rest) for d in on_data)
 
 
 @dataclass(slots=True)
