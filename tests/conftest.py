@@ -11,9 +11,11 @@ from hypothesis import settings
 
 # CI runs the property tests on a fixed set of examples (HYPOTHESIS_PROFILE=ci, set by
 # .ci/run), so a run is reproducible; elsewhere hypothesis explores new examples each run.
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-if os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+# No test is timed (speed lives in `make bench`): hypothesis's per-example deadline is off in
+# every profile, so a loaded machine cannot fail a property test.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
