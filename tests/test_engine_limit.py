@@ -81,6 +81,26 @@ def test_a_new_engine_is_one_class_and_one_registry_line(tmp_path: Path) -> None
         get_engine("nope")
 
 
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def test_local_imap_gives_each_result_before_the_next_job_runs() -> None:
+    """A sharded run passes each shard's report on as it is done (memory flat in the number of
+    shards): the engine's imap is lazy, in order, and equals map."""
+    ran: list[int] = []
+
+    def job(x: int) -> int:
+        ran.append(x)
+        return 2 * x
+
+    it = get_engine("local", workers=1).imap(job, [1, 2, 3])
+    assert next(it) == 2 and ran == [1]
+    assert list(it) == [4, 6] and ran == [1, 2, 3]
+    with get_engine("local", workers=2) as eng:  # forked workers
+        assert list(eng.imap(_double, list(range(7)))) == eng.map(_double, list(range(7))) == [2 * x for x in range(7)]
+
+
 def test_local_engine_shard_directory_and_glob(tmp_path: Path) -> None:
     for i in range(3):
         write_dataset(tmp_path / f"in{i}.jsonl", n=2 + i, turns=2)

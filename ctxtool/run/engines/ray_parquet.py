@@ -22,11 +22,10 @@ its own Ray Data job:
    20-21 swapped);
 4. the shard's ``_done`` entry is written, so a re-run skips it (:mod:`ctxtool.run.engines.shards`).
 
-Up to :func:`window` shards run at once, each in a thread of the driver, so that the fixed
-cost of Ray Data's jobs (starting an execution, listing the file, the read tasks) overlaps
-with the other shards' work instead of adding up; each task on
-:data:`~ctxtool.run.engines.ray.CPUS_PER_TASK` of a CPU, leaving room for Ray Data's read and
-write tasks.
+Up to :func:`window` shards run at once, each task on :data:`~ctxtool.run.engines.ray.CPUS_PER_TASK`
+of a CPU, leaving room for Ray Data's read and write tasks. (Running each shard's read and
+write in a driver thread of its own was tried: no gain measured on a loaded 2-CPU host, and
+it starts many more worker processes, whose raylet warnings reach the driver's stdout.)
 """
 
 from __future__ import annotations
@@ -224,48 +223,38 @@ def _remove(tmp: str) -> None:
     remove_quietly(tmp)
 
 
-def _shard(ray: Any, job: ShardJob, dumps: Any, stop: Any) -> ShardResult | None:
-    """One shard, start to end (a thread of the driver: the Ray Data jobs and the task of
-    several shards overlap); None when ``stop`` was set before it started."""
-    if stop.is_set():
-        return None
-    blocks, schema, codec, group = _read(ray, job)
-    gen = _task(ray).remote(dumps(job), blocks, schema)
-    try:
-        out = list(gen)  # the output's blocks, then the result (the task's last item)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            ray.cancel(gen)
-        raise
-    kind, value = pickle.loads(ray.get(out.pop()))
-    del blocks
-    if kind == "error":
-        raise value
-    res, schema, rows = value
-    if job.output is not None:
-        _write(ray, job, out, rows, schema, codec, group)
-    del out
-    if job.done is not None:
-        _put(job.done, jsonio.dumps_pretty({"settings": job.settings, **res.to_json(job.shard)}))
-    return res
-
-
 def run_shards(engine: RayEngine, jobs: list[ShardJob]) -> Iterator[ShardResult]:
-    """The Parquet shards ``jobs`` on the engine's cluster, :func:`window` at a time, their
-    results in job order, each as it is done; the first error (in job order) is raised as it
-    is, and no shard starts after it."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
+    """The Parquet shards ``jobs`` on the engine's cluster, their results in job order, each as
+    it is done; the first error (in job order) is raised as it is."""
     ray = engine._ray()
     dumps = ray.cloudpickle.dumps  # an operation defined in __main__ (a notebook) travels by value
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=window(ray, engine), thread_name_prefix="ctxtool-shard") as ex:
-        futures = [ex.submit(_shard, ray, job, dumps, stop) for job in jobs]
-        try:
-            for f in futures:
-                res = f.result()
-                assert res is not None
-                yield res
-        finally:
-            stop.set()  # after an error (or the caller's stop): the shards not started are not started
+    running: list[tuple[ShardJob, Any, list[Any], str, int]] = []
+    todo = iter(jobs)
+    n = window(ray, engine)
+    try:
+        while True:
+            for job in todo:
+                blocks, schema, codec, group = _read(ray, job)
+                gen = _task(ray).remote(dumps(job), blocks, schema)
+                running.append((job, gen, blocks, codec, group))
+                if len(running) >= n:
+                    break
+            if not running:
+                return
+            job, gen, blocks, codec, group = running.pop(0)
+            out = list(gen)  # the output's blocks, then the result (the task's last item)
+            kind, value = pickle.loads(ray.get(out.pop()))
+            del blocks
+            if kind == "error":
+                raise value
+            res, schema, rows = value
+            if job.output is not None:
+                _write(ray, job, out, rows, schema, codec, group)
+            del out
+            if job.done is not None:
+                _put(job.done, jsonio.dumps_pretty({"settings": job.settings, **res.to_json(job.shard)}))
+            yield res
+    finally:
+        for _, gen, *_rest in running:  # after an error: the shards still running are stopped
+            with contextlib.suppress(Exception):
+                ray.cancel(gen)
