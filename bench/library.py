@@ -75,12 +75,12 @@ def main(path: str, repeat: int) -> int:
 
     from ctxtool import formats
     from ctxtool.history.window import View, WindowOp, plan, window_messages
-    from ctxtool.model import heuristic_tokens
     from ctxtool.run import records
     from ctxtool.stats.fast import tally_openai
     from ctxtool.stats.op import StatsOp
     from ctxtool.stats.transcript import transcript_stats
     from ctxtool.tokens.count import count_messages, get_tokenizer
+    from ctxtool.tokens.heuristic import estimate
 
     with open(path, "rb") as f:
         lines = [ln for ln in f if ln.strip()]
@@ -111,7 +111,7 @@ def main(path: str, repeat: int) -> int:
         out = []
         for m in dicts:
             tl = tally_openai(m, False)
-            out.append(sum(heuristic_tokens(c) for c in tl.chars) if tl is not None else -1)
+            out.append(sum(estimate(c) for c in tl.chars) if tl is not None else -1)
         return out
 
     def tally_window() -> list[list[bool]]:  # window's plan from the same tally (as WindowOp's fast read)

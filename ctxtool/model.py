@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .io import jsontext
+from .tokens.heuristic import IMAGE_CHARS
 
 ROLES = ("system", "user", "assistant", "tool")
 BLOCK_TYPES = ("text", "thinking", "tool_call", "tool_result", "image")
@@ -35,8 +36,6 @@ KIND_INJECTED = "injected"  # a user-role message the agent wrote (skill text, c
 #: caveats, reminders, hook output, interruptions, skill documents; Codex: instructions files and
 #: environment context); a user line made only of such text is not the user's words
 
-IMAGE_TOKENS = 1200  # seeds 000/002: an image counts as ~1200 tokens
-IMAGE_CHARS = IMAGE_TOKENS * 4
 
 
 @dataclass(slots=True)
@@ -463,8 +462,3 @@ def source_lines(e: Entry) -> list[Line]:
     if isinstance(e, Record):
         return [e.line]
     return []
-
-
-def heuristic_tokens(chars: int) -> int:
-    """Seed 000/002/003 heuristic: ceil(chars / 4)."""
-    return math.ceil(chars / 4) if chars > 0 else 0

@@ -16,6 +16,7 @@ from typing import Any
 from ..model import Message
 from ..summarizers import ContextOverflowError, Summarizer
 from ..summarizers import prompt as sp
+from ..tokens.heuristic import CHARS_PER_TOKEN, estimate
 
 PROMPT_MARGIN_TOKENS = 1024
 DEFAULT_SUMMARY_WINDOW = 128_000
@@ -51,9 +52,9 @@ def summarize(
     inp = sp.summary_input(msgs)
     req = sp.build_request(inp, previous_summary, popts, extra=extra)
     window = summarizer.context_window or DEFAULT_SUMMARY_WINDOW
-    budget_chars = max((window - popts.max_tokens - PROMPT_MARGIN_TOKENS) * 4, 4000)
+    budget_chars = max((window - popts.max_tokens - PROMPT_MARGIN_TOKENS) * CHARS_PER_TOKEN, 4000)
     chars = sp.prompt_chars(req)
-    prompt_tokens = (chars + 3) // 4
+    prompt_tokens = estimate(chars)
     if chars <= budget_chars:
         try:
             return SummaryOutcome(summarizer.summarize(req), 1, 1, prompt_tokens)
@@ -88,7 +89,7 @@ def _summarize_chunks(
     prompt_tokens: int,
     depth: int = 0,
 ) -> SummaryOutcome:
-    overhead = 6000 + len(previous_summary or "") + popts.max_tokens * 4
+    overhead = 6000 + len(previous_summary or "") + popts.max_tokens * CHARS_PER_TOKEN
     chunks = _chunks(inp, max(budget_chars - overhead, 2000), popts.tool_clip)
     running = previous_summary
     calls = 0

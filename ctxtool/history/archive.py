@@ -52,8 +52,8 @@ from ..model import (
     Message,
     Metadata,
     Transcript,
-    heuristic_tokens,
 )
+from ..tokens.heuristic import estimate
 from .pairing import pair
 
 STRATEGIES = ("llm", "heuristic", "off")
@@ -345,7 +345,7 @@ def archived_metadata(m: Message) -> Metadata:
 
 
 def _visible_tokens(msgs: Sequence[Message]) -> int:
-    return sum(heuristic_tokens(m.chars()) for m in msgs if m.agent_visible)
+    return sum(estimate(m.chars()) for m in msgs if m.agent_visible)
 
 
 def _check_strategy(strategy: str) -> None:
@@ -400,7 +400,7 @@ def archive_messages(
         for b in rs:
             c = calls.get(i, {}).get(b.id or "")
             names.append((c.name if c else None) or b.name or "tool")
-        item = ArchivedItem(i, m.id, m.lineno, [b.id or "" for b in rs], names, m.chars(), heuristic_tokens(m.chars()))
+        item = ArchivedItem(i, m.id, m.lineno, [b.id or "" for b in rs], names, m.chars(), estimate(m.chars()))
         res.archived.append(item)
         by_msg[i] = []
         if in_place:

@@ -8,12 +8,12 @@ A policy says, for a context window and its settings, which thresholds apply
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..config import BY_KEY, Setting
+from ..tokens.heuristic import estimate
 
 OK = "ok"
 COMPACT = "compact"
@@ -62,8 +62,8 @@ class Threshold:
 
     @property
     def tokens(self) -> int:
-        """Where it sits on a token axis (characters at 4 per token)."""
-        return math.ceil(self.value / 4) if self.metric == "chars" else self.value
+        """Where it sits on a token axis (characters estimated as tokens)."""
+        return estimate(self.value) if self.metric == "chars" else self.value
 
     def reached(self, value: int) -> bool:
         return value > self.value if self.strict else value >= self.value

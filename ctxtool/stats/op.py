@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..formats.base import ErrorPolicy, Format
 from ..io.jsonl import Source
-from ..model import IMAGE_TOKENS, Transcript, heuristic_tokens
+from ..model import Transcript
 from ..run.runner import Operation, RunContext, Task, merge_reports
 from ..tokens.backends import exact_counter
 from ..tokens.context import ContextSettings
@@ -26,6 +26,7 @@ from ..tokens.count import (
     get_tokenizer,
     message_texts,
 )
+from ..tokens.heuristic import estimate
 from . import fast as stats_fast
 from .fast import TALLY_KEY, Tally
 from .transcript import (
@@ -194,7 +195,7 @@ def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[in
         plans.append((spans, thinking))
     counts = tok.count_many(flat) if flat else []
     return [
-        ([sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans], sum(counts[k] for k in thinking))
+        ([sum(counts[a:b]) + estimate(0, images) for a, b, images in spans], sum(counts[k] for k in thinking))
         for spans, thinking in plans
     ]
 
@@ -209,8 +210,8 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [heuristic_tokens(c) for c in tl.chars]  # no images in a tally
-                thinking = sum(heuristic_tokens(len(x)) for _, x in tl.thinking)
+                counts = [estimate(c) for c in tl.chars]  # no images in a tally
+                thinking = sum(estimate(len(x)) for _, x in tl.thinking)
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])

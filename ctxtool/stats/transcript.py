@@ -14,12 +14,9 @@ from .. import formats
 from ..formats.timestamps import iso, span
 from ..history.pairing import tool_names
 from ..model import (
-    IMAGE_CHARS,
-    IMAGE_TOKENS,
     KIND_INJECTED,
     Message,
     Transcript,
-    heuristic_tokens,
     is_injected,
 )
 from ..tokens.context import ContextSettings, last_model, resolve
@@ -28,6 +25,7 @@ from ..tokens.count import (
     FRAMING_PER_REPLY,
     Tokenizer,
 )
+from ..tokens.heuristic import IMAGE_CHARS, estimate
 from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
 from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,
@@ -134,7 +132,7 @@ def transcript_stats(
                     f.images += 1
             else:
                 chars += len(b.text)
-        n = heuristic_tokens(chars) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
+        n = estimate(chars, images) if heuristic else counts[i]  # type: ignore[index]
         all_counts.append(n)
         chars += images * IMAGE_CHARS
         all_chars.append(chars)
@@ -181,7 +179,7 @@ def transcript_stats(
         names = tool_names(msgs)
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
-            out_tokens = all_counts[i] if len(m.content) == 1 else (heuristic_tokens(n_out) if heuristic else tok.count(b.text))
+            out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(
                 ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
             )

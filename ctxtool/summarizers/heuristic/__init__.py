@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
 from ...text import lazyre
+from ...tokens.heuristic import CHARS_PER_TOKEN
 from ..prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
 from . import check, decisions, ledger, plan, requests, tools, values
-from .layout import CHARS_PER_TOKEN, MAX_REASONS, STATEMENT_CLIP, render
+from .layout import MAX_REASONS, STATEMENT_CLIP, render
 from .previous import EARLIER, SECTIONS, Carried, Previous, parse_previous
 from .text import (
     dedupe,
