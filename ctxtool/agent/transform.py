@@ -237,7 +237,7 @@ class ContextTransform:
         est = resolve(msgs, settings=ContextSettings(window=self.context_window), tokenizer=self.tokenizer)
         if not self.policy.evaluate(est.measure(), self.settings).compact:
             return msgs, 0
-        limit = max(self.context_window - self.reserve_tokens, 1)
+        limit, _ = self.settings.effective_limit()  # the window is known: window - reserve
         cp = find_cut(msgs, keep_recent_tokens=self.keep_recent_tokens, effective_limit=limit, tokenizer=self.tokenizer)
         if not cp.cut_index:
             return msgs, 0

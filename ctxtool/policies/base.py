@@ -29,6 +29,12 @@ ACTING = (COMPACT, HARD_LIMIT, CRITICAL)
 METRICS = ("tokens", "chars", "messages")
 
 
+def window_limit(window: int, reserve_tokens: int) -> int:
+    """The token limit of a known context window: the window minus the reserve, never below 0.
+    0 is a limit (compact at once, keep nothing recent), not the absence of one."""
+    return max(window - reserve_tokens, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Measure:
     """What a policy compares: the context's tokens (usage-aware), its agent-visible
@@ -217,7 +223,7 @@ class PolicySettings:
     def effective_limit(self) -> tuple[int | None, str]:
         """The Go agent's ``EffectiveTokenLimit``: window minus reserve, else ``MaxTokens``, else none."""
         if self.context_window and self.context_window > 0:
-            return max(self.context_window - self.reserve_tokens, 0), "context_window - reserve_tokens"
+            return window_limit(self.context_window, self.reserve_tokens), "context_window - reserve_tokens"
         if self.max_tokens and self.max_tokens > 0:
             return self.max_tokens, "max_tokens"
         return None, "none"
