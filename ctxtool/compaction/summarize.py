@@ -16,10 +16,10 @@ from typing import Any
 from ..model import Message
 from ..summarizers import ContextOverflowError, Summarizer
 from ..summarizers import prompt as sp
+from ..tokens.context import CALLED_MODEL_WINDOW
 from ..tokens.heuristic import CHARS_PER_TOKEN, estimate
 
 PROMPT_MARGIN_TOKENS = 1024
-DEFAULT_SUMMARY_WINDOW = 128_000
 
 
 @dataclass(slots=True)
@@ -51,7 +51,7 @@ def summarize(
     """The summary of ``msgs`` (merged into ``previous_summary``), in as many calls as the window needs."""
     inp = sp.summary_input(msgs)
     req = sp.build_request(inp, previous_summary, popts, extra=extra)
-    window = summarizer.context_window or DEFAULT_SUMMARY_WINDOW
+    window = summarizer.context_window or CALLED_MODEL_WINDOW
     budget_chars = max((window - popts.max_tokens - PROMPT_MARGIN_TOKENS) * CHARS_PER_TOKEN, 4000)
     chars = sp.prompt_chars(req)
     prompt_tokens = estimate(chars)
