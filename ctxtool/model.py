@@ -146,16 +146,25 @@ class Block:
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage reported by the provider for one API call (seed 001 2.3)."""
+    """Token usage: one API call's as the provider reports it (seed 001 2.3), or a tally of
+    many (``stats``, ``usage``: :meth:`add`, ``calls`` counting the calls added)."""
 
     input: int = 0
     output: int = 0
-    cache_creation: int = 0
+    cache_creation: int = 0  # prompt-cache writes
     cache_read: int = 0
+    calls: int = 0  # API calls tallied (a tally's count; 0 for one call as recorded)
 
     @property
     def total(self) -> int:
         return self.input + self.cache_creation + self.cache_read + self.output
+
+    def add(self, o: Usage) -> None:
+        self.input += o.input
+        self.output += o.output
+        self.cache_creation += o.cache_creation
+        self.cache_read += o.cache_read
+        self.calls += o.calls
 
     def to_json(self) -> dict[str, int]:
         return {

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..formats.base import ErrorPolicy, Format
 from ..io.jsonl import Source
-from ..model import Transcript
+from ..model import Transcript, Usage
 from ..run.runner import Operation, RunContext, Task, merge_reports
 from ..tokens.backends import exact_counter
 from ..tokens.context import ContextSettings
@@ -37,7 +37,6 @@ from .transcript import (
     RoleStats,
     ToolOutput,
     TranscriptStats,
-    UsageTotals,
     most_context,
     threshold_levels,
     transcript_stats,
@@ -66,13 +65,13 @@ def _pack_figures(f: Figures) -> tuple[Any, ...]:
         tuple(getattr(f, k) for k in _FIGURE_FIELDS),
         [(r, s.messages, s.tokens, s.chars) for r, s in f.by_role.items()],
         dict(f.tool_calls_by_name),
-        (u.input, u.output, u.cache_creation, u.cache_read, u.api_messages),
+        (u.input, u.output, u.cache_creation, u.cache_read, u.calls),
     )
 
 
 def _unpack_figures(p: tuple[Any, ...]) -> Figures:
     fig, roles, calls, usage = p
-    f = Figures(by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=UsageTotals(*usage))
+    f = Figures(by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=Usage(*usage))
     for k, v in zip(_FIGURE_FIELDS, fig, strict=True):
         setattr(f, k, v)
     return f

@@ -40,7 +40,6 @@ from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     StatsReport,
     ToolOutput,
     TranscriptStats,
-    UsageTotals,
     most_context,
 )
 
@@ -146,11 +145,8 @@ def transcript_stats(
             key = m.usage_key or f"#{i}"
             if key not in seen_usage:
                 seen_usage.add(key)
-                f.usage.input += m.usage.input
-                f.usage.output += m.usage.output
-                f.usage.cache_creation += m.usage.cache_creation
-                f.usage.cache_read += m.usage.cache_read
-                f.usage.api_messages += 1
+                f.usage.add(m.usage)
+                f.usage.calls += 1
         if rows is not None:
             rows.append(
                 {
@@ -198,7 +194,7 @@ def transcript_stats(
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
-        accuracy=_accuracy(t) if accuracy and f.usage.api_messages else None,
+        accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
 
