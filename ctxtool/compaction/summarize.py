@@ -31,14 +31,9 @@ class SummaryOutcome:
 
 
 def open_calls(msgs: Sequence[Message]) -> list[str]:
-    """Tool calls of a trailing assistant message (unanswered when the history was cut): the
-    summary input drops them (seed 001 2.6.1), the prompt names them."""
-    for m in reversed(msgs):
-        if m.role == "assistant" and m.agent_visible:
-            return [f"{b.name}({sp.clip(b.arguments_text(), 200)})" for b in m.tool_calls()]
-        if m.agent_visible and m.role != "system":
-            return []
-    return []
+    """Tool calls of a trailing assistant message (:func:`ctxtool.summarizers.prompt.trailing_calls`):
+    the summary input drops them, the prompt names them."""
+    return [f"{b.name}({sp.clip(b.arguments_text(), 200)})" for b in sp.trailing_calls(sp.visible_input(msgs))]
 
 
 def summarize(

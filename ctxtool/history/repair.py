@@ -33,7 +33,7 @@ from ..errors import CtxtoolError, ExitCode
 from ..formats.base import is_synthetic
 from ..model import Block, Message, Transcript
 from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
-from .pairing import is_terminal, pair
+from .pairing import pair
 
 ABORTED_TEXT = "aborted"
 
@@ -202,7 +202,7 @@ def repair(t: Transcript, *, strip_trailing: bool = True) -> RepairResult:
             if not msgs or msgs[-1].role != "assistant":
                 break
             last = msgs[-1]
-            open_ids = {id(b) for ci, b, ri in pair(msgs).pairs if ri is None and ci == len(msgs) - 1 and not is_terminal(b)}
+            open_ids = {id(b) for b in pair(msgs).trailing(msgs)}
             if not open_ids:
                 break
             for b in last.content:
