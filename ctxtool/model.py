@@ -471,3 +471,9 @@ def source_lines(e: Entry) -> list[Line]:
     if isinstance(e, Record):
         return [e.line]
     return []
+
+
+def transcript_json(r: Any) -> dict[str, Any]:
+    """How a per-transcript report names its transcript in JSON: ``transcript`` (its label),
+    ``path``, ``index`` and ``id``, the fields of ``r`` of those names."""
+    return {"transcript": r.transcript, "path": r.path, "index": r.index, "id": r.id}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Message, Transcript
+from ..model import Message, Transcript, transcript_json
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .pairing import closed_groups
 
@@ -170,10 +170,7 @@ class CutReport:
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "messages": self.messages,
         }
         d.update(self.cut.to_json())

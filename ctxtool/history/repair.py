@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import is_synthetic
-from ..model import Block, Message, Transcript
+from ..model import Block, Message, Transcript, transcript_json
 from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
 from .pairing import pair
 
@@ -101,10 +101,7 @@ class RepairResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "messages_before": self.messages_before,
             "messages_after": self.messages_after,
             "changed": self.changed,

@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError
-from ..model import Message, Transcript
+from ..model import Message, Transcript, transcript_json
 from ..run.runner import Operation, RunContext, Task
 from .pairing import is_terminal, pair
 
@@ -65,10 +65,7 @@ class TranscriptCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "format": self.format,
             "messages": self.messages,
             "problems": self.problems,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
 from ..errors import CtxtoolError, ExitCode
-from ..model import KIND_INJECTED, Message, Transcript
+from ..model import KIND_INJECTED, Message, Transcript, transcript_json
 from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
 from .pairing import Event, events, group_starts
 
@@ -67,10 +67,7 @@ class WindowResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "strategy": self.strategy,
             "max_messages": self.max_messages,
             "max_chars": self.max_chars,

@@ -12,6 +12,7 @@ from ..config import BY_KEY
 from ..model import KIND_INJECTED, ROLES, Usage
 
 if TYPE_CHECKING:
+    from ..model import Transcript
     from ..tokens.models import ModelInfo
 
 #: the rows of ``by_role``: the roles, with injected user-role lines apart
@@ -176,6 +177,13 @@ class TranscriptStats:
     last_timestamp: str | None = None
     accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
     rate_limits: dict[str, Any] | None = None  # the last the agent recorded (Codex token_count.rate_limits)
+
+    @classmethod
+    def of(cls, t: Transcript, figures: Figures, context_tokens: int, context_source: str, context_window: int | None,
+           level: str, largest: list[ToolOutput], **more: Any) -> TranscriptStats:
+        """The stats of ``t``: where it is read from, its figures and its context."""
+        return cls(t.path, t.index, t.id, t.format, figures, context_tokens, context_source, context_window, level, largest,
+                   label=t.label, **more)
 
     @property
     def context_percent(self) -> float | None:

@@ -179,18 +179,8 @@ def transcript_stats(
             largest.append(
                 ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
             )
-    return TranscriptStats(
-        path=t.path,
-        index=t.index,
-        id=t.id,
-        format=t.format,
-        figures=f,
-        context_tokens=ctx.tokens,
-        context_source=ctx.tokens_source,
-        context_window=ctx.window,
-        level=threshold_level(ctx.chars, warning_chars, critical_chars),
-        largest=largest,
-        label=t.label,
+    return TranscriptStats.of(
+        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_level(ctx.chars, warning_chars, critical_chars), largest,
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
