@@ -14,7 +14,7 @@ from ..summarizers import prompt as sp
 from ..summarizers.heuristic.ledger import read_set
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from ..tokens.heuristic import estimate
-from .plan import Plan, plan
+from .plan import Plan, plan_compaction
 from .rebuild import Rebuilt, Summary, rebuild
 from .report import RecordReport
 from .settings import CompactOptions
@@ -71,7 +71,7 @@ def compact_transcript(
     tok = tok or get_tokenizer(opts.tokenizer)
     t0 = time.perf_counter()
     rep = RecordReport(t.label, t.index, t.id, format=t.format)
-    p = plan(t, opts, tok)
+    p = plan_compaction(t, opts, tok)
     eff = p.view.effective
     rep.trigger, rep.context_tokens, rep.limit = p.trigger, p.context_tokens, p.limit
     rep.context_window, rep.window_source = p.window, p.window_source

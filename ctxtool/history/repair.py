@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import is_synthetic
 from ..model import Block, Message, Transcript, transcript_json
-from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+from ..run.runner import FileResults, MapTask, Operation, Results, RunContext, Task, run_each
 from .pairing import pair
 
 ABORTED_TEXT = "aborted"
@@ -295,7 +295,7 @@ class RepairOp(Operation[Results[RepairResult]]):
     strip_trailing: bool = True
 
     def start(self, ctx: RunContext) -> Task[Results[RepairResult]]:
-        return EachTask(lambda t: repair(t, strip_trailing=self.strip_trailing))
+        return MapTask(lambda t: repair(t, strip_trailing=self.strip_trailing))
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ engines on other machines, add up to the report of a serial run.
   as they were read (``checks_output``; :func:`ctxtool.run.serial.write_checked`). ``compact``
   (:class:`ctxtool.compaction.op.CompactOp`) uses all three.
 
-:class:`Each` makes any function of a transcript an operation (run serially);
+:class:`MapOp` makes any function of a transcript an operation (run serially);
 :mod:`ctxtool.run.records` runs an operation over one record's bytes.
 
 >>> from ctxtool.run.runner import run_file                        # doctest: +SKIP
@@ -152,7 +152,7 @@ class Task(Generic[R]):
         """Release resources (called after ``finish``, or after a failure)."""
 
 
-class EachTask(Task[Results[T]]):
+class MapTask(Task[Results[T]]):
     """A task that calls ``fn`` on each transcript and keeps its results (or passes each to
     ``sink``, in input order)."""
 
@@ -182,7 +182,7 @@ class Operation(Generic[R]):
     name: ClassVar[str] = ""
     #: False for operations that only read (stats): they have no output
     writes: ClassVar[bool] = True
-    #: False for operations that cannot be pickled (:class:`Each` of a closure): never split
+    #: False for operations that cannot be pickled (:class:`MapOp` of a closure): never split
     parallel: ClassVar[bool] = True
     #: False: workers run without the cyclic collector (many small objects kept to the end)
     collect_garbage: ClassVar[bool] = True
@@ -218,7 +218,7 @@ class Operation(Generic[R]):
         raise NotImplementedError
 
 
-class Each(Operation[Results[T]]):
+class MapOp(Operation[Results[T]]):
     """Any function of a transcript as an operation (its results are the report). Run in one
     process unless ``parallel``: a function that pickles (module-level, or a
     ``functools.partial`` of one with picklable arguments) may run on worker processes; a
@@ -245,7 +245,7 @@ class Each(Operation[Results[T]]):
         return Results()
 
     def start(self, ctx: RunContext) -> Task[Results[T]]:
-        return EachTask(self.fn, None if ctx.worker else self.sink)
+        return MapTask(self.fn, None if ctx.worker else self.sink)
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,7 @@ class Identity(Operation[Results[Any]]):
     records: bool = False
 
     def start(self, ctx: RunContext) -> Task[Results[Any]]:
-        return EachTask(_converted if self.records else _nothing)
+        return MapTask(_converted if self.records else _nothing)
 
 
 def _nothing(t: Transcript) -> None:
@@ -321,7 +321,7 @@ def convert_file(
             r.redact(t)
             return _converted(t) if records else None
 
-        return run_file(Each(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
+        return run_file(MapOp(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CtxtoolError
 from ..model import Transcript
-from ..run.runner import Each
+from ..run.runner import MapOp
 from .events import KEYS, UsageEvent, events, key_for
 from .report import (
     GROUPINGS,
@@ -155,7 +155,7 @@ def usage_report(
     # run on every core (manyfiles.run_files), their events tallied here in file order
     from ..run.manyfiles import run_files
 
-    runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
+    runs = run_files(MapOp(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
     try:
         for run in runs:
             if isinstance(run, CtxtoolError):
