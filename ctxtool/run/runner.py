@@ -1,41 +1,7 @@
-"""One runner for every file command: read -> operate -> write.
-
-An :class:`Operation` is a picklable object holding its options as fields. ``start`` binds
-it to one input (a whole file, or one byte range of a dataset file in a worker process) and
-returns a :class:`Task`; the task changes each transcript in place (``apply``) and returns
-its report at the end (``finish``). Reports merge (``report.merge(other)``, or
-:func:`merge_reports`), so the parts of a file processed by several processes, or by
-engines on other machines, add up to the report of a serial run.
-
-:func:`run_file` does the rest once, for every command:
-
-* reads ``path`` (``-``: stdin) in its detected or given format, under an error policy
-  (``fail``: stop at the first bad record; ``skip``: report it and go on);
-* writes the transcripts to ``output`` atomically (``-``: stdout; ``None``: nothing);
-* splits a large dataset file (one transcript per line) into byte ranges run by a pool of
-  worker processes (:func:`ctxtool.run.pool.worker_pool`; :mod:`ctxtool.run.parallel`): each job
-  (:class:`ctxtool.run.parallel.RangeJob`, run by :func:`ctxtool.run.parallel.run_range`) carries
-  the operation and its options, pickled (no module state), and the workers die with
-  their parent;
-* with ``threads``, keeps several transcripts in flight (operations that wait on a model),
-  writing them in input order (:class:`ctxtool.run.serial.TaskStream`);
-* gathers events and skipped records in file order;
-* over many files (:func:`ctxtool.run.manyfiles.run_files`), runs the ones it would not split
-  whole on the worker pool, a batch of files per job, their reports in input order;
-* for operations that ask: reads the whole input first (``read_first``), writes a
-  transcript the operation failed on unchanged under ``skip`` (``keep_failed``), and lets
-  the task check the written output against the input, rewriting it with some transcripts
-  as they were read (``checks_output``; :func:`ctxtool.run.serial.write_checked`). ``compact``
-  (:class:`ctxtool.compaction.op.CompactOp`) uses all three.
-
-:class:`MapOp` makes any function of a transcript an operation (run serially);
-:mod:`ctxtool.run.records` runs an operation over one record's bytes.
-
->>> from ctxtool.run.runner import run_file                        # doctest: +SKIP
->>> from ctxtool.history.window import WindowOp                        # doctest: +SKIP
->>> run = run_file(WindowOp(max_messages=20), "in.jsonl", "out.jsonl", jobs=4)  # doctest: +SKIP
->>> sum(r.dropped for r in run.report.items)                  # doctest: +SKIP
-"""
+"""One runner for every file command: read -> operate -> write (:func:`run_file`). An
+:class:`Operation` (picklable options) starts a :class:`Task` per input, which changes each
+transcript and returns a report; reports merge, so parts run by processes or engines add up
+to a serial run. docs/architecture.md (Data flow, step 4) says how it splits and writes."""
 
 from __future__ import annotations
 
