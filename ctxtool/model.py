@@ -32,10 +32,6 @@ KIND_COMPACTION_SUMMARY = "compaction_summary"
 HINT_SUMMARY = "compaction_summary"  # Message.extra: a reader marks a compaction summary its format records
 KIND_INJECTED = "injected"  # a user-role message the agent wrote (skill text, command output, reminders)
 
-#: how text an agent injects as a user-role message begins (Claude Code: local command output,
-#: caveats, reminders, hook output, interruptions, skill documents; Codex: instructions files and
-#: environment context); a user line made only of such text is not the user's words
-
 
 
 @dataclass(slots=True)
