@@ -74,13 +74,13 @@ def main(path: str, repeat: int) -> int:
     from langchain_core.messages.utils import count_tokens_approximately
 
     from ctxtool import formats
-    from ctxtool.history.window import View, WindowOp, plan, window_messages
-    from ctxtool.model import heuristic_tokens
+    from ctxtool.history.window import WindowOp, WindowRows, plan_rows, window_messages
     from ctxtool.run import records
     from ctxtool.stats.fast import tally_openai
     from ctxtool.stats.op import StatsOp
     from ctxtool.stats.transcript import transcript_stats
     from ctxtool.tokens.count import count_messages, get_tokenizer
+    from ctxtool.tokens.heuristic import estimate
 
     with open(path, "rb") as f:
         lines = [ln for ln in f if ln.strip()]
@@ -111,14 +111,14 @@ def main(path: str, repeat: int) -> int:
         out = []
         for m in dicts:
             tl = tally_openai(m, False)
-            out.append(sum(heuristic_tokens(c) for c in tl.chars) if tl is not None else -1)
+            out.append(sum(estimate(c) for c in tl.chars) if tl is not None else -1)
         return out
 
     def tally_window() -> list[list[bool]]:  # window's plan from the same tally (as WindowOp's fast read)
         out = []
         for m in dicts:
             tl = tally_openai(m, False, pairs=True)
-            out.append(plan(View.of_tally(tl), max_chars=MAX_CHARS, max_messages=1_000_000)[0] if tl is not None else [])
+            out.append(plan_rows(WindowRows.of_tally(tl), max_chars=MAX_CHARS, max_messages=1_000_000)[0] if tl is not None else [])
         return out
 
     def tally_exact() -> list[int]:  # the exact count of each record's texts, as stats --tokenizer o200k_base
@@ -142,7 +142,7 @@ def main(path: str, repeat: int) -> int:
     pairs([
         ("stats_fast.tally_openai + heuristic tokens, on the parsed dicts", approx + " on the parsed dicts",
          lc_count, tally_tokens),
-        (f"window.plan (max_chars {MAX_CHARS}) from the tally, on the parsed dicts", trim + " on the parsed dicts",
+        (f"window.plan_rows (max_chars {MAX_CHARS}) from the tally, on the parsed dicts", trim + " on the parsed dicts",
          lc_trim, tally_window),
         ("stats_fast.tally_openai + o200k_base count, on the parsed dicts", "token_counter (gpt-4o) on the parsed dicts",
          lite, tally_exact),

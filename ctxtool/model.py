@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .io import jsontext
+from .tokens.heuristic import IMAGE_CHARS
 
 ROLES = ("system", "user", "assistant", "tool")
 BLOCK_TYPES = ("text", "thinking", "tool_call", "tool_result", "image")
@@ -31,12 +32,6 @@ KIND_COMPACTION_SUMMARY = "compaction_summary"
 HINT_SUMMARY = "compaction_summary"  # Message.extra: a reader marks a compaction summary its format records
 KIND_INJECTED = "injected"  # a user-role message the agent wrote (skill text, command output, reminders)
 
-#: how text an agent injects as a user-role message begins (Claude Code: local command output,
-#: caveats, reminders, hook output, interruptions, skill documents; Codex: instructions files and
-#: environment context); a user line made only of such text is not the user's words
-
-IMAGE_TOKENS = 1200  # seeds 000/002: an image counts as ~1200 tokens
-IMAGE_CHARS = IMAGE_TOKENS * 4
 
 
 @dataclass(slots=True)
@@ -147,16 +142,25 @@ class Block:
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage reported by the provider for one API call (seed 001 2.3)."""
+    """Token usage: one API call's as the provider reports it (seed 001 2.3), or a tally of
+    many (``stats``, ``usage``: :meth:`add`, ``calls`` counting the calls added)."""
 
     input: int = 0
     output: int = 0
-    cache_creation: int = 0
+    cache_creation: int = 0  # prompt-cache writes
     cache_read: int = 0
+    calls: int = 0  # API calls tallied (a tally's count; 0 for one call as recorded)
 
     @property
     def total(self) -> int:
         return self.input + self.cache_creation + self.cache_read + self.output
+
+    def add(self, o: Usage) -> None:
+        self.input += o.input
+        self.output += o.output
+        self.cache_creation += o.cache_creation
+        self.cache_read += o.cache_read
+        self.calls += o.calls
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -465,6 +469,7 @@ def source_lines(e: Entry) -> list[Line]:
     return []
 
 
-def heuristic_tokens(chars: int) -> int:
-    """Seed 000/002/003 heuristic: ceil(chars / 4)."""
-    return math.ceil(chars / 4) if chars > 0 else 0
+def transcript_json(r: Any) -> dict[str, Any]:
+    """How a per-transcript report names its transcript in JSON: ``transcript`` (its label),
+    ``path``, ``index`` and ``id``, the fields of ``r`` of those names."""
+    return {"transcript": r.transcript, "path": r.path, "index": r.index, "id": r.id}

@@ -110,6 +110,9 @@ def test_cut_keep_recent_count_and_clamp(chat: Path) -> None:
     assert d["keep_budget"] is None and d["keep_recent"] == 3 and d["messages_kept"] >= 3
     d = one(invoke("cut", str(chat), "--context-window", "17384", "--json").stdout)
     assert d["effective_limit"] == 1000 and d["keep_budget"] == 500
+    # a reserve as large as the window: the limit is 0, and 0 clamps as the transform does
+    d = one(invoke("cut", str(chat), "--context-window", "1000", "--reserve-tokens", "2000", "--json").stdout)
+    assert d["effective_limit"] == 0 and d["keep_budget"] == 0 and d["keep_recent"] is None
 
 
 def test_cut_output_keeps_lines_verbatim(chat: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.compaction.plan import plan
+from ctxtool.compaction.plan import plan_compaction
 from ctxtool.compaction.run import compact_file
 from ctxtool.errors import CtxtoolError
 from ctxtool.history import archive as ar
@@ -106,7 +106,7 @@ def test_tool_digest_is_the_archivers_digest(tmp_path: Path) -> None:
     o = opts(keep_recent_tokens=1500, tool_digest=True, tool_call_cutoff=2)
     compact_file(src, tmp_path / "o.json", options=o)
     written = json.loads((tmp_path / "o.json").read_text())
-    p = plan(next(formats.read(src)), o)
+    p = plan_compaction(next(formats.read(src)), o)
     new, res = ar.archive_messages(p.keep, cutoff=2, strategy="heuristic", prefix=ar.DIGEST_PREFIX)
     assert written[-1]["content"] == new[-1].text() == res.summary
     assert res.summary.startswith(f"{ar.DIGEST_PREFIX} {res.archived_count} older tool results were archived")

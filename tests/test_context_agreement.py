@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.compaction.plan import plan
+from ctxtool.compaction.plan import plan_compaction
 from ctxtool.compaction.settings import CompactOptions
 from ctxtool.config import Config
 from ctxtool.errors import ExitCode
@@ -51,7 +51,7 @@ def test_stats_check_replay_agree(path: Path) -> None:
     st = stats_files([str(path)], settings=cfg, workers=1)
     checks = [check_transcript(t, context=cfg) for t in formats.read(path)]
     reps = replay.replay_file(path, cfg=cfg)
-    plans = [plan(t, CompactOptions.from_config(cfg)) for t in formats.read(path)]
+    plans = [plan_compaction(t, CompactOptions.from_config(cfg)) for t in formats.read(path)]
     assert len(st.transcripts) == len(checks) == len(reps) == len(plans) > 0
     for s, c, r, p in zip(st.transcripts, checks, reps, plans, strict=True):
         assert r.context is not None

@@ -90,6 +90,17 @@ def test_budget_clamped_to_half_the_effective_limit():
     assert cp.tokens_kept <= 500 and cp.cut_index is not None
 
 
+def test_an_effective_limit_of_zero_is_a_limit():
+    # window <= reserve: the limit is 0 (policies.base.window_limit), so the budget clamps to 0 and
+    # the newest message alone is kept; None is what means "no limit"
+    msgs = []
+    for _ in range(10):
+        msgs += [U(n=396), A(n=396)]
+    cp = find_cut(msgs, keep_recent_tokens=20000, effective_limit=0)
+    assert cp.keep_budget == 0 and cp.keep_recent is None and cp.cut_index == len(msgs) - 1
+    assert find_cut(msgs, keep_recent_tokens=20000, effective_limit=None).keep_budget == 20000
+
+
 def test_system_and_invisible_messages_weigh_nothing():
     hidden = U(n=40000)
     hidden.metadata.agent_visible = False

@@ -89,13 +89,13 @@ def _slow_and_picky(t):  # type: ignore[no-untyped-def]
 
 def test_threads_keep_the_order_and_failed_transcripts_go_to_the_policy(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
-    run = runner.run_file(runner.Each(_slow_and_picky), str(dataset), str(out), on_error="skip", threads=4)
+    run = runner.run_file(runner.MapOp(_slow_and_picky), str(dataset), str(out), on_error="skip", threads=4)
     kept = [i for i in range(30) if i % 7 != 3]
     assert run.report.items == kept and run.transcripts == len(kept)
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [f"r{i}" for i in kept]
     assert run.skipped[0] == f"{dataset}:4: no thanks" and len(run.skipped) == 4
     with pytest.raises(CtxtoolError) as e:
-        runner.run_file(runner.Each(_slow_and_picky), str(dataset), str(out), threads=4)
+        runner.run_file(runner.MapOp(_slow_and_picky), str(dataset), str(out), threads=4)
     assert e.value.line == 4 and len(out.read_text().splitlines()) == len(kept)  # the output is untouched
 
 

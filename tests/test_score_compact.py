@@ -24,7 +24,7 @@ from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.score import quality
 from ctxtool.score.core import score, score_files
 from ctxtool.score.kinds import register_probe, unregister_probe
-from ctxtool.score.probes import Part, Probe, ProbeKind
+from ctxtool.score.probes import CompactionCut, Probe, ProbeKind
 from ctxtool.score.text import Haystack
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp
@@ -81,7 +81,7 @@ def unkeepable() -> Iterator[None]:
     class Unkeepable(ProbeKind):
         name = "unkeepable"
 
-        def extract(self, part: Part) -> list[Probe]:
+        def extract(self, part: CompactionCut) -> list[Probe]:
             return [self.probe("a value no summary holds", target="\x00never\x00")]
 
         def check(self, probe: Probe, after: Haystack) -> bool:

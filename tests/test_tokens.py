@@ -11,6 +11,7 @@ import pytest
 from ctxtool.model import Block, Message, Usage
 from ctxtool.tokens import count as tokens
 from ctxtool.tokens import models as registry
+from ctxtool.tokens.heuristic import IMAGE_TOKENS
 
 
 def test_heuristic_is_ceil_chars_over_4() -> None:
@@ -69,9 +70,9 @@ def test_count_messages_covers_every_block_kind() -> None:
     )
     heur = tokens.count_messages([m], tokens.get_tokenizer("heuristic"))[0]
     chars = 40 + 20 + len("read") + len('{"path":"a.py"}')
-    assert heur == math.ceil(chars / 4) + tokens.IMAGE_TOKENS
+    assert heur == math.ceil(chars / 4) + IMAGE_TOKENS
     exact = tokens.count_messages([m], tokens.get_tokenizer("o200k_base"))[0]
-    assert exact > tokens.IMAGE_TOKENS
+    assert exact > IMAGE_TOKENS
 
 
 def test_usage_aware_estimate_uses_last_usage_plus_trailing() -> None:

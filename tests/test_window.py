@@ -109,7 +109,7 @@ def test_window_defaults_are_the_settings_table_s():
     from ctxtool.history import window as w
 
     want = {k: BY_KEY[f"window.{k}"].default for k in ("strategy", "max_messages", "max_chars", "keep_first_user")}
-    for fn in (w.plan_window, w.plan, w.window_messages, w.window, w.windowed, w.window_file):
+    for fn in (w.plan_window, w.plan_rows, w.window_messages, w.window, w.windowed, w.window_file):
         params = inspect.signature(fn).parameters
         assert {k: params[k].default for k in want} == want, fn.__name__
     fields = {f.name: f.default for f in dataclasses.fields(w.WindowOp)}

@@ -1,45 +1,6 @@
-"""ctxtool's policies as a per-turn transform for a Python agent loop (seed 002 ``make_transform``).
-
-Seed 002 configures an agent loop with ``transform_context``: a function applied to the
-message history before every model call, returning the messages to send. ``make_transform``
-builds one from ctxtool's operations, applied in this order:
-
-1. **archive** (seed 000, with ``tool_call_cutoff``): the oldest tool results beyond the
-   cutoff are hidden and one ``tool_summary`` message describing them is appended;
-2. **agent view** (``agent_view=True``): agent-invisible messages are left out (seed 000's
-   ``ConvertMessagesToLLM``), and so are the tool calls whose results were archived, so
-   the request never holds a call without its result (an assistant message left empty
-   is dropped);
-3. **cut** (with ``context_window``): once the trigger ``policy`` (:mod:`ctxtool.policies`;
-   default ``seed000``: the usage-aware estimate reaches ``context_window - reserve_tokens``)
-   says compact, the history is cut where :func:`ctxtool.history.cut.find_cut`
-   says (never between a call and its result) and the older part is replaced by one
-   ``[Previous conversation summary]`` message, from ``compact_summarize(messages)``
-   when given, else a short note of what was dropped; system messages stay in front;
-4. **window** (seed 002 ``truncate``): ``max_messages`` / ``max_chars`` with the
-   ``sliding`` or ``bookends`` strategy and ``keep_first_user`` (:mod:`ctxtool.history.window`).
-
-The transform never changes the list or the messages it is given: changed messages are
-copies, so the agent keeps its full history and every call sees all of it.
-
-Example, an agent loop::
-
-    from ctxtool import Block, Message
-    from ctxtool.agent.transform import make_transform
-
-    transform = make_transform(tool_call_cutoff=10, context_window=200_000, max_messages=100)
-    history = [Message("system", [Block("text", text="You are a coding agent.")]),
-               Message("user", [Block("text", text="Fix the failing test.")])]
-    while True:
-        reply = call_model(transform(history))        # the transformed context is sent
-        history.append(reply)                          # the full history is kept
-        calls = reply.tool_calls()
-        if not calls:
-            break
-        for c in calls:
-            history.append(Message("tool", [Block("tool_result", id=c.id, text=run_tool(c))]))
-    print(transform.last.to_json())                    # what the last call did
-"""
+"""ctxtool's policies as a per-turn transform for a Python agent loop (AgentCore.Context's
+``transform_context``, :func:`make_transform`): archive, agent view, cut and window, in that
+order, over a copy of the history. docs/replay.md has an agent loop that uses it."""
 
 from __future__ import annotations
 
@@ -237,7 +198,7 @@ class ContextTransform:
         est = resolve(msgs, settings=ContextSettings(window=self.context_window), tokenizer=self.tokenizer)
         if not self.policy.evaluate(est.measure(), self.settings).compact:
             return msgs, 0
-        limit = max(self.context_window - self.reserve_tokens, 1)
+        limit, _ = self.settings.effective_limit()  # the window is known: window - reserve
         cp = find_cut(msgs, keep_recent_tokens=self.keep_recent_tokens, effective_limit=limit, tokenizer=self.tokenizer)
         if not cp.cut_index:
             return msgs, 0

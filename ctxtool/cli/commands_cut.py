@@ -28,10 +28,10 @@ def _transform(
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
-    from ..run.runner import Each, run_file
+    from ..run.runner import MapOp, run_file
 
     json_needs_output(as_json, dry_run, output)
-    run = run_file(Each(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
+    run = run_file(MapOp(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
                    messages_column=messages_column)
     warn_skipped(run.skipped)
     return run.report.items

@@ -217,9 +217,9 @@ def _render_stats(report, top: int) -> None:
     if tot.documents or tot.saved_outputs:
         lines.append(f"documents {tot.documents:,} · tool outputs the agent saved to files {tot.saved_outputs:,}"
                      " (the transcript holds a reference and a preview)")
-    if u.api_messages:
+    if u.calls:
         lines.append(
-            f"recorded usage ({u.api_messages:,} API messages): input {u.input:,} · output {u.output:,}"
+            f"recorded usage ({u.calls:,} API messages): input {u.input:,} · output {u.output:,}"
             f" · cache write {u.cache_creation:,} · cache read {u.cache_read:,} · total {u.total:,}"
         )
     for ts in report.transcripts:

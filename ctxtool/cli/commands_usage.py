@@ -152,7 +152,7 @@ def _cells(report: UsageReport, row: UsageRow, short: bool, key: str | None = No
         k += f" (active, {left // 60}h{left % 60:02d} left)"
     return {"key": k, "models": ("\n" if short else ", ").join(models), "project": _project(row), "last": _local(row.last, report.tz, short),
             "input": fmt_int(row.tokens.input), "output": fmt_int(row.tokens.output),
-            "cache write": fmt_int(row.tokens.cache_write), "cache read": fmt_int(row.tokens.cache_read),
+            "cache write": fmt_int(row.tokens.cache_creation), "cache read": fmt_int(row.tokens.cache_read),
             "total": fmt_int(row.tokens.total), "calls": fmt_int(row.messages), "cost": _usd(row)}
 
 

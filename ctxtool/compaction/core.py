@@ -13,7 +13,8 @@ from ..summarizers import Summarizer
 from ..summarizers import prompt as sp
 from ..summarizers.heuristic.ledger import read_set
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
-from .plan import Plan, plan
+from ..tokens.heuristic import estimate
+from .plan import Plan, plan_compaction
 from .rebuild import Rebuilt, Summary, rebuild
 from .report import RecordReport
 from .settings import CompactOptions
@@ -70,7 +71,7 @@ def compact_transcript(
     tok = tok or get_tokenizer(opts.tokenizer)
     t0 = time.perf_counter()
     rep = RecordReport(t.label, t.index, t.id, format=t.format)
-    p = plan(t, opts, tok)
+    p = plan_compaction(t, opts, tok)
     eff = p.view.effective
     rep.trigger, rep.context_tokens, rep.limit = p.trigger, p.context_tokens, p.limit
     rep.context_window, rep.window_source = p.window, p.window_source
@@ -106,7 +107,7 @@ def compact_transcript(
     if dry_run:
         req = sp.build_request(sp.summary_input(p.summarize), p.view.previous_summary, popts,
                                read_files=files[0], modified_files=files[1], extra=extra)
-        rep.prompt_tokens = (sp.prompt_chars(req) + 3) // 4
+        rep.prompt_tokens = estimate(sp.prompt_chars(req))
         rep.status = "planned"
         rep.reason = f"would summarize {len(p.summarize)} messages and keep {len(p.keep)}"
         rep.messages_removed = len(p.summarize)

@@ -10,12 +10,12 @@ from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .layouts import CutContext, get_layout
 from .settings import CompactOptions
 from .trigger import decide, window_info
-from .view import View, context_view
+from .view import AgentContext, context_view
 
 
 @dataclass(slots=True)
 class Plan:
-    view: View
+    view: AgentContext
     counts: list[int]
     should: bool
     trigger: str
@@ -42,7 +42,7 @@ def problem_keys(msgs: list[Message]) -> set[tuple[str, str | None, str]]:
     return {(p.code, p.message_id, p.message.split(" (in ")[0]) for p in check_messages(msgs)}
 
 
-def plan(t: Transcript, opts: CompactOptions, tok: Tokenizer | None = None) -> Plan:
+def plan_compaction(t: Transcript, opts: CompactOptions, tok: Tokenizer | None = None) -> Plan:
     """Decide and cut, without summarizing."""
     tok = tok or get_tokenizer(opts.tokenizer)
     layout = get_layout(opts.layout)

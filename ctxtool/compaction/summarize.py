@@ -16,9 +16,10 @@ from typing import Any
 from ..model import Message
 from ..summarizers import ContextOverflowError, Summarizer
 from ..summarizers import prompt as sp
+from ..tokens.context import CALLED_MODEL_WINDOW
+from ..tokens.heuristic import CHARS_PER_TOKEN, estimate
 
 PROMPT_MARGIN_TOKENS = 1024
-DEFAULT_SUMMARY_WINDOW = 128_000
 
 
 @dataclass(slots=True)
@@ -30,14 +31,9 @@ class SummaryOutcome:
 
 
 def open_calls(msgs: Sequence[Message]) -> list[str]:
-    """Tool calls of a trailing assistant message (unanswered when the history was cut): the
-    summary input drops them (seed 001 2.6.1), the prompt names them."""
-    for m in reversed(msgs):
-        if m.role == "assistant" and m.agent_visible:
-            return [f"{b.name}({sp.clip(b.arguments_text(), 200)})" for b in m.tool_calls()]
-        if m.agent_visible and m.role != "system":
-            return []
-    return []
+    """Tool calls of a trailing assistant message (:func:`ctxtool.summarizers.prompt.trailing_calls`):
+    the summary input drops them, the prompt names them."""
+    return [f"{b.name}({sp.clip(b.arguments_text(), 200)})" for b in sp.trailing_calls(sp.visible_input(msgs))]
 
 
 def summarize(
@@ -50,10 +46,10 @@ def summarize(
     """The summary of ``msgs`` (merged into ``previous_summary``), in as many calls as the window needs."""
     inp = sp.summary_input(msgs)
     req = sp.build_request(inp, previous_summary, popts, extra=extra)
-    window = summarizer.context_window or DEFAULT_SUMMARY_WINDOW
-    budget_chars = max((window - popts.max_tokens - PROMPT_MARGIN_TOKENS) * 4, 4000)
+    window = summarizer.context_window or CALLED_MODEL_WINDOW
+    budget_chars = max((window - popts.max_tokens - PROMPT_MARGIN_TOKENS) * CHARS_PER_TOKEN, 4000)
     chars = sp.prompt_chars(req)
-    prompt_tokens = (chars + 3) // 4
+    prompt_tokens = estimate(chars)
     if chars <= budget_chars:
         try:
             return SummaryOutcome(summarizer.summarize(req), 1, 1, prompt_tokens)
@@ -88,7 +84,7 @@ def _summarize_chunks(
     prompt_tokens: int,
     depth: int = 0,
 ) -> SummaryOutcome:
-    overhead = 6000 + len(previous_summary or "") + popts.max_tokens * 4
+    overhead = 6000 + len(previous_summary or "") + popts.max_tokens * CHARS_PER_TOKEN
     chunks = _chunks(inp, max(budget_chars - overhead, 2000), popts.tool_clip)
     running = previous_summary
     calls = 0

@@ -16,7 +16,7 @@ from ..tokens.count import Tokenizer, count_messages
 
 
 @dataclass(slots=True)
-class View:
+class AgentContext:
     """The agent's context in a transcript that may already hold compactions."""
 
     messages: list[Message]  # every message of the transcript
@@ -34,13 +34,13 @@ def _last_marker(t: Transcript) -> Compaction | Message | None:
     return None
 
 
-def context_view(t: Transcript, tok: Tokenizer) -> View:
+def context_view(t: Transcript, tok: Tokenizer) -> AgentContext:
     from ..formats import get_format
 
     msgs = t.messages
     marker = _last_marker(t)
     if marker is None:
-        return View(msgs, list(msgs))
+        return AgentContext(msgs, list(msgs))
     pos = {id(m): i for i, m in enumerate(msgs)}
     if isinstance(marker, Message):
         i = pos[id(marker)]
@@ -63,4 +63,4 @@ def context_view(t: Transcript, tok: Tokenizer) -> View:
     eff = [m for m in msgs[:start] if m.role == "system"]
     eff += [m for m in msgs[start:] if m.metadata.kind != KIND_COMPACTION_SUMMARY]
     r, w = sp.parse_file_lists(prev)
-    return View(msgs, eff, sp.strip_file_lists(prev) or None, prev_tokens, r, w)
+    return AgentContext(msgs, eff, sp.strip_file_lists(prev) or None, prev_tokens, r, w)

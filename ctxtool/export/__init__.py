@@ -3,7 +3,7 @@
     from ctxtool.export import export_file
     result = export_file("session.jsonl", "session.html")  # the renderer from the suffix
 
-A transcript becomes a :class:`~ctxtool.export.walk.View` (turns and compaction markers,
+A transcript becomes a :class:`~ctxtool.export.walk.ExportedTranscript` (turns and compaction markers,
 decided once in :mod:`ctxtool.export.walk`); a registered renderer
 (:func:`~ctxtool.export.base.register`: ``markdown``, ``html``) draws the views as a stream
 of text, written through :func:`ctxtool.io.outputs.atomic_output`.
@@ -32,13 +32,13 @@ from .base import (
     renderer_for_output,
     renderer_names,
 )
-from .walk import Marker, Part, Turn, View, view
+from .walk import ExportedTranscript, Marker, Turn, TurnPart, view
 
 if TYPE_CHECKING:
     from ..redact import RedactOptions, Redactor
 
 __all__ = [
-    "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
+    "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "TurnPart", "Renderer", "Turn", "ExportedTranscript",
     "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
 ]
 
@@ -64,7 +64,7 @@ class _Tally:
     messages: int = 0
     compactions: int = 0
 
-    def count(self, views: Iterable[View]) -> Iterator[View]:
+    def count(self, views: Iterable[ExportedTranscript]) -> Iterator[ExportedTranscript]:
         for v in views:
             self.transcripts += 1
             self.messages += v.turns

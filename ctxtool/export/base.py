@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from ..errors import CtxtoolError, ExitCode
-from .walk import View
+from .walk import ExportedTranscript
 
 #: tool outputs, arguments and injected content longer than this many characters are
 #: collapsed (HTML) or clipped with a note (markdown)
@@ -43,7 +43,7 @@ class Renderer:
     def __init__(self, options: ExportOptions) -> None:
         self.options = options
 
-    def document(self, title: str, views: Iterator[View]) -> Iterator[str]:
+    def document(self, title: str, views: Iterator[ExportedTranscript]) -> Iterator[str]:
         raise NotImplementedError
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from .base import Renderer, plural, register, short_label
 from .markdown import ROLE_NAMES
-from .walk import Marker, Part, Turn, View
+from .walk import ExportedTranscript, Marker, Turn, TurnPart
 
 #: the page's one script: pages, expand/collapse all, search, links into hidden pages
 SCRIPT = """(function(){
@@ -183,12 +183,12 @@ class HtmlRenderer(Renderer):
         self.page_file = page_file
         self.records = 0
 
-    def document(self, title: str, views: Iterator[View]) -> Iterator[str]:
+    def document(self, title: str, views: Iterator[ExportedTranscript]) -> Iterator[str]:
         yield head(title)
         yield from self.body(views)
         yield tail(self.contents(self.records))
 
-    def body(self, views: Iterator[View]) -> Iterator[str]:
+    def body(self, views: Iterator[ExportedTranscript]) -> Iterator[str]:
         """The pages of ``views`` (between the head and the tail)."""
         for v in views:
             self.records += 1
@@ -218,7 +218,7 @@ class HtmlRenderer(Renderer):
         self.page_turns += turns
         return out
 
-    def transcript(self, k: int, v: View) -> Iterator[str]:
+    def transcript(self, k: int, v: ExportedTranscript) -> Iterator[str]:
         anchor = f"t{k}"
         dataset = k > 1 or "#" in v.label
         yield self._page(0)  # a record starts on a new page when this one is full
@@ -279,7 +279,7 @@ class HtmlRenderer(Renderer):
                     f"{pre}</details>")
         return f"<div class=\"label\">{label}</div>{pre}"
 
-    def part(self, p: Part, role: str = "") -> str:
+    def part(self, p: TurnPart, role: str = "") -> str:
         k = p.kind
         if k == "text" and role == "system" and self.options.long(p.text):
             return (f"<details class=\"part\"><summary>System prompt · {len(p.text):,} characters</summary>"

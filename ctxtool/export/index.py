@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
 from .base import ExportOptions, get_renderer, plural
-from .walk import Turn, View, view
+from .walk import ExportedTranscript, Turn, view
 
 INDEX = "index.html"
 
@@ -53,7 +53,7 @@ class IndexResult:
         return [p for p in self.pages if p.page is not None]
 
 
-def _noted(page: Page, views: Iterator[View]) -> Iterator[View]:
+def _noted(page: Page, views: Iterator[ExportedTranscript]) -> Iterator[ExportedTranscript]:
     """The views, noting on ``page`` what the index shows."""
     for v in views:
         page.transcripts += 1

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ..text import lazyre
 from .base import Renderer, clip_note, plural, register, short_label
-from .walk import Marker, Part, Turn, View
+from .walk import ExportedTranscript, Marker, Turn, TurnPart
 
 ROLE_NAMES = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 _TICKS = lazyre.compile(r"`{3,}")
@@ -49,7 +49,7 @@ class MarkdownRenderer(Renderer):
     suffixes = (".md", ".markdown")
     description = "Markdown (GitHub flavoured): headings per turn, fenced tool calls and outputs."
 
-    def document(self, title: str, views: Iterator[View]) -> Iterator[str]:
+    def document(self, title: str, views: Iterator[ExportedTranscript]) -> Iterator[str]:
         yield f"# {title}\n"
         count = 0
         for v in views:
@@ -76,7 +76,7 @@ class MarkdownRenderer(Renderer):
         shown = text[: self.options.collapse]
         return fence(shown, info) + f"\n_({clip_note(len(shown), text)})_\n"
 
-    def part(self, p: Part, t: Turn) -> str:
+    def part(self, p: TurnPart, t: Turn) -> str:
         k = p.kind
         if k == "text" and t.role == "system":  # a system prompt's own headings stay inside its fold
             return f"<details><summary>System prompt ({len(p.text):,} characters)</summary>\n\n{quote(p.text)}\n</details>\n"

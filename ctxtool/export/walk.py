@@ -1,6 +1,6 @@
 """A transcript as a reader sees it: turns made of parts, and compaction markers.
 
-Both renderers (markdown, html) draw the same :class:`View`, so what counts as injected
+Both renderers (markdown, html) draw the same :class:`ExportedTranscript`, so what counts as injected
 content, how a tool output is matched to its call and how a compaction is described are
 decided here once. Nothing is dropped: every message becomes a turn, every block a part.
 """
@@ -22,7 +22,7 @@ SAFE_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 @dataclass(frozen=True, slots=True)
-class Part:
+class TurnPart:
     """One piece of a turn.
 
     ``kind``: ``text`` (the speaker's words), ``injected`` (content an agent put in a user
@@ -42,7 +42,7 @@ class Part:
 class Turn:
     number: int  # 1-based position among the transcript's messages
     role: str
-    parts: list[Part]
+    parts: list[TurnPart]
     injected: str | None = None  # the whole turn is injected content of this kind
     model: str | None = None
     timestamp: str | None = None
@@ -77,7 +77,7 @@ Item = Turn | Marker
 
 
 @dataclass(slots=True)
-class View:
+class ExportedTranscript:
     label: str
     format: str
     id: str | None
@@ -116,22 +116,22 @@ def arguments_text(b: Block) -> str:
     return jsonio.dumps_pretty(a).decode("utf-8")
 
 
-def image_part(b: Block) -> Part:
+def image_part(b: Block) -> TurnPart:
     if images.is_document(b.data):
         return document_part(b.data)
     p = images.parse(b.data)
     if p is None:
-        return Part("image", label="image (no data in the transcript)")
+        return TurnPart("image", label="image (no data in the transcript)")
     kind, a, payload = p
     if kind == "url":
         shown = a if len(a) <= 200 else a[:200] + "…"
-        return Part("image", label=f"image at {shown}")
+        return TurnPart("image", label=f"image at {shown}")
     size = len(payload) * 3 // 4
     label = f"image ({a}, {size:,} bytes)"
-    return Part("image", label=label, url=f"data:{a};base64,{payload}" if a in SAFE_IMAGE_TYPES else None)
+    return TurnPart("image", label=label, url=f"data:{a};base64,{payload}" if a in SAFE_IMAGE_TYPES else None)
 
 
-def document_part(d: dict[str, Any]) -> Part:
+def document_part(d: dict[str, Any]) -> TurnPart:
     """A document block, named (its title, type and size), never embedded."""
     s0 = d.get("source")
     src: dict[str, Any] = s0 if isinstance(s0, dict) else {}
@@ -141,34 +141,34 @@ def document_part(d: dict[str, Any]) -> Part:
     size = (len(data) * 3 // 4 if src.get("type") == "base64" else len(data)) if isinstance(data, str) else None
     what = ", ".join(x for x in (title and repr(title), mime, size is not None and f"{size:,} bytes") if x)
     url = _str(src.get("url"))
-    return Part("image", label=f"document ({what})" + (f" at {url}" if url else ""))
+    return TurnPart("image", label=f"document ({what})" + (f" at {url}" if url else ""))
 
 
-def _parts(m: Message, names: dict[str, str], whole: str | None) -> list[Part]:
-    out: list[Part] = []
+def _parts(m: Message, names: dict[str, str], whole: str | None) -> list[TurnPart]:
+    out: list[TurnPart] = []
     for b in m.content:
         t = b.type
         if t == "text":
             kind = whole or (injected_text(b.text) if m.role == "user" else None)
-            out.append(Part("injected", b.text, label=kind) if kind else Part("text", b.text))
+            out.append(TurnPart("injected", b.text, label=kind) if kind else TurnPart("text", b.text))
         elif t == "thinking":
-            out.append(Part("thinking", b.text))
+            out.append(TurnPart("thinking", b.text))
         elif t == "tool_call":
             name = b.name or "tool"
             if b.id:
                 names[b.id] = name
-            out.append(Part("call", arguments_text(b), label=name, call_id=b.id))
+            out.append(TurnPart("call", arguments_text(b), label=name, call_id=b.id))
         elif t == "tool_result":
             name = b.name or (names.get(b.id, "") if b.id else "")
             saved = saved_output(b.text)
             if saved is not None:  # the output is in a file the agent wrote: its reference and preview
                 size = f", {saved.size}" if saved.size else ""
                 name = f"{name or 'output'} · saved to {saved.path}{size}"
-            out.append(Part("output", b.text, label=name, call_id=b.id, error=b.is_error))
+            out.append(TurnPart("output", b.text, label=name, call_id=b.id, error=b.is_error))
         elif t == "image":
             out.append(image_part(b))
         else:  # a block type this build does not know: its text, named
-            out.append(Part("text", b.text or f"[{t} block]"))
+            out.append(TurnPart("text", b.text or f"[{t} block]"))
     return out
 
 
@@ -201,9 +201,9 @@ def _compaction(t: Transcript, c: Compaction) -> Marker:
                   timestamp=_str(o.get("timestamp")), line=c.lines[0].lineno if c.lines else None)
 
 
-def view(t: Transcript) -> View:
+def view(t: Transcript) -> ExportedTranscript:
     """The readable view of one transcript, in source order."""
-    v = View(t.label, t.format, t.id)
+    v = ExportedTranscript(t.label, t.format, t.id)
     names: dict[str, str] = {}
     n = 0
     for e in t.entries:
@@ -223,6 +223,6 @@ def view(t: Transcript) -> View:
     return v
 
 
-def views(transcripts: Iterator[Transcript]) -> Iterator[View]:
+def views(transcripts: Iterator[Transcript]) -> Iterator[ExportedTranscript]:
     for t in transcripts:
         yield view(t)

@@ -1,44 +1,5 @@
-"""Anthropic Messages API: request bodies, message lists and dataset records.
-
-Layouts read and written back as they came (the same as the ``openai`` format):
-
-* ``record_object``: one request body ``{model, max_tokens, system, messages, tools, ...}``
-* ``records_jsonl`` / ``records_array``: dataset records with messages under a key
-  (``messages``, ``conversations``, ... as in :data:`openai.MESSAGE_KEYS`)
-* ``entries_jsonl`` / ``entries_array``: one message per line, or a JSON array of messages
-
-Every field other than the messages is kept. A record's ``system`` field (a
-string or a list of text blocks) becomes a leading system message with the hint
-``anthropic_system`` and is written back to the ``system`` field in its original
-shape. Messages may be request messages ``{role, content}`` or response objects
-``{id, type: "message", role, model, content, usage, ...}`` (usage is read).
-
-Content blocks: ``text``; ``thinking`` (its ``signature`` kept in ``Block.extra``);
-``redacted_thinking`` (a thinking block with empty text, ``data`` kept);
-``tool_use`` (a tool call whose arguments are ``input``); ``tool_result`` (text
-parts joined by newlines, images inside it become image blocks right after it);
-``image`` and ``document`` (image blocks whose ``data`` is the source block).
-Other block types are kept verbatim as text blocks. A user message holding only
-tool results has role ``tool``.
-
-Writing changed or new messages:
-
-* in record layouts the leading system messages go to the record's ``system``
-  field (a string when it was one and still is one text block, else a list of
-  text blocks; several leading system messages become one list). A system
-  message read from a ``{"role": "system"}`` item of a messages list (hint
-  ``anthropic_system_item``) stays an item, and so does a system message later
-  in the conversation: the Messages API has no other place for it;
-* the record keeps the original ``system`` value (also in canonical headers); it
-  is replaced from the system message on writing, or dropped when that message
-  was removed;
-* in entries layouts (no record) system messages are ``{"role": "system"}`` items;
-* tool messages become user messages with ``tool_result`` blocks;
-* tool arguments that are not a JSON object are wrapped as ``{"arguments": ...}``;
-* a message's id, usage and model are kept when it was read from this format
-  (its source object is the template) and not added to new messages, since
-  request messages have no such fields.
-"""
+"""Anthropic Messages API: request bodies, message lists and dataset records (what the codec
+reads and writes: :class:`AnthropicFormat`)."""
 
 from __future__ import annotations
 
@@ -216,6 +177,46 @@ def own_template(msg: Message) -> dict[str, Any] | None:
 
 
 class AnthropicFormat(DatasetFormat):
+    """Layouts read and written back as they came (the same as the ``openai`` format):
+
+    * ``record_object``: one request body ``{model, max_tokens, system, messages, tools, ...}``
+    * ``records_jsonl`` / ``records_array``: dataset records with messages under a key
+      (``messages``, ``conversations``, ... as in :data:`openai.MESSAGE_KEYS`)
+    * ``entries_jsonl`` / ``entries_array``: one message per line, or a JSON array of messages
+
+    Every field other than the messages is kept. A record's ``system`` field (a
+    string or a list of text blocks) becomes a leading system message with the hint
+    ``anthropic_system`` and is written back to the ``system`` field in its original
+    shape. Messages may be request messages ``{role, content}`` or response objects
+    ``{id, type: "message", role, model, content, usage, ...}`` (usage is read).
+
+    Content blocks: ``text``; ``thinking`` (its ``signature`` kept in ``Block.extra``);
+    ``redacted_thinking`` (a thinking block with empty text, ``data`` kept);
+    ``tool_use`` (a tool call whose arguments are ``input``); ``tool_result`` (text
+    parts joined by newlines, images inside it become image blocks right after it);
+    ``image`` and ``document`` (image blocks whose ``data`` is the source block).
+    Other block types are kept verbatim as text blocks. A user message holding only
+    tool results has role ``tool``.
+
+    Writing changed or new messages:
+
+    * in record layouts the leading system messages go to the record's ``system``
+      field (a string when it was one and still is one text block, else a list of
+      text blocks; several leading system messages become one list). A system
+      message read from a ``{"role": "system"}`` item of a messages list (hint
+      ``anthropic_system_item``) stays an item, and so does a system message later
+      in the conversation: the Messages API has no other place for it;
+    * the record keeps the original ``system`` value (also in canonical headers); it
+      is replaced from the system message on writing, or dropped when that message
+      was removed;
+    * in entries layouts (no record) system messages are ``{"role": "system"}`` items;
+    * tool messages become user messages with ``tool_result`` blocks;
+    * tool arguments that are not a JSON object are wrapped as ``{"arguments": ...}``;
+    * a message's id, usage and model are kept when it was read from this format
+      (its source object is the template) and not added to new messages, since
+      request messages have no such fields.
+    """
+
     name = "anthropic"
     description = "Anthropic Messages API (request bodies, message lists, dataset records)"
     reads = "message per line, JSON array, record per line, array of records, one record"

@@ -354,10 +354,11 @@ class CodexFormat(Format):
         return out
 
     def _token_count(self, u: Usage, ts: str, st: _WriteState, t: Transcript) -> dict[str, Any]:
-        prev = st.total or Usage()
-        st.total = Usage(
-            prev.input + u.input, prev.output + u.output, prev.cache_creation + u.cache_creation, prev.cache_read + u.cache_read
-        )
+        total = Usage()  # the running tally: a copy, the messages' own usage is never changed
+        if st.total is not None:
+            total.add(st.total)
+        total.add(u)
+        st.total = total
         info: dict[str, Any] = {"total_token_usage": _usage_json(st.total), "last_token_usage": _usage_json(u)}
         cw = t.extra.get("context_window")
         info["model_context_window"] = cw if isinstance(cw, int) else None

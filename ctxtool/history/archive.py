@@ -52,8 +52,8 @@ from ..model import (
     Message,
     Metadata,
     Transcript,
-    heuristic_tokens,
 )
+from ..tokens.heuristic import estimate
 from .pairing import pair
 
 STRATEGIES = ("llm", "heuristic", "off")
@@ -192,7 +192,7 @@ def visible_results(msgs: Sequence[Message]) -> int:
     )
 
 
-def plan(msgs: Sequence[Message], cutoff: int) -> list[int]:
+def messages_to_archive(msgs: Sequence[Message], cutoff: int) -> list[int]:
     """Indices of the messages to archive, oldest first, to bring visible results to ``cutoff``."""
     if cutoff < 0:
         raise CtxtoolError(f"cutoff must be >= 0, got {cutoff}", code=ExitCode.USAGE)
@@ -345,7 +345,7 @@ def archived_metadata(m: Message) -> Metadata:
 
 
 def _visible_tokens(msgs: Sequence[Message]) -> int:
-    return sum(heuristic_tokens(m.chars()) for m in msgs if m.agent_visible)
+    return sum(estimate(m.chars()) for m in msgs if m.agent_visible)
 
 
 def _check_strategy(strategy: str) -> None:
@@ -384,7 +384,7 @@ def archive_messages(
     out = list(msgs)
     if strategy == "off":
         return out, res
-    idx = plan(msgs, cutoff)
+    idx = messages_to_archive(msgs, cutoff)
     if not idx:
         return out, res
     items = describe(msgs, idx)
@@ -400,7 +400,7 @@ def archive_messages(
         for b in rs:
             c = calls.get(i, {}).get(b.id or "")
             names.append((c.name if c else None) or b.name or "tool")
-        item = ArchivedItem(i, m.id, m.lineno, [b.id or "" for b in rs], names, m.chars(), heuristic_tokens(m.chars()))
+        item = ArchivedItem(i, m.id, m.lineno, [b.id or "" for b in rs], names, m.chars(), estimate(m.chars()))
         res.archived.append(item)
         by_msg[i] = []
         if in_place:
@@ -461,7 +461,7 @@ def archive_file(
     """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
     ``dry_run``: nothing is written, the report says what would be archived). ``engine``: run
     as shards (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
-    from ..run.runner import Each, run_file
+    from ..run.runner import MapOp, run_file
 
     _check_strategy(strategy)
 
@@ -469,7 +469,7 @@ def archive_file(
         return archive(t, cutoff=cutoff, strategy=strategy, summarize=summarize, events=events)
 
     target = None if dry_run else ("-" if output is None else str(output))
-    run = run_file(Each(one, "archive"), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1, engine=engine)
+    run = run_file(MapOp(one, "archive"), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1, engine=engine)
     report = ArchiveReport(str(path), None if output is None or dry_run else str(output))
     report.results, report.skipped = run.report.items, run.skipped
     return report

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Message, Transcript
+from ..model import Message, Transcript, transcript_json
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .pairing import closed_groups
 
@@ -93,16 +93,16 @@ def find_cut(
     total = sum(weights)
     ok = cut_candidates(msgs)
     budget = keep_recent_tokens if keep_recent_tokens and keep_recent_tokens > 0 else None
-    if budget is not None and effective_limit:
+    if budget is not None and effective_limit is not None:  # 0 is a limit: keep nothing recent
         budget = min(budget, effective_limit // 2)
 
     def result(cut: int | None, split: bool = False, turn_start: int | None = None) -> CutPoint:
         if cut is None:
-            return CutPoint(None, None, total, total, 0, 0, n, False, None, budget, None if budget else keep_recent)
+            return CutPoint(None, None, total, total, 0, 0, n, False, None, budget, None if budget is not None else keep_recent)
         kept = sum(weights[cut:])
         return CutPoint(
             cut, msgs[cut].id, total, kept, total - kept, cut, n - cut, split, turn_start, budget,
-            None if budget else keep_recent,
+            None if budget is not None else keep_recent,
         )
 
     if budget is None:
@@ -170,10 +170,7 @@ class CutReport:
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "messages": self.messages,
         }
         d.update(self.cut.to_json())

@@ -43,6 +43,14 @@ class Pairing:
     def unanswered(self) -> list[tuple[int, Block]]:
         return [(ci, b) for ci, b, ri in self.pairs if ri is None]
 
+    def trailing(self, msgs: Sequence[Message]) -> list[Block]:
+        """The unanswered calls of a trailing assistant message (seed 001 2.6.1): ``validate``
+        reports them, ``repair`` strips them. A terminal call there ended the run: not one of them."""
+        last = len(msgs) - 1
+        if last < 0 or msgs[last].role != "assistant":
+            return []
+        return [b for ci, b, ri in self.pairs if ri is None and ci == last and not is_terminal(b)]
+
 
 #: a tool call or tool result of one message, as pairing sees it: (a call?, its id, the other
 #: call ids a result also answers). A call's id is None when it pairs with nothing (the

@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import is_synthetic
-from ..model import Block, Message, Transcript
-from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
-from .pairing import is_terminal, pair
+from ..model import Block, Message, Transcript, transcript_json
+from ..run.runner import FileResults, MapTask, Operation, Results, RunContext, Task, run_each
+from .pairing import pair
 
 ABORTED_TEXT = "aborted"
 
@@ -101,10 +101,7 @@ class RepairResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "messages_before": self.messages_before,
             "messages_after": self.messages_after,
             "changed": self.changed,
@@ -202,7 +199,7 @@ def repair(t: Transcript, *, strip_trailing: bool = True) -> RepairResult:
             if not msgs or msgs[-1].role != "assistant":
                 break
             last = msgs[-1]
-            open_ids = {id(b) for ci, b, ri in pair(msgs).pairs if ri is None and ci == len(msgs) - 1 and not is_terminal(b)}
+            open_ids = {id(b) for b in pair(msgs).trailing(msgs)}
             if not open_ids:
                 break
             for b in last.content:
@@ -298,7 +295,7 @@ class RepairOp(Operation[Results[RepairResult]]):
     strip_trailing: bool = True
 
     def start(self, ctx: RunContext) -> Task[Results[RepairResult]]:
-        return EachTask(lambda t: repair(t, strip_trailing=self.strip_trailing))
+        return MapTask(lambda t: repair(t, strip_trailing=self.strip_trailing))
 
 
 @dataclass(slots=True)

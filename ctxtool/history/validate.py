@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError
-from ..model import Message, Transcript
+from ..model import Message, Transcript, transcript_json
 from ..run.runner import Operation, RunContext, Task
 from .pairing import is_terminal, pair
 
@@ -65,10 +65,7 @@ class TranscriptCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "format": self.format,
             "messages": self.messages,
             "problems": self.problems,
@@ -132,13 +129,11 @@ def check_messages(msgs: list[Message], path: str = "-", label: str | None = Non
     for i, b in p.duplicate_results:
         add(DUPLICATE_RESULT, f"tool call {b.id!r} already has a result", msgs[i])
     last = len(msgs) - 1
-    trailing = last >= 0 and msgs[last].role == "assistant"
+    trailing = {id(b) for b in p.trailing(msgs)}
     for ci, b in p.unanswered():
-        if trailing and ci == last and is_terminal(b):
-            continue  # the call that ended the run (OpenHands finish)
-        if trailing and ci == last:
+        if id(b) in trailing:
             add(TRAILING_CALLS, f"the last assistant message ends with unanswered tool call {b.id!r}", msgs[ci])
-        else:
+        elif not (ci == last and msgs[ci].role == "assistant" and is_terminal(b)):  # a terminal call ended the run
             add(UNANSWERED_CALL, f"tool call {b.id!r} has no result", msgs[ci])
     return problems
 

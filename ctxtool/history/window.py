@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
 from ..errors import CtxtoolError, ExitCode
-from ..model import KIND_INJECTED, Message, Transcript
-from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+from ..model import KIND_INJECTED, Message, Transcript, transcript_json
+from ..run.runner import FileResults, MapTask, Operation, Results, RunContext, Task, run_each
 from .pairing import Event, events, group_starts
 
 if TYPE_CHECKING:
@@ -67,10 +67,7 @@ class WindowResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "strategy": self.strategy,
             "max_messages": self.max_messages,
             "max_chars": self.max_chars,
@@ -94,7 +91,7 @@ def normalize_strategy(name: str) -> str:
     return s
 
 
-class View:
+class WindowRows:
     """What the window needs of a transcript's messages, by position: each one's role, its
     characters toward the budget (a system message: 0, it is always kept) and its tool
     calls and results as pairing sees them (:func:`ctxtool.history.pairing.events`; read only when
@@ -111,11 +108,11 @@ class View:
         self._msgs = msgs
 
     @classmethod
-    def of(cls, msgs: Sequence[Message]) -> View:
+    def of(cls, msgs: Sequence[Message]) -> WindowRows:
         return cls([m.role for m in msgs], message_chars(msgs), msgs=msgs)
 
     @classmethod
-    def of_tally(cls, tl: Tally) -> View:
+    def of_tally(cls, tl: Tally) -> WindowRows:
         """The view of a dataset record from its tally: the messages its format would read."""
         if tl.events is None:
             raise ValueError("a tally read without its pairing events (stats_fast.read pairs=True)")
@@ -163,21 +160,21 @@ def plan_window(
 ) -> tuple[list[bool], bool, bool]:
     """Which messages to keep: ``(keep, kept_first_user, over_limit)``. ``chars``: each
     message's characters as :func:`message_chars` gives them, when the caller has them."""
-    v = View.of(msgs)
+    v = WindowRows.of(msgs)
     if chars is not None:
         v.chars = list(chars)
-    return plan(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+    return plan_rows(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
 
 
-def plan(
-    v: View,
+def plan_rows(
+    v: WindowRows,
     *,
     strategy: str = STRATEGY,
     max_messages: int = MAX_MESSAGES,
     max_chars: int = MAX_CHARS,
     keep_first_user: bool = KEEP_FIRST_USER,
 ) -> tuple[list[bool], bool, bool]:
-    """:func:`plan_window` of a :class:`View`."""
+    """:func:`plan_window` of a :class:`WindowRows`."""
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
         raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
@@ -287,7 +284,7 @@ def window(
 ) -> WindowResult:
     """Drop messages from ``t`` (in place) so the rest fits; returns what was dropped."""
     msgs = t.messages
-    v = View.of(msgs)
+    v = WindowRows.of(msgs)
     r = windowed(t, v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
     if r.dropped_indices:
         t.remove({id(msgs[i]) for i in r.dropped_indices})
@@ -296,7 +293,7 @@ def window(
 
 def windowed(
     t: Transcript,
-    v: View,
+    v: WindowRows,
     *,
     strategy: str = STRATEGY,
     max_messages: int = MAX_MESSAGES,
@@ -306,7 +303,7 @@ def windowed(
     """What :func:`window` drops from the messages ``v`` views (``t`` names them; it is not
     changed)."""
     strategy = normalize_strategy(strategy)
-    keep, kept_first, over = plan(
+    keep, kept_first, over = plan_rows(
         v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
     )
     chars = v.chars
@@ -369,7 +366,7 @@ class WindowOp(Operation[Results[WindowResult]]):
 _PLANNED = "window_result"  # where a record planned from its tally carries its result
 
 
-class _WindowTask(EachTask[WindowResult]):
+class _WindowTask(MapTask[WindowResult]):
     def __init__(self, op: WindowOp, fast: bool) -> None:
         super().__init__(self._window)
         self.opts = op.options()
@@ -393,7 +390,7 @@ class _WindowTask(EachTask[WindowResult]):
         if not isinstance(f, DatasetFormat):
             return None
         tl = stand_in.extra[TALLY_KEY]
-        r = windowed(stand_in, View.of_tally(tl), **self.opts)
+        r = windowed(stand_in, WindowRows.of_tally(tl), **self.opts)
         dropped = set(r.dropped_indices)
         i = stand_in.index
         try:

@@ -8,12 +8,12 @@ A policy says, for a context window and its settings, which thresholds apply
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..config import BY_KEY, Setting
+from ..tokens.heuristic import estimate
 
 OK = "ok"
 COMPACT = "compact"
@@ -27,6 +27,12 @@ ERROR = "error"  # the ratio policy is strict: no context limit
 ACTING = (COMPACT, HARD_LIMIT, CRITICAL)
 
 METRICS = ("tokens", "chars", "messages")
+
+
+def window_limit(window: int, reserve_tokens: int) -> int:
+    """The token limit of a known context window: the window minus the reserve, never below 0.
+    0 is a limit (compact at once, keep nothing recent), not the absence of one."""
+    return max(window - reserve_tokens, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +68,8 @@ class Threshold:
 
     @property
     def tokens(self) -> int:
-        """Where it sits on a token axis (characters at 4 per token)."""
-        return math.ceil(self.value / 4) if self.metric == "chars" else self.value
+        """Where it sits on a token axis (characters estimated as tokens)."""
+        return estimate(self.value) if self.metric == "chars" else self.value
 
     def reached(self, value: int) -> bool:
         return value > self.value if self.strict else value >= self.value
@@ -217,7 +223,7 @@ class PolicySettings:
     def effective_limit(self) -> tuple[int | None, str]:
         """The Go agent's ``EffectiveTokenLimit``: window minus reserve, else ``MaxTokens``, else none."""
         if self.context_window and self.context_window > 0:
-            return max(self.context_window - self.reserve_tokens, 0), "context_window - reserve_tokens"
+            return window_limit(self.context_window, self.reserve_tokens), "context_window - reserve_tokens"
         if self.max_tokens and self.max_tokens > 0:
             return self.max_tokens, "max_tokens"
         return None, "none"

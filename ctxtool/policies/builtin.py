@@ -32,6 +32,7 @@ from .base import (
     Policy,
     PolicySettings,
     Threshold,
+    window_limit,
 )
 
 
@@ -51,7 +52,7 @@ class EffectiveLimit(Policy):
         if not s.enabled or not s.auto_compact:
             return Limits((), "AutoCompact off", DISABLED, "compaction.auto_compact or compaction.enabled is false")
         if window and window > 0:
-            lim = max(window - s.reserve_tokens, 0)
+            lim = window_limit(window, s.reserve_tokens)
             return Limits((Threshold(self.name, "tokens", lim, f"window − {s.reserve_tokens:,} reserve", self.origin),),
                           "tokens >= window - reserve")
         if s.max_tokens > 0:

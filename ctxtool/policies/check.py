@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
-from ..model import Message, Transcript
+from ..model import Message, Transcript, transcript_json
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, for_transcript, get_tokenizer
 from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
@@ -41,10 +41,7 @@ class CheckResult:
     def to_json(self) -> dict[str, Any]:
         v = self.verdict
         return {
-            "transcript": self.transcript,
-            "path": self.path,
-            "index": self.index,
-            "id": self.id,
+            **transcript_json(self),
             "messages": self.messages,
             "used_tokens": self.context.tokens,
             "context": self.context.to_json(),

@@ -31,7 +31,7 @@ import orjson
 from ..formats.base import exact_obj, make_exact
 from ..io import jsonl as jsonio
 from ..io import jsontext
-from ..model import Compaction, Message, Transcript, source_lines
+from ..model import Compaction, Message, Transcript, source_lines, transcript_json
 from .detect import MIN_SECRET, PLACEHOLDER, Detector, RedactOptions, Secrets
 
 #: keys holding an encrypted or signed blob, dropped wherever they are (Codex and Responses
@@ -99,8 +99,7 @@ class TranscriptRedaction:
     lines_changed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"transcript": self.transcript, "path": self.path, "index": self.index, "id": self.id,
-                "format": self.format, "findings": [f.to_json() for f in self.findings],
+        return {**transcript_json(self), "format": self.format, "findings": [f.to_json() for f in self.findings],
                 "binaries": [b.to_json() for b in self.binaries], "signatures_dropped": self.signatures_dropped,
                 "lines_changed": self.lines_changed}
 

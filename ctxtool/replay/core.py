@@ -420,7 +420,7 @@ def replay_file(
     from itertools import count
 
     from ..config import Config
-    from ..run.runner import Each, run_file
+    from ..run.runner import MapOp, run_file
 
     c = cfg if cfg is not None else Config()
     name = getattr(model, "name", model)
@@ -432,7 +432,7 @@ def replay_file(
         n = next(position)
         return replay(t, tokenizer=tok, cfg=c, context=cs) if index is None or n == index else None
 
-    run = run_file(Each(one, "replay"), str(path), fmt=fmt, jobs=1)
+    run = run_file(MapOp(one, "replay"), str(path), fmt=fmt, jobs=1)
     out = [r for r in run.report.items if r is not None]
     if index is not None and not out:
         raise CtxtoolError(f"no transcript #{index} in the file", path=str(path), code=ExitCode.NOT_FOUND)

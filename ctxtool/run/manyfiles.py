@@ -15,7 +15,7 @@ from ..errors import CtxtoolError
 from ..formats.base import ErrorPolicy
 from ..io.files import local_size
 from ..model import Transcript
-from .runner import PARALLEL_MIN_BYTES, Each, FileRun, Operation, R, T, run_file
+from .runner import PARALLEL_MIN_BYTES, FileRun, MapOp, Operation, R, T, run_file
 
 if TYPE_CHECKING:
     from .engines import Sharding
@@ -83,13 +83,13 @@ def each_result(
 ) -> list[str]:
     """Pass ``fn``'s result for every transcript of ``paths`` (files, ``-``) to ``sink``, in
     input order, as each is known: one at a time in this process, a job's or a byte range's
-    at a time from worker processes; none is held. ``fn`` must pickle (see :class:`Each`):
+    at a time from worker processes; none is held. ``fn`` must pickle (see :class:`MapOp`):
     many small files run whole on every core (:func:`run_files`) and a large dataset file
     is split. Under ``fail`` the first error is raised; returns the records and files
     ``skip`` left out."""
     policy = ErrorPolicy(on_error)
     skipped: list[str] = []
-    runs = run_files(Each(fn, parallel=True, sink=sink), list(paths), fmt=fmt, on_error=on_error, jobs=jobs,
+    runs = run_files(MapOp(fn, parallel=True, sink=sink), list(paths), fmt=fmt, on_error=on_error, jobs=jobs,
                      messages_column=messages_column)
     try:
         for run in runs:

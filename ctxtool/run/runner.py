@@ -1,41 +1,7 @@
-"""One runner for every file command: read -> operate -> write.
-
-An :class:`Operation` is a picklable object holding its options as fields. ``start`` binds
-it to one input (a whole file, or one byte range of a dataset file in a worker process) and
-returns a :class:`Task`; the task changes each transcript in place (``apply``) and returns
-its report at the end (``finish``). Reports merge (``report.merge(other)``, or
-:func:`merge_reports`), so the parts of a file processed by several processes, or by
-engines on other machines, add up to the report of a serial run.
-
-:func:`run_file` does the rest once, for every command:
-
-* reads ``path`` (``-``: stdin) in its detected or given format, under an error policy
-  (``fail``: stop at the first bad record; ``skip``: report it and go on);
-* writes the transcripts to ``output`` atomically (``-``: stdout; ``None``: nothing);
-* splits a large dataset file (one transcript per line) into byte ranges run by a pool of
-  worker processes (:func:`ctxtool.run.pool.worker_pool`; :mod:`ctxtool.run.parallel`): each job
-  (:class:`ctxtool.run.parallel.RangeJob`, run by :func:`ctxtool.run.parallel.run_range`) carries
-  the operation and its options, pickled (no module state), and the workers die with
-  their parent;
-* with ``threads``, keeps several transcripts in flight (operations that wait on a model),
-  writing them in input order (:class:`ctxtool.run.serial.TaskStream`);
-* gathers events and skipped records in file order;
-* over many files (:func:`ctxtool.run.manyfiles.run_files`), runs the ones it would not split
-  whole on the worker pool, a batch of files per job, their reports in input order;
-* for operations that ask: reads the whole input first (``read_first``), writes a
-  transcript the operation failed on unchanged under ``skip`` (``keep_failed``), and lets
-  the task check the written output against the input, rewriting it with some transcripts
-  as they were read (``checks_output``; :func:`ctxtool.run.serial.write_checked`). ``compact``
-  (:class:`ctxtool.compaction.op.CompactOp`) uses all three.
-
-:class:`Each` makes any function of a transcript an operation (run serially);
-:mod:`ctxtool.run.records` runs an operation over one record's bytes.
-
->>> from ctxtool.run.runner import run_file                        # doctest: +SKIP
->>> from ctxtool.history.window import WindowOp                        # doctest: +SKIP
->>> run = run_file(WindowOp(max_messages=20), "in.jsonl", "out.jsonl", jobs=4)  # doctest: +SKIP
->>> sum(r.dropped for r in run.report.items)                  # doctest: +SKIP
-"""
+"""One runner for every file command: read -> operate -> write (:func:`run_file`). An
+:class:`Operation` (picklable options) starts a :class:`Task` per input, which changes each
+transcript and returns a report; reports merge, so parts run by processes or engines add up
+to a serial run. docs/architecture.md (Data flow, step 4) says how it splits and writes."""
 
 from __future__ import annotations
 
@@ -152,7 +118,7 @@ class Task(Generic[R]):
         """Release resources (called after ``finish``, or after a failure)."""
 
 
-class EachTask(Task[Results[T]]):
+class MapTask(Task[Results[T]]):
     """A task that calls ``fn`` on each transcript and keeps its results (or passes each to
     ``sink``, in input order)."""
 
@@ -182,7 +148,7 @@ class Operation(Generic[R]):
     name: ClassVar[str] = ""
     #: False for operations that only read (stats): they have no output
     writes: ClassVar[bool] = True
-    #: False for operations that cannot be pickled (:class:`Each` of a closure): never split
+    #: False for operations that cannot be pickled (:class:`MapOp` of a closure): never split
     parallel: ClassVar[bool] = True
     #: False: workers run without the cyclic collector (many small objects kept to the end)
     collect_garbage: ClassVar[bool] = True
@@ -218,7 +184,7 @@ class Operation(Generic[R]):
         raise NotImplementedError
 
 
-class Each(Operation[Results[T]]):
+class MapOp(Operation[Results[T]]):
     """Any function of a transcript as an operation (its results are the report). Run in one
     process unless ``parallel``: a function that pickles (module-level, or a
     ``functools.partial`` of one with picklable arguments) may run on worker processes; a
@@ -245,7 +211,7 @@ class Each(Operation[Results[T]]):
         return Results()
 
     def start(self, ctx: RunContext) -> Task[Results[T]]:
-        return EachTask(self.fn, None if ctx.worker else self.sink)
+        return MapTask(self.fn, None if ctx.worker else self.sink)
 
 
 @dataclass(frozen=True)
@@ -257,7 +223,7 @@ class Identity(Operation[Results[Any]]):
     records: bool = False
 
     def start(self, ctx: RunContext) -> Task[Results[Any]]:
-        return EachTask(_converted if self.records else _nothing)
+        return MapTask(_converted if self.records else _nothing)
 
 
 def _nothing(t: Transcript) -> None:
@@ -321,7 +287,7 @@ def convert_file(
             r.redact(t)
             return _converted(t) if records else None
 
-        return run_file(Each(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
+        return run_file(MapOp(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
 
 
 @dataclass(slots=True)

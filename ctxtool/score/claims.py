@@ -25,7 +25,7 @@ from typing import Any
 from ..text import lazyre
 from . import records
 from .kinds import GENERIC, error_line
-from .probes import Part
+from .probes import CompactionCut
 from .text import Haystack, key_words, words
 
 _DONE = lazyre.compile(r"\b(done|completed?|finished|passed|passes|passing|succeeded|successful(?:ly)?|fixed|resolved|"
@@ -83,7 +83,7 @@ def _mentions(line: Haystack, keys: list[str]) -> bool:
     return n >= 2 and line.overlap(keys) >= MATCH_SHARE
 
 
-def false_claims(part: Part, summary: str) -> list[FalseClaim]:
+def false_claims(part: CompactionCut, summary: str) -> list[FalseClaim]:
     """The summary's claims the transcript contradicts (each summary line counted once)."""
     ls = [(ln, Haystack(ln.text)) for ln in lines(summary)]
     out: list[FalseClaim] = []

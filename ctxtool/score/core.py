@@ -29,7 +29,7 @@ from . import quality
 from .claims import FalseClaim, false_claims
 from .controls import CONTROLS, controls, serialize
 from .kinds import probe_kinds
-from .probes import Part, Probe, text_of
+from .probes import CompactionCut, Probe, text_of
 from .text import Haystack
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ def tail(text: str, budget: int, tok: Tokenizer) -> str:
     return text[len(text) - lo:]
 
 
-def probes_of(part: Part) -> list[Probe]:
+def probes_of(part: CompactionCut) -> list[Probe]:
     """Every kind's probes, each once: a value a heavier kind drew is not drawn again."""
     if not part.lost:
         return []
@@ -298,7 +298,7 @@ def check(probes: Sequence[Probe], text: str) -> list[ProbeResult]:
 
 
 def score_cut(
-    part: Part,
+    part: CompactionCut,
     summary: str,
     *,
     tok: Tokenizer | None = None,
@@ -359,12 +359,12 @@ def score_totals(reps: Sequence[ScoreReport]) -> dict[str, Any]:
     }
 
 
-def split(before: Sequence[Message], after: Sequence[Message], future: Sequence[Message] = ()) -> Part:
+def split(before: Sequence[Message], after: Sequence[Message], future: Sequence[Message] = ()) -> CompactionCut:
     """The cut between two contexts: what ``after`` lost of ``before``, and what followed."""
     lost = lost_part(before, after)
     gone = {i for i, _ in lost}
     kept = [m for i, m in enumerate(before) if i not in gone]
-    part = Part(lost, list(before), kept=Haystack("\n".join(text_of(m) for m in kept)))
+    part = CompactionCut(lost, list(before), kept=Haystack("\n".join(text_of(m) for m in kept)))
     part.after = [*before[part.cut:], *future]
     return part
 
@@ -374,7 +374,7 @@ class Cut:
     """A compaction seen from outside: the part it removed (with what followed), the summary
     it wrote (as written), the messages it added that BEFORE does not hold (pins)."""
 
-    part: Part
+    part: CompactionCut
     summary: str
     pins: list[str]
     tokens: tuple[int, int]  # BEFORE's and AFTER's context tokens

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..tokens.context import CALLED_MODEL_WINDOW
 from .kinds import probe_kinds
 from .probes import Probe
 from .text import Haystack
@@ -79,7 +80,7 @@ def judge_report(model: Summarizer, probes: Sequence[Probe], after_text: str) ->
     from ..summarizers import SummaryRequest
 
     kinds = {k.name: k for k in probe_kinds()}
-    window = getattr(model, "context_window", 0) or 128_000
+    window = getattr(model, "context_window", 0) or CALLED_MODEL_WINDOW
     budget = max((min(window, 10**7) - ANSWER_TOKENS - CONTEXT_MARGIN_TOKENS) * 3, 4000)
     context = after_text[:budget]
     rep = JudgeReport(str(getattr(model, "name", "model")))

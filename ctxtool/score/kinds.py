@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from ..model import Message
 from ..text import lazyre
 from . import records
-from .probes import Part, Probe, ProbeKind, text_of
+from .probes import CompactionCut, Probe, ProbeKind, text_of
 from .text import Haystack, key_words, words
 
 REQUEST_CAP = 1500  # characters of a request probed (its ask comes first)
@@ -75,7 +75,7 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _kept(part: Part, text: str) -> bool:
+def _kept(part: CompactionCut, text: str) -> bool:
     """The kept messages hold this passage (contiguous words of its head)."""
     return part.kept.has_words(" ".join(words(text)[:12]))
 
@@ -92,7 +92,7 @@ class Goal(ProbeKind):
     weight = 3.0
     help = "the user's first request with something to ask, or the goal an earlier summary carried"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         prev = part.previous()
         if prev is not None:  # the session started before this context: its goal is the summary's
             i, txt = prev
@@ -112,7 +112,7 @@ class Request(ProbeKind):
     weight = 2.0
     help = "every later user request, in the user's own words"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         first = part.first_request()
         return [self.probe(txt[:REQUEST_CAP], message=i) for i, txt in part.user_words()
                 if i != first and len(key_words(txt[:REQUEST_CAP])) >= MIN_ASK and not _kept(part, txt)]
@@ -136,7 +136,7 @@ class Constraint(ProbeKind):
     weight = 2.0
     help = "the user's constraints, preferences and corrections"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         out: list[Probe] = []
         for i, txt in part.user_words():
             for s in _SPLIT.split(txt):
@@ -154,7 +154,7 @@ class OpenState(ProbeKind):
     weight = 3.0
     help = "the open items of the last plan or to-do record the compaction removed"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         kept_after = [(i, m) for i, m in enumerate(part.before) if i >= part.cut]
         if records.last_plan(kept_after) is not None:  # a newer plan is in context anyway
             return []
@@ -182,7 +182,7 @@ def error_line(text: str) -> str:
     return ""
 
 
-def open_failures(part: Part) -> list[tuple[records.Run, str]]:
+def open_failures(part: CompactionCut) -> list[tuple[records.Run, str]]:
     """The removed part's failed runs no later run of the same step fixed before the cut,
     one per distinct error, with their error line."""
     lost = {i for i, _ in part.lost}
@@ -209,7 +209,7 @@ class Failure(ProbeKind):
     weight = 1.5
     help = "failed runs still unresolved at the cut: the error"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         fixed_after = {r.family for r in records.runs(part.after) if not r.failed}
         out = []
         for r, err in open_failures(part):
@@ -238,7 +238,7 @@ class FileModified(ProbeKind):
     weight = 1.0
     help = "files the removed part modified"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         out: dict[str, Probe] = {}
         for i, m in part.lost:
             for b in m.tool_calls():
@@ -281,7 +281,7 @@ class _After(ProbeKind):
     def uses(self, m: Message) -> Iterator[tuple[str, str]]:
         raise NotImplementedError
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         after = part.after[:HORIZON]
         lost_idx = {i for i, _ in part.lost}
         earlier = "\n".join(text_of(m) for i, m in enumerate(part.before[: part.cut]) if i not in lost_idx).lower()
@@ -349,7 +349,7 @@ class Identifier(ProbeKind):
     weight = 0.5
     help = "identifiers and values the user gave, or the assistant used in two messages or more"
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         out: dict[str, Probe] = {}
         for i, txt in part.user_words():
             for v in records.values(txt):

@@ -1,7 +1,7 @@
 """Probes: what a handoff must carry, drawn from the part a compaction removed.
 
 A probe kind is a registered class (:class:`ProbeKind`) with a ``weight`` (what losing it
-costs): it draws its probes from the removed part (:class:`Part`) and checks each against
+costs): it draws its probes from the removed part (:class:`CompactionCut`) and checks each against
 the summary (:class:`~ctxtool.score.text.Haystack`). Add one with :func:`register_probe`;
 ``ctxtool score`` and ``compact``'s retention pick it up.
 """
@@ -32,7 +32,7 @@ class Probe:
 
 
 @dataclass(slots=True)
-class Part:
+class CompactionCut:
     """A cut: BEFORE's context, the part the compaction removed, and what came after it."""
 
     lost: list[tuple[int, Message]]  # (index in BEFORE's context, message), removed
@@ -100,7 +100,7 @@ class ProbeKind:
     weight: ClassVar[float] = 1.0
     help: ClassVar[str] = ""
 
-    def extract(self, part: Part) -> list[Probe]:
+    def extract(self, part: CompactionCut) -> list[Probe]:
         raise NotImplementedError
 
     def check(self, probe: Probe, summary: Haystack) -> bool:

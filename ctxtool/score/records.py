@@ -1,6 +1,8 @@
-"""What the transcript records, read by score's own rules (no summarizer's and no part of
-compaction's): the files a tool call names, the command it ran, whether its run failed, the
-plan and to-do records, and the identifiers and values a text holds.
+"""What the transcript records, read by score's own rules: the files a tool call names, the
+command it ran, whether its run failed, the plan and to-do records, and the identifiers and
+values a text holds. No summarizer's rule and no part of compaction's, on purpose (a measure
+shares no code with what it measures): the summarizer's failure families, plans and user's
+words (ctxtool/summarizers/heuristic/) are read again here, independently.
 
 * A call's **arguments** are its JSON object (a JSON string is parsed).
 * Its **command** is the string (or the words of the list) under ``command``, ``cmd`` or

@@ -267,19 +267,8 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         for n_out, i, text, cid, name, mid in heapq.nlargest(TOP_OUTPUTS, tl.outputs, key=lambda o: o[0]):
             o = ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, 0, text)
             largest.append(o if lazy else o.counted())
-    return TranscriptStats(
-        path=t.path,
-        index=t.index,
-        id=t.id,
-        format=t.format,
-        figures=f,
-        context_tokens=tokens,  # no usage, no boundary, every message visible: the estimate is the sum
-        context_source="estimate",
-        context_window=window.window,
-        level=opts["level"](total_chars),
-        largest=largest,
-        label=t.label,
-    )
+    # no usage, no boundary, every message visible: the context is the sum of the estimates
+    return TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
 
 
 def resolved_window(context: ContextSettings | None) -> Any:

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config import BY_KEY
-from ..model import KIND_INJECTED, ROLES
+from ..model import KIND_INJECTED, ROLES, Usage
 
 if TYPE_CHECKING:
+    from ..model import Transcript
     from ..tokens.models import ModelInfo
 
 #: the rows of ``by_role``: the roles, with injected user-role lines apart
@@ -72,36 +73,6 @@ class ToolOutput:
 
 
 @dataclass(slots=True)
-class UsageTotals:
-    input: int = 0
-    output: int = 0
-    cache_creation: int = 0
-    cache_read: int = 0
-    api_messages: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_creation + self.cache_read
-
-    def add(self, o: UsageTotals) -> None:
-        self.input += o.input
-        self.output += o.output
-        self.cache_creation += o.cache_creation
-        self.cache_read += o.cache_read
-        self.api_messages += o.api_messages
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "cache_creation": self.cache_creation,
-            "cache_read": self.cache_read,
-            "total": self.total,
-            "api_messages": self.api_messages,
-        }
-
-
-@dataclass(slots=True)
 class Figures:
     """Counts shared by one transcript and the totals."""
 
@@ -125,7 +96,7 @@ class Figures:
     # their own row: "user" counts only the user's words
     by_role: dict[str, RoleStats] = field(default_factory=lambda: {r: RoleStats() for r in STATS_ROWS})
     tool_calls_by_name: Counter[str] = field(default_factory=Counter)
-    usage: UsageTotals = field(default_factory=UsageTotals)
+    usage: Usage = field(default_factory=Usage)  # the usage the transcript records, each call once
     #: records of types the format's reader does not know (kept verbatim): drift
     unknown_types: Counter[str] = field(default_factory=Counter)
 
@@ -164,7 +135,7 @@ class Figures:
                 mine.add(s)
         if o.tool_calls_by_name:
             self.tool_calls_by_name.update(o.tool_calls_by_name)
-        if o.usage.api_messages:
+        if o.usage.calls:
             self.usage.add(o.usage)
         if o.unknown_types:
             self.unknown_types.update(o.unknown_types)
@@ -183,7 +154,7 @@ class Figures:
             "saved_outputs": self.saved_outputs,
             "system_prompt": {"chars": self.system_prompt_chars, "tokens": self.system_prompt_tokens},
             "framing_tokens": self.framing_tokens,
-            "usage": self.usage.to_json(),
+            "usage": {**self.usage.to_json(), "api_messages": self.usage.calls},
             "unknown_types": dict(self.unknown_types.most_common()),
         }
 
@@ -206,6 +177,13 @@ class TranscriptStats:
     last_timestamp: str | None = None
     accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
     rate_limits: dict[str, Any] | None = None  # the last the agent recorded (Codex token_count.rate_limits)
+
+    @classmethod
+    def of(cls, t: Transcript, figures: Figures, context_tokens: int, context_source: str, context_window: int | None,
+           level: str, largest: list[ToolOutput], **more: Any) -> TranscriptStats:
+        """The stats of ``t``: where it is read from, its figures and its context."""
+        return cls(t.path, t.index, t.id, t.format, figures, context_tokens, context_source, context_window, level, largest,
+                   label=t.label, **more)
 
     @property
     def context_percent(self) -> float | None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..formats.base import ErrorPolicy, Format
 from ..io.jsonl import Source
-from ..model import IMAGE_TOKENS, Transcript, heuristic_tokens
+from ..model import Transcript, Usage
 from ..run.runner import Operation, RunContext, Task, merge_reports
 from ..tokens.backends import exact_counter
 from ..tokens.context import ContextSettings
@@ -26,6 +26,7 @@ from ..tokens.count import (
     get_tokenizer,
     message_texts,
 )
+from ..tokens.heuristic import estimate
 from . import fast as stats_fast
 from .fast import TALLY_KEY, Tally
 from .transcript import (
@@ -36,7 +37,6 @@ from .transcript import (
     RoleStats,
     ToolOutput,
     TranscriptStats,
-    UsageTotals,
     most_context,
     threshold_levels,
     transcript_stats,
@@ -65,13 +65,13 @@ def _pack_figures(f: Figures) -> tuple[Any, ...]:
         tuple(getattr(f, k) for k in _FIGURE_FIELDS),
         [(r, s.messages, s.tokens, s.chars) for r, s in f.by_role.items()],
         dict(f.tool_calls_by_name),
-        (u.input, u.output, u.cache_creation, u.cache_read, u.api_messages),
+        (u.input, u.output, u.cache_creation, u.cache_read, u.calls),
     )
 
 
 def _unpack_figures(p: tuple[Any, ...]) -> Figures:
     fig, roles, calls, usage = p
-    f = Figures(by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=UsageTotals(*usage))
+    f = Figures(by_role={r: RoleStats(m, t, c) for r, m, t, c in roles}, tool_calls_by_name=Counter(calls), usage=Usage(*usage))
     for k, v in zip(_FIGURE_FIELDS, fig, strict=True):
         setattr(f, k, v)
     return f
@@ -194,7 +194,7 @@ def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[in
         plans.append((spans, thinking))
     counts = tok.count_many(flat) if flat else []
     return [
-        ([sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans], sum(counts[k] for k in thinking))
+        ([sum(counts[a:b]) + estimate(0, images) for a, b, images in spans], sum(counts[k] for k in thinking))
         for spans, thinking in plans
     ]
 
@@ -209,8 +209,8 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [heuristic_tokens(c) for c in tl.chars]  # no images in a tally
-                thinking = sum(heuristic_tokens(len(x)) for _, x in tl.thinking)
+                counts = [estimate(c) for c in tl.chars]  # no images in a tally
+                thinking = sum(estimate(len(x)) for _, x in tl.thinking)
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])

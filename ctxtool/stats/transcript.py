@@ -14,12 +14,9 @@ from .. import formats
 from ..formats.timestamps import iso, span
 from ..history.pairing import tool_names
 from ..model import (
-    IMAGE_CHARS,
-    IMAGE_TOKENS,
     KIND_INJECTED,
     Message,
     Transcript,
-    heuristic_tokens,
     is_injected,
 )
 from ..tokens.context import ContextSettings, last_model, resolve
@@ -28,6 +25,7 @@ from ..tokens.count import (
     FRAMING_PER_REPLY,
     Tokenizer,
 )
+from ..tokens.heuristic import IMAGE_CHARS, estimate
 from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
 from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     BATCH_MESSAGES,
@@ -42,7 +40,6 @@ from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
     StatsReport,
     ToolOutput,
     TranscriptStats,
-    UsageTotals,
     most_context,
 )
 
@@ -134,7 +131,7 @@ def transcript_stats(
                     f.images += 1
             else:
                 chars += len(b.text)
-        n = heuristic_tokens(chars) + images * IMAGE_TOKENS if heuristic else counts[i]  # type: ignore[index]
+        n = estimate(chars, images) if heuristic else counts[i]  # type: ignore[index]
         all_counts.append(n)
         chars += images * IMAGE_CHARS
         all_chars.append(chars)
@@ -148,11 +145,8 @@ def transcript_stats(
             key = m.usage_key or f"#{i}"
             if key not in seen_usage:
                 seen_usage.add(key)
-                f.usage.input += m.usage.input
-                f.usage.output += m.usage.output
-                f.usage.cache_creation += m.usage.cache_creation
-                f.usage.cache_read += m.usage.cache_read
-                f.usage.api_messages += 1
+                f.usage.add(m.usage)
+                f.usage.calls += 1
         if rows is not None:
             rows.append(
                 {
@@ -181,26 +175,16 @@ def transcript_stats(
         names = tool_names(msgs)
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
-            out_tokens = all_counts[i] if len(m.content) == 1 else (heuristic_tokens(n_out) if heuristic else tok.count(b.text))
+            out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(
                 ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
             )
-    return TranscriptStats(
-        path=t.path,
-        index=t.index,
-        id=t.id,
-        format=t.format,
-        figures=f,
-        context_tokens=ctx.tokens,
-        context_source=ctx.tokens_source,
-        context_window=ctx.window,
-        level=threshold_level(ctx.chars, warning_chars, critical_chars),
-        largest=largest,
-        label=t.label,
+    return TranscriptStats.of(
+        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_level(ctx.chars, warning_chars, critical_chars), largest,
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
-        accuracy=_accuracy(t) if accuracy and f.usage.api_messages else None,
+        accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
 

@@ -15,8 +15,8 @@ import subprocess
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
+from ..tokens.context import called_model_window
 from . import SummaryRequest
-from .remote import resolve_context_window
 
 
 def create(
@@ -76,7 +76,7 @@ class CommandSummarizer:
         self.model = model or None
         self.timeout = float(timeout)
         self.max_tokens = int(max_tokens)
-        self.context_window = resolve_context_window(context_window, model)
+        self.context_window = called_model_window(context_window, model)
 
     def settings(self) -> dict[str, Any]:
         return {

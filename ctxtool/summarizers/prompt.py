@@ -128,11 +128,24 @@ def _bullets(items: Iterable[str]) -> str:
 
 
 # -- summary input (seeds 000 and 001) --------------------------------------------------------
+def visible_input(msgs: Sequence[Message]) -> list[Message]:
+    """What a summary reads of ``msgs``: the agent-visible messages but the system prompt."""
+    return [m for m in msgs if m.agent_visible and m.role != "system"]
+
+
+def trailing_calls(visible: Sequence[Message]) -> list[Block]:
+    """Seed 001 2.6.1: the tool calls of a trailing assistant message of the summary input
+    (:func:`visible_input`): every one of them, unanswered where the history was cut (a cut
+    never splits a pair). Not :meth:`ctxtool.history.pairing.Pairing.trailing`, which keeps
+    a call the provider ran or one that ended the run: those are dropped from a summary's input too."""
+    return visible[-1].tool_calls() if visible and visible[-1].role == "assistant" else []
+
+
 def strip_trailing_calls(msgs: Sequence[Message]) -> list[Message]:
-    """Seed 001 2.6.1: a trailing assistant message with tool calls keeps only its text (a copy),
-    or is dropped when it has none. The originals are never changed."""
+    """A trailing assistant message with tool calls (:func:`trailing_calls`) keeps only its
+    text (a copy), or is dropped when it has none. The originals are never changed."""
     out = list(msgs)
-    if out and out[-1].role == "assistant" and out[-1].tool_calls():
+    if trailing_calls(out):
         last = out.pop()
         rest = [b for b in last.content if b.type in ("text", "thinking") and b.text.strip()]
         if any(b.type == "text" for b in rest):
@@ -142,8 +155,7 @@ def strip_trailing_calls(msgs: Sequence[Message]) -> list[Message]:
 
 def summary_input(msgs: Sequence[Message]) -> list[Message]:
     """The messages a summary model reads: agent-visible, no system prompt, no trailing calls."""
-    visible = [m for m in msgs if m.agent_visible and m.role != "system"]
-    return strip_trailing_calls(visible)
+    return strip_trailing_calls(visible_input(msgs))
 
 
 def clip(text: str, limit: int) -> str:

@@ -42,6 +42,7 @@ import httpx
 
 from ..errors import CtxtoolError, ExitCode
 from ..text import lazyre
+from ..tokens.context import called_model_window
 from . import ContextOverflowError, SummaryRequest
 from .deadline import deadline_at, keep_deadlines
 
@@ -53,7 +54,6 @@ DEFAULT_BASE_URLS = {
 }
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 ANTHROPIC_VERSION = "2023-06-01"
-DEFAULT_CONTEXT_WINDOW = 128_000
 
 #: statuses worth another try besides 5xx
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
@@ -111,19 +111,6 @@ def create(
         sleep=options.get("sleep"),
         total_timeout=options.get("total_timeout"),
     )
-
-
-def resolve_context_window(context_window: int | None, model: str | None) -> int:
-    """The flag, else the registry's window for ``model``, else 128000."""
-    if context_window:
-        return int(context_window)
-    if model:
-        from ..tokens.models import lookup
-
-        info = lookup(model)
-        if info is not None and info.context_window:
-            return info.context_window
-    return DEFAULT_CONTEXT_WINDOW
 
 
 class RemoteSummarizer:
@@ -188,7 +175,7 @@ class RemoteSummarizer:
         self.retries = int(retries)
         self.total_timeout = float(total_timeout) if total_timeout is not None else self.timeout * (self.retries + 1)
         self.max_tokens = int(max_tokens)
-        self.context_window = resolve_context_window(context_window, model)
+        self.context_window = called_model_window(context_window, model)
         self.backoff_base = max(0.0, backoff_base)
         self.backoff_cap = max(0.0, backoff_cap)
         self.retry_after_cap = max(0.0, retry_after_cap)

@@ -15,7 +15,8 @@ Window, first found wins (the source is reported):
    ``claude-code:no [1m] suffix``; 1,000,000 when a recorded prompt went over 200,000,
    ``transcript:prompt over 200,000``);
 5. the registry entry of the config's ``model`` (``registry:NAME``);
-6. unknown (``none``): reported as such, never a made-up number.
+6. unknown (``none``): reported as such, never a made-up number. A model ctxtool itself calls
+   (a summarizer, the judge) is given 128,000 instead (:func:`called_model_window`).
 
 Names given by the user (``--model``, the config's ``model``) must be in the registry
 (:func:`ctxtool.tokens.models.require`); a name recorded inside a transcript that the registry
@@ -63,6 +64,22 @@ class WindowInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"window": self.window, "source": self.source, "model": self.model, "model_source": self.model_source}
+
+
+#: the window a model ctxtool calls (a summarizer) is given when neither a flag nor the registry
+#: knows it: a transcript's window is then unknown, but a request must still be split somewhere
+CALLED_MODEL_WINDOW = 128_000
+
+
+def called_model_window(window: int | None, model: str | None) -> int:
+    """The window of a model ctxtool sends requests to: the flag, else the registry's entry for
+    ``model`` (a name it does not know is not an error here), else :data:`CALLED_MODEL_WINDOW`."""
+    if window:
+        return int(window)
+    info = _lookup(model)
+    if info is not None and info.context_window:
+        return info.context_window
+    return CALLED_MODEL_WINDOW
 
 
 def _lookup(name: str | None) -> ModelInfo | None:

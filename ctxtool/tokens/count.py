@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CtxtoolError, ExitCode
-from ..model import IMAGE_TOKENS, Message, heuristic_tokens
+from ..model import Message
+from .heuristic import estimate
 
 if TYPE_CHECKING:
     from .backends import ExactCounter
@@ -49,15 +50,15 @@ class Tokenizer(Protocol):
 
 
 class HeuristicTokenizer:
-    """ceil(chars / 4), the estimate every seed uses."""
+    """ceil(chars / 4): :func:`ctxtool.tokens.heuristic.estimate` of each text."""
 
     name = "heuristic"
 
     def count(self, text: str) -> int:
-        return heuristic_tokens(len(text))
+        return estimate(len(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [heuristic_tokens(len(t)) for t in texts]
+        return [estimate(len(t)) for t in texts]
 
 
 class TiktokenTokenizer:
@@ -269,7 +270,7 @@ def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
                     images += 1
                 else:
                     chars += b.chars()
-            out.append(heuristic_tokens(chars) + images * IMAGE_TOKENS)
+            out.append(estimate(chars, images))
         return out
     per_message = getattr(tok, "count_message", None)
     if per_message is not None:  # an estimate by content kind (ctxtool.calibration)
@@ -281,7 +282,7 @@ def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
         spans.append((len(flat), len(flat) + len(texts), images))
         flat.extend(texts)
     counts = tok.count_many(flat) if flat else []
-    return [sum(counts[a:b]) + images * IMAGE_TOKENS for a, b, images in spans]
+    return [sum(counts[a:b]) + estimate(0, images) for a, b, images in spans]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,10 @@ from ..cache import RefCache, RefInfo
 from ..errors import CtxtoolError, ExitCode
 from ..history.pairing import tool_names
 from ..io.events import EventLog
-from ..model import IMAGE_TOKENS, Block, Message, Transcript
+from ..model import Block, Message, Transcript
 from ..tokens.context import ContextSettings
 from ..tokens.count import Tokenizer, get_tokenizer
+from ..tokens.heuristic import IMAGE_TOKENS
 from .algorithms import (
     Limits,
     count_lines,

@@ -19,13 +19,12 @@ from typing import Any
 
 from ..errors import CtxtoolError
 from ..model import Transcript
-from ..run.runner import Each
+from ..run.runner import MapOp
 from .events import KEYS, UsageEvent, events, key_for
 from .report import (
     GROUPINGS,
     Grouping,
     Tally,
-    Tokens,
     UsageRow,
     get_grouping,
     grouping,
@@ -41,7 +40,6 @@ __all__ = [
     "Grouping",
     "Skipped",
     "Store",
-    "Tokens",
     "UsageEvent",
     "UsageReport",
     "UsageRow",
@@ -157,7 +155,7 @@ def usage_report(
     # run on every core (manyfiles.run_files), their events tallied here in file order
     from ..run.manyfiles import run_files
 
-    runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
+    runs = run_files(MapOp(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)
     try:
         for run in runs:
             if isinstance(run, CtxtoolError):

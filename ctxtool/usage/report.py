@@ -9,32 +9,16 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
+from ..model import Usage
 from ..text import lazyre
 from .events import UsageEvent
 
 
-@dataclass(slots=True)
-class Tokens:
-    """Token counts: input (uncached), output, prompt-cache writes and reads."""
-
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0
-    cache_read: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_write + self.cache_read
-
-    def add(self, other: Tokens) -> None:
-        self.input += other.input
-        self.output += other.output
-        self.cache_write += other.cache_write
-        self.cache_read += other.cache_read
-
-    def to_json(self) -> dict[str, int]:
-        return {"input": self.input, "output": self.output, "cache_write": self.cache_write,
-                "cache_read": self.cache_read, "total": self.total}
+def tokens_json(u: Usage) -> dict[str, int]:
+    """A row's tokens as ``usage --json`` shows them: input (uncached), output, prompt-cache
+    writes (``cache_write``) and reads, total."""
+    return {"input": u.input, "output": u.output, "cache_write": u.cache_creation, "cache_read": u.cache_read,
+            "total": u.total}
 
 
 @dataclass(slots=True)
@@ -42,7 +26,7 @@ class UsageRow:
     """One line of the table: a day, month, session, project or model."""
 
     key: str
-    tokens: Tokens = field(default_factory=Tokens)
+    tokens: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     messages: int = 0
     unpriced_messages: int = 0  # calls of a model the registry does not price
@@ -58,7 +42,7 @@ class UsageRow:
         """The cost in USD; None when no call of the row has a price (unknown, not zero)."""
         return None if self.messages and self.unpriced_messages == self.messages else self.cost_usd
 
-    def add(self, ev: UsageEvent, tokens: Tokens, cost: float | None) -> None:
+    def add(self, ev: UsageEvent, tokens: Usage, cost: float | None) -> None:
         self.tokens.add(tokens)
         self.messages += 1
         if cost is None:
@@ -82,7 +66,7 @@ class UsageRow:
         cost = self.cost
         d: dict[str, Any] = {
             "key": self.key,
-            **self.tokens.to_json(),
+            **tokens_json(self.tokens),
             "cost_usd": None if cost is None else round(cost, 6),
             "messages": self.messages,
             "unpriced_messages": self.unpriced_messages,
@@ -267,12 +251,7 @@ def parse_day(text: str, today: date) -> date:
 
 
 # -- pricing ---------------------------------------------------------------------------------
-def tokens_of(ev: UsageEvent) -> Tokens:
-    u = ev.usage
-    return Tokens(u.input, u.output, u.cache_creation, u.cache_read)
-
-
-def price_event(ev: UsageEvent, tokens: Tokens, day: date | None) -> float | None:
+def price_event(ev: UsageEvent, tokens: Usage, day: date | None) -> float | None:
     """The cost in USD of one call from the registry's prices on its day; None when the
     registry does not know its model."""
     from ..tokens import models as registry
@@ -280,7 +259,7 @@ def price_event(ev: UsageEvent, tokens: Tokens, day: date | None) -> float | Non
     info = registry.lookup(ev.model)
     if info is None:
         return None
-    return info.prices(day).cost(tokens.input, tokens.output, tokens.cache_write, tokens.cache_read)
+    return info.prices(day).cost(tokens.input, tokens.output, tokens.cache_creation, tokens.cache_read)
 
 
 @dataclass(slots=True)
@@ -298,7 +277,7 @@ class Tally:
     unpriced_models: set[str] = field(default_factory=set)
     seen: set[Any] = field(default_factory=set)
     breakdown: bool = False  # each row's calls per model too
-    pending: list[tuple[UsageEvent, Tokens, float | None]] = field(default_factory=list)  # deferred groupings
+    pending: list[tuple[UsageEvent, Usage, float | None]] = field(default_factory=list)  # deferred groupings
 
     def add_all(self, evs: Iterable[UsageEvent]) -> None:
         for ev in evs:
@@ -324,7 +303,7 @@ class Tally:
         ):
             self.outside += 1
             return
-        tokens = tokens_of(ev)
+        tokens = ev.usage
         cost = price_event(ev, tokens, day)
         if cost is None:
             self.unpriced_models.add(ev.model or "-")

@@ -139,7 +139,7 @@ def tree_files(path: str) -> list[tuple[str, str]]:
     return files
 
 
-def plan(
+def plan_shards(
     engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
 ) -> list[Shard]:
     """The shards of ``paths`` (globs expanded), in order."""
@@ -350,7 +350,7 @@ class Sharding:
             if not self.join:
                 raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
                                    code=ExitCode.USAGE)
-        shards = plan(self.engine, [path], fmt, to, op, self.shard_bytes)
+        shards = plan_shards(self.engine, [path], fmt, to, op, self.shard_bytes)
         if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
             raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
                                code=ExitCode.USAGE)

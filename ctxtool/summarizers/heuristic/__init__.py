@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
 from ...text import lazyre
+from ...tokens.heuristic import CHARS_PER_TOKEN
 from ..prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
 from . import check, decisions, ledger, plan, requests, tools, values
-from .layout import CHARS_PER_TOKEN, MAX_REASONS, STATEMENT_CLIP, render
+from .layout import MAX_REASONS, STATEMENT_CLIP, render
 from .previous import EARLIER, SECTIONS, Carried, Previous, parse_previous
 from .text import (
     dedupe,
@@ -112,20 +113,11 @@ def _previous(msgs: Sequence[Message], previous_summary: str | None) -> tuple[Pr
 
 
 def structured_summary(
-    msgs: Sequence[Message],
-    previous_summary: str | None = None,
-    *,
-    open_calls: Sequence[str] = (),
-    instructions: str | None = None,
-    directives: Sequence[str] = (),
-    split_turn: bool = False,
-    budget: int = SUMMARY_BUDGET,
-    cwd: str | None = None,
+    msgs: Sequence[Message], previous_summary: str | None = None, *, budget: int = SUMMARY_BUDGET, **known: Any
 ) -> str:
     """The handoff summary of ``msgs`` (merged with ``previous_summary``), within about
-    ``budget`` tokens."""
-    return facts(msgs, previous_summary, open_calls=open_calls, instructions=instructions, directives=directives,
-                 split_turn=split_turn, cwd=cwd).render(budget)
+    ``budget`` tokens; ``known``: what :func:`facts` takes (open calls, instructions ...)."""
+    return facts(msgs, previous_summary, **known).render(budget)
 
 
 def facts(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...tokens.heuristic import CHARS_PER_TOKEN  # the budget is counted like the default tokenizer
 from ..prompt import SUMMARY_BUDGET, clip
 from . import ledger, plan
 from .previous import fit
@@ -15,7 +16,6 @@ from .text import dedupe, items, one_line, split_headings, verbatim_item
 if TYPE_CHECKING:
     from . import Facts
 
-CHARS_PER_TOKEN = 4  # the budget is counted like the default tokenizer: ceil(characters / 4)
 PREV_SHARE = 0.35  # what a carried previous summary may take of the budget
 REQUESTS_SHARE = 0.4  # ... and the user's requests
 PREFIX_RESERVE = 200  # characters kept free of the budget

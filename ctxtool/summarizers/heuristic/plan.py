@@ -45,7 +45,8 @@ class Item:
 
 
 def latest(msgs: Sequence[Message]) -> tuple[int, list[Item]] | None:
-    """The items of the last plan update in ``msgs`` and its message index (None: no record)."""
+    """The items of the last plan update in ``msgs`` and its message index (None: no record).
+    ``score`` has its own rule for this (:func:`ctxtool.score.records.last_plan`), apart on purpose: a measure shares no code with what it measures."""
     for i in range(len(msgs) - 1, -1, -1):
         for b in reversed(msgs[i].tool_calls()):
             args = call_args(b)

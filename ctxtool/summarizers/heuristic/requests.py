@@ -48,7 +48,8 @@ class Request:
 
 
 def user_words(m: Message) -> str:
-    """The user's own text of a user-role message: injected text blocks left out."""
+    """The user's own text of a user-role message: injected text blocks left out.
+    ``score`` has its own rule for this (:func:`ctxtool.score.records.own_words`), apart on purpose: a measure shares no code with what it measures."""
     if m.role != "user" or is_injected(m):
         return ""
     parts = [b.text for b in m.content if b.type == "text" and b.text.strip()]

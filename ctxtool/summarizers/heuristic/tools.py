@@ -131,7 +131,8 @@ def call_label(b: Block) -> str:
 
 def family(b: Block) -> str:
     """What a later success must share with a failure to count as its fix: the same file for
-    file tools, the same program and first arguments (e.g. ``uv run pytest``) for commands."""
+    file tools, the same program and first arguments (e.g. ``uv run pytest``) for commands.
+    ``score`` has its own rule for this (:attr:`ctxtool.score.records.Run.family`), apart on purpose: a measure shares no code with what it measures."""
     cmd = command_of(b)
     if cmd:
         # the last step of a chain, before any pipe: `cd DIR && make test | tail` is a `make test`,
