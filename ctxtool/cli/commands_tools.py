@@ -92,18 +92,18 @@ def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
 
 
 def _presets() -> tuple[list[str], dict[str, str], str]:
-    from ..tool_outputs.algorithms import PRESET_ALIASES, PRESET_HELP, PRESETS
+    from ..tool_outputs.algorithms import PRESET_HELP, PRESETS
 
-    return list(PRESETS), PRESET_ALIASES, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
+    return list(PRESETS.names()), PRESETS.aliases, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
 
 
 _PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
 
 
-def _modes() -> list[str]:
+def _modes() -> tuple[str, ...]:
     from ..tool_outputs.algorithms import MODES
 
-    return list(MODES)
+    return MODES.names()
 
 
 def _modes_help() -> str:
@@ -170,7 +170,7 @@ def truncate(
         "tool_output.tail_lines": tail_lines,
     }
     if preset:
-        base = toolout.preset(preset)
+        base = toolout.PRESETS.get(preset)
     else:
         cfg = Config()
         base = toolout.Limits(**{k.split(".", 1)[1]: cfg[k] for k in flags})
