@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .kinds import probe_kinds
+from .kinds import PROBE_KINDS
 from .probes import Probe
 from .text import Haystack
 
@@ -78,7 +78,7 @@ def judge_report(model: Summarizer, probes: Sequence[Probe], after_text: str) ->
     """Ask ``model`` one question per category about ``after_text``; grade the answers."""
     from ..summarizers import SummaryRequest
 
-    kinds = {k.name: k for k in probe_kinds()}
+    kinds = {k.name: k for k in PROBE_KINDS.values()}
     window = getattr(model, "context_window", 0) or 128_000
     budget = max((min(window, 10**7) - ANSWER_TOKENS - CONTEXT_MARGIN_TOKENS) * 3, 4000)
     context = after_text[:budget]
