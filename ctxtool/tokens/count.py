@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import IMAGE_TOKENS, Message, heuristic_tokens
-from ..registry import LazyEntry, Registry
+from ..registry import Registry
 
 if TYPE_CHECKING:
     from .backends import ExactCounter
@@ -211,13 +211,19 @@ def _mergeable_ranks(name: str, d: Path) -> dict[bytes, int]:
     return ranks
 
 
+def _calibrated() -> Tokenizer:
+    from ..calibration import CalibratedTokenizer  # imported when chosen
+
+    return CalibratedTokenizer()
+
+
 #: every name ``--tokenizer`` takes, each with what builds it: the tokenizers, and the estimate
-#: calibrated to recorded usage (:mod:`ctxtool.calibration`, imported when chosen)
+#: calibrated to recorded usage (:mod:`ctxtool.calibration`)
 ESTIMATORS: Registry[Callable[[], Tokenizer]] = Registry("tokenizer", fold=str.lower)
 ESTIMATORS.register(HeuristicTokenizer, "heuristic")
 for _encoding in OFFICIAL_BPE:
     ESTIMATORS.register(partial(TiktokenTokenizer, _encoding), _encoding)
-ESTIMATORS.register(LazyEntry("ctxtool.calibration:CalibratedTokenizer"), "calibrated")
+ESTIMATORS.register(_calibrated, "calibrated")
 
 
 def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
