@@ -49,7 +49,7 @@ def _truncate(args: tuple[str, int, int]) -> tuple[int, int]:
     from ctxtool.tool_outputs.algorithms import PRESETS, truncate_text
 
     path, start, end = args
-    limits = PRESETS["head-tail"]
+    limits = PRESETS.get("head-tail")
     cut = kept = 0
     for line in _lines(path, start, end):
         for m in orjson.loads(line).get("messages") or ():

@@ -95,7 +95,7 @@ def _profile(path: Path, row: Callable[..., None], label: str = "") -> None:
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
 
     def truncate(d: str) -> None:
-        tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS["head-tail"],
+        tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS.get("head-tail"),
                                 cache=Path(d) / "c", jobs=1)
 
     with tempfile.TemporaryDirectory(dir=base) as d:
@@ -176,7 +176,7 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     for p in files:
         for preset in ("spill", "head-tail"):
             with tempfile.TemporaryDirectory() as cache:
-                r = tools_ops.truncate_file(str(p), None, limits=toolout.PRESETS[preset], cache=cache)
+                r = tools_ops.truncate_file(str(p), None, limits=toolout.PRESETS.get(preset), cache=cache)
             pct = f" ({100 * r.bytes_saved / r.bytes_before:.0f}%)" if r.bytes_before else ""
             print(
                 f"  {p.parent.name + '/' + p.name:<58.58} {preset:<8} {r.truncated + r.spilled:>11,} "

@@ -136,13 +136,13 @@ def test_a_parallel_truncate_writes_packs_and_restore_gives_the_input_back(tmp_p
     src = dataset(tmp_path / "in.jsonl")
     cache = tmp_path / "cache"
     short, back = tmp_path / "short.jsonl", tmp_path / "back.jsonl"
-    rep = truncate_file(str(src), str(short), limits=PRESETS["head-tail"], cache=cache, jobs=2)
+    rep = truncate_file(str(src), str(short), limits=PRESETS.get("head-tail"), cache=cache, jobs=2)
     assert rep.truncated == 120 and rep.refs_written == 240  # an output and a stash each
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 2
     serial = tmp_path / "serial.jsonl"
-    truncate_file(str(src), str(serial), limits=PRESETS["head-tail"], cache=tmp_path / "c2", jobs=1)
+    truncate_file(str(src), str(serial), limits=PRESETS.get("head-tail"), cache=tmp_path / "c2", jobs=1)
     assert short.read_bytes() == serial.read_bytes()  # the same output, from one process or two
-    again = truncate_file(str(src), str(tmp_path / "again.jsonl"), limits=PRESETS["head-tail"], cache=cache, jobs=2)
+    again = truncate_file(str(src), str(tmp_path / "again.jsonl"), limits=PRESETS.get("head-tail"), cache=cache, jobs=2)
     assert again.refs_written == 0  # found in the packs
     restore_file(str(short), str(back), cache=cache, jobs=2)
     assert back.read_bytes() == src.read_bytes()
@@ -213,7 +213,7 @@ def test_one_process_writing_a_file_stores_its_refs_in_packs_before_the_file_is_
         assert len(named) == 120 and all(c.exists(r) for r in named)
         seen.append(len(named))
 
-    op = TruncateOp(cache=str(cache), limits=PRESETS["head-tail"])
+    op = TruncateOp(cache=str(cache), limits=PRESETS.get("head-tail"))
     runner.run_file(op, str(src), str(out), jobs=1, check=check)
     assert seen == [120]
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
@@ -231,7 +231,7 @@ def test_one_process_writing_to_stdout_holds_each_chunk_until_its_refs_are_store
     assert r.returncode == 0, r.stderr
     assert not list((cache / "refs").iterdir()) and len(list((cache / "packs").iterdir())) == 1
     out = tmp_path / "short.jsonl"
-    truncate_file(str(src), str(out), limits=PRESETS["head-tail"], cache=tmp_path / "c2", jobs=1)
+    truncate_file(str(src), str(out), limits=PRESETS.get("head-tail"), cache=tmp_path / "c2", jobs=1)
     assert r.stdout == out.read_bytes()
 
 

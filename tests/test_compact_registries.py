@@ -14,24 +14,10 @@ import pytest
 from conftest import ROOT
 from test_compact import write_chat
 
-from ctxtool.compaction.layouts import (
-    Cut,
-    CutContext,
-    Layout,
-    get_layout,
-    layout_names,
-    register_layout,
-    unregister_layout,
-)
+from ctxtool.compaction.layouts import LAYOUTS, Cut, CutContext, Layout, register_layout
 from ctxtool.compaction.run import compact_file
 from ctxtool.compaction.settings import CompactOptions
-from ctxtool.summarizers import (
-    SummaryRequest,
-    get_summarizer,
-    register_summarizer,
-    summarizer_names,
-    unregister_summarizer,
-)
+from ctxtool.summarizers import SUMMARIZERS, SummaryRequest, get_summarizer, register_summarizer
 
 
 # -- a new layout: one class, one registry line ---------------------------------------------------------
@@ -63,12 +49,12 @@ def registered() -> Iterator[None]:
     register_layout(LastThree)
     register_summarizer("shouting", Shouting)
     yield
-    unregister_layout("last-three")
-    unregister_summarizer("shouting")
+    LAYOUTS.unregister("last-three")
+    SUMMARIZERS.unregister("shouting")
 
 
 def test_new_layout_and_summarizer_plug_in(tmp_path: Path, registered: None) -> None:
-    assert "last-three" in layout_names() and "shouting" in summarizer_names()
+    assert "last-three" in LAYOUTS.names() and "shouting" in SUMMARIZERS.names()
     src = write_chat(tmp_path / "c.json")
     out = tmp_path / "o.json"
     opts = CompactOptions(force=True, layout="last-three")
@@ -84,17 +70,20 @@ def test_unknown_layout_and_summarizer_name_the_choices() -> None:
     from ctxtool.errors import CtxtoolError
 
     with pytest.raises(CtxtoolError, match="choose one of: summary, retain, initial"):
-        get_layout("nope")
+        LAYOUTS.get("nope")
     with pytest.raises(CtxtoolError, match="choose one of: heuristic, openai, anthropic, command"):
         get_summarizer("nope")
 
 
-def test_cli_choices_come_from_the_registries() -> None:
-    from ctxtool.cli.commands_compact import Layout as LayoutChoice
-    from ctxtool.cli.commands_compact import SummarizerKind
+def test_cli_choices_come_from_the_registries(registered: None) -> None:
+    from typer.testing import CliRunner
 
-    assert tuple(x.value for x in LayoutChoice) == layout_names()
-    assert tuple(x.value for x in SummarizerKind) == summarizer_names()
+    from ctxtool.cli import app
+
+    r = CliRunner().invoke(app, ["compact", "--help"], terminal_width=400)
+    assert r.exit_code == 0, r.output
+    assert "<summary|retain|initial|last-three>" in r.stdout
+    assert "<heuristic|openai|anthropic|command|shouting>" in r.stdout
 
 
 # -- structure ----------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ctxtool.cli import main
 from ctxtool.compaction import run as cp
 from ctxtool.errors import CtxtoolError
 from ctxtool.history.window import WindowOp, window_file
-from ctxtool.run.engines import Engine, Sharding, ThreadLimiter, engine_names, get_engine, register_engine
+from ctxtool.run.engines import ENGINES, Engine, Sharding, ThreadLimiter, get_engine, register_engine
 from ctxtool.run.engines.base import J, T
 from ctxtool.run.engines.limit import LimitedSummarizer
 from ctxtool.run.runner import run_file
@@ -70,7 +70,14 @@ class Serial(Engine):
 def test_a_new_engine_is_one_class_and_one_registry_line(tmp_path: Path) -> None:
     src = write_dataset(tmp_path / "d.jsonl", n=9, turns=2)
     register_engine(Serial)
-    assert "serial-reversed" in engine_names() and {"local", "ray"} <= set(engine_names())
+    try:
+        _run_on_the_new_engine(src, tmp_path)
+    finally:
+        ENGINES.unregister("serial-reversed")
+
+
+def _run_on_the_new_engine(src: Path, tmp_path: Path) -> None:
+    assert ENGINES.names() == ("local", "ray", "serial-reversed")
     plain = window_file(str(src), str(tmp_path / "p.jsonl"), max_messages=4)
     with get_engine("serial-reversed") as eng:
         sh = Sharding(eng, join=True, shard_bytes=src.stat().st_size // 3 + 1)

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from ctxtool import formats
 from ctxtool.cli import main
 from ctxtool.errors import ExitCode
-from ctxtool.export import ExportOptions, export_file, render, renderer_names, view
+from ctxtool.export import RENDERERS, ExportOptions, export_file, render, view
 from ctxtool.export.walk import Marker, Turn
 from ctxtool.model import Block, Message, injected_kind, injected_text
 
@@ -257,7 +257,7 @@ def test_cli_errors(tmp_path: Path) -> None:
     r = runner.invoke(__import__("ctxtool.cli", fromlist=["app"]).app, ["export", str(bad), "-o", str(out)])
     assert r.exit_code not in (0, 1) and "bad.jsonl" in r.stderr and ":2" in r.stderr
     assert out.read_text() == "old"  # nothing half-written replaces it
-    assert set(renderer_names()) == {"markdown", "html"}
+    assert set(RENDERERS.names()) == {"markdown", "html"}
 
 
 # -- every sample and corpus file ------------------------------------------------------------

@@ -59,7 +59,7 @@ FORMAT = ChatLog()
 def chatlog() -> Iterator[None]:
     formats.register(FORMAT)  # the one registry line
     yield
-    formats.unregister("chatlog")
+    formats.FORMATS.unregister("chatlog")
 
 
 def test_registered_format_is_detected_listed_and_round_trips(chatlog: None, tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def test_a_lost_pin_fails_the_compaction(tmp_path: Path) -> None:
             compact_transcript(next(iter(t)), None, CompactOptions(force=True, keep_recent_tokens=400, pins=[SHORT]),
                                   out_format="drops-pins")
     finally:
-        formats.unregister("drops-pins")
+        formats.FORMATS.unregister("drops-pins")
 
 
 def test_output_validation_fails_when_a_pin_does_not_read_back(tmp_path: Path) -> None:

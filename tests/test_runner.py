@@ -289,11 +289,18 @@ class Tail(toolout.TruncationMode):
 
 
 def test_a_new_truncation_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toolout.register_mode(Tail)  # the registry line (undone after)
+    try:
+        _use_the_tail_mode(tmp_path, monkeypatch)
+    finally:
+        toolout.MODES.unregister("tail")
+
+
+def _use_the_tail_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from ctxtool.cli import app
 
-    monkeypatch.setitem(toolout.MODES, "tail", Tail())  # the registry line (register_mode(Tail), undone after)
     cut = toolout.truncate_text("\n".join(str(i) for i in range(100)), toolout.Limits(mode="tail", max_lines=3))
     assert cut.text.endswith("97\n98\n99") and cut.text.startswith("[... omitted 97 of 100 lines ...]")
     src = tmp_path / "chat.jsonl"
@@ -306,6 +313,7 @@ def test_a_new_truncation_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     bad = CliRunner().invoke(app, ["truncate", str(src), "--mode", "middle"])
     assert bad.exit_code == 2 and "'head', 'head_tail', 'tail'" in bad.output  # the choices: the registry's
     assert toolout.register_mode(Tail) is Tail and "tail" in toolout.MODES
+    assert toolout.MODES.names() == ("head", "head_tail", "tail")
 
 
 # -- workers die with their parent (issue 10 item 8) -------------------------------------

@@ -17,7 +17,7 @@ from ctxtool import formats
 from ctxtool.cli import app
 from ctxtool.model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata, Transcript
 from ctxtool.score.core import score
-from ctxtool.score.kinds import probe_kinds, register_probe, unregister_probe
+from ctxtool.score.kinds import PROBE_KINDS, register_probe
 from ctxtool.score.probes import Probe, ProbeKind
 from ctxtool.score.text import Haystack, key_words
 from ctxtool.summarizers import get_summarizer
@@ -164,12 +164,12 @@ def test_a_new_probe_kind() -> None:
             return summary.has_value(probe.target)
 
     try:
-        assert "ticket" in [k.name for k in probe_kinds()]
+        assert "ticket" in PROBE_KINDS.names()
         rep = score(*before_after())
         assert [p.target for p in rep.lost if p.kind == "ticket"] == ["AUTH-42"]
     finally:
-        unregister_probe("ticket")
-    assert "ticket" not in [k.name for k in probe_kinds()]
+        PROBE_KINDS.unregister("ticket")
+    assert "ticket" not in PROBE_KINDS.names()
 
 
 def test_cli_text_json_and_jsonl(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ctxtool.compaction.run import compact_file
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.score import quality
 from ctxtool.score.core import score, score_files
-from ctxtool.score.kinds import register_probe, unregister_probe
+from ctxtool.score.kinds import PROBE_KINDS, register_probe
 from ctxtool.score.probes import CompactionCut, Probe, ProbeKind
 from ctxtool.score.text import Haystack
 from ctxtool.summarizers import get_summarizer
@@ -88,7 +88,7 @@ def unkeepable() -> Iterator[None]:
             return False
 
     yield
-    unregister_probe("unkeepable")
+    PROBE_KINDS.unregister("unkeepable")
 
 
 def test_the_heuristic_below_the_bar_fails_saying_what_would_help(tmp_path: Path, unkeepable: None) -> None:

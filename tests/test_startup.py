@@ -110,7 +110,7 @@ def test_hints_never_rule_out_a_format_whose_sniff_says_yes(path: Path) -> None:
         sample = src.sample()
         heads = formats._heads(sample, src.layout)
         for name, score in _sniffs(sample, src).items():
-            entry = formats._REGISTRY[name]
+            entry = formats.FORMATS.entry(name)
             assert isinstance(entry, formats.Lazy)
             if score > 0:
                 assert entry.may_sniff(src.layout, heads), f"{name}'s hints rule out {path.name} (its sniff says {score})"
@@ -119,7 +119,7 @@ def test_hints_never_rule_out_a_format_whose_sniff_says_yes(path: Path) -> None:
 
 
 def test_hints_rule_out_by_layout_and_keys() -> None:
-    gemini, openai, cline = (formats._REGISTRY[n] for n in ("gemini", "openai", "cline"))
+    gemini, openai, cline = (formats.FORMATS.entry(n) for n in ("gemini", "openai", "cline"))
     assert isinstance(gemini, formats.Lazy) and isinstance(openai, formats.Lazy) and isinstance(cline, formats.Lazy)
     record = {"messages": [{"role": "user", "content": "hi"}]}
     assert openai.may_sniff("jsonl", formats._heads([record], "jsonl"))
@@ -132,14 +132,14 @@ def test_hints_rule_out_by_layout_and_keys() -> None:
 def test_a_format_registered_by_module_name_is_always_asked(tmp_path: Path) -> None:
     formats.register("ctxtool.formats.openai", "openai-again")
     try:
-        entry = formats._REGISTRY["openai-again"]
+        entry = formats.FORMATS.entry("openai-again")
         assert isinstance(entry, formats.Lazy) and entry.may_sniff("zip", frozenset())
         src = tmp_path / "x.jsonl"
         src.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
         with pytest.raises(CtxtoolError, match="ambiguous"):  # both say yes: asked, not ruled out
             formats.detect(open_source(src))
     finally:
-        formats.unregister("openai-again")
+        formats.FORMATS.unregister("openai-again")
 
 
 def test_the_process_ends_flushed_with_its_exit_handlers_run(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def lines_of(n: int, width: int = 10) -> str:
 def test_seed004_preserves_start_and_end() -> None:
     """Seed 004 TestTruncateOutput_PreservesStartAndEnd: 1000 lines -> <260 lines, first, last, marker."""
     text = lines_of(1000)
-    cut = T.truncate_text(text, T.PRESETS["head-tail"])
+    cut = T.truncate_text(text, T.PRESETS.get("head-tail"))
     out = cut.text.split("\n")
     assert len(out) < 260
     assert out[0] == "0000000000" and out[-1] == "0000000999"
@@ -56,7 +56,7 @@ def test_seed000_order_lines_then_chars_then_bytes() -> None:
 
 def test_seed001_line_length_and_head() -> None:
     text = "a" * 5000 + "\nshort\n" + "b" * 10
-    cut = T.truncate_text(text, T.PRESETS["view"])
+    cut = T.truncate_text(text, T.PRESETS.get("view"))
     first = cut.text.split("\n")[0]
     assert first.startswith("a" * 2000) and first.endswith("[... 3,000 chars cut]")
     assert cut.long_lines_cut == 1 and cut.reasons == ["line_length"]
@@ -83,10 +83,10 @@ def test_byte_cut_never_splits_a_character() -> None:
 
 
 def test_presets_and_validation() -> None:
-    assert T.preset("seed004").head_lines == 128
-    assert T.preset("004").max_bytes == 10 * 1024
+    assert T.PRESETS.get("seed004").head_lines == 128
+    assert T.PRESETS.get("004").max_bytes == 10 * 1024
     with pytest.raises(CtxtoolError):
-        T.preset("nope")
+        T.PRESETS.get("nope")
     with pytest.raises(CtxtoolError):
         T.Limits(mode="middle")
     with pytest.raises(CtxtoolError):
@@ -95,7 +95,7 @@ def test_presets_and_validation() -> None:
 
 
 def test_notices() -> None:
-    cut = T.truncate_text(lines_of(1000), T.PRESETS["head-tail"])
+    cut = T.truncate_text(lines_of(1000), T.PRESETS.get("head-tail"))
     ref = "a" * 64
     n = T.truncation_notice(cut, ref, 2750)
     assert "1,000 lines" in n and "~2,750 tokens" in n and f"ref={ref}" in n

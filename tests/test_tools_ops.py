@@ -67,7 +67,7 @@ def test_truncated_message_carries_refs_and_notice(tmp_path: Path) -> None:
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
     ev = EventLog()
-    rep = truncate_file(str(src), str(out), limits=PRESETS["head-tail"], cache=tmp_path / "c", events=ev)
+    rep = truncate_file(str(src), str(out), limits=PRESETS.get("head-tail"), cache=tmp_path / "c", events=ev)
     assert rep.truncated == 1 and rep.bytes_saved > 0 and rep.tokens_saved > 0
     t = next(formats.read(out))
     tool = t.messages[-1]
@@ -113,7 +113,7 @@ def test_trim_after_truncate_points_at_the_full_output(tmp_path: Path) -> None:
     big = "\n".join(str(i) for i in range(5000))
     t = _transcript([big, "small"])
     cache = RefCache(tmp_path)
-    truncate_transcript(t, PRESETS["head-tail"], cache)
+    truncate_transcript(t, PRESETS.get("head-tail"), cache)
     first_ref = t.messages[1].metadata.output_ref["id"]
     trim_transcript(t, 1, cache)
     assert t.messages[1].content[0].text == f"[tool output trimmed; ref={first_ref}; read it with tool_output_cache]"
@@ -156,7 +156,7 @@ def test_restore_refuses_a_corrupted_stash(tmp_path: Path) -> None:
     src = tmp_path / "chat.jsonl"
     src.write_text(json.dumps({"role": "tool", "tool_call_id": "x", "content": "y\n" * 5000}) + "\n")
     out = tmp_path / "out.jsonl"
-    truncate_file(str(src), str(out), cache=tmp_path / "c", limits=PRESETS["head-tail"])
+    truncate_file(str(src), str(out), cache=tmp_path / "c", limits=PRESETS.get("head-tail"))
     msg = next(formats.read(out)).messages[0]
     cache = RefCache(tmp_path / "c")
     cache.path_for(msg.metadata.extra["source_ref"]).write_bytes(b"{}")
@@ -174,7 +174,7 @@ def test_truncate_to_another_format_and_restore(tmp_path: Path) -> None:
     ]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     canon = tmp_path / "c.jsonl"
-    truncate_file(str(src), str(canon), to="ctxtool", cache=tmp_path / "c", limits=PRESETS["head-tail"])
+    truncate_file(str(src), str(canon), to="ctxtool", cache=tmp_path / "c", limits=PRESETS.get("head-tail"))
     back = tmp_path / "back.jsonl"
     restore_file(str(canon), str(back), to="openai", cache=tmp_path / "c")
     assert items_of(back) == rows

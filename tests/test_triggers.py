@@ -7,8 +7,8 @@ import pytest
 from ctxtool.config import Config
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.model import Block, Message, Usage
+from ctxtool.policies import POLICIES
 from ctxtool.policies import PolicySettings as TriggerSettings
-from ctxtool.policies import names as policy_names
 from ctxtool.policies.check import check_messages
 
 
@@ -98,7 +98,7 @@ def test_settings_from_config(monkeypatch, tmp_path):
 def test_json_lists_every_policy():
     res = check_messages(convo(100), TriggerSettings(context_window=1000), policy="hard-stop")
     d = res.to_json()
-    assert set(d["verdicts"]) == set(policy_names())
+    assert set(d["verdicts"]) == set(POLICIES.names())
     assert d["policy"] == "hard-stop" and d["used_tokens"] == 100 and d["percent"] == 10.0
 
 
@@ -143,13 +143,13 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
         tr = make_transform(context_window=1000, policy="half", max_messages=None, max_chars=None)
         assert tr.policy.name == "half"
     finally:
-        policies.unregister("half")
-    assert "half" not in policies.names()
+        policies.POLICIES.unregister("half")
+    assert "half" not in policies.POLICIES.names()
 
 
 def test_chars_policy_is_seed002():
-    from ctxtool.policies import Measure, get
+    from ctxtool.policies import POLICIES, Measure
 
     s = TriggerSettings(warning_chars=10, critical_chars=20)
-    assert [get("chars").evaluate(Measure(0, n), s).status for n in (9, 10, 20)] == ["ok", "warning", "critical"]
-    assert get("chars").evaluate(Measure(0, 20), s).compact
+    assert [POLICIES.get("chars").evaluate(Measure(0, n), s).status for n in (9, 10, 20)] == ["ok", "warning", "critical"]
+    assert POLICIES.get("chars").evaluate(Measure(0, 20), s).compact

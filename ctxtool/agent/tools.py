@@ -61,7 +61,7 @@ def view() -> tuple[int, int]:
     """What one result may hold: bytes, and characters per line (the in-context view's maxMessageBytes and
     maxLineLength, :data:`ctxtool.tool_outputs.algorithms.PRESETS`)."""
 
-    v = PRESETS["view"]
+    v = PRESETS.get("view")
     return v.max_bytes, v.max_line_length
 
 

@@ -105,7 +105,7 @@ class ContextTransform:
         s = settings or PolicySettings()
         if reserve_tokens is not None:
             s = PolicySettings(values={**{k: s[k] for k in policies.all_keys()}, "compaction.reserve_tokens": reserve_tokens})
-        self.policy = policies.get(policy)
+        self.policy = policies.POLICIES.get(policy)
         self.settings = s.with_window(context_window, "flag")
         self.reserve_tokens = self.settings.reserve_tokens
         self.keep_recent_tokens = keep_recent_tokens
@@ -186,7 +186,7 @@ class ContextTransform:
             "size", char_count=chars, message_count=len(msgs),
             has_system_prompt=any(m.role == "system" for m in msgs),
         )
-        v = policies.get("chars").evaluate(policies.Measure(0, chars), self.settings)
+        v = policies.POLICIES.get("chars").evaluate(policies.Measure(0, chars), self.settings)
         if v.status in (policies.WARNING, policies.CRITICAL):
             threshold = self.settings.critical_chars if v.status == policies.CRITICAL else self.settings.warning_chars
             self.events.emit("warning", char_count=chars, threshold=threshold, level=v.status)

@@ -19,10 +19,10 @@ from .common import (
 from .render import Emitter, JsonlOpt
 
 #: ``--policy``: one of the trigger policy registry's names (former names accepted)
-POLICY_HELP = "; ".join(f"{p.name} ({p.help})" for p in policies.all())
+POLICY_HELP = "; ".join(f"{p.name} ({p.help})" for p in policies.POLICIES.values())
 PolicyOpt = Annotated[
     str,
-    common.choice_option("--policy", "-p", names=policies.names(), aliases=policies.ALIASES,
+    common.choice_option("--policy", "-p", names=policies.POLICIES.names, aliases=policies.POLICIES.aliases,
                          help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
 ]
 

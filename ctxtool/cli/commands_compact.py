@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..compaction.layouts import get_layout, layout_names
+from ..compaction.layouts import LAYOUTS
 from ..compaction.settings import CompactOptions
 from ..errors import CtxtoolError, ExitCode
-from ..summarizers import Closeable, summarizer_names
+from ..summarizers import SUMMARIZERS, Closeable
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
@@ -23,11 +23,9 @@ if TYPE_CHECKING:
     from ..compaction.report import CompactReport, RecordReport
 
 # CLI choices come from the registries: a registered layout or summarizer is offered here
-Layout = StrEnum("Layout", {n: n for n in layout_names()})  # type: ignore[misc]
-SummarizerKind = StrEnum("SummarizerKind", {n: n for n in summarizer_names()})  # type: ignore[misc]
 D = CompactOptions()  # the defaults, stated once (ctxtool.config)
 SINCE = common.SINCE
-LAYOUT_HELP = "; ".join(f"{n}: {get_layout(n).help}" for n in layout_names())
+LAYOUT_HELP = "; ".join(f"{n}: {lay.help}" for n, lay in LAYOUTS.items())
 
 
 class Style(StrEnum):
@@ -42,13 +40,13 @@ def compact(
     to: common.ToOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Compact regardless of the trigger.")] = False,
     layout: Annotated[
-        Layout | None,
-        typer.Option("--layout", help=f"{LAYOUT_HELP} (default {D.layout})."),
+        str | None,
+        typer.Option("--layout", click_type=common.Choice(LAYOUTS.names), help=f"{LAYOUT_HELP} (default {D.layout})."),
     ] = None,
     keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", "-k", help=f"Tokens kept verbatim after the cut (default {D.keep_recent_tokens:,}).", min=0)] = None,
     retain_last_turns: Annotated[int | None, typer.Option("--retain-last-turns", help=f"Turns kept with --layout retain (default {D.retain_last_turns}).", min=0)] = None,
     keep_last_messages: Annotated[int | None, typer.Option("--keep-last-messages", help=f"Messages kept with --layout initial (default {D.keep_last_messages}).", min=0)] = None,
-    summarizer: Annotated[SummarizerKind | None, typer.Option("--summarizer", help=f"The summary model: {', '.join(summarizer_names())} (default: heuristic, offline).")] = None,
+    summarizer: Annotated[str | None, typer.Option("--summarizer", click_type=common.Choice(SUMMARIZERS.names), help=f"The summary model: {', '.join(SUMMARIZERS.names())} (default: heuristic, offline).")] = None,
     summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (may differ from the agent's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
@@ -104,9 +102,9 @@ def compact(
         "compaction.keep_last_messages": keep_last_messages,
         "compaction.reserve_tokens": reserve_tokens,
         "compaction.tool_call_cutoff": tool_call_cutoff,
-        "compaction.layout": layout.value if layout else None,
+        "compaction.layout": layout,
         "compaction.context_window": context_window,
-        "summarizer.kind": summarizer.value if summarizer else None,
+        "summarizer.kind": summarizer,
         "summarizer.model": summary_model,
         "summarizer.base_url": base_url,
         "summarizer.command": command,
@@ -120,9 +118,8 @@ def compact(
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     lay = str(cfg["compaction.layout"])
-    if lay not in layout_names():
-        raise CtxtoolError(f"compaction.layout: unknown layout {lay!r}; choose one of: {', '.join(layout_names())}",
-                           code=ExitCode.USAGE)
+    if lay not in LAYOUTS:
+        raise CtxtoolError(f"compaction.layout: {LAYOUTS.unknown(lay).message}", code=ExitCode.USAGE)
     opts = CompactOptions.from_config(
         cfg,
         force=force,

@@ -4,7 +4,6 @@ normalize it (adk-code)."""
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -15,9 +14,10 @@ from .console import err_line
 from .render import JsonlOpt, emit
 
 
-class Strategy(StrEnum):
-    sliding = "sliding"
-    bookends = "bookends"
+def _strategies() -> tuple[str, ...]:
+    from ..history.window import STRATEGIES
+
+    return STRATEGIES
 
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")]
@@ -33,7 +33,7 @@ def _to_stdout(output: str | None, dry_run: bool) -> bool:
 def window(
     path: common.OnePath,
     output: common.OutOpt = None,
-    strategy: Annotated[Strategy | None, typer.Option("--strategy", "-s", help="sliding: keep the newest messages that fit; bookends: keep the first and the last, drop the middle (default sliding).")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", "-s", click_type=common.Choice(_strategies), help="sliding: keep the newest messages that fit; bookends: keep the first and the last, drop the middle (default sliding).")] = None,
     max_messages: Annotated[int | None, typer.Option("--max-messages", min=1, help="Messages to keep, system prompt excluded (default 100).")] = None,
     max_chars: Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters to keep (default 500,000).")] = None,
     keep_first_user: Annotated[bool | None, typer.Option("--keep-first-user/--no-keep-first-user", help="Always keep the first user message (default on).")] = None,
@@ -56,7 +56,7 @@ def window(
     from ..config import Config
     from ..history.window import normalize_strategy, window_file
 
-    cfg = Config({"window.strategy": strategy.value if strategy else None, "window.max_messages": max_messages,
+    cfg = Config({"window.strategy": strategy, "window.max_messages": max_messages,
                   "window.max_chars": max_chars, "window.keep_first_user": keep_first_user})
     kw: dict[str, Any] = {"strategy": normalize_strategy(cfg["window.strategy"]), "max_messages": int(cfg["window.max_messages"]),
           "max_chars": int(cfg["window.max_chars"]), "keep_first_user": bool(cfg["window.keep_first_user"])}

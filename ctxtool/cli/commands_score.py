@@ -10,7 +10,7 @@ import typer
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
 from ..score.core import BUDGET, score_totals
-from ..summarizers import Closeable, summarizer_names
+from ..summarizers import SUMMARIZERS, Closeable
 from . import common, console
 from .common import resolve_model
 from .render import JsonlOpt, emit
@@ -18,7 +18,10 @@ from .render import JsonlOpt, emit
 if TYPE_CHECKING:
     from ..score.core import ScoreReport
 
-JUDGES = [n for n in summarizer_names() if n != "heuristic"]
+
+def _judges() -> list[str]:
+    """The registered summarizers but the heuristic (a judge answers questions)."""
+    return [n for n in SUMMARIZERS.names() if n != "heuristic"]
 
 
 def score_cmd(
@@ -26,7 +29,7 @@ def score_cmd(
     after: Annotated[str, typer.Argument(help="The same transcript after compaction (a directory: each file paired with BEFORE's of the same relative path).", show_default=False)],
     fmt: common.FormatOpt = None,
     after_fmt: Annotated[str | None, typer.Option("--after-format", click_type=common.Choice(format_names), help="Format of AFTER (default: detected).")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(JUDGES), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(_judges), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="The judge's model name.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, ExitCode
+from ..tool_outputs.algorithms import MODES, PRESET_HELP, PRESETS
 from . import common
 from .common import fmt_int, resolve_model, warn_skipped
 from .console import err_line, out_line
@@ -91,25 +92,8 @@ def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
     return out
 
 
-def _presets() -> tuple[list[str], dict[str, str], str]:
-    from ..tool_outputs.algorithms import PRESET_ALIASES, PRESET_HELP, PRESETS
-
-    return list(PRESETS), PRESET_ALIASES, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
-
-
-_PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
-
-
-def _modes() -> list[str]:
-    from ..tool_outputs.algorithms import MODES
-
-    return list(MODES)
-
-
-def _modes_help() -> str:
-    from ..tool_outputs.algorithms import MODES
-
-    return "; ".join(f"{name} ({m.description})" for name, m in MODES.items())
+_PRESETS_HELP = "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
+_MODES_HELP = "; ".join(f"{name} ({m.description})" for name, m in MODES.items())
 
 
 def truncate(
@@ -119,10 +103,10 @@ def truncate(
     to: common.ToOpt = None,
     preset: Annotated[
         str | None,
-        common.choice_option("--preset", names=_PRESETS, aliases=_PRESET_ALIASES,
+        common.choice_option("--preset", names=PRESETS.names, aliases=PRESETS.aliases,
                              help="A system's limits exactly: " + _PRESETS_HELP + ". Default: the tool_output settings (spill's values)."),
     ] = None,
-    mode: Annotated[str | None, typer.Option("--mode", click_type=common.Choice(_modes), help=f"How cut outputs are kept: {_modes_help()}.")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", click_type=common.Choice(MODES.names), help=f"How cut outputs are kept: {_MODES_HELP}.")] = None,
     max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (default 2000, tool_output.max_lines; 0: off).")] = None,
     head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (head-tail preset: 128).")] = None,
     tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (head-tail preset: 128).")] = None,
@@ -170,7 +154,7 @@ def truncate(
         "tool_output.tail_lines": tail_lines,
     }
     if preset:
-        base = toolout.preset(preset)
+        base = toolout.PRESETS.get(preset)
     else:
         cfg = Config()
         base = toolout.Limits(**{k.split(".", 1)[1]: cfg[k] for k in flags})

@@ -4,7 +4,6 @@ project or model (the library: :mod:`ctxtool.usage`)."""
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -23,15 +22,10 @@ if TYPE_CHECKING:
 PROGRESS_FILES = 20  # a bar from this many session files, on a terminal
 
 
-class By(StrEnum):
-    day = "day"
-    week = "week"
-    month = "month"
-    block = "block"
-    session = "session"
-    project = "project"
-    model = "model"
-    agent = "agent"
+def _groupings() -> tuple[str, ...]:
+    from ..usage.report import GROUPINGS
+
+    return GROUPINGS.names()
 
 
 def usage(
@@ -43,8 +37,8 @@ def usage(
                        "$XDG_DATA_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
                        show_default=False),
     ] = None,
-    by: Annotated[By, typer.Option("--by", "-b", help="One row per day, week (from Monday), month, 5-hour block (as "
-                                   "Claude plans meter usage, like ccusage's blocks), session, project, model or agent (the main agent and each subagent).")] = By.day,
+    by: Annotated[str, typer.Option("--by", "-b", click_type=common.Choice(_groupings), help="One row per day, week (from Monday), month, 5-hour block (as "
+                                   "Claude plans meter usage, like ccusage's blocks), session, project, model or agent (the main agent and each subagent).")] = "day",
     breakdown: Annotated[bool, typer.Option("--breakdown", help="Each row's calls per model too (JSON: each row's "
                                             "\"breakdown\").")] = False,
     since: Annotated[str | None, typer.Option("--since", help="First day counted: YYYY-MM-DD, today, yesterday or Nd (the last N days).")] = None,
@@ -61,7 +55,7 @@ def usage(
 
     cb, stop = _progress()
     try:
-        report = usage_report(paths, by=by.value, since=since, until=until, timezone=timezone, progress=cb, jobs=jobs,
+        report = usage_report(paths, by=by, since=since, until=until, timezone=timezone, progress=cb, jobs=jobs,
                               breakdown=breakdown)
     finally:
         stop()
@@ -211,7 +205,7 @@ def _total(report: UsageReport, short: bool) -> dict[str, str]:
 def _first(report: UsageReport) -> str:
     from ..usage import GROUPINGS
 
-    return GROUPINGS[report.by].title
+    return GROUPINGS.get(report.by).title
 
 
 def _table(report: UsageReport) -> None:

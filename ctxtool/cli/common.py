@@ -20,7 +20,7 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import CtxtoolError, ExitCode
 from ..formats import format_names
-from ..run.engines import engine_names
+from ..run.engines import ENGINES
 from .console import err_line
 
 
@@ -272,7 +272,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 def _tokenizers() -> tuple[str, ...]:
     from ..tokens.count import ESTIMATORS
 
-    return ESTIMATORS
+    return ESTIMATORS.names()
 
 
 TokenizerOpt = Annotated[
@@ -288,7 +288,7 @@ JobsOpt = Annotated[
 ]
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", click_type=Choice(engine_names), help="Where shards run (default local). Any engine but the default "
+    typer.Option("--engine", click_type=Choice(ENGINES.names), help="Where shards run (default local). Any engine but the default "
                  "(or --join, an input glob, an output directory) writes -o DIR as shards plus _report.json; a re-run skips finished shards."),
 ]
 AddressOpt = Annotated[

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
 from ..history.cut import CutPoint, find_cut, is_tool_message
 from ..history.pairing import closed_groups
 from ..model import KIND_COMPACTION_SUMMARY, KIND_TOOL_SUMMARY, Message, is_injected
+from ..registry import Registry
 from ..tokens.count import Tokenizer
 
 if TYPE_CHECKING:  # a type only: settings reads the layouts
@@ -60,28 +60,9 @@ class Layout:
         raise NotImplementedError
 
 
-_LAYOUTS: dict[str, Layout] = {}
-
-
-def register_layout(cls: type[Layout]) -> type[Layout]:
-    """Register a layout class under its ``name`` (a class decorator)."""
-    _LAYOUTS[cls.name] = cls()
-    return cls
-
-
-def unregister_layout(name: str) -> None:
-    _LAYOUTS.pop(name, None)
-
-
-def layout_names() -> tuple[str, ...]:
-    return tuple(_LAYOUTS)
-
-
-def get_layout(name: str) -> Layout:
-    try:
-        return _LAYOUTS[name]
-    except KeyError:
-        raise CtxtoolError(f"unknown layout {name!r}; choose one of: {', '.join(_LAYOUTS)}", code=ExitCode.USAGE) from None
+LAYOUTS: Registry[Layout] = Registry("layout")
+#: a class decorator: register a layout class under its ``name``
+register_layout = LAYOUTS.register_instance_of
 
 
 def real_user(m: Message) -> bool:

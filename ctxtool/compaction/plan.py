@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..history.cut import CutPoint, cut_candidates
 from ..model import Message, Transcript
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
-from .layouts import CutContext, get_layout
+from .layouts import LAYOUTS, CutContext
 from .settings import CompactOptions
 from .trigger import decide, window_info
 from .view import AgentContext, context_view
@@ -45,7 +45,7 @@ def problem_keys(msgs: list[Message]) -> set[tuple[str, str | None, str]]:
 def plan_compaction(t: Transcript, opts: CompactOptions, tok: Tokenizer | None = None) -> Plan:
     """Decide and cut, without summarizing."""
     tok = tok or get_tokenizer(opts.tokenizer)
-    layout = get_layout(opts.layout)
+    layout = LAYOUTS.get(opts.layout)
     view = context_view(t, tok)
     eff = view.effective
     counts = count_messages(eff, tok)

@@ -51,7 +51,7 @@ class CompactOptions:
     reserve_tokens: int = _default("compaction.reserve_tokens")
     max_tokens: int = _default("compaction.max_tokens")  # the Go agent's MaxTokens: the limit when no window is known
     max_messages: int = _default("compaction.max_messages")  # the Go agent's MaxMessages: the last fallback
-    policy: str = "effective-limit"  # the trigger policy (ctxtool.policies.names)
+    policy: str = "effective-limit"  # the trigger policy (ctxtool.policies.POLICIES)
     style: str | None = None  # structured | retain (default: the layout's)
     summary_directives: Sequence[str] = ()
     retain_directives: Sequence[str] = ()
@@ -86,9 +86,9 @@ class CompactOptions:
     def summary_style(self) -> str:
         if self.style:
             return self.style
-        from .layouts import get_layout
+        from .layouts import LAYOUTS
 
-        return get_layout(self.layout).style
+        return LAYOUTS.get(self.layout).style
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -24,13 +24,12 @@ from . import markdown as _markdown  # noqa: F401 - registers the renderer
 from .base import (
     DEFAULT_COLLAPSE,
     DEFAULT_PAGE_SIZE,
+    RENDERERS,
     ExportOptions,
     Renderer,
-    get_renderer,
     plural,
     register,
     renderer_for_output,
-    renderer_names,
 )
 from .walk import ExportedTranscript, Marker, Turn, TurnPart, view
 
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "TurnPart", "Renderer", "Turn", "ExportedTranscript",
-    "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
+    "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "RENDERERS", "register", "render", "renderer_for_output", "view",
 ]
 
 
@@ -75,7 +74,7 @@ class _Tally:
 def render(transcripts: Iterable[Transcript], to: str = "markdown", options: ExportOptions | None = None,
            title: str = "Transcript") -> str:
     """The whole document for ``transcripts`` as one string."""
-    r = get_renderer(to)(options or ExportOptions())
+    r = RENDERERS.get(to)(options or ExportOptions())
     return "".join(r.document((options and options.title) or title, (view(t) for t in transcripts)))
 
 
@@ -95,7 +94,7 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
     kind = mimetypes.MimeTypes(filenames=()).guess_type("x" + suffix)[0] if suffix else None  # Python's own table
     if implied is None and kind in (None, "text/plain"):
         return
-    kinds = ", ".join(f"{n} ({' '.join(get_renderer(n).suffixes)})" for n in renderer_names())
+    kinds = ", ".join(f"{n} ({' '.join(r.suffixes)})" for n, r in RENDERERS.items())
     said = f"an {implied} name" if implied else f"a {suffix} name"
     raise CtxtoolError(f"{said} for a {name} export: export writes {kinds}; name the output for --to, or drop --to",
                        path=out, code=ExitCode.USAGE)
@@ -215,9 +214,9 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     out = None if output is None or str(output) == "-" else str(output)
     implied = renderer_for_output(out)
     name = to or implied or "markdown"
-    _check_suffix(out, get_renderer(name).name, implied)
+    _check_suffix(out, RENDERERS.get(name).name, implied)
     opts = options or ExportOptions()
-    renderer = get_renderer(name)(opts)
+    renderer = RENDERERS.get(name)(opts)
     fileio.check_input(path)
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
     tally = _Tally()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from ..errors import CtxtoolError, ExitCode
+from ..registry import Registry
 from .walk import ExportedTranscript
 
 #: tool outputs, arguments and injected content longer than this many characters are
@@ -47,25 +48,9 @@ class Renderer:
         raise NotImplementedError
 
 
-_RENDERERS: dict[str, type[Renderer]] = {}
-R = TypeVar("R", bound=type[Renderer])
-
-
-def register(cls: R) -> R:
-    """Class decorator: make a renderer available under its ``name``."""
-    _RENDERERS[cls.name] = cls
-    return cls
-
-
-def renderer_names() -> tuple[str, ...]:
-    return tuple(_RENDERERS)
-
-
-def get_renderer(name: str) -> type[Renderer]:
-    cls = _RENDERERS.get(name.lower())
-    if cls is None:
-        raise CtxtoolError(f"unknown export format {name!r} (one of: {', '.join(_RENDERERS)})", code=ExitCode.USAGE)
-    return cls
+RENDERERS: Registry[type[Renderer]] = Registry("export format", fold=str.lower)
+#: a class decorator: make a renderer available under its ``name``
+register = RENDERERS.register
 
 
 def renderer_for_output(output: str | None) -> str | None:
@@ -73,7 +58,7 @@ def renderer_for_output(output: str | None) -> str | None:
     if not output or output == "-":
         return None
     name = output.lower().removesuffix(".gz").removesuffix(".zst")
-    return next((n for n, c in _RENDERERS.items() if name.endswith(c.suffixes)), None)
+    return next((n for n, c in RENDERERS.items() if name.endswith(c.suffixes)), None)
 
 
 def plural(n: int, word: str) -> str:

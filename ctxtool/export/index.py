@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
-from .base import ExportOptions, get_renderer, plural
+from .base import RENDERERS, ExportOptions, plural
 from .walk import ExportedTranscript, Turn, view
 
 INDEX = "index.html"
@@ -129,7 +129,7 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
         while name in names or name == INDEX:
             name = "x-" + name
         names.add(name)
-        renderer = get_renderer("html")(opts)
+        renderer = RENDERERS.get("html")(opts)
         try:
             with outputs.atomic_output(out / name) as fh:
                 views = _noted(page, (view(t) for t in formats.read(src, fmt)))

@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, ExitCode
+from ..registry import LazyEntry, Registry
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -45,7 +46,7 @@ def __getattr__(name: str) -> Any:
 LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.io.jsonl.Source.layout; "sqlite": opencode's only)
 
 
-class Lazy:
+class Lazy(LazyEntry["Format"]):
     """A registered format whose module is not imported yet: the dotted name of the module
     exposing it as ``FORMAT``, and the detection hints that let :func:`detect` pass it by
     without importing it. Each hint is a necessary condition of the format's own ``sniff``
@@ -59,6 +60,7 @@ class Lazy:
 
     def __init__(self, module: str, layouts: Sequence[str] = LAYOUTS, keys: Sequence[str] = (), *,
                  records: bool = False) -> None:
+        super().__init__(f"{module}:FORMAT")
         self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
 
     def may_sniff(self, layout: str, present: Collection[str]) -> bool:
@@ -95,28 +97,26 @@ _JSONL, _JSON, _DOCS = ("jsonl",), ("json",), ("json", "jsonl")
 # The format registry: name -> a Lazy entry (the module is imported on first use) or a Format
 # instance. A new format is one module plus one line here (or one call to :func:`register`);
 # detection, ``--format``, ``--to`` and ``ctxtool formats`` ask it.
-_REGISTRY: dict[str, Lazy | Format] = {
-    "ctxtool": Lazy("ctxtool.formats.canonical", _JSONL, ("ctxtool",)),
-    "openai": Lazy("ctxtool.formats.openai", _DOCS, ("role",), records=True),
-    "anthropic": Lazy("ctxtool.formats.anthropic", _DOCS, ("role",), records=True),
-    "claude-code": Lazy("ctxtool.formats.claude_code", _JSONL, ("type",)),
-    "codex": Lazy("ctxtool.formats.codex", _JSONL, ("payload", "instructions", "git")),
-    "pi": Lazy("ctxtool.formats.pi", _JSONL, ("type",)),
-    "sharegpt": Lazy("ctxtool.formats.sharegpt", _DOCS, records=True),
-    "cline": Lazy("ctxtool.formats.cline", _DOCS, ("role",)),
-    "responses": Lazy("ctxtool.formats.responses", _DOCS, ("input", "type", "role"), records=True),
-    "inspect": Lazy("ctxtool.formats.inspect_log", _JSON, ("eval",)),
-    "inspect-eval": Lazy("ctxtool.formats.inspect_eval", ("zip",)),
-    "atif": Lazy("ctxtool.formats.atif", _JSON, ("schema_version",)),
-    "gemini": Lazy("ctxtool.formats.gemini", _JSON, ("sessionId",)),
-    "gemini-jsonl": Lazy("ctxtool.formats.gemini_jsonl", _JSONL, ("projectHash",)),
-    "swe-agent": Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)),
-    "mini-swe-agent": Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "role")),
-    "openhands": Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")),
-    "opencode": Lazy("ctxtool.formats.opencode", ("sqlite",)),
-}
-_ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
-FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
+FORMATS: Registry[Format] = Registry("format", fold=lambda name: name.lower().replace("_", "-"))
+FORMATS.register(Lazy("ctxtool.formats.canonical", _JSONL, ("ctxtool",)), "ctxtool")
+FORMATS.register(Lazy("ctxtool.formats.openai", _DOCS, ("role",), records=True), "openai")
+FORMATS.register(Lazy("ctxtool.formats.anthropic", _DOCS, ("role",), records=True), "anthropic")
+FORMATS.register(Lazy("ctxtool.formats.claude_code", _JSONL, ("type",)), "claude-code", aliases=("claude", "claudecode"))
+FORMATS.register(Lazy("ctxtool.formats.codex", _JSONL, ("payload", "instructions", "git")), "codex")
+FORMATS.register(Lazy("ctxtool.formats.pi", _JSONL, ("type",)), "pi")
+FORMATS.register(Lazy("ctxtool.formats.sharegpt", _DOCS, records=True), "sharegpt")
+FORMATS.register(Lazy("ctxtool.formats.cline", _DOCS, ("role",)), "cline")
+FORMATS.register(Lazy("ctxtool.formats.responses", _DOCS, ("input", "type", "role"), records=True), "responses")
+FORMATS.register(Lazy("ctxtool.formats.inspect_log", _JSON, ("eval",)), "inspect")
+FORMATS.register(Lazy("ctxtool.formats.inspect_eval", ("zip",)), "inspect-eval")
+FORMATS.register(Lazy("ctxtool.formats.atif", _JSON, ("schema_version",)), "atif")
+FORMATS.register(Lazy("ctxtool.formats.gemini", _JSON, ("sessionId",)), "gemini")
+FORMATS.register(Lazy("ctxtool.formats.gemini_jsonl", _JSONL, ("projectHash",)), "gemini-jsonl")
+FORMATS.register(Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)), "swe-agent")
+FORMATS.register(Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "role")), "mini-swe-agent")
+FORMATS.register(Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")), "openhands")
+FORMATS.register(Lazy("ctxtool.formats.opencode", ("sqlite",)), "opencode")
+FORMAT_NAMES = FORMATS.names()  # the built-in formats; format_names() includes registered ones
 # directory walks (and the names they pick up): ctxtool/formats/walk.py
 from .walk import (  # noqa: E402 - after the registry they document
     COMPRESSED_SUFFIXES,
@@ -128,6 +128,7 @@ from .walk import (  # noqa: E402 - after the registry they document
 )
 
 __all__ = [
+    "FORMATS",
     "FORMAT_NAMES",
     "ErrorPolicy",
     "Format",
@@ -145,7 +146,6 @@ __all__ = [
     "TRANSCRIPT_SUFFIXES",
     "transcript_name",
     "unknown_records",
-    "unregister",
     "walk_files",
     "writable_names",
     "write",
@@ -160,17 +160,13 @@ def register(fmt: Format | str | Lazy, name: str | None = None) -> None:
     if isinstance(fmt, (str, Lazy)):
         if not name:
             raise ValueError("register(module_name, name): the name is required")
-        _REGISTRY[name] = Lazy(fmt) if isinstance(fmt, str) else fmt
+        FORMATS.register(Lazy(fmt) if isinstance(fmt, str) else fmt, name)
     else:
-        _REGISTRY[name or fmt.name] = fmt
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
+        FORMATS.register(fmt, name or fmt.name)
 
 
 def format_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return FORMATS.names()
 
 
 def writable_names() -> tuple[str, ...]:
@@ -189,17 +185,7 @@ def writable(f: Format) -> Format:
 
 
 def get_format(name: str) -> Format:
-    key = name.lower().replace("_", "-")
-    key = _ALIASES.get(key, key)
-    entry = _REGISTRY.get(key)
-    if entry is None:
-        raise CtxtoolError(
-            f"unknown format {name!r}; choose one of: {', '.join(format_names())}", code=ExitCode.USAGE
-        )
-    if isinstance(entry, Lazy):
-        fmt: Format = importlib.import_module(entry.module).FORMAT
-        return fmt
-    return entry
+    return FORMATS.get(name)
 
 
 def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:
@@ -207,7 +193,7 @@ def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:
     format whose detection hints rule the sample out says 0 without being imported."""
     scores = []
     heads = _heads(sample, src.layout)
-    for name, entry in list(_REGISTRY.items()):
+    for name, entry in FORMATS.entries().items():
         if isinstance(entry, Lazy) and not entry.may_sniff(src.layout, heads):
             continue
         fmt = get_format(name)
@@ -309,7 +295,7 @@ def _fits(f: Format, sample: list[Any], src: Source) -> bool:
     memo = src.detected
     if memo is not None and memo[0] is src.peek and memo[1] == len(src.peek) and memo[2] is f:
         return True
-    entry = _REGISTRY.get(f.name)
+    entry = FORMATS.entries().get(f.name)
     if entry is None or (isinstance(entry, Lazy) and not entry.may_sniff(src.layout, _heads(sample, src.layout))):
         return False
     if get_format(f.name) is not f:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..config import Setting
-from ..errors import CtxtoolError, ExitCode
+from ..registry import Registry
 from .base import (
     ACTING,
     COMPACT,
@@ -40,59 +40,29 @@ from .base import (
 from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
 
 __all__ = [
-    "ACTING", "ALIASES", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "WARNING",
-    "Limits", "Measure", "Policy", "PolicySettings", "Threshold", "Verdict", "all", "all_keys", "evaluate",
-    "extra_settings", "get", "names", "register", "thresholds", "unregister",
+    "ACTING", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "POLICIES", "WARNING",
+    "Limits", "Measure", "Policy", "PolicySettings", "Threshold", "Verdict", "all_keys", "evaluate", "extra_settings",
+    "register", "thresholds",
 ]
 
-_REGISTRY: dict[str, Policy] = {}
+#: the policies by name; former names (configs and scripts written before the rename) are accepted, never listed
+POLICIES: Registry[Policy] = Registry("policy", unique=True)
+#: add a policy class (usable as a decorator); its name must be new
+register = POLICIES.register_instance_of
 
-
-def register(cls: type[Policy]) -> type[Policy]:
-    """Add a policy class (usable as a decorator); its name must be new."""
-    if cls.name in _REGISTRY:
-        raise ValueError(f"policy {cls.name!r} is already registered")
-    _REGISTRY[cls.name] = cls()
-    return cls
-
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-for _cls in (EffectiveLimit, Reserve, Ratio, HardStop, Chars):  # the registry: one line per policy
-    register(_cls)
+POLICIES.register(EffectiveLimit(), aliases=("seed000",))  # the registry: one line per policy
+POLICIES.register(Reserve())
+POLICIES.register(Ratio())
+POLICIES.register(HardStop(), aliases=("seed004",))
+POLICIES.register(Chars())
 
 DEFAULT = "effective-limit"
-
-#: former names, still accepted (configs and scripts written before the rename); never listed
-ALIASES = {"seed000": "effective-limit", "seed004": "hard-stop"}
-
-
-def canonical(name: str) -> str:
-    """A policy's registered name for ``name`` (a former name maps to the new one)."""
-    return ALIASES.get(name, name)
-
-
-def names() -> list[str]:
-    return list(_REGISTRY)
-
-
-def all() -> list[Policy]:  # noqa: A001 - the registry's own name for "every policy"
-    return list(_REGISTRY.values())
-
-
-def get(name: str) -> Policy:
-    p = _REGISTRY.get(canonical(name))
-    if p is None:
-        raise CtxtoolError(f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}", code=ExitCode.USAGE)
-    return p
 
 
 def all_keys() -> list[str]:
     """Every config key some registered policy reads, in registry order."""
     seen: dict[str, None] = {}
-    for p in _REGISTRY.values():
+    for p in POLICIES.values():
         for k in (*p.keys, *(s.key for s in p.settings)):
             seen.setdefault(k, None)
     return list(seen)
@@ -100,15 +70,15 @@ def all_keys() -> list[str]:
 
 def extra_settings() -> Iterator[Setting]:
     """Settings declared by registered policies (new config keys with their defaults)."""
-    for p in _REGISTRY.values():
+    for p in POLICIES.values():
         yield from p.settings
 
 
 def evaluate(m: Measure, s: PolicySettings) -> list[Verdict]:
     """Every registered policy's verdict on one measured context."""
-    return [p.evaluate(m, s) for p in _REGISTRY.values()]
+    return [p.evaluate(m, s) for p in POLICIES.values()]
 
 
 def thresholds(window: int | None, s: PolicySettings) -> list[Threshold]:
     """Every registered policy's thresholds for a window (what replay and charts draw)."""
-    return [th for p in _REGISTRY.values() for th in p.limits(window, s).thresholds]
+    return [th for p in POLICIES.values() for th in p.limits(window, s).thresholds]

@@ -10,7 +10,7 @@ from ..errors import CtxtoolError, ExitCode
 from ..model import Message, Transcript, transcript_json
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, for_transcript, get_tokenizer
-from . import DEFAULT, ERROR, PolicySettings, Verdict, evaluate, get
+from . import DEFAULT, ERROR, POLICIES, PolicySettings, Verdict, evaluate
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ def _check(
     tokenizer: Tokenizer | None,
     where: tuple[str, str, int, str | None],
 ) -> CheckResult:
-    policy = get(policy).name  # an unknown name is a usage error; a former name, the new one
+    policy = POLICIES.get(policy).name  # an unknown name is a usage error; a former name, the new one
     s = settings or PolicySettings()
     tok = tokenizer or get_tokenizer("heuristic")
     if isinstance(source, Transcript):

@@ -28,7 +28,7 @@ from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from . import quality
 from .claims import FalseClaim, false_claims
 from .controls import CONTROLS, controls, serialize
-from .kinds import probe_kinds
+from .kinds import PROBE_KINDS
 from .probes import CompactionCut, Probe, text_of
 from .text import Haystack
 
@@ -72,7 +72,7 @@ class KindScore:
 
 def kind_scores(results: Sequence[ProbeResult]) -> list[KindScore]:
     out = []
-    for k in probe_kinds():
+    for k in PROBE_KINDS.values():
         rs = [r for r in results if r.probe.kind == k.name]
         out.append(KindScore(k.name, k.weight, len(rs), sum(1 for r in rs if r.kept)))
     return out
@@ -274,7 +274,7 @@ def probes_of(part: CompactionCut) -> list[Probe]:
     """Every kind's probes, each once: a value a heavier kind drew is not drawn again."""
     if not part.lost:
         return []
-    kinds = sorted(probe_kinds(), key=lambda k: -k.weight)
+    kinds = sorted(PROBE_KINDS.values(), key=lambda k: -k.weight)
     seen: set[tuple[str, str]] = set()
     out: list[Probe] = []
     for k in kinds:
@@ -287,12 +287,12 @@ def probes_of(part: CompactionCut) -> list[Probe]:
             if k.name in ("continuation", "continuation_value", "file_modified", "identifier"):
                 seen.add(("value", p.target.lower()))
             out.append(p)
-    order = {k.name: n for n, k in enumerate(probe_kinds())}
+    order = {k.name: n for n, k in enumerate(PROBE_KINDS.values())}
     return sorted(out, key=lambda p: (order[p.kind], p.message or 0))
 
 
 def check(probes: Sequence[Probe], text: str) -> list[ProbeResult]:
-    kinds = {k.name: k for k in probe_kinds()}
+    kinds = {k.name: k for k in PROBE_KINDS.values()}
     hay = Haystack(text)
     return [ProbeResult(p, kinds[p.kind].check(p, hay)) for p in probes]
 

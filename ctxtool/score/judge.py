@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..tokens.context import CALLED_MODEL_WINDOW
-from .kinds import probe_kinds
+from .kinds import PROBE_KINDS
 from .probes import Probe
 from .text import Haystack
 
@@ -79,7 +79,7 @@ def judge_report(model: Summarizer, probes: Sequence[Probe], after_text: str) ->
     """Ask ``model`` one question per category about ``after_text``; grade the answers."""
     from ..summarizers import SummaryRequest
 
-    kinds = {k.name: k for k in probe_kinds()}
+    kinds = {k.name: k for k in PROBE_KINDS.values()}
     window = getattr(model, "context_window", 0) or CALLED_MODEL_WINDOW
     budget = max((min(window, 10**7) - ANSWER_TOKENS - CONTEXT_MARGIN_TOKENS) * 3, 4000)
     context = after_text[:budget]

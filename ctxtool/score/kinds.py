@@ -28,9 +28,10 @@ Probes the kept messages still hold (the agent has them without the summary) are
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from ..model import Message
+from ..registry import Registry
 from ..text import lazyre
 from . import records
 from .probes import CompactionCut, Probe, ProbeKind, text_of
@@ -44,30 +45,9 @@ ARG_CLIP = 300  # a longer argument is a body (code, a file's content), not a va
 
 # -- the registry of probe kinds: the built-in kinds below register themselves
 
-_KINDS: dict[str, ProbeKind] = {}
-
-
-def register_probe(kind: type[ProbeKind]) -> type[ProbeKind]:
-    """Register a probe kind (usable as a class decorator)."""
-    if not kind.name:
-        raise ValueError("a probe kind needs a name")
-    _KINDS[kind.name] = kind()
-    return kind
-
-
-def unregister_probe(name: str) -> None:
-    _KINDS.pop(name, None)
-
-
-def probe_kinds() -> Sequence[ProbeKind]:
-    """Every registered kind, the built-in ones of this module first."""
-    return tuple(_KINDS.values())
-
-
-def get_probe_kind(name: str) -> ProbeKind:
-    probe_kinds()
-    return _KINDS[name]
-
+PROBE_KINDS: Registry[ProbeKind] = Registry("probe kind")
+#: register a probe kind (a class decorator); the built-in kinds of this module come first
+register_probe = PROBE_KINDS.register_instance_of
 
 
 def _clip(s: str, n: int) -> str:

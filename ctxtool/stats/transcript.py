@@ -50,17 +50,17 @@ if TYPE_CHECKING:
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
     """Seed 002 check_size (the ``chars`` policy): ``critical`` at/above the critical
     threshold, then ``warning``."""
-    from ..policies import Measure, PolicySettings, get
+    from ..policies import POLICIES, Measure, PolicySettings
 
-    return get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
+    return POLICIES.get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
 
 
 def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
-    from ..policies import PolicySettings, get
+    from ..policies import POLICIES, PolicySettings
 
-    lim = get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
+    lim = POLICIES.get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
 
     def level(chars: int) -> str:
         status = lim.status

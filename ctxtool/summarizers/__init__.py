@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message
+from ..registry import Registry
 
 
 @dataclass(slots=True)
@@ -73,35 +74,22 @@ class Closeable(Protocol):
 
 #: a module name (its ``create(kind, **options)`` builds the summarizer) or a factory
 Factory = str | Callable[..., Summarizer]
-_REGISTRY: dict[str, Factory] = {
-    "heuristic": "ctxtool.summarizers.heuristic",
-    "openai": "ctxtool.summarizers.remote",
-    "anthropic": "ctxtool.summarizers.remote",
-    "command": "ctxtool.summarizers.command",
-}
+SUMMARIZERS: Registry[Factory] = Registry("summarizer")
+SUMMARIZERS.register("ctxtool.summarizers.heuristic", "heuristic")
+SUMMARIZERS.register("ctxtool.summarizers.remote", "openai")
+SUMMARIZERS.register("ctxtool.summarizers.remote", "anthropic")
+SUMMARIZERS.register("ctxtool.summarizers.command", "command")
 
 
 def register_summarizer(kind: str, factory: Factory) -> None:
     """Add a summarizer: ``factory(**options)`` (or a module's ``create(kind, **options)``)
     builds it; ``--summarizer`` offers every registered kind."""
-    _REGISTRY[kind] = factory
-
-
-def unregister_summarizer(kind: str) -> None:
-    _REGISTRY.pop(kind, None)
-
-
-def summarizer_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    SUMMARIZERS.register(factory, kind)
 
 
 def get_summarizer(kind: str, **options: Any) -> Summarizer:
     """Build a registered summarizer."""
-    factory = _REGISTRY.get(kind)
-    if factory is None:
-        raise CtxtoolError(
-            f"unknown summarizer {kind!r}; choose one of: {', '.join(_REGISTRY)}", code=ExitCode.USAGE
-        )
+    factory = SUMMARIZERS.get(kind)
     if isinstance(factory, str):
         created: Summarizer = importlib.import_module(factory).create(kind, **options)
         return created

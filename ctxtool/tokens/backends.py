@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import CtxtoolError, ExitCode
+from ..registry import Registry
 from .count import OFFICIAL_BPE, TOKENIZERS, load_encoding
 
 #: the environment variable that picks a backend by name (default: the first one installed)
@@ -67,12 +68,7 @@ class ExactBackend(Protocol):
     def load(self, encoding: str) -> ExactCounter: ...
 
 
-EXACT_BACKENDS: dict[str, ExactBackend] = {}  # in order of preference
-
-
-def register_backend(backend: ExactBackend) -> ExactBackend:
-    EXACT_BACKENDS[backend.name] = backend
-    return backend
+EXACT_BACKENDS: Registry[ExactBackend] = Registry("token counting backend", fold=str.lower)  # in order of preference
 
 
 def _utf8(text: str) -> str:
@@ -185,8 +181,8 @@ def _load_extension(package: str, module: str) -> Any:
     return None
 
 
-register_backend(_BpeOpenAI())
-register_backend(_Tiktoken())
+EXACT_BACKENDS.register(_BpeOpenAI())
+EXACT_BACKENDS.register(_Tiktoken())
 
 
 def exact_backend(name: str | None = None) -> ExactBackend:
@@ -195,13 +191,9 @@ def exact_backend(name: str | None = None) -> ExactBackend:
     name = name or os.environ.get(BACKEND_ENV) or None
     if name is None:
         return next(b for b in EXACT_BACKENDS.values() if b.available())
-    b = EXACT_BACKENDS.get(name.lower())
-    if b is None:
-        raise CtxtoolError(
-            f"{BACKEND_ENV}={name!r}: unknown token counting backend; choose one of: {', '.join(EXACT_BACKENDS)}",
-            code=ExitCode.USAGE,
-        )
-    return b
+    if name not in EXACT_BACKENDS:
+        raise CtxtoolError(f"{BACKEND_ENV}: {EXACT_BACKENDS.unknown(name).message}", code=ExitCode.USAGE)
+    return EXACT_BACKENDS.get(name)
 
 
 _lock = threading.Lock()

@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Message
+from ..registry import Registry
 from .heuristic import estimate
 
 if TYPE_CHECKING:
     from .backends import ExactCounter
 
 TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
-#: every name ``--tokenizer`` takes: the tokenizers, and the estimate calibrated to recorded usage
-#: (:mod:`ctxtool.calibration`)
-ESTIMATORS = (*TOKENIZERS, "calibrated")
 
 # The official BPE files: tiktoken's download address (its cache key) and sha256
 # (the same constants as tiktoken_ext/openai_public.py; a test checks they agree).
@@ -213,17 +212,23 @@ def _mergeable_ranks(name: str, d: Path) -> dict[bytes, int]:
     return ranks
 
 
-def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
-    n = (name or "heuristic").lower()
-    if n == "heuristic":
-        return HeuristicTokenizer()
-    if n in OFFICIAL_BPE:
-        return TiktokenTokenizer(n)
-    if n == "calibrated":
-        from ..calibration import CalibratedTokenizer
+def _calibrated() -> Tokenizer:
+    from ..calibration import CalibratedTokenizer  # imported when chosen
 
-        return CalibratedTokenizer()
-    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(ESTIMATORS)}", code=ExitCode.USAGE)
+    return CalibratedTokenizer()
+
+
+#: every name ``--tokenizer`` takes, each with what builds it: the tokenizers, and the estimate
+#: calibrated to recorded usage (:mod:`ctxtool.calibration`)
+ESTIMATORS: Registry[Callable[[], Tokenizer]] = Registry("tokenizer", fold=str.lower)
+ESTIMATORS.register(HeuristicTokenizer, "heuristic")
+for _encoding in OFFICIAL_BPE:
+    ESTIMATORS.register(partial(TiktokenTokenizer, _encoding), _encoding)
+ESTIMATORS.register(_calibrated, "calibrated")
+
+
+def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
+    return ESTIMATORS.get(name or "heuristic")()
 
 
 def for_transcript(tok: Tokenizer, t: Any) -> Tokenizer:

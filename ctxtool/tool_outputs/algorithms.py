@@ -15,7 +15,7 @@ Processing order (seed 000 ``truncateToolContent``):
 
 A limit of 0 is off.
 
->>> cut = truncate_text("\\n".join(str(i) for i in range(1000)), PRESETS["head-tail"])
+>>> cut = truncate_text("\\n".join(str(i) for i in range(1000)), PRESETS.get("head-tail"))
 >>> cut.kept_lines, cut.omitted_lines
 (256, 744)
 """
@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
+from ..registry import Registry
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
 LINE_CUT = " [... {n:,} chars cut]"
@@ -54,13 +55,9 @@ class TruncationMode:
         raise NotImplementedError
 
 
-MODES: dict[str, TruncationMode] = {}
-
-
-def register_mode(cls: type[TruncationMode]) -> type[TruncationMode]:
-    """Add a truncation mode (a class decorator): ``Limits(mode=cls.name)`` and ``--mode`` accept it."""
-    MODES[cls.name] = cls()
-    return cls
+MODES: Registry[TruncationMode] = Registry("mode")
+#: add a truncation mode (a class decorator): ``Limits(mode=cls.name)`` and ``--mode`` accept it
+register_mode = MODES.register_instance_of
 
 
 @register_mode
@@ -99,7 +96,7 @@ class HeadTail(TruncationMode):
         room_c = max_chars - len(mark)
         room_b = max_bytes - utf8_len(mark)
         if room_c < 2 or room_b < 8:
-            return MODES["head"].cut_size(text, max_chars, max_bytes, total_lines, kept_lines)
+            return MODES.get("head").cut_size(text, max_chars, max_bytes, total_lines, kept_lines)
         head = _prefix(text, room_c // 2, room_b // 2)
         if "\n" in head and not head.endswith("\n"):
             head = head[: head.rindex("\n") + 1]
@@ -134,7 +131,7 @@ class Limits:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise CtxtoolError(f"unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}", code=ExitCode.USAGE)
+            raise MODES.unknown(self.mode)
         for k in ("max_lines", "max_bytes", "max_chars", "spill_threshold", "max_line_length", "head_lines", "tail_lines"):
             if getattr(self, k) < 0:
                 raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", code=ExitCode.USAGE)
@@ -143,20 +140,23 @@ class Limits:
         """(head, tail) lines kept by the line limit, or None when there is no line limit."""
         if not (self.head_lines or self.tail_lines or self.max_lines):
             return None
-        return MODES[self.mode].line_split(self)
+        return MODES.get(self.mode).line_split(self)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-PRESETS: dict[str, Limits] = {
-    # the Go agent's ToolOutputLimits defaults: 2,000 lines, 50 KiB, 200K characters; spill above 200K
-    "spill": Limits(),
-    # the tool-output cache spec's in-context view: lines cut at 2,000 characters, stop at 50 KiB
-    "view": Limits(max_lines=0, max_bytes=50 * 1024, max_chars=0, spill_threshold=0, mode="head", max_line_length=2000),
-    # adk-code's head+tail: first 128 + last 128 lines, max 10 KiB
-    "head-tail": Limits(max_lines=256, max_bytes=10 * 1024, max_chars=0, spill_threshold=0, mode="head_tail", head_lines=128, tail_lines=128),
-}
+#: the presets (``--preset``): former names still accepted (scripts and configs written before the
+#: rename), never listed
+PRESETS: Registry[Limits] = Registry("preset", fold=str.lower)
+# the Go agent's ToolOutputLimits defaults: 2,000 lines, 50 KiB, 200K characters; spill above 200K
+PRESETS.register(Limits(), "spill", aliases=("seed000", "000"))
+# the tool-output cache spec's in-context view: lines cut at 2,000 characters, stop at 50 KiB
+PRESETS.register(Limits(max_lines=0, max_bytes=50 * 1024, max_chars=0, spill_threshold=0, mode="head", max_line_length=2000),
+                 "view", aliases=("seed001", "001"))
+# adk-code's head+tail: first 128 + last 128 lines, max 10 KiB
+PRESETS.register(Limits(max_lines=256, max_bytes=10 * 1024, max_chars=0, spill_threshold=0, mode="head_tail", head_lines=128,
+                        tail_lines=128), "head-tail", aliases=("seed004", "004", "headtail", "head_tail"))
 
 #: what each preset is, for help and listings
 PRESET_HELP = {
@@ -164,19 +164,6 @@ PRESET_HELP = {
     "view": "the tool-output cache spec's in-context view: first 50 KiB, lines cut at 2,000 characters",
     "head-tail": "adk-code's: first 128 and last 128 lines, 10 KiB",
 }
-
-#: former names, still accepted (scripts and configs written before the rename); never listed
-PRESET_ALIASES = {"seed000": "spill", "seed001": "view", "seed004": "head-tail", "000": "spill", "001": "view",
-                  "004": "head-tail", "headtail": "head-tail", "head_tail": "head-tail"}
-
-
-def preset(name: str) -> Limits:
-    key = name.lower()
-    key = PRESET_ALIASES.get(key, key)
-    if key in PRESETS:
-        return PRESETS[key]
-    raise CtxtoolError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}", code=ExitCode.USAGE)
-
 
 def limits_with(base: Limits, **overrides: Any) -> Limits:
     """``base`` with the given (non-None) fields replaced."""
@@ -339,7 +326,7 @@ def _suffix(s: str, c: int, b: int) -> str:
 def _cut_size(text: str, max_chars: int, max_bytes: int, mode: str, total_lines: int, kept_lines: int) -> tuple[str, int]:
     """Fit ``text`` in ``max_chars`` characters and ``max_bytes`` bytes (0: no limit), as
     ``mode`` keeps it; returns (text, whole original lines kept)."""
-    return MODES[mode].cut_size(text, max_chars or _UNLIMITED, max_bytes or _UNLIMITED, total_lines, kept_lines)
+    return MODES.get(mode).cut_size(text, max_chars or _UNLIMITED, max_bytes or _UNLIMITED, total_lines, kept_lines)
 
 
 def _starts_line(text: str, pos: int) -> bool:

@@ -26,8 +26,6 @@ from .report import (
     Grouping,
     Tally,
     UsageRow,
-    get_grouping,
-    grouping,
     parse_day,
     resolve_zone,
     today_in,
@@ -45,7 +43,6 @@ __all__ = [
     "UsageRow",
     "default_stores",
     "events",
-    "grouping",
     "key_for",
     "parse_day",
     "session_files",
@@ -140,7 +137,7 @@ def usage_report(
     both included: ``YYYY-MM-DD``, ``today``, ``yesterday`` or ``Nd``. Many small files are
     read by ``jobs`` processes (default: one per core; :func:`ctxtool.run.manyfiles.run_files`);
     ``progress`` is called with (files done, files in all, the next file) as they are read."""
-    g: Grouping = get_grouping(by)
+    g: Grouping = GROUPINGS.get(by)
     tz = resolve_zone(timezone)
     today = today_in(tz, now)
     d0 = parse_day(since, today) if isinstance(since, str) else since

@@ -19,23 +19,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from ..model import Message, Transcript, Usage
+from ..registry import Registry
 
 Key = tuple[Any, ...]
 KeyFn = Callable[[Transcript, Message, str | None], Key | None]
 
 #: format name -> the function giving a message's dedupe key (None: counted, never deduped)
-KEYS: dict[str, KeyFn] = {}
+KEYS: Registry[KeyFn] = Registry("usage key")
 
 
 def key_for(fmt: str) -> Callable[[KeyFn], KeyFn]:
-    def deco(fn: KeyFn) -> KeyFn:
-        KEYS[fmt] = fn
-        return fn
-
-    return deco
+    """A decorator: the function gives the dedupe key of format ``fmt``'s messages."""
+    return partial(KEYS.register, name=fmt)
 
 
 def _figures(u: Usage) -> tuple[int, int, int, int]:
@@ -141,7 +140,7 @@ def _parent_name(path: str) -> str:
 def events(t: Transcript) -> Iterator[UsageEvent]:
     """The usage events of one transcript, once per shared :class:`Usage` (a Claude Code
     message written over several lines carries one)."""
-    keyfn = KEYS.get(t.format, _default_key)
+    keyfn = KEYS.get(t.format) if t.format in KEYS else _default_key
     session, project = _session_info(t)
     agent = agent_name(t)
     seen: set[int] = set()

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Usage
+from ..registry import Registry
 from ..text import lazyre
 from .events import UsageEvent
 
@@ -96,19 +97,15 @@ class Grouping:
         raise NotImplementedError
 
 
-GROUPINGS: dict[str, Grouping] = {}
-
-
-def grouping(cls: type[Grouping]) -> type[Grouping]:
-    GROUPINGS[cls.name] = cls()
-    return cls
+#: the groupings by name (``usage --by``), in the order help lists them
+GROUPINGS: Registry[Grouping] = Registry("grouping")
 
 
 def local_day(ev: UsageEvent, tz: tzinfo | None) -> date | None:
     return ev.time.astimezone(tz).date() if ev.time is not None else None
 
 
-@grouping
+@GROUPINGS.register_instance_of
 class ByDay(Grouping):
     name, title, chronological = "day", "date", True
 
@@ -117,7 +114,7 @@ class ByDay(Grouping):
         return d.isoformat() if d else "-"
 
 
-@grouping
+@GROUPINGS.register_instance_of
 class ByWeek(Grouping):
     """Weeks from Monday, named by their Monday (in the report's zone)."""
 
@@ -128,7 +125,7 @@ class ByWeek(Grouping):
         return (d - timedelta(days=d.weekday())).isoformat() if d else "-"
 
 
-@grouping
+@GROUPINGS.register_instance_of
 class ByMonth(Grouping):
     name, title, chronological = "month", "month", True
 
@@ -137,23 +134,7 @@ class ByMonth(Grouping):
         return d.isoformat()[:7] if d else "-"
 
 
-@grouping
-class BySession(Grouping):
-    name, title = "session", "session"
-
-    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
-        return ev.session
-
-
-@grouping
-class ByProject(Grouping):
-    name, title = "project", "project"
-
-    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
-        return ev.project
-
-
-@grouping
+@GROUPINGS.register_instance_of
 class ByBlock(Grouping):
     """5-hour blocks as Claude's subscription plans meter usage (as ccusage's ``blocks``
     reports them): a block starts at the hour of its first call (UTC) and lasts 5 hours; the
@@ -165,6 +146,22 @@ class ByBlock(Grouping):
 
     def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
         raise NotImplementedError("blocks are made from every call: Tally.sorted_rows")
+
+
+@GROUPINGS.register_instance_of
+class BySession(Grouping):
+    name, title = "session", "session"
+
+    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
+        return ev.session
+
+
+@GROUPINGS.register_instance_of
+class ByProject(Grouping):
+    name, title = "project", "project"
+
+    def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
+        return ev.project
 
 
 #: a 5-hour block (:class:`ByBlock`)
@@ -184,7 +181,7 @@ def block_starts(times: list[datetime]) -> list[datetime]:
     return out
 
 
-@grouping
+@GROUPINGS.register_instance_of
 class ByModel(Grouping):
     name, title = "model", "model"
 
@@ -192,19 +189,12 @@ class ByModel(Grouping):
         return ev.model or "-"
 
 
-@grouping
+@GROUPINGS.register_instance_of
 class ByAgent(Grouping):
     name, title = "agent", "agent"
 
     def key(self, ev: UsageEvent, tz: tzinfo | None) -> str:
         return ev.agent
-
-
-def get_grouping(name: str) -> Grouping:
-    g = GROUPINGS.get(name)
-    if g is None:
-        raise CtxtoolError(f"unknown grouping {name!r}; choose one of: {', '.join(GROUPINGS)}", code=ExitCode.USAGE)
-    return g
 
 
 # -- dates and zones --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CtxtoolError, ExitCode
+from ...registry import LazyEntry, Registry
 from .base import Engine, Limiter, ThreadLimiter
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ __all__ = [
     "ShardedRun",
     "Sharding",
     "ThreadLimiter",
-    "engine_names",
+    "ENGINES",
     "get_engine",
     "register_engine",
     "run_shard",
@@ -51,38 +52,17 @@ __all__ = [
 
 DEFAULT = "local"
 
-#: name -> "module:Class" (imported when chosen: ``import ctxtool`` never imports Ray)
-_ENGINES: dict[str, str | type[Engine]] = {
-    "local": "ctxtool.run.engines.local:LocalEngine",
-    "ray": "ctxtool.run.engines.ray:RayEngine",
-}
-
-
-def register_engine(cls: type[Engine]) -> type[Engine]:
-    """Add an engine (a :class:`Engine` subclass with a ``name``); usable as a decorator."""
-    _ENGINES[cls.name] = cls
-    return cls
-
-
-def engine_names() -> list[str]:
-    return list(_ENGINES)
-
-
-def engine_class(name: str) -> type[Engine]:
-    entry = _ENGINES.get(name)
-    if entry is None:
-        raise CtxtoolError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})", code=ExitCode.USAGE)
-    if isinstance(entry, str):
-        import importlib
-
-        mod, _, cls = entry.partition(":")
-        entry = _ENGINES[name] = getattr(importlib.import_module(mod), cls)
-    return entry
+#: the engines by name, each module imported when chosen (``import ctxtool`` never imports Ray)
+ENGINES: Registry[type[Engine]] = Registry("engine")
+ENGINES.register(LazyEntry("ctxtool.run.engines.local:LocalEngine"), "local")
+ENGINES.register(LazyEntry("ctxtool.run.engines.ray:RayEngine"), "ray")
+#: add an engine (a :class:`Engine` subclass with a ``name``); usable as a decorator
+register_engine = ENGINES.register
 
 
 def get_engine(name: str = DEFAULT, **opts: Any) -> Engine:
     """An engine by name (``workers=``, ``address=``)."""
-    return engine_class(name)(**opts)
+    return ENGINES.get(name)(**opts)
 
 
 def sharding(
