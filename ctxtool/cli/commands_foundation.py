@@ -134,7 +134,7 @@ def stats(
     if not (context_window or info) and report.overview is not None:
         common.warn_unknown_models(report.overview.models)
     warn_drift(report.overview.drift if report.overview is not None else {})
-    if accuracy and not report.totals.usage.api_messages:
+    if accuracy and not report.totals.usage.calls:
         err_line("--accuracy: no transcript records usage (input tokens per turn), so there is nothing to measure "
                  "the estimates against")
     if count:
