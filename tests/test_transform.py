@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
-import textwrap
+import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,15 +164,27 @@ def test_bad_options() -> None:
         make_transform(tool_call_cutoff=-1)
 
 
-def test_docstring_example_runs() -> None:
-    doc = tr.__doc__ or ""
-    block = doc.split("Example, an agent loop::", 1)[1]
-    code = textwrap.dedent("\n".join(ln for ln in block.splitlines()[1:] if ln.startswith("    ") or not ln.strip()))
-    model = FakeModel(steps=15)
-    ns = {"call_model": model, "run_tool": run_tool, "print": lambda *a, **k: None}
-    exec(compile(code, "transform-docstring", "exec"), ns)  # noqa: S102
-    assert model.calls == 16
-    assert ns["transform"].last.archived > 0
+def test_the_documented_agent_loop_runs_and_does_what_the_docs_say() -> None:
+    """docs/replay.md's agent loop, run as written, with a model that makes one ``pytest`` call
+    a turn: the figures the page quotes are the ones it produces."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "replay.md").read_text(encoding="utf-8")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "make_transform(" in b)
+    calls: list[int] = []
+
+    def call_model(context: Sequence[Message]) -> Message:
+        check_context(list(context))
+        calls.append(len(context))
+        return Message("assistant", [Block("tool_call", id=f"c{len(calls)}", name="bash",
+                                           arguments={"command": "pytest"})])
+
+    ns: dict[str, Any] = {"call_model": call_model,
+                          "run_tool": lambda c: "collected 3 items\n" + "tests/test_x.py ...\n" * 40 + "3 passed"}
+    exec(compile(code, "docs/replay.md", "exec"), ns)  # noqa: S102
+    d = ns["transform"].last.to_json()
+    assert len(ns["history"]) == 26 and len(calls) == 12 and calls[-1] == 11
+    assert (d["messages_in"], d["messages_out"], d["archived"], d["stripped_calls"], d["actions"]) == (
+        24, 11, 7, 7, ["archive"])
+    assert '"messages_in": 24, "messages_out": 11, "archived": 7, "stripped_calls": 7' in page
 
 
 def test_size_and_warning_events_seed002() -> None:
