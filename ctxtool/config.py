@@ -12,6 +12,7 @@ Keys are ``section.name``; the environment variable is ``CTXTOOL_SECTION_NAME``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,18 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY = {s.key: s for s in SETTINGS}
 
 
+_MORE: list[Callable[[], Iterable[Setting]]] = []  # sources of settings declared elsewhere
+
+
+def add_settings(source: Callable[[], Iterable[Setting]]) -> None:
+    """Take the settings ``source()`` gives (read each time a config is resolved) into the table:
+    :mod:`ctxtool.policies` adds the keys registered trigger policies declare."""
+    _MORE.append(source)
+
+
 def all_settings() -> tuple[Setting, ...]:
     """:data:`SETTINGS` plus the keys registered trigger policies declare (ctxtool.policies)."""
-    from .policies import extra_settings
-
-    return SETTINGS + tuple(s for s in extra_settings() if s.key not in BY_KEY)
+    return SETTINGS + tuple(s for more in _MORE for s in more() if s.key not in BY_KEY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,15 +205,6 @@ class Config:
 
     def items(self) -> list[tuple[str, Resolved]]:
         return list(self._vals.items())
-
-    def context_window(self) -> tuple[int | None, str]:
-        """The window flags and config name, without a transcript (see :mod:`ctxtool.tokens.context`
-        for the whole order): compaction.context_window, context_window, the registry entry
-        of ``model``; else ``(None, "none")``."""
-        from .tokens.context import ContextSettings
-
-        w = ContextSettings.from_config(self).resolve(None)
-        return w.window, w.source
 
     def to_json(self) -> dict[str, Any]:
         return {k: {"value": r.value, "source": r.source, "help": self._help[k]} for k, r in self._vals.items()}

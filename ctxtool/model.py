@@ -14,7 +14,7 @@ file back in its own format loses nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -468,3 +468,35 @@ def source_lines(e: Entry) -> list[Line]:
 def heuristic_tokens(chars: int) -> int:
     """Seed 000/002/003 heuristic: ceil(chars / 4)."""
     return math.ceil(chars / 4) if chars > 0 else 0
+
+
+def group_turns(msgs: Sequence[Message]) -> list[list[int]]:
+    """Message indices of each assistant API call, in order."""
+    turns: list[list[int]] = []
+    cur: list[int] | None = None
+    keys: set[str] = set()
+    usage_seen = False
+    prev_role = None
+    for i, m in enumerate(msgs):
+        if m.role != "assistant":
+            prev_role = m.role
+            cur = None
+            continue
+        new = cur is None or prev_role != "assistant"
+        if not new and m.usage_key and keys and m.usage_key not in keys:
+            new = usage_seen  # a second keyed response right after the first
+        if not new and m.usage is not None and usage_seen and (m.usage_key is None or m.usage_key not in keys):
+            new = True
+        if new:
+            cur = []
+            turns.append(cur)
+            keys = set()
+            usage_seen = False
+        assert cur is not None
+        cur.append(i)
+        if m.usage_key:
+            keys.add(m.usage_key)
+        if m.usage is not None and m.usage.total > 0:
+            usage_seen = True
+        prev_role = "assistant"
+    return turns

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from ctxtool.cache import BadRefError, RefCache, check_ref
+from ctxtool.cache import RefCache
+from ctxtool.cache.ids import BadRefError, check_ref
 from ctxtool.cli import main
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.summarizers import SummaryRequest

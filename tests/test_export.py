@@ -21,8 +21,9 @@ from typer.testing import CliRunner
 from ctxtool import formats
 from ctxtool.cli import main
 from ctxtool.errors import ExitCode
-from ctxtool.export import ExportOptions, export_file, render, renderer_names, view
-from ctxtool.export.walk import Marker, Turn
+from ctxtool.export import export_file, render
+from ctxtool.export.base import ExportOptions, renderer_names
+from ctxtool.export.walk import Marker, Turn, view
 from ctxtool.model import Block, Message, injected_kind, injected_text
 
 runner = CliRunner()

@@ -15,7 +15,7 @@ import zstandard
 from io_pipes import SAMPLES, FifoReader, run_ctxtool
 
 from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.io.jsonl import atomic_output
+from ctxtool.io.outputs import atomic_output
 
 PI = SAMPLES / "pi_session.jsonl"  # converts to itself byte for byte
 

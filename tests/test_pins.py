@@ -25,8 +25,10 @@ from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.formats.base import CompactionNote
 from ctxtool.formats.openai import OpenAIFormat
 from ctxtool.io.jsonl import Source
+from ctxtool.model import PINNED_PREFIX as PIN_PREFIX
 from ctxtool.model import Compaction, Message, Transcript
-from ctxtool.summarizers.heuristic import parse_sections, structured_summary
+from ctxtool.summarizers.heuristic import structured_summary
+from ctxtool.summarizers.heuristic.text import parse_sections
 from ctxtool.tokens.count import get_tokenizer
 
 RULES = "ALWAYS run make lint before committing.\nNEVER edit generated files."
@@ -77,7 +79,7 @@ def test_pins_beside_the_summary_in_each_format(fmt: str, tmp_path: Path) -> Non
     assert pins.recorded(t) == [RULES, SHORT]
     view = context_view(t, get_tokenizer("heuristic"))
     summary = view.previous_summary or ""
-    assert RULES not in summary.split(pins.PIN_PREFIX)[0]  # outside the summary: its own message or block
+    assert RULES not in summary.split(PIN_PREFIX)[0]  # outside the summary: its own message or block
     # the pin is not taken for a user request by the next summary
     assert RULES not in parse_sections(structured_summary(view.effective))["Goal"]
 

@@ -10,9 +10,9 @@ from conftest import SAMPLES, all_transcript_params
 
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError
-from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
+from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage, group_turns
 from ctxtool.replay.charts import render_svg, terminal_chart, thresholds_above, write_plot
-from ctxtool.replay.core import ReplayReport, group_turns, replay, replay_file, title
+from ctxtool.replay.core import ReplayReport, replay, replay_file, title
 from ctxtool.tokens import models as registry
 
 

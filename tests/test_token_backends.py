@@ -22,6 +22,7 @@ from ctxtool.formats.base import ErrorPolicy
 from ctxtool.stats.files import stats_files
 from ctxtool.tokens import backends as token_backends
 from ctxtool.tokens import count as tokens
+from ctxtool.tokens.bpe import load_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 INSTALLED = [name for name, b in token_backends.EXACT_BACKENDS.items() if b.available()]
@@ -29,7 +30,7 @@ OTHERS = [name for name in INSTALLED if name != "tiktoken"]
 
 
 def reference(encoding: str, text: str) -> int:
-    return len(tokens.load_encoding(encoding).encode_ordinary(text))
+    return len(load_encoding(encoding).encode_ordinary(text))
 
 
 def test_the_backends_are_registered_and_tiktoken_is_always_there() -> None:

@@ -7,9 +7,9 @@ import pytest
 from ctxtool.config import Config
 from ctxtool.errors import CtxtoolError, ExitCode
 from ctxtool.model import Block, Message, Usage
-from ctxtool.policies import PolicySettings as TriggerSettings
 from ctxtool.policies import names as policy_names
 from ctxtool.policies.check import check_messages
+from ctxtool.policies.settings import PolicySettings as TriggerSettings
 
 
 def convo(tokens: int, n_msgs: int = 2) -> list[Message]:
@@ -114,7 +114,7 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
     from ctxtool.agent.transform import make_transform
     from ctxtool.config import Setting
     from ctxtool.model import Transcript
-    from ctxtool.policies import Limits, Policy, Threshold
+    from ctxtool.policies.base import NO_LIMIT, Limits, Policy, Threshold
     from ctxtool.policies.check import check_transcript
     from ctxtool.replay import core as replay
 
@@ -125,7 +125,7 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
 
         def limits(self, window, s):
             if not window:
-                return Limits((), "tokens >= window x share", policies.NO_LIMIT, "no window")
+                return Limits((), "tokens >= window x share", NO_LIMIT, "no window")
             return Limits((Threshold("half", "tokens", int(window * s["half.share"]), "half", "-"),),
                           "tokens >= window x share")
 
@@ -148,7 +148,8 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
 
 
 def test_chars_policy_is_seed002():
-    from ctxtool.policies import Measure, get
+    from ctxtool.policies import get
+    from ctxtool.policies.base import Measure
 
     s = TriggerSettings(warning_chars=10, critical_chars=20)
     assert [get("chars").evaluate(Measure(0, n), s).status for n in (9, 10, 20)] == ["ok", "warning", "critical"]

@@ -55,7 +55,8 @@ from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..history.archive import Summarize, archive_messages
 from ..io.events import EventLog
 from ..model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata
-from ..policies import PolicySettings
+from ..policies.base import CRITICAL, WARNING, Measure
+from ..policies.settings import PolicySettings
 from ..tokens.context import SUMMARY_PREFIX, ContextSettings, resolve
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 
@@ -225,9 +226,9 @@ class ContextTransform:
             "size", char_count=chars, message_count=len(msgs),
             has_system_prompt=any(m.role == "system" for m in msgs),
         )
-        v = policies.get("chars").evaluate(policies.Measure(0, chars), self.settings)
-        if v.status in (policies.WARNING, policies.CRITICAL):
-            threshold = self.settings.critical_chars if v.status == policies.CRITICAL else self.settings.warning_chars
+        v = policies.get("chars").evaluate(Measure(0, chars), self.settings)
+        if v.status in (WARNING, CRITICAL):
+            threshold = self.settings.critical_chars if v.status == CRITICAL else self.settings.warning_chars
             self.events.emit("warning", char_count=chars, threshold=threshold, level=v.status)
 
     def _cut(self, msgs: list[Message]) -> tuple[list[Message], int]:
@@ -235,7 +236,7 @@ class ContextTransform:
 
         assert self.context_window
         est = resolve(msgs, settings=ContextSettings(window=self.context_window), tokenizer=self.tokenizer)
-        if not self.policy.evaluate(est.measure(), self.settings).compact:
+        if not self.policy.evaluate(Measure.of(est), self.settings).compact:
             return msgs, 0
         limit = max(self.context_window - self.reserve_tokens, 1)
         cp = find_cut(msgs, keep_recent_tokens=self.keep_recent_tokens, effective_limit=limit, tokenizer=self.tokenizer)

@@ -184,7 +184,7 @@ def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration
         source: str = "file", segments: Sequence[int] | None = None) -> Calibration:
     """The calibration of ``rows`` (feature rows, :data:`FEATURES` order) to the recorded
     ``ys``, towards ``prior`` (default: the generic family's ratios). With ``segments`` (each
-    row's :attr:`~ctxtool.calibration.TurnSample.segment`) the overhead is fitted for each
+    row's :attr:`~ctxtool.calibration.features.TurnSample.segment`) the overhead is fitted for each
     segment apart, the rates over all; :attr:`Calibration.overhead` is then the last one's."""
     p = prior or heuristic_calibration()
     w = [1.0 / (y * y) for y in ys]

@@ -54,8 +54,8 @@ def check(
     the transcript records (Codex), the registry entry of its last model, else unknown.
     Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
     --policy (2 for a missing window under --policy ratio)."""
-    from ..policies import PolicySettings
     from ..policies.check import check_transcript
+    from ..policies.settings import PolicySettings
     from ..tokens.context import ContextSettings
 
     cfg, _info, tok = common.resolve_settings(

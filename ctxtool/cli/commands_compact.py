@@ -209,7 +209,7 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         command=cfg["summarizer.command"] or None,
     )
     if max_in_flight:  # inside the cache: a hit never waits for a slot
-        from ..run.engines import ThreadLimiter
+        from ..run.engines.base import ThreadLimiter
         from ..run.engines.limit import LimitedSummarizer
 
         limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)

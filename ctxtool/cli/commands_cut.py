@@ -28,7 +28,8 @@ def _transform(
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
-    from ..run.runner import Each, run_file
+    from ..run.operation import Each
+    from ..run.runner import run_file
 
     json_needs_output(as_json, dry_run, output)
     run = run_file(Each(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
@@ -70,7 +71,7 @@ def cut(
     it; null when nothing needs cutting. With -o, write the kept messages (and system
     prompts) unchanged."""
     from ..history.cut import cut_transcript
-    from ..policies import PolicySettings
+    from ..policies.settings import PolicySettings
 
     if output and len(paths) != 1:
         raise CtxtoolError("-o takes one input file", code=ExitCode.USAGE)

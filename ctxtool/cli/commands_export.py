@@ -44,7 +44,8 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     caveats, hook output, meta lines) marked apart from the user's words. HTML adds contents linking
     each user turn, compaction and record, the assistant's Markdown rendered, pages, search and
     expand/collapse all (one inline script its Content-Security-Policy allows; nothing fetched)."""
-    from ..export import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions, export_file
+    from ..export import export_file
+    from ..export.base import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions
 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
                          page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)

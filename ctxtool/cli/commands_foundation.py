@@ -55,7 +55,7 @@ def stats(
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
     Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
     files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
-    from ..formats import iter_paths
+    from ..formats.walk import iter_paths
     from ..stats import files as st
 
     if per_message and not output:
@@ -72,7 +72,7 @@ def stats(
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
-    from ..io.jsonl import input_size
+    from ..io.files import input_size
 
     size = sum(input_size(f) or 0 for f in files)
     progress_cb = None
@@ -348,7 +348,7 @@ def convert(
     too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
     needs -o FILE."""
     from .. import formats
-    from ..run.runner import convert_file
+    from ..formats.convert import convert_file
 
     target = formats.writable(formats.get_format(to))
     machine = as_json or as_jsonl
@@ -382,8 +382,9 @@ def formats_cmd(
 
     if paths:
         from ..formats.survey import survey_file
+        from ..formats.walk import iter_paths
 
-        surveys = [survey_file(p, fmt) for p in formats.iter_paths(paths)]
+        surveys = [survey_file(p, fmt) for p in iter_paths(paths)]
         if as_json:
             emit("formats", items=[s.to_json() for s in surveys], key="files")
             return

@@ -34,7 +34,7 @@ def instructions_cmd(
     sources, bytes, tokens and whether the text was cut."""
     from ..agent.instructions import load_instructions
     from ..config import Config
-    from ..io.jsonl import atomic_output
+    from ..io.outputs import atomic_output
 
     cfg = Config({"instructions.max_bytes": max_bytes})
     tok = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None) or "heuristic"

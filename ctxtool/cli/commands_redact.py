@@ -13,7 +13,8 @@ from .console import err_line, out_line
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
-    from ..redact import RedactOptions, RedactReport
+    from ..redact import RedactReport
+    from ..redact.detect import RedactOptions
 
 # the options export --redact and convert --redact share with redact (defined once, here)
 SecretsFromOpt = Annotated[
@@ -45,7 +46,7 @@ SHOWN = 50
 
 def options(secrets_from: list[str] | None = None, deny: list[str] | None = None, allow: list[str] | None = None,
             drop_binary: bool = False, keep_signatures: bool = False) -> RedactOptions:
-    from ..redact import RedactOptions
+    from ..redact.detect import RedactOptions
 
     return RedactOptions(tuple(secrets_from or ()), tuple(deny or ()), tuple(allow or ()),
                          drop_binary=drop_binary, keep_signatures=keep_signatures)

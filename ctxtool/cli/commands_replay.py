@@ -48,7 +48,7 @@ def replay_cmd(
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
-    from ..formats import iter_paths
+    from ..formats.walk import iter_paths
 
     files = list(iter_paths(paths))
     reports = [r for f in files for r in replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]

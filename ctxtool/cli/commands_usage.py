@@ -18,7 +18,8 @@ from .render import JsonlOpt, emit
 if TYPE_CHECKING:
     from datetime import datetime, tzinfo
 
-    from ..usage import UsageReport, UsageRow
+    from ..usage import UsageReport
+    from ..usage.report import UsageRow
 
 PROGRESS_FILES = 20  # a bar from this many session files, on a terminal
 
@@ -209,7 +210,7 @@ def _total(report: UsageReport, short: bool) -> dict[str, str]:
 
 
 def _first(report: UsageReport) -> str:
-    from ..usage import GROUPINGS
+    from ..usage.report import GROUPINGS
 
     return GROUPINGS[report.by].title
 

@@ -431,7 +431,7 @@ def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Ca
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
     (:func:`ctxtool.run.manyfiles.each_result`)."""
-    from ..formats import iter_paths
+    from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 
     warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,

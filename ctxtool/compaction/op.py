@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import Format
 from ..model import Transcript
-from ..run.runner import Operation, RunContext, Task
+from ..run.operation import Operation, RunContext, Task
 from ..summarizers import CacheCounts, Summarizer
 from . import pins
 from .core import Outcome, compact_transcript

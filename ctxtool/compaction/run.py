@@ -47,7 +47,8 @@ def compact_file(
     naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
     from ..io.parquet import is_parquet_name
     from ..io.paths import refuse_overwrite
-    from ..run.runner import event_log, run_file
+    from ..run.operation import event_log
+    from ..run.runner import run_file
     from ..summarizers.heuristic import HeuristicSummarizer
 
     src = str(path)
@@ -77,8 +78,8 @@ def compact_file(
 
 def compact_paths(paths: Sequence[str | Path], output_dir: str | Path, **kwargs: Any) -> list[CompactReport]:
     """Compact several files into ``output_dir`` (same file names)."""
-    from .. import formats
+    from ..formats.walk import iter_paths
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [compact_file(p, out / Path(p).name, **kwargs) for p in formats.iter_paths(paths)]
+    return [compact_file(p, out / Path(p).name, **kwargs) for p in iter_paths(paths)]

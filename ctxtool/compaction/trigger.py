@@ -42,7 +42,7 @@ def resolve_window(t: Transcript, opts: CompactOptions) -> int | None:
 
 def policy_settings(opts: CompactOptions, window: int | None) -> Any:
     """Every policy's settings (the config's, as ``check`` reads them) with the options'."""
-    from ..policies import PolicySettings
+    from ..policies.settings import PolicySettings
 
     values = dict(opts.policy_values)
     values.update({"compaction.reserve_tokens": opts.reserve_tokens, "compaction.max_tokens": opts.max_tokens,
@@ -64,7 +64,7 @@ def decide(
     """The trigger (policy ``opts.policy``; seed 000 by default: context ≥ window − reserve,
     else ≥ MaxTokens without a window) over the transcript's current context, as ``ctxtool
     check`` decides it; ``force`` skips it."""
-    from .. import policies
+    from ..policies.base import ERROR
     from ..policies.check import check_messages, check_transcript
 
     settings = policy_settings(opts, window)
@@ -77,7 +77,7 @@ def decide(
     limit = v.limit if v.unit == "tokens" else None
     if opts.force:
         return Decision(True, "force", used, limit)
-    if v.status == policies.ERROR:
+    if v.status == ERROR:
         raise CtxtoolError(v.reason, code=ExitCode.USAGE)
     if v.compact:
         return Decision(True, f"{v.policy}: {v.rule}" + (f" ({v.used:,} vs {v.limit:,})" if v.limit is not None else ""),

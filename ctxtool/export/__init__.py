@@ -35,7 +35,8 @@ from .base import (
 from .walk import Marker, Part, Turn, View, view
 
 if TYPE_CHECKING:
-    from ..redact import RedactOptions, Redactor
+    from ..redact.core import Redactor
+    from ..redact.detect import RedactOptions
 
 __all__ = [
     "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
@@ -134,7 +135,7 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     with contextlib.ExitStack() as stack:
         redactor = None
         if redact is not None:
-            from ..redact import Redactor
+            from ..redact.core import Redactor
 
             redactor = stack.enter_context(Redactor(redact))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".ctxtool-pages-", dir=out)))
@@ -182,8 +183,9 @@ def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Itera
     """The transcripts of ``path`` as export reads them: a Claude Code session file brings its
     subagents' transcripts (one unit); with ``redactor``, each redacted as it passes."""
     from .. import formats
+    from ..formats.walk import iter_paths
 
-    files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
+    files = list(iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
     read: Iterator[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
     if redactor is not None:
         from ..redact import redacted
@@ -200,7 +202,7 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     is written out (a large file is never held as one document). ``redact``: each
     transcript's secrets replaced first, as ``ctxtool redact`` does."""
     if redact is not None:
-        from ..redact import Redactor
+        from ..redact.core import Redactor
 
         with Redactor(redact) as r:
             return _export(path, output, to, fmt, options, r)

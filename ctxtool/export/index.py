@@ -84,7 +84,7 @@ def page_name(source: str, root: str | None) -> str:
 def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
     """(file, the root its page name is made under): the files of each path given (a
     directory searched recursively), else of the default session stores."""
-    from ..formats import iter_paths
+    from ..formats.walk import iter_paths
 
     if paths:
         out = []

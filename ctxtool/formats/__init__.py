@@ -363,7 +363,7 @@ def write(transcripts: Iterable[Transcript], out, format: str | Format | None = 
 
 def write_path(transcripts: Iterable[Transcript], path: str | Path | None, format: str | Format | None = None) -> None:
     """Write atomically to ``path`` (``-`` or None: stdout)."""
-    from ..io.jsonl import atomic_output
+    from ..io.outputs import atomic_output
 
     with atomic_output(path) as out:
         write(transcripts, out, format)
@@ -435,7 +435,8 @@ def split_plan(
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
     ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`)."""
-    from ..io.jsonl import input_size, open_source, split_ranges, splittable
+    from ..io.files import input_size, splittable
+    from ..io.jsonl import open_source, split_ranges
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None

@@ -461,7 +461,8 @@ def archive_file(
     """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
     ``dry_run``: nothing is written, the report says what would be archived). ``engine``: run
     as shards (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
-    from ..run.runner import Each, run_file
+    from ..run.operation import Each
+    from ..run.runner import run_file
 
     _check_strategy(strategy)
 

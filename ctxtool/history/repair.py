@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import is_synthetic
 from ..model import Block, Message, Transcript
-from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+from ..run.operation import EachTask, FileResults, Operation, Results, RunContext, Task
+from ..run.runner import run_each
 from .pairing import is_terminal, pair
 
 ABORTED_TEXT = "aborted"

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError
 from ..model import Message, Transcript
-from ..run.runner import Operation, RunContext, Task
+from ..run.operation import Operation, RunContext, Task
 from .pairing import is_terminal, pair
 
 # problem codes
@@ -172,7 +172,8 @@ def schema_errors(obj: Any) -> list[str]:
 
 def validate_canonical_file(path: str, label: str | None = None) -> list[Problem]:
     """Every line of a canonical JSONL file against the schema (``label``: its name in errors)."""
-    from ..io.jsonl import loads, open_input
+    from ..io.files import open_input
+    from ..io.jsonl import loads
 
     problems: list[Problem] = []
     if path == "-":
@@ -226,16 +227,15 @@ def validate(
     :func:`ctxtool.run.manyfiles.run_files`)."""
     import contextlib
 
-    from .. import formats
-    from ..io.files import local_size
-    from ..io.jsonl import reopenable
+    from ..formats.walk import iter_paths
+    from ..io.files import local_size, reopenable
     from ..io.parquet import is_parquet_dir, shard_files
     from ..run.manyfiles import run_files
     from ..run.runner import run_file
 
     report = ValidationReport()
     # a directory of Parquet shards: each file in its turn (a file is a report's unit)
-    files = [f for p in formats.iter_paths(paths) for f in ([s for s, _ in shard_files(p)] if is_parquet_dir(p) else [p])]
+    files = [f for p in iter_paths(paths) for f in ([s for s, _ in shard_files(p)] if is_parquet_dir(p) else [p])]
     i = 0
     while i < len(files):
         j = i  # local regular files from i to j: on every core, each file's run in turn

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..config import BY_KEY
 from ..errors import CtxtoolError, ExitCode
 from ..model import KIND_INJECTED, Message, Transcript
-from ..run.runner import EachTask, FileResults, Operation, Results, RunContext, Task, run_each
+from ..run.operation import EachTask, FileResults, Operation, Results, RunContext, Task
+from ..run.runner import run_each
 from .pairing import Event, events, group_starts
 
 if TYPE_CHECKING:

@@ -37,9 +37,10 @@ from ..errors import CtxtoolError, ExitCode
 from ..formats.base import META_KEY
 from . import jsonl as jsonio
 from . import urls
+from .files import input_size
 
 if TYPE_CHECKING:
-    from ..run.runner import FileRun, Operation, R
+    from ..run.operation import FileRun, Operation, R
     from .events import EventLog
 
 SUFFIX = ".parquet"
@@ -431,15 +432,15 @@ def run_tables(
     events: EventLog | None = None,
     progress: Callable[[Any], None] | None = None,
     threads: int = 1,
+    runner: Callable[..., FileRun[R]],
 ) -> Iterator[TableRun]:
     """``op`` over the rows of the Parquet file ``path`` (its Arrow ``schema``), read in row
     order as Arrow tables: ``tables(columns, groups)`` gives a new stream of them at each call,
     of those columns: once for the records (the conversation and the id), and once for the
     output (``write``: every other column; ``groups``: in the row groups to write). The
     process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
-    the file's size; the rows' records wait in a temporary JSON Lines file."""
-    from ..run.runner import run_file as run_jsonl
-
+    the file's size; the rows' records wait in a temporary JSON Lines file, run by ``runner``
+    (:func:`ctxtool.run.runner.run_file`)."""
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
         src = os.path.join(tmp, "rows.jsonl")
         with open(src, "wb") as fh:
@@ -448,7 +449,7 @@ def run_tables(
                 fh.write(b"\n")
         dst = os.path.join(tmp, "out.jsonl") if write else None
         # one process per file (its rows are named by the Parquet file); shards run in parallel
-        run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
+        run = runner(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
                         threads=threads, name=path)
         os.unlink(src)
         if dst is None:
@@ -471,9 +472,11 @@ def run_file(
     events: EventLog | None = None,
     progress: Callable[[Any], None] | None = None,
     threads: int = 1,
+    runner: Callable[..., FileRun[R]],
 ) -> FileRun[R]:
     """:func:`ctxtool.run.runner.run_file` over one Parquet file ``path`` (local or URL), its
-    output a Parquet file ``output`` (a directory: the same name inside it)."""
+    output a Parquet file ``output`` (a directory: the same name inside it); ``runner``: the runner
+    of the rows' JSON Lines (``run_file`` itself)."""
     if to is not None:
         raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", code=ExitCode.USAGE)
     if is_parquet_dir(path):
@@ -487,7 +490,7 @@ def run_file(
     col = find_column(pf.schema_arrow, column, path)
     with run_tables(op, path, col, pf.schema_arrow, lambda columns, groups: _row_groups(pf, columns, groups),
                     write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
-                    threads=threads) as done:
+                    threads=threads, runner=runner) as done:
         if output is not None and done.tables is not None:
             from .paths import refuse_overwrite
 
@@ -496,6 +499,6 @@ def run_file(
     run: FileRun[R] = done.run
     run.path = path
     run.output = output
-    run.file_bytes_before = jsonio.input_size(path)
-    run.file_bytes_after = jsonio.input_size(output) if output is not None else None
+    run.file_bytes_before = input_size(path)
+    run.file_bytes_after = input_size(output) if output is not None else None
     return run

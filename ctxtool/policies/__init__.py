@@ -17,8 +17,9 @@ A new policy is one class (:class:`Policy`: its name, origin, config keys and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from ..config import Setting
+from ..config import Setting, add_settings
 from ..errors import CtxtoolError, ExitCode
 from .base import (
     ACTING,
@@ -33,11 +34,13 @@ from .base import (
     Limits,
     Measure,
     Policy,
-    PolicySettings,
     Threshold,
     Verdict,
 )
 from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
+
+if TYPE_CHECKING:
+    from .settings import PolicySettings
 
 __all__ = [
     "ACTING", "ALIASES", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "WARNING",
@@ -102,6 +105,9 @@ def extra_settings() -> Iterator[Setting]:
     """Settings declared by registered policies (new config keys with their defaults)."""
     for p in _REGISTRY.values():
         yield from p.settings
+
+
+add_settings(extra_settings)  # the config table holds the keys registered policies declare
 
 
 def evaluate(m: Measure, s: PolicySettings) -> list[Verdict]:

@@ -1,6 +1,7 @@
 """``ctxtool redact``: a transcript with its secrets replaced by typed placeholders, for sharing.
 
->>> from ctxtool.redact import RedactOptions, redact_files           # doctest: +SKIP
+>>> from ctxtool.redact.detect import RedactOptions
+>>> from ctxtool.redact import redact_files           # doctest: +SKIP
 >>> rep = redact_files(["session.jsonl"], "shared.jsonl", RedactOptions(secrets_from=(".env",)))  # doctest: +SKIP
 >>> rep.totals()["findings"]                                          # doctest: +SKIP
 
@@ -20,7 +21,8 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, ExitCode
 from ..model import Transcript
-from ..run.runner import Operation, Results, RunContext, Task, run_file
+from ..run.operation import Operation, Results, RunContext, Task
+from ..run.runner import run_file
 from .core import BinaryItem, Finding, Redactor, TranscriptRedaction
 from .detect import KIND_DENY, KIND_ENV, RedactOptions, Secrets
 

@@ -258,7 +258,7 @@ def render_png(r: ReplayReport) -> bytes:
 def write_plot(r: ReplayReport, path: str | Path) -> str:
     """Write the chart as PNG (matplotlib, the ``charts`` extra), SVG or HTML (inline SVG, no
     dependency); returns the kind."""
-    from ..io.jsonl import atomic_output
+    from ..io.outputs import atomic_output
 
     suffix = Path(path).suffix.lower()
     if suffix not in PLOT_SUFFIXES:

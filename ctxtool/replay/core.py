@@ -41,8 +41,9 @@ from typing import Any
 
 from .. import policies
 from ..errors import CtxtoolError, ExitCode
-from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
-from ..policies import PolicySettings, Threshold
+from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript, group_turns
+from ..policies.base import Threshold
+from ..policies.settings import PolicySettings
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, count_messages, for_transcript, get_tokenizer
 
@@ -154,8 +155,8 @@ class ReplayReport:
     policies: dict[str, PolicyHit] = field(default_factory=dict)
     compactions: list[int] = field(default_factory=list)  # turns preceded by a compaction
     context: ContextInfo | None = None  # the current context, as stats and check report it
-    accuracy: Any = None  # ctxtool.calibration.Accuracy: each estimate against the recorded input
-    error: Any = None  # ctxtool.calibration.ErrorBar of the current context's estimate
+    accuracy: Any = None  # ctxtool.calibration.accuracy.Accuracy: each estimate against the recorded input
+    error: Any = None  # ctxtool.calibration.accuracy.ErrorBar of the current context's estimate
     could_flip: list[str] = field(default_factory=list)  # thresholds within that error
 
     @property
@@ -198,38 +199,6 @@ class ReplayReport:
             "estimate_error": self.error.to_json() if self.error is not None else None,
             "could_flip": self.could_flip,
         }
-
-
-def group_turns(msgs: Sequence[Message]) -> list[list[int]]:
-    """Message indices of each assistant API call, in order."""
-    turns: list[list[int]] = []
-    cur: list[int] | None = None
-    keys: set[str] = set()
-    usage_seen = False
-    prev_role = None
-    for i, m in enumerate(msgs):
-        if m.role != "assistant":
-            prev_role = m.role
-            cur = None
-            continue
-        new = cur is None or prev_role != "assistant"
-        if not new and m.usage_key and keys and m.usage_key not in keys:
-            new = usage_seen  # a second keyed response right after the first
-        if not new and m.usage is not None and usage_seen and (m.usage_key is None or m.usage_key not in keys):
-            new = True
-        if new:
-            cur = []
-            turns.append(cur)
-            keys = set()
-            usage_seen = False
-        assert cur is not None
-        cur.append(i)
-        if m.usage_key:
-            keys.add(m.usage_key)
-        if m.usage is not None and m.usage.total > 0:
-            usage_seen = True
-        prev_role = "assistant"
-    return turns
 
 
 def replay(
@@ -392,7 +361,7 @@ def replay(
 def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
     """The estimate's accuracy against the recorded input (when the transcript records it),
     the current context's error bar, and the thresholds that lie within it."""
-    from ..calibration import accuracy, context_error
+    from ..calibration.accuracy import accuracy, context_error
 
     info = report.context
     if any(m.usage is not None and m.usage.total > 0 for m in t.messages):
@@ -420,7 +389,8 @@ def replay_file(
     from itertools import count
 
     from ..config import Config
-    from ..run.runner import Each, run_file
+    from ..run.operation import Each
+    from ..run.runner import run_file
 
     c = cfg if cfg is not None else Config()
     name = getattr(model, "name", model)

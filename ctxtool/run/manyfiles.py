@@ -15,7 +15,8 @@ from ..errors import CtxtoolError
 from ..formats.base import ErrorPolicy
 from ..io.files import local_size
 from ..model import Transcript
-from .runner import PARALLEL_MIN_BYTES, Each, FileRun, Operation, R, T, run_file
+from .operation import Each, FileRun, Operation, R, T
+from .runner import PARALLEL_MIN_BYTES, run_file
 
 if TYPE_CHECKING:
     from .engines import Sharding

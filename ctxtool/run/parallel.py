@@ -20,9 +20,11 @@ from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
 from ..io import jsontext
 from ..io.events import EventLog
+from ..io.files import check_input
+from ..io.outputs import atomic_output, output_error
 from ..model import Transcript
+from .operation import FileRun, Operation, R, RunContext
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext
 from .serial import TaskStream
 
 
@@ -83,7 +85,7 @@ def _parts_dir(output: str) -> str:
         os.makedirs(base, exist_ok=True)
         return make_temp_dir(base, "ctxtool-parts")
     except OSError as e:
-        raise jsonio.output_error(e, output) from e
+        raise output_error(e, output) from e
 
 
 def run_parallel(
@@ -118,7 +120,7 @@ def run_parallel(
             report = op.collect(reports())
         if output is not None:
             names = [j.part for j in jobs if j.part]
-            with jsonio.atomic_output(output, check, start_with=names[0] if names else None) as out:  # moved, not copied
+            with atomic_output(output, check, start_with=names[0] if names else None) as out:  # moved, not copied
                 _join(names[1:], out)
     finally:
         if parts is not None:
@@ -210,7 +212,7 @@ def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: st
     out: list[FileRun[R] | CtxtoolError] = []
     for p in paths:
         try:
-            jsonio.check_input(p)
+            check_input(p)
             run = run_serial(op, p, p, None, fmt, None, on_error, None, None, None, 1, worker=True)
         except CtxtoolError as e:
             out.append(e)

@@ -11,7 +11,7 @@ For each compaction: when, ``auto``/``manual`` (where recorded), tokens before (
 else the usage-aware estimate of the context just before it) and after (recorded, else the
 context at the first model call after it, from its usage, else estimated: :func:`ctxtool.tokens.context.estimate`),
 the model turns since the previous compaction (a turn is one assistant API call,
-:func:`ctxtool.replay.core.group_turns`) and the minutes since it. A compaction is a
+:func:`ctxtool.model.group_turns`) and the minutes since it. A compaction is a
 *loop* when it comes within ``loop_turns`` turns or ``loop_minutes`` minutes of the
 previous one. Files *read again* after a compaction are files a tool call reads after it
 (:func:`ctxtool.summarizers.prompt.extract_files`, the rule of the summary's ``<read-files>``)
@@ -209,7 +209,7 @@ def transcript_compactions(
     t: Transcript, *, loop_turns: int = LOOP_TURNS, loop_minutes: float = LOOP_MINUTES
 ) -> TranscriptCompactions:
     """The compactions of one transcript (see the module's notes)."""
-    from ..replay.core import group_turns
+    from ..model import group_turns
     from ..summarizers.prompt import extract_files
 
     entries = t.entries
@@ -298,7 +298,7 @@ def compactions(
     :func:`ctxtool.run.manyfiles.each_result`)."""
     import functools
 
-    from ..formats import iter_paths
+    from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 
     rep = CompactionsReport(loop_turns, loop_minutes)

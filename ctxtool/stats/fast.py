@@ -232,11 +232,11 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool,
 
 def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, opts: dict[str, Any],
            window: Any) -> Any:
-    """The :class:`ctxtool.stats.transcript.TranscriptStats` of a tallied record, given each message's
+    """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
     from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
-    from .transcript import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
+    from .figures import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
 
     f = Figures()
     chars = tl.chars

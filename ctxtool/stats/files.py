@@ -7,9 +7,9 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .. import formats
 from ..errors import CtxtoolError
 from ..formats.base import ErrorPolicy
+from ..formats.walk import iter_paths
 from ..model import Transcript
 from ..tokens.context import ContextSettings
 from ..tokens.count import Tokenizer, get_tokenizer
@@ -57,7 +57,7 @@ def stats_files(
     report's ``transcripts`` is empty): a stream in flat memory. ``messages_column``: a Parquet
     dataset's conversation column (:mod:`ctxtool.io.parquet`; None: found). ``accuracy``: each
     transcript that records usage gets its estimates' error against it
-    (:func:`ctxtool.calibration.accuracy`: every tokenizer, the calibrated estimate on held-back
+    (:func:`ctxtool.calibration.accuracy.accuracy`: every tokenizer, the calibrated estimate on held-back
     turns and the default usage-aware one).
     """
     from ..run.manyfiles import run_files  # many files: whole files on every core
@@ -70,7 +70,7 @@ def stats_files(
                  accuracy=accuracy)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,
+    runs = run_files(op, list(iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,
                      progress=progress, engine=engine, messages_column=messages_column)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:
@@ -122,7 +122,7 @@ def write_rows(rows: list[dict[str, Any]], path: str) -> None:
     import polars as pl
 
     from ..errors import CtxtoolError, ExitCode
-    from ..io.jsonl import atomic_output
+    from ..io.outputs import atomic_output
 
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".csv", ".parquet"):

@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
     """Seed 002 check_size (the ``chars`` policy): ``critical`` at/above the critical
     threshold, then ``warning``."""
-    from ..policies import Measure, PolicySettings, get
+    from ..policies import get
+    from ..policies.base import Measure
+    from ..policies.settings import PolicySettings
 
     return get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
 
@@ -61,7 +63,8 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
 def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
-    from ..policies import PolicySettings, get
+    from ..policies import get
+    from ..policies.settings import PolicySettings
 
     lim = get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
 
@@ -207,6 +210,6 @@ def transcript_stats(
 
 def _accuracy(t: Transcript) -> Any:
     """Each tokenizer's error against the input tokens the transcript records."""
-    from ..calibration import accuracy
+    from ..calibration.accuracy import accuracy
 
     return accuracy(t)

@@ -2,7 +2,7 @@
 counted by the fastest backend installed, loaded once per process.
 
 Each registered backend (:data:`EXACT_BACKENDS`, in order of preference) counts the official
-encodings of :data:`ctxtool.tokens.count.OFFICIAL_BPE` without building the list of ids where it
+encodings of :data:`ctxtool.tokens.bpe.OFFICIAL_BPE` without building the list of ids where it
 can: ``bpe-openai`` (the ``fast-tokens`` extra) when installed, else tiktoken itself;
 ``CTXTOOL_TOKENS_BACKEND`` names one. The tests hold every backend to tiktoken's counts
 (generated text, every sample and corpus file, both encodings); a backend that differs
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import CtxtoolError, ExitCode
-from .count import OFFICIAL_BPE, TOKENIZERS, load_encoding
+from .bpe import OFFICIAL_BPE, TOKENIZERS, load_encoding
 
 #: the environment variable that picks a backend by name (default: the first one installed)
 BACKEND_ENV = "CTXTOOL_TOKENS_BACKEND"

@@ -303,11 +303,6 @@ class ContextInfo:
     def estimate(self) -> ContextEstimate:
         return ContextEstimate(self.tokens, self.usage_tokens, self.trailing_tokens, self.tokens_source)
 
-    def measure(self) -> Any:
-        from ..policies import Measure
-
-        return Measure(self.tokens, self.chars, self.messages, self.window)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "window": self.window,

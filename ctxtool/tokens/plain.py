@@ -52,7 +52,7 @@ def _head(path: str) -> tuple[bytes, bool] | None:
         else:
             return None
         return (None if head.startswith(_MAGIC) else (head, False))
-    from ..formats import TRANSCRIPT_SUFFIXES
+    from ..formats.walk import TRANSCRIPT_SUFFIXES
     from ..io import urls
 
     p = Path(path)

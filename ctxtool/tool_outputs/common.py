@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cache import RefCache, RefInfo
+from ..cache import RefCache
+from ..cache.results import RefInfo
 from ..errors import CtxtoolError, ExitCode
 from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio

@@ -13,7 +13,8 @@ from ..cache import RefCache
 from ..errors import CtxtoolError, ExitCode
 from ..io.events import EventLog
 from ..model import Transcript
-from ..run.runner import Operation, RunContext, Task, run_file
+from ..run.operation import Operation, RunContext, Task
+from ..run.runner import run_file
 from ..tokens.context import ContextSettings
 
 if TYPE_CHECKING:

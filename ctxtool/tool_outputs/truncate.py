@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from ..cache import RefCache, RefInfo
+from ..cache import RefCache
+from ..cache.results import RefInfo
 from ..errors import CtxtoolError, ExitCode
 from ..history.pairing import tool_names
 from ..io.events import EventLog

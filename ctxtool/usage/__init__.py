@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CtxtoolError
 from ..model import Transcript
-from ..run.runner import Each
+from ..run.operation import Each
 from .events import KEYS, UsageEvent, events, key_for
 from .report import (
     GROUPINGS,

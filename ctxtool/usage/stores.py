@@ -67,7 +67,7 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
 def _jsonl_under(d: Path) -> Iterator[Path]:
     """Session files under ``d`` (``*.jsonl``, compressed or not: Codex keeps old rollouts as
     ``.jsonl.zst``), sorted: regular files only (a FIFO is never opened), links not followed."""
-    from ..formats import walk_files
+    from ..formats.walk import walk_files
 
     yield from map(Path, walk_files(d, (".jsonl",)))
 

@@ -22,7 +22,8 @@ from ...errors import CtxtoolError, ExitCode
 from .base import Engine, Limiter, ThreadLimiter
 
 if TYPE_CHECKING:
-    from .shards import Shard, ShardedRun, Sharding, run_shard
+    from .jobs import Shard
+    from .shards import ShardedRun, Sharding, run_shard
 
 _SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
 

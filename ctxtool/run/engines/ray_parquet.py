@@ -38,8 +38,8 @@ from ...errors import CtxtoolError
 from ...io import jsonl as jsonio
 from ...io import parquet, urls
 from ...io.events import EventLog
+from .jobs import ShardJob, ShardResult, _put, _umask
 from .ray import CPUS_PER_TASK, RayEngine
-from .shards import ShardJob, ShardResult, _put, _umask
 
 #: a shard's ``io`` in ``_report.json``
 IO = "ray.data.read_parquet, Dataset.write_datasink"
@@ -97,7 +97,7 @@ def _run_blocks(job_bytes: bytes, refs: list[Any], schema: Any) -> Iterator[Any]
     try:
         col = parquet.find_column(schema, job.messages_column, s.input)
         with parquet.run_tables(job.op, s.input, col, schema, tables, write=job.output is not None, fmt=job.fmt,
-                                on_error=job.on_error, events=log, threads=job.threads) as done:
+                                on_error=job.on_error, events=log, threads=job.threads, runner=job.local) as done:
             rows = 0
             for t in done.tables or ():
                 rows += t.num_rows

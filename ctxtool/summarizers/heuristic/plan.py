@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from ...model import Message
 from ...text import lazyre
+from ...text.prose import one_line
 from ..prompt import call_args
-from .text import one_line
 
 TITLE = "Plan (as last updated)"
 ITEM_CLIP = 200
