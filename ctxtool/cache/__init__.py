@@ -48,30 +48,14 @@ from typing import IO, Any
 from ..errors import CtxtoolError, ExitCode
 from ..io import jsonl as jsonio
 from .content import Corrupt, as_int, compress, iter_ref, line_count
-from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
+from .ids import PREFIX_RE, REF_RE, BadRefError
 from .objstore import CacheDir, cache_root, open_root, sub
 from .packs import DIR as PACKS_DIR
 from .packs import PACK_BYTES, PACK_MIN, Loc, PackBuilder, Packs
 from .privdir import cache_error
 from .reading import Reading
-from .results import GcResult, GrepMatch, GrepResult, RefInfo, ShowResult, VerifyResult
+from .results import RefInfo
 from .upkeep import Upkeep
-
-__all__ = [
-    "MANIFEST",
-    "REF_IN_TEXT_RE",
-    "REF_RE",
-    "BadRefError",
-    "GcResult",
-    "GrepMatch",
-    "GrepResult",
-    "RefCache",
-    "RefInfo",
-    "ShowResult",
-    "VerifyResult",
-    "check_ref",
-    "default_dir",
-]
 
 MANIFEST = "manifest.jsonl"  # the single manifest of older versions (read; gc rewrites it)
 SHARDS = "manifest"  # manifest/<task>.jsonl: one per task

@@ -21,27 +21,12 @@ from typing import TYPE_CHECKING
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
-from .base import (
-    DEFAULT_COLLAPSE,
-    DEFAULT_PAGE_SIZE,
-    ExportOptions,
-    Renderer,
-    get_renderer,
-    plural,
-    register,
-    renderer_for_output,
-    renderer_names,
-)
-from .walk import Marker, Part, Turn, View, view
+from .base import ExportOptions, get_renderer, plural, renderer_for_output, renderer_names
+from .walk import View, view
 
 if TYPE_CHECKING:
     from ..redact.core import Redactor
     from ..redact.detect import RedactOptions
-
-__all__ = [
-    "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "Part", "Renderer", "Turn", "View",
-    "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "get_renderer", "register", "render", "renderer_for_output", "renderer_names", "view",
-]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,26 +21,6 @@ if TYPE_CHECKING:
     from ..model import Transcript
     from .base import ErrorPolicy, Format
 
-# What this package re-exports from the modules it stands on, imported on first use (PEP
-# 562): the registry and its names (``ctxtool formats``, ``--format``'s help) cost nothing.
-_REEXPORTS = {
-    "Source": "ctxtool.io.jsonl",
-    "atomic_output": "ctxtool.io.jsonl",
-    "open_source": "ctxtool.io.jsonl",
-    "Transcript": "ctxtool.model",
-    "STRUCTURE_ERRORS": "ctxtool.formats.base",
-    "ErrorPolicy": "ctxtool.formats.base",
-    "Format": "ctxtool.formats.base",
-    "malformed": "ctxtool.formats.base",
-    "source_style": "ctxtool.formats.base",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REEXPORTS:
-        return getattr(importlib.import_module(_REEXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.io.jsonl.Source.layout; "sqlite": opencode's only)
 
@@ -117,40 +97,6 @@ _REGISTRY: dict[str, Lazy | Format] = {
 }
 _ALIASES = {"claude": "claude-code", "claudecode": "claude-code"}
 FORMAT_NAMES = tuple(_REGISTRY)  # the built-in formats; format_names() includes registered ones
-# directory walks (and the names they pick up): ctxtool/formats/walk.py
-from .walk import (  # noqa: E402 - after the registry they document
-    COMPRESSED_SUFFIXES,
-    STORE_NAMES,
-    TRANSCRIPT_SUFFIXES,
-    iter_paths,
-    transcript_name,
-    walk_files,
-)
-
-__all__ = [
-    "FORMAT_NAMES",
-    "ErrorPolicy",
-    "Format",
-    "Lazy",
-    "detect",
-    "format_names",
-    "get_format",
-    "iter_paths",
-    "read",
-    "read_source",
-    "register",
-    "split_plan",
-    "COMPRESSED_SUFFIXES",
-    "STORE_NAMES",
-    "TRANSCRIPT_SUFFIXES",
-    "transcript_name",
-    "unknown_records",
-    "unregister",
-    "walk_files",
-    "writable_names",
-    "write",
-    "write_path",
-]
 
 
 def register(fmt: Format | str | Lazy, name: str | None = None) -> None:

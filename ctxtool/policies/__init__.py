@@ -21,32 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..config import Setting, add_settings
 from ..errors import CtxtoolError, ExitCode
-from .base import (
-    ACTING,
-    COMPACT,
-    CRITICAL,
-    DISABLED,
-    ERROR,
-    HARD_LIMIT,
-    NO_LIMIT,
-    OK,
-    WARNING,
-    Limits,
-    Measure,
-    Policy,
-    Threshold,
-    Verdict,
-)
+from .base import Measure, Policy, Threshold, Verdict
 from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
 
 if TYPE_CHECKING:
     from .settings import PolicySettings
 
-__all__ = [
-    "ACTING", "ALIASES", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "WARNING",
-    "Limits", "Measure", "Policy", "PolicySettings", "Threshold", "Verdict", "all", "all_keys", "evaluate",
-    "extra_settings", "get", "names", "register", "thresholds", "unregister",
-]
 
 _REGISTRY: dict[str, Policy] = {}
 

@@ -23,25 +23,8 @@ from ..errors import CtxtoolError, ExitCode
 from ..model import Transcript
 from ..run.operation import Operation, Results, RunContext, Task
 from ..run.runner import run_file
-from .core import BinaryItem, Finding, Redactor, TranscriptRedaction
-from .detect import KIND_DENY, KIND_ENV, RedactOptions, Secrets
-
-__all__ = [
-    "KIND_DENY",
-    "KIND_ENV",
-    "BinaryItem",
-    "Finding",
-    "RedactOp",
-    "RedactOptions",
-    "RedactReport",
-    "Redactor",
-    "Secrets",
-    "TranscriptRedaction",
-    "input_files",
-    "output_paths",
-    "redact_files",
-    "redacted",
-]
+from .core import Finding, Redactor, TranscriptRedaction
+from .detect import RedactOptions
 
 
 class _RedactTask(Task[Results[TranscriptRedaction]]):

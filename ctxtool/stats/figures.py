@@ -1,6 +1,6 @@
 """The figures ``stats`` reports: per role, per tool output, recorded usage, per transcript
 and for a whole run (:class:`StatsReport`), with the seed 002 levels. How they are counted is
-:mod:`ctxtool.stats.transcript`; these are re-exported there."""
+:mod:`ctxtool.stats.transcript`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What is in a transcript: messages, characters and tokens by role, tool calls and
 outputs, thinking, images, system prompt, recorded usage, context percentage and the
 seed 002 warning/critical thresholds: how they are counted (the figures themselves:
-:mod:`ctxtool.stats.figures`, re-exported here).
+:mod:`ctxtool.stats.figures`).
 """
 
 from __future__ import annotations
@@ -29,22 +29,7 @@ from ..tokens.count import (
     Tokenizer,
 )
 from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
-from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
-    BATCH_MESSAGES,
-    CRITICAL_CHARS,
-    LEVELS,
-    STATS_ROWS,
-    TOP_OUTPUTS,
-    WARNING_CHARS,
-    Figures,
-    Overview,
-    RoleStats,
-    StatsReport,
-    ToolOutput,
-    TranscriptStats,
-    UsageTotals,
-    most_context,
-)
+from .figures import CRITICAL_CHARS, TOP_OUTPUTS, WARNING_CHARS, Figures, ToolOutput, TranscriptStats
 
 if TYPE_CHECKING:
     pass

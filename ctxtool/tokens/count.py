@@ -110,7 +110,7 @@ def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
         return TiktokenTokenizer(n)
     if n in ABOVE:
         module, _, name = ABOVE[n].partition(":")
-        return getattr(importlib.import_module(module), name)()  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), name)()
     raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(ESTIMATORS)}", code=ExitCode.USAGE)
 
 

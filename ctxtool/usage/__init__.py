@@ -20,39 +20,9 @@ from typing import Any
 from ..errors import CtxtoolError
 from ..model import Transcript
 from ..run.operation import Each
-from .events import KEYS, UsageEvent, events, key_for
-from .report import (
-    GROUPINGS,
-    Grouping,
-    Tally,
-    Tokens,
-    UsageRow,
-    get_grouping,
-    grouping,
-    parse_day,
-    resolve_zone,
-    today_in,
-)
-from .stores import Store, default_stores, session_files
-
-__all__ = [
-    "GROUPINGS",
-    "KEYS",
-    "Grouping",
-    "Skipped",
-    "Store",
-    "Tokens",
-    "UsageEvent",
-    "UsageReport",
-    "UsageRow",
-    "default_stores",
-    "events",
-    "grouping",
-    "key_for",
-    "parse_day",
-    "session_files",
-    "usage_report",
-]
+from .events import UsageEvent, events
+from .report import Grouping, Tally, UsageRow, get_grouping, parse_day, resolve_zone, today_in
+from .stores import Store, session_files
 
 Progress = Callable[[int, int, str], None]  # (files done, files in all, the file being read)
 
