@@ -28,7 +28,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Usage": ("ctxtool.model", "Usage"),
     # errors and settings
     "CtxtoolError": ("ctxtool.errors", "CtxtoolError"),
-    "ExitCode": ("ctxtool.errors", "ExitCode"),
+    "Failure": ("ctxtool.errors", "Failure"),
     "Config": ("ctxtool.config", "Config"),
     # reading and writing
     "read": ("ctxtool.formats", "read"),
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .compaction.settings import CompactOptions as CompactOptions
     from .config import Config as Config
     from .errors import CtxtoolError as CtxtoolError
-    from .errors import ExitCode as ExitCode
+    from .errors import Failure as Failure
     from .export import export_file as export_file
     from .formats import detect as detect
     from .formats import read as read

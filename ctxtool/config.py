@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CtxtoolError, ExitCode
+from .errors import CtxtoolError, Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +116,7 @@ def _coerce(s: Setting, raw: Any, where: str) -> Any:
             raise ValueError(raw)
         return s.type(raw)
     except (TypeError, ValueError) as e:
-        raise CtxtoolError(f"{s.key}: expected {s.type.__name__}, got {raw!r}", path=where, code=ExitCode.USAGE) from e
+        raise CtxtoolError(f"{s.key}: expected {s.type.__name__}, got {raw!r}", path=where, kind=Failure.USAGE) from e
 
 
 def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
@@ -156,7 +156,7 @@ def _read_toml(p: Path, raw: bytes | None = None) -> dict[str, Any]:
     try:
         return tomllib.loads((p.read_bytes() if raw is None else raw).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise CtxtoolError(f"cannot read config: {e}", path=str(p), code=ExitCode.USAGE) from e
+        raise CtxtoolError(f"cannot read config: {e}", path=str(p), kind=Failure.USAGE) from e
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -182,7 +182,7 @@ class Config:
             path, data = found
             for k, v in _flatten(data).items():
                 if k not in by_key:
-                    raise CtxtoolError(f"unknown setting {k!r}", path=str(path), code=ExitCode.USAGE)
+                    raise CtxtoolError(f"unknown setting {k!r}", path=str(path), kind=Failure.USAGE)
                 vals[k] = Resolved(_coerce(by_key[k], v, str(path)), f"file:{path}")
         for s in table:
             name = "CTXTOOL_" + s.key.replace(".", "_").upper()

@@ -18,7 +18,7 @@ from ctxtool import formats
 from ctxtool.compaction.core import compact_transcript
 from ctxtool.compaction.run import compact_file, compact_paths
 from ctxtool.compaction.settings import CompactOptions
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.history.validate import check_messages
 from ctxtool.io.events import EventLog
 from ctxtool.summarizers import ContextOverflowError
@@ -109,7 +109,7 @@ class Counting:
         if self.overflow_first and first:
             raise ContextOverflowError("prompt is too long")
         if self.fail_on and self.fail_on in req.prompt:
-            raise CtxtoolError("summary model failed: 500", code=ExitCode.REMOTE)
+            raise CtxtoolError("summary model failed: 500", kind=Failure.REMOTE)
         return self.reply
 
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import main
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.export import export_file, render
 from ctxtool.export.base import ExportOptions, renderer_names
 from ctxtool.export.walk import Marker, Turn, view

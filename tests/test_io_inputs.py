@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import COMMANDS, app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.io import jsonl as jsonio
 from ctxtool.io.files import open_input, splittable
 

@@ -15,13 +15,14 @@ from typer.testing import CliRunner
 from ctxtool import compaction as cp
 from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.cli.exits import ExitCode
 from ctxtool.compaction import pins
 from ctxtool.compaction.core import compact_transcript
 from ctxtool.compaction.report import CompactReport
 from ctxtool.compaction.run import compact_file
 from ctxtool.compaction.settings import CompactOptions
 from ctxtool.compaction.view import context_view
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.formats.base import CompactionNote
 from ctxtool.formats.openai import OpenAIFormat
 from ctxtool.io.jsonl import Source
@@ -62,10 +63,10 @@ def test_load_texts_files_and_escapes(tmp_path: Path) -> None:
     assert pins.load([SHORT, f"@{f}", "@@handle", SHORT]) == [SHORT, RULES, "@handle"]
     with pytest.raises(CtxtoolError) as e:
         pins.load([f"@{tmp_path / 'missing.md'}"])
-    assert e.value.code == ExitCode.NOT_FOUND and "missing.md" in e.value.message
+    assert e.value.kind == Failure.NOT_FOUND and "missing.md" in e.value.message
     with pytest.raises(CtxtoolError) as e:
         pins.load(["  \n"])
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 @pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi", "ctxtool", "anthropic"])

@@ -276,13 +276,13 @@ def test_png_without_matplotlib_says_which_extra(report: ReplayReport, tmp_path:
         "try:\n"
         f"    write_plot(r, {str(tmp_path / 'x.png')!r})\n"
         "except CtxtoolError as e:\n"
-        "    print(int(e.code), e)\n"
+        "    print(e.kind.value, e)\n"
     )
     r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first == "svg html"
-    assert second.startswith("10 ") and "'charts' extra" in second and ".[charts]" in second
+    assert second.startswith("dependency ") and "'charts' extra" in second and ".[charts]" in second
     assert not (tmp_path / "x.png").exists()
     # through the CLI: exit 10 (a missing package), one line, no traceback
     src = tmp_path / "s.jsonl"

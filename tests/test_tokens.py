@@ -118,12 +118,13 @@ def test_registry_lookup_and_user_override(tmp_path, monkeypatch) -> None:  # ty
 def test_require_suggests_the_closest_names() -> None:
     import pytest
 
-    from ctxtool.errors import CtxtoolError, ExitCode
+    from ctxtool.errors import CtxtoolError, Failure
+
 
     for bad in ("gpt-4-o", "gpt-4oo"):
         with pytest.raises(CtxtoolError) as e:
             registry.require(bad)
-        assert e.value.code == ExitCode.USAGE
+        assert e.value.kind == Failure.USAGE
         assert "gpt-4o" in str(e.value) and "did you mean" in str(e.value)
     assert registry.require("claude-3-7-sonnet-20250219").context_window == 200_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxtool.config import Config
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.model import Block, Message, Usage
 from ctxtool.policies import names as policy_names
 from ctxtool.policies.check import check_messages
@@ -59,7 +59,7 @@ def test_ratio_is_strict_without_a_window():
     assert verdicts(10)["ratio"].status == "error"  # reported, not raised, when not selected
     with pytest.raises(CtxtoolError) as e:
         check_messages(convo(10), TriggerSettings(), policy="ratio")
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 def test_seed004_thresholds():

@@ -14,7 +14,7 @@ call is bounded: a page reads one output once, a search stops after
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..tool_outputs.algorithms import GREP, READ
 from . import tools as T
 
@@ -30,7 +30,7 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
     except ImportError as e:
         raise CtxtoolError(
             f"ctxtool mcp needs the MCP Python SDK ({e.name} is missing): pip install 'ctxtool[mcp]'",
-            code=ExitCode.DEPENDENCY,
+            kind=Failure.DEPENDENCY,
         ) from None
 
     from .. import __version__

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 SNIPPET = 200  # characters shown around a hit
 
@@ -76,7 +76,7 @@ def search_transcripts(
     from ..formats import read
 
     if not query:
-        raise CtxtoolError("the query is empty", code=ExitCode.USAGE)
+        raise CtxtoolError("the query is empty", kind=Failure.USAGE)
     q = query.casefold()
     res = SearchResult(query)
     seen = 0

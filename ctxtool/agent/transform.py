@@ -50,7 +50,7 @@ from typing import Any
 
 from .. import policies
 from ..config import BY_KEY
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..history.archive import Summarize, archive_messages
 from ..io.events import EventLog
@@ -129,10 +129,10 @@ class ContextTransform:
         if tool_summary_strategy not in ARCHIVE_STRATEGIES:
             raise CtxtoolError(
                 f"unknown tool summary strategy {tool_summary_strategy!r}; choose one of: {', '.join(ARCHIVE_STRATEGIES)}",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         if tool_call_cutoff is not None and tool_call_cutoff < 0:
-            raise CtxtoolError("tool_call_cutoff must be >= 0", code=ExitCode.USAGE)
+            raise CtxtoolError("tool_call_cutoff must be >= 0", kind=Failure.USAGE)
         if max_messages is not None or max_chars is not None:
             from ..history.window import normalize_strategy
 

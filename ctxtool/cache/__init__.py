@@ -45,7 +45,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io import jsonl as jsonio
 from .content import Corrupt, as_int, compress, iter_ref, line_count
 from .ids import PREFIX_RE, REF_RE, BadRefError
@@ -199,9 +199,9 @@ class RefCache(Upkeep, Reading):
             raise BadRefError(f"invalid ref {ref!r}: a ref is a sha256 (64 hex digits) or a prefix of at least 8")
         hits = [n for n in self._names() if n.startswith(r)]
         if not hits:
-            raise CtxtoolError(f"no ref {ref} in the cache", path=str(self.root), code=ExitCode.NOT_FOUND)
+            raise CtxtoolError(f"no ref {ref} in the cache", path=str(self.root), kind=Failure.NOT_FOUND)
         if len(hits) > 1:
-            raise CtxtoolError(f"ambiguous ref prefix {ref} ({len(hits)} refs)", code=ExitCode.USAGE)
+            raise CtxtoolError(f"ambiguous ref prefix {ref} ({len(hits)} refs)", kind=Failure.USAGE)
         return hits[0]
 
     def path_for(self, ref: str) -> Any:
@@ -267,7 +267,7 @@ class RefCache(Upkeep, Reading):
                     raise CtxtoolError(
                         "is a directory where a ref file belongs (run ctxtool refs verify)",
                         path=str(sub(self.refs_dir, ref)),
-                        code=ExitCode.INPUT,
+                        kind=Failure.INPUT,
                     )
                 refs.write_atomic(ref, compress(b))
                 info.new = True
@@ -331,7 +331,7 @@ class RefCache(Upkeep, Reading):
         except FileNotFoundError:
             loc = self.packs.find(ref, again=True)
             if loc is None:
-                raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+                raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), kind=Failure.NOT_FOUND) from None
             yield from self._stream_packed(ref, loc)
             return
         yield from self._checked(fh, ref, sub(self.refs_dir, ref))
@@ -341,7 +341,7 @@ class RefCache(Upkeep, Reading):
         try:
             fh = self.packs.open_entry(loc)
         except FileNotFoundError:
-            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), kind=Failure.NOT_FOUND) from None
         except OSError as e:
             raise cache_error(e, p, "cannot read: ") from e
         yield from self._checked(fh, ref, p)
@@ -370,7 +370,7 @@ class RefCache(Upkeep, Reading):
         try:
             return data.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as e:
-            raise CtxtoolError(f"ref {ref} is not UTF-8 text", code=ExitCode.INPUT) from e
+            raise CtxtoolError(f"ref {ref} is not UTF-8 text", kind=Failure.INPUT) from e
 
     def read_json(self, ref: str) -> Any:
         return jsonio.loads(self.read_bytes(ref), path=f"ref:{ref}")

@@ -146,9 +146,10 @@ def _settle(code: int) -> int:
         except (OSError, ValueError) as e:
             if stream is sys.stdout:
                 from ..io.outputs import output_error
+                from .exits import exit_code
 
                 err = output_error(e if isinstance(e, OSError) else OSError(str(e)), None)
                 err_line(f"ctxtool: error: {err}")
-                code = code or int(err.code)
+                code = code or int(exit_code(err))
     atexit._run_exitfuncs()
     return code

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common
 from .common import json_needs_output, warn_skipped
@@ -86,7 +86,7 @@ def archive_cmd(
     n = int(cfg["compaction.tool_call_cutoff"])
     strat = str(cfg["compaction.tool_summary_strategy"])
     if strat not in ar.STRATEGIES:
-        raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", kind=Failure.USAGE)
     to_stdout = output is None or output == "-"
     json_needs_output(as_json or as_jsonl, dry_run, output)
     summarize = _archive_summarizer(cfg) if strat == "llm" else None

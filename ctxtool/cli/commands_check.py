@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from .. import policies
-from ..errors import ExitCode
 from . import common
 from .common import (
     fmt_int,
@@ -16,6 +15,7 @@ from .common import (
     stdout_console,
     table_rows,
 )
+from .exits import ExitCode
 from .render import Emitter, JsonlOpt
 
 #: ``--policy``: one of the trigger policy registry's names (former names accepted)

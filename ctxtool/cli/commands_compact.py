@@ -11,7 +11,7 @@ import typer
 
 from ..compaction.layouts import get_layout, layout_names
 from ..compaction.settings import CompactOptions
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..summarizers import Closeable, summarizer_names
 from . import common, console
 from .commands_check import PolicyOpt
@@ -97,7 +97,7 @@ def compact(
     from ..config import Config
 
     if output is None and not dry_run and (as_json or as_jsonl):
-        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", code=ExitCode.USAGE)
+        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", kind=Failure.USAGE)
     flags: dict[str, Any] = {
         "compaction.keep_recent_tokens": keep_recent_tokens,
         "compaction.retain_last_turns": retain_last_turns,
@@ -122,7 +122,7 @@ def compact(
     lay = str(cfg["compaction.layout"])
     if lay not in layout_names():
         raise CtxtoolError(f"compaction.layout: unknown layout {lay!r}; choose one of: {', '.join(layout_names())}",
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
     opts = CompactOptions.from_config(
         cfg,
         force=force,

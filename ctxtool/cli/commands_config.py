@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import common
 from .render import emit
 
@@ -27,7 +27,7 @@ def config_cmd(
     if keys:
         unknown = [k for k in keys if k not in BY_KEY]
         if unknown:
-            raise CtxtoolError(f"unknown setting {unknown[0]!r} (see `ctxtool config`)", code=ExitCode.USAGE)
+            raise CtxtoolError(f"unknown setting {unknown[0]!r} (see `ctxtool config`)", kind=Failure.USAGE)
         items = [(k, r) for k, r in items if k in keys]
     if changed:
         items = [(k, r) for k, r in items if r.source != "default"]

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import common, console
 from .common import fmt_int, json_needs_output, short_label, stdout_console, table_rows, warn_skipped
 from .render import JsonlOpt, emit
@@ -74,7 +74,7 @@ def cut(
     from ..policies.settings import PolicySettings
 
     if output and len(paths) != 1:
-        raise CtxtoolError("-o takes one input file", code=ExitCode.USAGE)
+        raise CtxtoolError("-o takes one input file", kind=Failure.USAGE)
     cfg, _info, tok = common.resolve_settings(
         model=model,
         tokenizer=tokenizer,

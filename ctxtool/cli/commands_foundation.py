@@ -8,12 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from . import common, console
 from .commands_redact import RedactFlag, SecretsFromOpt
 from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
 from .console import err_line, stderr_console
+from .exits import ExitCode
 from .render import Emitter, JsonlOpt, emit
 
 
@@ -59,11 +60,11 @@ def stats(
     from ..stats import files as st
 
     if per_message and not output:
-        raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
+        raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", kind=Failure.USAGE)
     if output and output != "-" and not per_message:  # the report itself goes to -o FILE
         if output.lower().removesuffix(".gz").removesuffix(".zst").endswith((".csv", ".parquet")):
             raise CtxtoolError("rows per message are written with --per-message; without it -o writes the report",
-                               path=output, code=ExitCode.USAGE)
+                               path=output, kind=Failure.USAGE)
         with common.data_to(output, paths):
             stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
                   False, None, on_error, top, jobs, count, engine, address, messages_column, accuracy)
@@ -157,7 +158,7 @@ def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -
         return False
     if machine:
         raise CtxtoolError("plain text, not a transcript: --json/--jsonl describe transcripts; use --count",
-                           path=files[0], code=ExitCode.USAGE)
+                           path=files[0], kind=Failure.USAGE)
     counts = [count_text(f, tok) for f in files]
     total = sum(r.tokens for r in counts)
     if count:
@@ -353,7 +354,7 @@ def convert(
     target = formats.writable(formats.get_format(to))
     machine = as_json or as_jsonl
     if machine and (output is None or output == "-"):
-        raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", code=ExitCode.USAGE)
+        raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", kind=Failure.USAGE)
     from .commands_redact import options
 
     with common.sharding(None, [path], output, None, join) as sh:

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode
 from . import common
 from .common import warn_skipped
 from .console import err_line, out_line
+from .exits import ExitCode
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:

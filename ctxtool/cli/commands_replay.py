@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common
 from .common import fmt_int, resolve_model, stdout_console
@@ -56,7 +56,7 @@ def replay_cmd(
     common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)
     if plot:
         if not reports:
-            raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
+            raise CtxtoolError("no transcript to plot", path=path, kind=Failure.INPUT)
         if len(reports) > 1:
             where = "in the file" if path else "in the files"
             err_line(f"ctxtool: {len(reports)} transcripts {where}; plotting the first (choose a file, and one with --index)")

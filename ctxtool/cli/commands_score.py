@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from ..score.core import BUDGET
 from ..summarizers import Closeable, summarizer_names
@@ -60,7 +60,7 @@ def score_cmd(
                       "summarizer.command": command, "summarizer.timeout": timeout})
         if judge != "command" and not cfg["summarizer.model"]:
             raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         jm = _summarizer(cfg, None, True)
     try:
         reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)

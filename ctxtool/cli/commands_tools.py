@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import common
 from .common import fmt_int, resolve_model, warn_skipped
 from .console import err_line, out_line
+from .exits import ExitCode
 from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
@@ -320,11 +321,11 @@ def refs_grep(
     """Search one ref (or all refs with --all) for a regular expression."""
     if all_refs:
         if len(args) != 1:
-            raise CtxtoolError("with --all give only PATTERN", code=ExitCode.USAGE)
+            raise CtxtoolError("with --all give only PATTERN", kind=Failure.USAGE)
         refs, pattern = None, args[0]
     else:
         if len(args) != 2:
-            raise CtxtoolError("give REF PATTERN (or PATTERN --all)", code=ExitCode.USAGE)
+            raise CtxtoolError("give REF PATTERN (or PATTERN --all)", kind=Failure.USAGE)
         refs, pattern = [args[0]], args[1]
     res = _cache(cache_dir).grep(pattern, refs, context=context, ignore_case=ignore_case, fixed=fixed, max_matches=max_count)
     if as_json:

@@ -18,10 +18,11 @@ from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from ..run.engines import engine_names
 from .console import err_line
+from .exits import ExitCode, exit_code
 
 
 class State:
@@ -100,13 +101,13 @@ class CtxGroup(TyperGroup):
                 # outputs written with -o name themselves (jsonio.atomic_output); what is left
                 # is stdout, redirected to a file on a full disk
                 raise CtxtoolError(
-                    f"cannot write the output: {e.strerror or e}", path=e.filename or "<stdout>", code=ExitCode.IO
+                    f"cannot write the output: {e.strerror or e}", path=e.filename or "<stdout>", kind=Failure.IO
                 ) from e
         except CtxtoolError as e:
             if State.debug:
                 traceback.print_exc()
             err_line(f"ctxtool: error: {e}")
-            raise Exit(int(e.code)) from None
+            raise Exit(int(exit_code(e))) from None
         except KeyboardInterrupt:
             err_line("ctxtool: interrupted")
             raise Exit(int(ExitCode.INTERRUPTED)) from None
@@ -203,7 +204,7 @@ class _ClosedStdout(io.TextIOBase):
         return self
 
     def write(self, s: Any) -> int:
-        raise CtxtoolError("cannot write the output: stdout is closed", path="<stdout>", code=ExitCode.IO)
+        raise CtxtoolError("cannot write the output: stdout is closed", path="<stdout>", kind=Failure.IO)
 
     def flush(self) -> None:
         pass
@@ -393,7 +394,7 @@ def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
     """``--json`` puts the report on stdout, so the transcript needs ``-o FILE`` (or ``--dry-run``)."""
     if as_json and not dry_run and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
 
 
 ReserveOpt = Annotated[

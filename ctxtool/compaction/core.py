@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import Format
 from ..model import Transcript
 from ..summarizers import Summarizer
@@ -179,7 +179,7 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
             if (problem or "").startswith(NOT_SMALLER):
                 raise NotSmaller(_not_smaller(problem or "", p, opts, rep))
             raise CtxtoolError(_rejected(problem or "", t, p, opts, rep, heuristic=heuristic or attempts > 1),
-                               code=ExitCode.REMOTE, path=t.path)
+                               kind=Failure.REMOTE, path=t.path)
         heuristic = True
         text = summarize(_heuristic(), p.summarize, p.view.previous_summary, popts, extra).text
         if attempts == 2:  # the heuristic summary was too large as well: clip it and its file lists

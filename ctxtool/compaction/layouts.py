@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.cut import CutPoint, find_cut, is_tool_message
 from ..history.pairing import closed_groups
 from ..model import KIND_COMPACTION_SUMMARY, KIND_TOOL_SUMMARY, Message, is_injected
@@ -81,7 +81,7 @@ def get_layout(name: str) -> Layout:
     try:
         return _LAYOUTS[name]
     except KeyError:
-        raise CtxtoolError(f"unknown layout {name!r}; choose one of: {', '.join(_LAYOUTS)}", code=ExitCode.USAGE) from None
+        raise CtxtoolError(f"unknown layout {name!r}; choose one of: {', '.join(_LAYOUTS)}", kind=Failure.USAGE) from None
 
 
 def real_user(m: Message) -> bool:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import Format
 from ..model import Transcript
 from ..run.operation import Operation, RunContext, Task
@@ -199,13 +199,13 @@ def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts:
     if target.name == "ctxtool":
         probs = validate_canonical_file(tmp)
         if probs:
-            raise CtxtoolError(f"compacted output fails the schema: {probs[0].message}", code=ExitCode.ERROR)
+            raise CtxtoolError(f"compacted output fails the schema: {probs[0].message}", kind=Failure.INTERNAL)
     policy = ErrorPolicy("skip")
     back = list(formats.read(tmp, target, policy))
     if policy.skipped:
-        raise CtxtoolError(f"compacted output does not read back: {policy.skipped[0].message}", code=ExitCode.ERROR)
+        raise CtxtoolError(f"compacted output does not read back: {policy.skipped[0].message}", kind=Failure.INTERNAL)
     if len(back) != len(new_ts):
-        raise CtxtoolError(f"compacted output reads back as {len(back)} transcripts, expected {len(new_ts)}", code=ExitCode.ERROR)
+        raise CtxtoolError(f"compacted output reads back as {len(back)} transcripts, expected {len(new_ts)}", kind=Failure.INTERNAL)
     bad: dict[int, CtxtoolError] = {}
     for i, (b, old) in enumerate(zip(back, old_ts, strict=True)):
         before = [(p.code, p.message) for p in check_messages(old.messages)]
@@ -215,5 +215,5 @@ def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts:
         elif new:
             code, text = new[0]
             bad[i] = CtxtoolError(f"compacted output would be invalid: {code}: {text} (transcript {old.label})",
-                                  code=ExitCode.ERROR, path=old.path, line=old.lineno if old.record is not None else None)
+                                  kind=Failure.INTERNAL, path=old.path, line=old.lineno if old.record is not None else None)
     return bad

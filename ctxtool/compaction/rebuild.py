@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import CompactionNote, Format
 from ..history.archive import DIGEST_PREFIX, archive_messages
 from ..model import (
@@ -101,7 +101,7 @@ def rebuild(t: Transcript, p: Plan, summary: Summary, opts: CompactOptions, targ
     dropped = get_format(t.format).bookkeeping_records
     first_kept = p.keep[0] if p.keep else None
     if first_kept is None:  # retain with 0 turns: nothing kept, the summary would go last
-        raise CtxtoolError("nothing would be kept after the summary", code=ExitCode.USAGE)
+        raise CtxtoolError("nothing would be kept after the summary", kind=Failure.USAGE)
     doomed = _doomed(p, first_kept)
     archived, digest = _digest(p.keep, opts.tool_call_cutoff) if opts.tool_digest else ({}, None)
     out = Transcript(format=t.format, entries=[], path=t.path, index=t.index, id=t.id, record=t.record,

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript
 from ..tokens.count import Tokenizer
 from .settings import CompactOptions
@@ -78,7 +78,7 @@ def decide(
     if opts.force:
         return Decision(True, "force", used, limit)
     if v.status == ERROR:
-        raise CtxtoolError(v.reason, code=ExitCode.USAGE)
+        raise CtxtoolError(v.reason, kind=Failure.USAGE)
     if v.compact:
         return Decision(True, f"{v.policy}: {v.rule}" + (f" ({v.used:,} vs {v.limit:,})" if v.limit is not None else ""),
                         used, limit)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import CtxtoolError, Failure
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
@@ -74,8 +75,6 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
         return
     import mimetypes
 
-    from ..errors import CtxtoolError, ExitCode
-
     base = os.path.basename(out.lower().removesuffix(".gz").removesuffix(".zst"))
     suffix = os.path.splitext(base)[1]
     kind = mimetypes.MimeTypes(filenames=()).guess_type("x" + suffix)[0] if suffix else None  # Python's own table
@@ -84,7 +83,7 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
     kinds = ", ".join(f"{n} ({' '.join(get_renderer(n).suffixes)})" for n in renderer_names())
     said = f"an {implied} name" if implied else f"a {suffix} name"
     raise CtxtoolError(f"{said} for a {name} export: export writes {kinds}; name the output for --to, or drop --to",
-                       path=out, code=ExitCode.USAGE)
+                       path=out, kind=Failure.USAGE)
 
 
 #: the file of page n when a session is exported as pages (:func:`export_pages`)
@@ -102,14 +101,13 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     import shutil
     import tempfile
 
-    from ..errors import CtxtoolError, ExitCode
     from ..io import files as fileio
     from ..io import outputs
     from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
 
     out = Path(output)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), code=ExitCode.USAGE)
+        raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), kind=Failure.USAGE)
     fileio.check_input(path)
     out.mkdir(parents=True, exist_ok=True)
     opts = options or ExportOptions()

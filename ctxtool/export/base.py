@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .walk import View
 
 #: tool outputs, arguments and injected content longer than this many characters are
@@ -25,9 +25,9 @@ class ExportOptions:
 
     def __post_init__(self) -> None:
         if self.collapse < 0:
-            raise CtxtoolError("--collapse must be 0 or more characters", code=ExitCode.USAGE)
+            raise CtxtoolError("--collapse must be 0 or more characters", kind=Failure.USAGE)
         if self.page_size < 0:
-            raise CtxtoolError("--page-size must be 0 or more messages", code=ExitCode.USAGE)
+            raise CtxtoolError("--page-size must be 0 or more messages", kind=Failure.USAGE)
 
     def long(self, text: str) -> bool:
         return bool(self.collapse) and len(text) > self.collapse
@@ -64,7 +64,7 @@ def renderer_names() -> tuple[str, ...]:
 def get_renderer(name: str) -> type[Renderer]:
     cls = _RENDERERS.get(name.lower())
     if cls is None:
-        raise CtxtoolError(f"unknown export format {name!r} (one of: {', '.join(_RENDERERS)})", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown export format {name!r} (one of: {', '.join(_RENDERERS)})", kind=Failure.USAGE)
     return cls
 
 

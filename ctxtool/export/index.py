@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .base import ExportOptions, get_renderer, plural
 from .walk import Turn, View, view
 
@@ -98,7 +98,7 @@ def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
     used, files = session_files(None, stores)
     if not files:
         raise CtxtoolError("no session files in the default stores (give a file or directory): "
-                           + (", ".join(s.path for s in stores) or "none found"), code=ExitCode.NOT_FOUND)
+                           + (", ".join(s.path for s in stores) or "none found"), kind=Failure.NOT_FOUND)
     roots = [s.path for s in used]
     return [(f, next((r for r in roots if f.startswith(r.rstrip("/") + "/")), None)) for f in files]
 
@@ -114,7 +114,7 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
 
     out = Path(output)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), code=ExitCode.USAGE)
+        raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), kind=Failure.USAGE)
     files = _inputs(paths)
     out.mkdir(parents=True, exist_ok=True)
     opts = options or ExportOptions()
@@ -136,7 +136,7 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
                 for piece in renderer.document(os.path.basename(src), views):
                     fh.write(piece.encode("utf-8", "replace"))
         except CtxtoolError as e:
-            if e.code == ExitCode.IO:
+            if e.kind == Failure.IO:
                 raise
             page.error = str(e)
             continue

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -129,7 +129,7 @@ def writable(f: Format) -> Format:
     if not f.writes:
         raise CtxtoolError(
             f"{f.name} is read only: ctxtool cannot write it back; convert with --to one of: {', '.join(writable_names())}",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
     return f
 
@@ -140,7 +140,7 @@ def get_format(name: str) -> Format:
     entry = _REGISTRY.get(key)
     if entry is None:
         raise CtxtoolError(
-            f"unknown format {name!r}; choose one of: {', '.join(format_names())}", code=ExitCode.USAGE
+            f"unknown format {name!r}; choose one of: {', '.join(format_names())}", kind=Failure.USAGE
         )
     if isinstance(entry, Lazy):
         fmt: Format = importlib.import_module(entry.module).FORMAT

@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
@@ -162,9 +162,9 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
                     continue
             if not found:
                 raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)", path=s,
-                                   code=ExitCode.NOT_FOUND)
+                                   kind=Failure.NOT_FOUND)
             yield from (q for q in found if first(q))
         elif not path.exists():
-            raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
+            raise CtxtoolError("no such file", path=s, kind=Failure.NOT_FOUND)
         elif first(s):
             yield s

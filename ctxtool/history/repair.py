@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import is_synthetic
 from ..model import Block, Message, Transcript
 from ..run.operation import EachTask, FileResults, Operation, Results, RunContext, Task
@@ -256,7 +256,7 @@ def refuse_untrusted(t: Transcript) -> None:
                 raise CtxtoolError(
                     "not repaired: a tool result has no call id, so its pairing cannot be trusted "
                     f"(read as {t.format}; is that the file's format?)",
-                    path=t.path, line=m.lineno, code=ExitCode.INVALID,
+                    path=t.path, line=m.lineno, kind=Failure.INVALID,
                 )
 
 

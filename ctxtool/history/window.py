@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import KIND_INJECTED, Message, Transcript
 from ..run.operation import EachTask, FileResults, Operation, Results, RunContext, Task
 from ..run.runner import run_each
@@ -91,7 +91,7 @@ class WindowResult:
 def normalize_strategy(name: str) -> str:
     s = _ALIASES.get(name, name)
     if s not in STRATEGIES:
-        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", kind=Failure.USAGE)
     return s
 
 
@@ -181,7 +181,7 @@ def plan(
     """:func:`plan_window` of a :class:`View`."""
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
-        raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+        raise CtxtoolError("--max-messages and --max-chars must be at least 1", kind=Failure.USAGE)
     n = len(v.roles)
     chars = v.chars
     if sum(1 for r in v.roles if r != "system") <= max_messages and sum(chars) <= max_chars:
@@ -357,7 +357,7 @@ class WindowOp(Operation[Results[WindowResult]]):
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", normalize_strategy(self.strategy))
         if self.max_messages < 1 or self.max_chars < 1:
-            raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+            raise CtxtoolError("--max-messages and --max-chars must be at least 1", kind=Failure.USAGE)
 
     def start(self, ctx: RunContext) -> Task[Results[WindowResult]]:
         return _WindowTask(self, self.fast and ctx.to is None)  # another format on output: every message read

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import META_KEY
 from . import jsonl as jsonio
 from . import urls
@@ -100,7 +100,7 @@ def import_pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
-        raise CtxtoolError("Parquet datasets need pyarrow: pip install 'ctxtool[parquet]'", code=ExitCode.USAGE) from e
+        raise CtxtoolError("Parquet datasets need pyarrow: pip install 'ctxtool[parquet]'", kind=Failure.USAGE) from e
     return pyarrow
 
 
@@ -123,10 +123,10 @@ def find_column(schema: Any, name: str | None, path: str) -> Column:
     kinds = {f.name: _kind(pa, f.type) for f in schema}
     if name is not None:
         if name not in kinds:
-            raise CtxtoolError(f"no column {name!r} (columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+            raise CtxtoolError(f"no column {name!r} (columns: {', '.join(kinds)})", path=path, kind=Failure.USAGE)
         if kinds[name] is None:
             raise CtxtoolError(f"column {name!r} is {schema.field(name).type}: the messages column must be a list of "
-                               "structs or a JSON string", path=path, code=ExitCode.USAGE)
+                               "structs or a JSON string", path=path, kind=Failure.USAGE)
         chosen = name
     else:
         named = [k for k in MESSAGE_KEYS if kinds.get(k) is not None]
@@ -137,7 +137,7 @@ def find_column(schema: Any, name: str | None, path: str) -> Column:
             chosen = convs[0]
         else:
             raise CtxtoolError("cannot tell which column holds the conversation: name it with --messages-column "
-                               f"(columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+                               f"(columns: {', '.join(kinds)})", path=path, kind=Failure.USAGE)
     key = chosen if chosen in MESSAGE_KEYS else "messages"
     ids = [c for c in ID_COLUMNS if c in kinds and c != chosen and _scalar_id(pa, schema.field(c).type)]
     return Column(chosen, str(kinds[chosen]), key, ids[0] if ids else None)
@@ -175,9 +175,9 @@ def _open(path: str) -> Any:
     except CtxtoolError:
         raise
     except FileNotFoundError as e:
-        raise CtxtoolError("no such file", path=path, code=ExitCode.NOT_FOUND) from e
+        raise CtxtoolError("no such file", path=path, kind=Failure.NOT_FOUND) from e
     except (OSError, pa.ArrowException) as e:
-        raise CtxtoolError(f"not a readable Parquet file: {e}", path=path, code=ExitCode.INPUT) from e
+        raise CtxtoolError(f"not a readable Parquet file: {e}", path=path, kind=Failure.INPUT) from e
 
 
 def _drop_nulls(v: Any) -> Any:
@@ -303,12 +303,12 @@ def _column(pa: Any, values: list[Any], field: Any, path: str, first_row: int) -
             if extra:
                 raise CtxtoolError(f"the new conversation has field {extra!r}, which column {field.name!r} "
                                    f"({field.type}) lacks: use a JSON string column", path=path, line=first_row + k,
-                                   code=ExitCode.INPUT)
+                                   kind=Failure.INPUT)
     try:
         return pa.array(values, type=field.type)
     except (pa.ArrowException, TypeError, ValueError) as e:
         raise CtxtoolError(f"the new conversations do not fit column {field.name!r} ({field.type}): {e}",
-                           path=path, code=ExitCode.INPUT) from e
+                           path=path, kind=Failure.INPUT) from e
 
 
 def _extra_fields(pa: Any, v: Any, t: Any) -> str | None:
@@ -478,12 +478,12 @@ def run_file(
     output a Parquet file ``output`` (a directory: the same name inside it); ``runner``: the runner
     of the rows' JSON Lines (``run_file`` itself)."""
     if to is not None:
-        raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", code=ExitCode.USAGE)
+        raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", kind=Failure.USAGE)
     if is_parquet_dir(path):
         raise CtxtoolError("a directory of Parquet shards runs as shards: give -o DIR/ (or --engine)",
-                           path=path, code=ExitCode.USAGE)
+                           path=path, kind=Failure.USAGE)
     if output == "-":
-        raise CtxtoolError("a Parquet dataset is not written to stdout: give -o FILE.parquet", code=ExitCode.USAGE)
+        raise CtxtoolError("a Parquet dataset is not written to stdout: give -o FILE.parquet", kind=Failure.USAGE)
     if output is not None and (output.endswith("/") or (not urls.is_url(output) and os.path.isdir(output))):
         output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
     pf = _open(path)

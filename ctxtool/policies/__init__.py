@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..config import Setting, add_settings
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .base import Measure, Policy, Threshold, Verdict
 from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
 
@@ -68,7 +68,7 @@ def all() -> list[Policy]:  # noqa: A001 - the registry's own name for "every po
 def get(name: str) -> Policy:
     p = _REGISTRY.get(canonical(name))
     if p is None:
-        raise CtxtoolError(f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}", kind=Failure.USAGE)
     return p
 
 

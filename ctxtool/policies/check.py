@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, for_transcript, get_tokenizer
@@ -91,7 +91,7 @@ def _check(
     res.error, res.could_flip = _uncertainty(source, tok, info, s)
     v = res.verdict
     if v.status == ERROR:
-        raise CtxtoolError(v.reason, code=ExitCode.USAGE, path=path if path != "-" else None)
+        raise CtxtoolError(v.reason, kind=Failure.USAGE, path=path if path != "-" else None)
     return res
 
 

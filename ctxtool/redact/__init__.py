@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Transcript
 from ..run.operation import Operation, Results, RunContext, Task
 from ..run.runner import run_file
@@ -130,17 +130,17 @@ def output_paths(paths: Sequence[str], output: str | None, names: Sequence[str] 
         return [output or "-"]
     if output is None or output == "-":
         what = "a directory's files" if tree else "several inputs"
-        raise CtxtoolError(f"{what}: -o names a directory to write their redacted copies into", code=ExitCode.USAGE)
+        raise CtxtoolError(f"{what}: -o names a directory to write their redacted copies into", kind=Failure.USAGE)
     out = Path(output)
     if tree and not (output.endswith("/") or out.is_dir()):  # as the commands run as shards
         raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/", path=output,
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("several inputs: -o must be a directory", code=ExitCode.USAGE, path=output)
+        raise CtxtoolError("several inputs: -o must be a directory", kind=Failure.USAGE, path=output)
     names = list(names) if names is not None else [Path(p).name for p in paths]
     dup = next((n for n in names if names.count(n) > 1 or n in ("", "-")), None)
     if dup is not None:
-        raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", code=ExitCode.USAGE)
+        raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", kind=Failure.USAGE)
     out.mkdir(parents=True, exist_ok=True)
     for n in names:
         (out / n).parent.mkdir(parents=True, exist_ok=True)

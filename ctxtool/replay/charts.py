@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .core import CHARS_COLOR, CONTEXT_COLOR, THRESHOLD_COLORS, PolicyHit, ReplayReport, title, unit
 
 PLOT_SUFFIXES = (".png", ".svg", ".html", ".htm")
@@ -263,7 +263,7 @@ def write_plot(r: ReplayReport, path: str | Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise CtxtoolError(
-            f"--plot: unsupported file type {suffix or '(none)'!r}; use .png, .svg or .html", code=ExitCode.USAGE
+            f"--plot: unsupported file type {suffix or '(none)'!r}; use .png, .svg or .html", kind=Failure.USAGE
         )
     if suffix in (".html", ".htm"):
         data, kind = render_html(r).encode("utf-8"), "html"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import policies
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript, group_turns
 from ..policies.base import Threshold
 from ..policies.settings import PolicySettings
@@ -405,7 +405,7 @@ def replay_file(
     run = run_file(Each(one, "replay"), str(path), fmt=fmt, jobs=1)
     out = [r for r in run.report.items if r is not None]
     if index is not None and not out:
-        raise CtxtoolError(f"no transcript #{index} in the file", path=str(path), code=ExitCode.NOT_FOUND)
+        raise CtxtoolError(f"no transcript #{index} in the file", path=str(path), kind=Failure.NOT_FOUND)
     return out
 
 

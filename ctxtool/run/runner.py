@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import formats
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..io.files import check_input, input_size
 from ..model import Transcript
@@ -97,14 +97,14 @@ def run_file(
     from ..io.paths import refuse_overwrite
 
     if jobs is not None and jobs < 1:
-        raise CtxtoolError("--jobs must be at least 1", code=ExitCode.USAGE)
+        raise CtxtoolError("--jobs must be at least 1", kind=Failure.USAGE)
     if engine is None and parquet.is_parquet_dir(path):  # shards: one per file, on this host's processes
         from .engines import Sharding, get_engine
 
         engine = Sharding(get_engine("local", workers=jobs))
     if engine is not None:
         if output is not None and not op.writes:
-            raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
+            raise CtxtoolError(f"{op.name} writes no transcripts", kind=Failure.USAGE)
         log = event_log(events)
         sharded = engine.run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, log=log, check=check,
                                   threads=threads, messages_column=messages_column, local=run_file)
@@ -113,14 +113,14 @@ def run_file(
         return sharded
     if output is not None:
         if not op.writes:
-            raise CtxtoolError(f"{op.name} writes no transcripts", code=ExitCode.USAGE)
+            raise CtxtoolError(f"{op.name} writes no transcripts", kind=Failure.USAGE)
         refuse_overwrite(path, output)
     if parquet.is_parquet_name(path):
         return parquet.run_file(op, path, output, column=messages_column, fmt=fmt, to=to, on_error=on_error,
                                 events=event_log(events), progress=progress, threads=threads, runner=run_file)
     if messages_column is not None:
         raise CtxtoolError("--messages-column names a column of a Parquet dataset (.parquet)", path=path,
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
     check_input(path)  # a FIFO or /dev/fd/N is read like a file (streamed, not split)
     log = event_log(events)
     size = input_size(path)

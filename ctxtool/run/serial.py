@@ -26,7 +26,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
 from ..io.outputs import HeldOutput, atomic_output, seen_at_end
@@ -107,7 +107,7 @@ class TaskStream:
     def _done(self, t: Transcript, res: Outcome) -> Transcript | None:
         out, err = res
         if err is not None:
-            if err.code == ExitCode.ERROR:  # the output, the cache: not this transcript's fault
+            if err.kind == Failure.INTERNAL:  # the output, the cache: not this transcript's fault
                 raise err
             self.task.failed(t, err)
             if not (self.keep_failed and self.policy.mode == "skip"):
@@ -165,7 +165,7 @@ def write_checked(
                 check(tmp)
             redo = task.check(tmp, [w for _, w in pairs], [o for o, _ in pairs], last)
             if redo and last:
-                raise CtxtoolError("the output was rejected after it was written again", code=ExitCode.ERROR)
+                raise CtxtoolError("the output was rejected after it was written again", kind=Failure.INTERNAL)
             if redo:
                 raise _Rewrite(redo)
 

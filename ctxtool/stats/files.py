@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError
+from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..formats.walk import iter_paths
 from ..model import Transcript
@@ -121,12 +121,12 @@ def write_rows(rows: list[dict[str, Any]], path: str) -> None:
 
     import polars as pl
 
-    from ..errors import CtxtoolError, ExitCode
+    from ..errors import CtxtoolError
     from ..io.outputs import atomic_output
 
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".csv", ".parquet"):
-        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
+        raise CtxtoolError("per-message output must end in .csv or .parquet", kind=Failure.USAGE, path=path)
     df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
     buf = io.BytesIO()  # serialized first: polars would wrap a failed write (a full disk) in its own error
     if suffix == ".csv":

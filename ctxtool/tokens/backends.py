@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .bpe import OFFICIAL_BPE, TOKENIZERS, load_encoding
 
 #: the environment variable that picks a backend by name (default: the first one installed)
@@ -112,7 +112,7 @@ class _BpeOpenAI:
         if not mod:
             raise CtxtoolError(
                 f"{BACKEND_ENV}={self.name}: the package bpe-openai is not installed (pip install 'ctxtool[fast-tokens]')",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         raw = mod.tokenizer_for_encoding(encoding).count
 
@@ -199,7 +199,7 @@ def exact_backend(name: str | None = None) -> ExactBackend:
     if b is None:
         raise CtxtoolError(
             f"{BACKEND_ENV}={name!r}: unknown token counting backend; choose one of: {', '.join(EXACT_BACKENDS)}",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
     return b
 
@@ -213,7 +213,7 @@ def exact_counter(encoding: str, backend: str | None = None) -> ExactCounter:
     process: a runner operation loads it in ``prepare``, before its worker processes fork,
     and they share it."""
     if encoding not in OFFICIAL_BPE:
-        raise CtxtoolError(f"unknown tokenizer {encoding!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown tokenizer {encoding!r}; choose one of: {', '.join(TOKENIZERS)}", kind=Failure.USAGE)
     b = exact_backend(backend)
     key = (b.name, encoding)
     with _lock:

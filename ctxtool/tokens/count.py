@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import IMAGE_TOKENS, Message, heuristic_tokens
 from .bpe import OFFICIAL_BPE, TOKENIZERS, load_encoding
 
@@ -111,7 +111,7 @@ def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
     if n in ABOVE:
         module, _, name = ABOVE[n].partition(":")
         return getattr(importlib.import_module(module), name)()
-    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(ESTIMATORS)}", code=ExitCode.USAGE)
+    raise CtxtoolError(f"unknown tokenizer {name!r}; choose one of: {', '.join(ESTIMATORS)}", kind=Failure.USAGE)
 
 
 def for_transcript(tok: Tokenizer, t: Any) -> Tokenizer:

@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
 LINE_CUT = " [... {n:,} chars cut]"
@@ -134,10 +134,10 @@ class Limits:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise CtxtoolError(f"unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}", kind=Failure.USAGE)
         for k in ("max_lines", "max_bytes", "max_chars", "spill_threshold", "max_line_length", "head_lines", "tail_lines"):
             if getattr(self, k) < 0:
-                raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", code=ExitCode.USAGE)
+                raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", kind=Failure.USAGE)
 
     def line_split(self) -> tuple[int, int] | None:
         """(head, tail) lines kept by the line limit, or None when there is no line limit."""
@@ -175,7 +175,7 @@ def preset(name: str) -> Limits:
     key = PRESET_ALIASES.get(key, key)
     if key in PRESETS:
         return PRESETS[key]
-    raise CtxtoolError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}", code=ExitCode.USAGE)
+    raise CtxtoolError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}", kind=Failure.USAGE)
 
 
 def limits_with(base: Limits, **overrides: Any) -> Limits:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..agent.tools import add_hint
 from ..cache import RefCache
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..model import Transcript
 from ..run.operation import Operation, RunContext, Task
@@ -208,7 +208,7 @@ def trim_file(
     :mod:`ctxtool.tokens.context` from ``context``: flags and config, then what the transcript records);
     ``hint`` as for :func:`truncate_file`."""
     if budget is not None and budget < 0:
-        raise CtxtoolError("--budget must be >= 0", code=ExitCode.USAGE)
+        raise CtxtoolError("--budget must be >= 0", kind=Failure.USAGE)
     op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records, hint=hint)
     return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
                    messages_column=messages_column)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from .events import UsageEvent
 
@@ -219,7 +219,7 @@ class ByAgent(Grouping):
 def get_grouping(name: str) -> Grouping:
     g = GROUPINGS.get(name)
     if g is None:
-        raise CtxtoolError(f"unknown grouping {name!r}; choose one of: {', '.join(GROUPINGS)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown grouping {name!r}; choose one of: {', '.join(GROUPINGS)}", kind=Failure.USAGE)
     return g
 
 
@@ -234,7 +234,7 @@ def resolve_zone(name: str | None) -> tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise CtxtoolError(f"unknown time zone {name!r} (an IANA name such as UTC or Europe/Berlin)",
-                           code=ExitCode.USAGE) from e
+                           kind=Failure.USAGE) from e
 
 
 def today_in(tz: tzinfo | None, now: datetime | None = None) -> date:
@@ -257,13 +257,13 @@ def parse_day(text: str, today: date) -> date:
     if m:
         n = int(m.group(1))
         if n < 1:
-            raise CtxtoolError(f"bad day {text!r}: Nd needs N of 1 or more", code=ExitCode.USAGE)
+            raise CtxtoolError(f"bad day {text!r}: Nd needs N of 1 or more", kind=Failure.USAGE)
         return today - timedelta(days=n - 1)
     try:
         return date.fromisoformat(s)
     except ValueError:
         pass
-    raise CtxtoolError(f"bad day {text!r}: use YYYY-MM-DD, today, yesterday or Nd (e.g. 7d)", code=ExitCode.USAGE)
+    raise CtxtoolError(f"bad day {text!r}: use YYYY-MM-DD, today, yesterday or Nd (e.g. 7d)", kind=Failure.USAGE)
 
 
 # -- pricing ---------------------------------------------------------------------------------

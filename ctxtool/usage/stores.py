@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += with_subagents(str(q))  # a session with its subagents (Claude Code, Gemini CLI)
                 used.append(Store("", str(q), "argument"))
             else:
-                raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)
+                raise CtxtoolError("no such file or directory", path=str(p), kind=Failure.NOT_FOUND)
         return used, _unique(files)
     stores = default_stores() if stores is None else stores
     present = [s for s in stores if Path(s.path).is_dir() or Path(s.path).is_file()]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...errors import CtxtoolError, ExitCode
+from ...errors import CtxtoolError, Failure
 from .base import Engine, Limiter, ThreadLimiter
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def engine_names() -> list[str]:
 def engine_class(name: str) -> type[Engine]:
     entry = _ENGINES.get(name)
     if entry is None:
-        raise CtxtoolError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})", kind=Failure.USAGE)
     if isinstance(entry, str):
         import importlib
 
@@ -98,12 +98,12 @@ def sharding(
 
     name = engine or DEFAULT
     if address and name == DEFAULT:
-        raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", code=ExitCode.USAGE)
+        raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", kind=Failure.USAGE)
     directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
     tree = [p for p in paths if _is_transcript_dir(p)]
     if tree and output is not None and not (directory or join):
         raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/ (or --join -o FILE)",
-                           path=tree[0], code=ExitCode.USAGE)
+                           path=tree[0], kind=Failure.USAGE)
     if name == DEFAULT and not join and not directory and not tree and not any(urls.has_glob(p) for p in paths):
         return None
     from .shards import Sharding

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import formats
-from ...errors import CtxtoolError, ExitCode
+from ...errors import CtxtoolError, Failure
 from ...formats.base import ErrorPolicy
 from ...formats.walk import DONE, REPORT, walk_files
 from ...io import jsonl as jsonio
@@ -84,7 +84,7 @@ def tree_files(path: str) -> list[tuple[str, str]]:
     files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walk_files(path)]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
-                           path=path, code=ExitCode.NOT_FOUND)
+                           path=path, kind=Failure.NOT_FOUND)
     return files
 
 
@@ -93,7 +93,7 @@ def plan(
 ) -> list[Shard]:
     """The shards of ``paths`` (globs expanded), in order."""
     if "-" in paths:
-        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", code=ExitCode.USAGE)
+        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", kind=Failure.USAGE)
     from ...io import parquet
 
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
@@ -286,11 +286,11 @@ class Sharding:
         if output == "-":
             if not self.join:
                 raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
-                                   code=ExitCode.USAGE)
+                                   kind=Failure.USAGE)
         shards = plan(self.engine, [path], fmt, to, op, self.shard_bytes)
         if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
             raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         if output is not None:
             from ...io.paths import refuse_overwrite
 
