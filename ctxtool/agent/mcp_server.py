@@ -14,6 +14,7 @@ call is bounded: a page reads one output once, a search stops after
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from .. import __version__
 from ..errors import CtxtoolError, Failure
 from ..tool_outputs.algorithms import GREP, READ
 from . import tools as T
@@ -32,8 +33,6 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
             f"ctxtool mcp needs the MCP Python SDK ({e.name} is missing): pip install 'ctxtool[mcp]'",
             kind=Failure.DEPENDENCY,
         ) from None
-
-    from .. import __version__
 
     server = MCPServer(
         "ctxtool",

@@ -53,6 +53,7 @@ from ..config import BY_KEY
 from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..history.archive import Summarize, archive_messages
+from ..history.pairing import pair
 from ..io.events import EventLog
 from ..model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata
 from ..policies.base import CRITICAL, WARNING, Measure
@@ -269,8 +270,6 @@ class ContextTransform:
 def agent_view(msgs: Sequence[Message]) -> tuple[list[Message], int, int]:
     """The messages a model call sees: agent-visible ones, without the calls whose results are
     hidden. Returns (messages, hidden count, stripped call count); changed messages are copies."""
-    from ..history.pairing import pair
-
     p = pair(msgs)
     hidden_calls: dict[int, set[int]] = {}
     for ci, cb, ri in p.pairs:

@@ -47,6 +47,7 @@ from typing import IO, Any
 
 from ..errors import CtxtoolError, Failure
 from ..io import jsonl as jsonio
+from ..io.paths import cache_dir as user_cache
 from .content import Corrupt, as_int, compress, iter_ref, line_count
 from .ids import PREFIX_RE, REF_RE, BadRefError
 from .objstore import CacheDir, cache_root, open_root, sub
@@ -66,7 +67,6 @@ def default_dir(cache_dir: str | Path | None = None) -> Path | str:
     """The cache root: ``cache_dir`` (a path, or a URL kept as a string), else the user's."""
     if cache_dir:
         return cache_root(cache_dir)
-    from ..io.paths import cache_dir as user_cache
 
     return user_cache()
 

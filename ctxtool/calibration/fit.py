@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import IMAGE_TOKENS
 from .features import KINDS
 
 #: held-back splits: which usage turns the fit is trained on, the others measure it
@@ -238,7 +239,5 @@ def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:
 def heuristic_calibration() -> Calibration:
     """The seeds' heuristic as a calibration: no overhead, a token per 4 characters of any
     kind, an image ~1,200 tokens. The starting point the family ratios are learned from."""
-    from ..model import IMAGE_TOKENS
-
     return Calibration(0.0, dict.fromkeys(KINDS, 0.25), float(IMAGE_TOKENS), None, "heuristic")
 

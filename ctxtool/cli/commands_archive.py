@@ -8,7 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, Failure
+from ..history import archive as ar
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
+from ..io.events import EventLog
 from . import common
 from .common import json_needs_output, warn_skipped
 from .console import err_line, out_line
@@ -76,8 +78,6 @@ def archive_cmd(
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
     from ..config import Config
-    from ..history import archive as ar
-    from ..io.events import EventLog
 
     cfg = Config({
         "compaction.tool_call_cutoff": cutoff,

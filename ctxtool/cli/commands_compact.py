@@ -11,8 +11,10 @@ import typer
 
 from ..compaction.layouts import get_layout, layout_names
 from ..compaction.settings import CompactOptions
+from ..config import Config
 from ..errors import CtxtoolError, Failure
-from ..summarizers import Closeable, summarizer_names
+from ..run.engines.base import ThreadLimiter
+from ..summarizers import Closeable, get_summarizer, summarizer_names
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
@@ -94,7 +96,6 @@ def compact(
     Exit 0 when compacted or nothing to do (the report says which)."""
     from ..compaction import pins
     from ..compaction.run import compact_file
-    from ..config import Config
 
     if output is None and not dry_run and (as_json or as_jsonl):
         raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", kind=Failure.USAGE)
@@ -193,8 +194,6 @@ def _emit_json(report: Any, jsonl: bool) -> None:
 def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
     """The summary model the flags name; ``max_in_flight`` bounds its requests through
     ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
-    from ..summarizers import get_summarizer
-
     kind = str(cfg["summarizer.kind"])
     if kind == "heuristic":
         return get_summarizer("heuristic")
@@ -209,7 +208,6 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         command=cfg["summarizer.command"] or None,
     )
     if max_in_flight:  # inside the cache: a hit never waits for a slot
-        from ..run.engines.base import ThreadLimiter
         from ..run.engines.limit import LimitedSummarizer
 
         limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)

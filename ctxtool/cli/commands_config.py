@@ -9,6 +9,7 @@ import typer
 
 from ..errors import CtxtoolError, Failure
 from . import common
+from .common import stdout_console
 from .render import emit
 
 
@@ -51,7 +52,6 @@ def config_cmd(
         v = r.value
         shown = repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else str(v)
         t.add_row(k, shown, r.source, BY_KEY[k].help, style=None if r.source == "default" else "bold")
-    from .common import stdout_console
 
     stdout_console().print(t)
 

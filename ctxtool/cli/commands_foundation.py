@@ -8,10 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from . import common, console
-from .commands_redact import RedactFlag, SecretsFromOpt
+from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
 from .console import err_line, stderr_console
 from .exits import ExitCode
@@ -348,14 +349,12 @@ def convert(
     Converting a file to its own format reproduces it; converting to ctxtool and back does
     too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
     needs -o FILE."""
-    from .. import formats
     from ..formats.convert import convert_file
 
     target = formats.writable(formats.get_format(to))
     machine = as_json or as_jsonl
     if machine and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", kind=Failure.USAGE)
-    from .commands_redact import options
 
     with common.sharding(None, [path], output, None, join) as sh:
         run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
@@ -379,8 +378,6 @@ def formats_cmd(
     it is written back (a read-only one converts with --to to any format that is). Given
     files: for each, the version of the agent that wrote it and what each type of line was
     read as (a message, a record kept verbatim, a type ctxtool does not know)."""
-    from .. import formats
-
     if paths:
         from ..formats.survey import survey_file
         from ..formats.walk import iter_paths

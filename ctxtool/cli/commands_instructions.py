@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
+from ..io.outputs import atomic_output
 from . import common, console
 from .console import err_line
 from .render import emit
@@ -34,7 +35,6 @@ def instructions_cmd(
     sources, bytes, tokens and whether the text was cut."""
     from ..agent.instructions import load_instructions
     from ..config import Config
-    from ..io.outputs import atomic_output
 
     cfg = Config({"instructions.max_bytes": max_bytes})
     tok = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None) or "heuristic"

@@ -9,8 +9,9 @@ import typer
 
 from ..errors import CtxtoolError, Failure
 from ..formats import format_names
-from ..score.core import BUDGET
+from ..score.core import BUDGET, score_files
 from ..summarizers import Closeable, summarizer_names
+from ..tokens.count import get_tokenizer
 from . import common, console
 from .common import resolve_model
 from .render import JsonlOpt, emit
@@ -47,8 +48,6 @@ def score_cmd(
     rules' verdict, and the same cut scored with no summary, a content-free summary, the removed
     part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
     from ..config import Config
-    from ..score.core import score_files
-    from ..tokens.count import get_tokenizer
 
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)

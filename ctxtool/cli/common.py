@@ -21,6 +21,7 @@ from typer.exceptions import Abort, Exit, TyperException
 from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from ..run.engines import engine_names
+from ..run.engines import sharding as make
 from .console import err_line
 from .exits import ExitCode, exit_code
 
@@ -308,8 +309,6 @@ MaxInFlightOpt = Annotated[
 def sharding(engine: str | None, paths: list[str], output: str | None, address: str | None, join: bool,
              jobs: int | None = None) -> Iterator[Any]:
     """The shards a file command runs as (None: a plain run), and the engine closed afterwards."""
-    from ..run.engines import sharding as make
-
     sh = make(engine, paths, output, address=address, join=join, workers=jobs)
     try:
         yield sh

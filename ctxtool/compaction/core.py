@@ -20,6 +20,10 @@ from .settings import CompactOptions
 
 if TYPE_CHECKING:
     from ..summarizers.heuristic import Facts
+from ..formats import get_format
+from ..summarizers.heuristic import HeuristicSummarizer
+from ..summarizers.heuristic import facts as read_facts
+from ..text.prose import one_line
 from .summarize import open_calls, summarize
 
 Event = tuple[str, dict[str, Any]]
@@ -34,8 +38,6 @@ class Outcome:
 
 
 def _heuristic() -> Summarizer:
-    from ..summarizers.heuristic import HeuristicSummarizer
-
     return HeuristicSummarizer()
 
 
@@ -64,8 +66,6 @@ def compact_transcript(
     """Compact one transcript. Returns the new transcript (``t`` itself when nothing was done),
     its report and the events to log. Raises :class:`CtxtoolError` on failure. ``out_format``
     is the format it will be written in (default: its own)."""
-    from ..formats import get_format
-
     opts = options or CompactOptions()
     tok = tok or get_tokenizer(opts.tokenizer)
     t0 = time.perf_counter()
@@ -99,7 +99,6 @@ def compact_transcript(
     summarizer = summarizer or _heuristic()
     facts = None
     if summarizer.name != "heuristic":  # a model: handed the facts, its summary checked against them
-        from ..summarizers.heuristic import facts as read_facts
 
         facts = read_facts(p.summarize, p.view.previous_summary, open_calls=pending, cwd=cwd)
         popts.facts = facts.brief()
@@ -231,7 +230,6 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
     """The rebuilt transcript with this summary, or why the summary is rejected."""
     from ..score import quality
     from ..score.core import score
-    from ..text.prose import one_line
 
     retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)
     body = sp.strip_prefix(body)

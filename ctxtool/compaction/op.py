@@ -25,11 +25,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .. import formats
 from ..errors import CtxtoolError, Failure
-from ..formats.base import Format
+from ..formats.base import ErrorPolicy, Format
 from ..model import Transcript
 from ..run.operation import Operation, RunContext, Task
 from ..summarizers import CacheCounts, Summarizer
+from ..summarizers.heuristic import HeuristicSummarizer
+from ..tokens.count import get_tokenizer
 from . import pins
 from .core import Outcome, compact_transcript
 from .report import RecordReport
@@ -89,9 +92,6 @@ def _cache_counts(summarizer: Summarizer) -> tuple[int, int]:
 
 class CompactTask(Task[CompactPart]):
     def __init__(self, op: CompactOp, ctx: RunContext) -> None:
-        from ..summarizers.heuristic import HeuristicSummarizer
-        from ..tokens.count import get_tokenizer
-
         self.op, self.ctx = op, ctx
         self.summarizer: Summarizer = op.summarizer if op.summarizer is not None else HeuristicSummarizer()
         self.tok = get_tokenizer(op.options.tokenizer)
@@ -103,8 +103,6 @@ class CompactTask(Task[CompactPart]):
         self.logged = False
 
     def begin(self, ahead: Sequence[Transcript]) -> None:
-        from .. import formats
-
         if not ahead and self.ctx.worker:  # one record or range of a larger input: may be empty
             return
         if not ahead:
@@ -192,8 +190,6 @@ def introduced(before: Sequence[tuple[str, str]], after: Sequence[tuple[str, str
 
 def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts: list[Transcript]) -> dict[int, CtxtoolError]:
     """The transcripts (by index) whose written output has a problem the compaction introduced."""
-    from .. import formats
-    from ..formats.base import ErrorPolicy
     from ..history.validate import check_messages, validate_canonical_file
 
     if target.name == "ctxtool":

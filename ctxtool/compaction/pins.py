@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import CtxtoolError, Failure
 from ..model import PINNED_PREFIX as PIN_PREFIX
-from ..model import Compaction, Message, Transcript
+from ..model import Block, Compaction, Message, Transcript
 
 
 def load(values: Iterable[str]) -> list[str]:
@@ -99,7 +99,6 @@ def missing_in(pins: Sequence[str], msgs: Iterable[Message]) -> list[str]:
 def missing(pins: Sequence[str], t: Transcript) -> list[str]:
     """The pins not in what the agent of ``t`` (a transcript read back) sees: the messages
     after its last compaction and that compaction's summary."""
-    from ..model import Block
     from ..tokens.count import get_tokenizer
     from .view import context_view
 

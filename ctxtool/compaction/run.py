@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..io.events import EventLog
+from ..io.paths import refuse_overwrite
+from ..run.operation import event_log
 from ..summarizers import Summarizer
+from ..summarizers.heuristic import HeuristicSummarizer
 from .op import CompactOp
 from .report import CompactReport, RecordReport
 from .settings import CompactOptions
@@ -46,10 +49,7 @@ def compact_file(
     column (:mod:`ctxtool.io.parquet`). ``hint``: a compacted transcript ends with a note
     naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
     from ..io.parquet import is_parquet_name
-    from ..io.paths import refuse_overwrite
-    from ..run.operation import event_log
     from ..run.runner import run_file
-    from ..summarizers.heuristic import HeuristicSummarizer
 
     src = str(path)
     out = None if output is None else str(output)

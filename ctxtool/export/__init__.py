@@ -18,11 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import formats
 from ..errors import CtxtoolError, Failure
+from ..io import files as fileio
+from ..io import outputs
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
 from .base import ExportOptions, get_renderer, plural, renderer_for_output, renderer_names
+from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
 from .walk import View, view
 
 if TYPE_CHECKING:
@@ -101,10 +105,6 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     import shutil
     import tempfile
 
-    from ..io import files as fileio
-    from ..io import outputs
-    from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
-
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), kind=Failure.USAGE)
@@ -165,7 +165,6 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
 def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Iterator[Transcript]:
     """The transcripts of ``path`` as export reads them: a Claude Code session file brings its
     subagents' transcripts (one unit); with ``redactor``, each redacted as it passes."""
-    from .. import formats
     from ..formats.walk import iter_paths
 
     files = list(iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
@@ -194,9 +193,6 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
 
 def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
             options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
-    from ..io import files as fileio
-    from ..io import outputs
-
     out = None if output is None or str(output) == "-" else str(output)
     implied = renderer_for_output(out)
     name = to or implied or "markdown"

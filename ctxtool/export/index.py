@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import formats
 from ..errors import CtxtoolError, Failure
+from ..io import outputs
 from .base import ExportOptions, get_renderer, plural
+from .html import esc, head, tail
 from .walk import Turn, View, view
 
 INDEX = "index.html"
@@ -109,9 +112,6 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
     """Write one HTML page per session file under ``output`` (a directory, made if missing)
     and ``index.html`` linking them. ``paths``: files or directories; None: the default
     session stores (Claude Code, Codex, pi)."""
-    from .. import formats
-    from ..io import outputs
-
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), kind=Failure.USAGE)
@@ -148,8 +148,6 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
 
 
 def index_html(r: IndexResult, title: str) -> Iterator[str]:
-    from .html import esc, head, tail
-
     yield head(f"{len(r.written):,} sessions · {title}", contents=False)
     yield ("<table class=\"index\"><thead><tr><th>session</th><th>format</th><th>messages</th><th>compactions</th>"
            "<th>first</th><th>last</th><th>the user's first words</th></tr></thead><tbody>\n")

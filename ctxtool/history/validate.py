@@ -11,6 +11,8 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError
+from ..io.files import local_size, open_input, reopenable
+from ..io.jsonl import loads
 from ..model import Message, Transcript
 from ..run.operation import Operation, RunContext, Task
 from .pairing import is_terminal, pair
@@ -172,9 +174,6 @@ def schema_errors(obj: Any) -> list[str]:
 
 def validate_canonical_file(path: str, label: str | None = None) -> list[Problem]:
     """Every line of a canonical JSONL file against the schema (``label``: its name in errors)."""
-    from ..io.files import open_input
-    from ..io.jsonl import loads
-
     problems: list[Problem] = []
     if path == "-":
         return problems
@@ -228,7 +227,6 @@ def validate(
     import contextlib
 
     from ..formats.walk import iter_paths
-    from ..io.files import local_size, reopenable
     from ..io.parquet import is_parquet_dir, shard_files
     from ..run.manyfiles import run_files
     from ..run.runner import run_file

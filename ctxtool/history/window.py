@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
 from ..errors import CtxtoolError, Failure
+from ..formats.base import STRUCTURE_ERRORS
 from ..model import KIND_INJECTED, Message, Transcript
 from ..run.operation import EachTask, FileResults, Operation, Results, RunContext, Task
 from ..run.runner import run_each
@@ -387,7 +388,6 @@ class _WindowTask(EachTask[WindowResult]):
 
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
         """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
-        from ..formats.base import STRUCTURE_ERRORS
         from ..formats.dataset import DatasetFormat
         from ..stats.fast import TALLY_KEY
 

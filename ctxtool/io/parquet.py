@@ -38,6 +38,8 @@ from ..formats.base import META_KEY
 from . import jsonl as jsonio
 from . import urls
 from .files import input_size
+from .outputs import atomic_output
+from .paths import refuse_overwrite
 
 if TYPE_CHECKING:
     from ..run.operation import FileRun, Operation, R
@@ -395,7 +397,6 @@ def compression(pf: Any, col: Column) -> str:
 def _write(tables: Iterator[Any], schema: Any, codec: str, dest: str) -> None:
     """The output Parquet file, a row group per table, written atomically."""
     pa = import_pyarrow()
-    from .outputs import atomic_output
 
     def readable(tmp: str) -> None:
         pa.parquet.ParquetFile(tmp).metadata  # noqa: B018  (a footer that reads back)
@@ -492,8 +493,6 @@ def run_file(
                     write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
                     threads=threads, runner=runner) as done:
         if output is not None and done.tables is not None:
-            from .paths import refuse_overwrite
-
             refuse_overwrite(path, output)
             _write(done.tables, done.schema, compression(pf, col), output)
     run: FileRun[R] = done.run

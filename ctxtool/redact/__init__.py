@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, Failure
+from ..io import urls
 from ..model import Transcript
 from ..run.operation import Operation, Results, RunContext, Task
 from ..run.runner import run_file
@@ -114,8 +115,6 @@ def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
 
 def _is_dir(path: str) -> bool:
     import os
-
-    from ..io import urls
 
     return path != "-" and not urls.is_url(path) and os.path.isdir(path)
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import policies
+from ..config import Config
 from ..errors import CtxtoolError, Failure
 from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript, group_turns
 from ..policies.base import Threshold
@@ -80,8 +81,6 @@ def thresholds(window: int | None, cfg: Any = None, settings: PolicySettings | N
     """Every registered trigger policy's thresholds for a window (``None``: unknown), with
     the settings given, else those of ``cfg`` (default: the config of the environment)."""
     if settings is None:
-        from ..config import Config
-
         settings = PolicySettings.from_config(cfg if cfg is not None else Config(), context_window=window)
     return policies.thresholds(window, settings)
 
@@ -214,8 +213,6 @@ def replay(
     """Walk ``t`` turn by turn; see the module docstring. The window is ``context_window``
     when given (``window_source`` says whence), else the resolver's (``context``, else
     ``cfg``); the thresholds are ``policies``, else the registry's with ``cfg``'s settings."""
-    from ..config import Config
-
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
     tok = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
     if context_window is not None or window_source is not None:
@@ -388,7 +385,6 @@ def replay_file(
     registry name (or entry) given as ``--model``."""
     from itertools import count
 
-    from ..config import Config
     from ..run.operation import Each
     from ..run.runner import run_file
 

@@ -22,10 +22,11 @@ from ..io import jsontext
 from ..io.events import EventLog
 from ..io.files import check_input
 from ..io.outputs import atomic_output, output_error
+from ..io.paths import make_temp_dir
 from ..model import Transcript
 from .operation import FileRun, Operation, R, RunContext
 from .pool import gc_paused, worker_pool
-from .serial import TaskStream
+from .serial import TaskStream, run_serial
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +79,6 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
 def _parts_dir(output: str) -> str:
     """Beside the output (the parts are joined into it), named for this process: the next
     run in that directory removes it if this process dies (:func:`ctxtool.io.paths.make_temp_dir`)."""
-    from ..io.paths import make_temp_dir
-
     base = tempfile.gettempdir() if output == "-" else os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(base, exist_ok=True)
@@ -207,8 +206,6 @@ def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: st
     runs come back as one, their reports merged in order as the caller merges them: one
     report crosses between the processes instead of one per file (each costs ~0.15 ms to
     pickle and unpickle, as much as reading a small session)."""
-    from .serial import run_serial
-
     out: list[FileRun[R] | CtxtoolError] = []
     for p in paths:
         try:

@@ -41,6 +41,7 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..io.files import check_input, input_size
+from ..io.paths import refuse_overwrite
 from ..model import Transcript
 from .operation import FileResults, FileRun, Operation, R, Results, event_log
 
@@ -94,7 +95,6 @@ def run_file(
     directory of them: shards) runs through :mod:`ctxtool.io.parquet`, its conversation in the
     column ``messages_column`` (None: found)."""
     from ..io import parquet
-    from ..io.paths import refuse_overwrite
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", kind=Failure.USAGE)

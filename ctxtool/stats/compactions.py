@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.timestamps import entry_time, iso
-from ..model import Compaction, Entry, Message, Record, Transcript
+from ..model import Compaction, Entry, Message, Record, Transcript, group_turns, source_lines
 from ..tokens.context import BOUNDARY_RECORDS, estimate, is_summary, view
 
 #: defaults of the loop rule (another compaction within this many turns or minutes)
@@ -175,8 +175,6 @@ def _markers(entries: Sequence[Entry]) -> list[_Marker]:
 
 
 def _line(e: Entry) -> int | None:
-    from ..model import source_lines
-
     lines = source_lines(e)
     return lines[0].lineno if lines else None
 
@@ -209,7 +207,6 @@ def transcript_compactions(
     t: Transcript, *, loop_turns: int = LOOP_TURNS, loop_minutes: float = LOOP_MINUTES
 ) -> TranscriptCompactions:
     """The compactions of one transcript (see the module's notes)."""
-    from ..model import group_turns
     from ..summarizers.prompt import extract_files
 
     entries = t.entries

@@ -30,6 +30,7 @@ from ..history.pairing import Event
 from ..io.jsonl import Source
 from ..model import KIND_INJECTED, Line, Transcript, injected_text
 from ..tokens.context import SUMMARY_PREFIX, ContextSettings
+from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
 
 #: where a read transcript carries its tally (a stand-in without messages: stats only reads)
 TALLY_KEY = "stats_tally"
@@ -235,7 +236,6 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
     from .figures import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
 
     f = Figures()

@@ -7,9 +7,11 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..config import Config
 from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..formats.walk import iter_paths
+from ..io.outputs import atomic_output
 from ..model import Transcript
 from ..tokens.context import ContextSettings
 from ..tokens.count import Tokenizer, get_tokenizer
@@ -106,8 +108,6 @@ def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, co
 
 def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int | None,
            settings: Any) -> tuple[Tokenizer, ContextSettings, int | None, Any]:
-    from ..config import Config
-
     tok = get_tokenizer(tokenizer or "heuristic")
     cfg = settings if settings is not None else Config()
     cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
@@ -120,9 +120,6 @@ def write_rows(rows: list[dict[str, Any]], path: str) -> None:
     import os
 
     import polars as pl
-
-    from ..errors import CtxtoolError
-    from ..io.outputs import atomic_output
 
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".csv", ".parquet"):

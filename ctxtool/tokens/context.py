@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CtxtoolError
 from ..model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
 from .count import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
 
@@ -145,7 +146,6 @@ class ContextSettings:
 def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
     """The agent's own rule for the window of a model it recorded (Claude Code's 200,000
     without the ``[1m]`` suffix): :meth:`ctxtool.formats.base.Format.agent_window`."""
-    from ..errors import CtxtoolError
     from ..formats import get_format
 
     try:
@@ -249,7 +249,6 @@ def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[st
     """What a compaction entry shows the agent and the first message it kept: the format's
     own answer (:meth:`ctxtool.formats.base.Format.read_compaction`) for a transcript."""
     if isinstance(source, Transcript):
-        from ..errors import CtxtoolError
         from ..formats import get_format
 
         try:

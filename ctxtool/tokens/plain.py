@@ -133,7 +133,6 @@ def _not_a_transcript(data: bytes, name: str) -> bool:
     if not data.strip():
         return False
     from .. import formats
-    from ..errors import CtxtoolError
     from ..io.jsonl import _open_source
 
     try:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import formats
+from ..cache.ids import REF_IN_TEXT_RE
 from ..formats.walk import iter_paths
 from .common import block_text
 
 
 def referenced_refs(paths: Iterable[str], fmt: str | None = None) -> set[str]:
     """Every ref a transcript names: metadata refs and ``ref=<sha256>`` in any text."""
-    from ..cache.ids import REF_IN_TEXT_RE
-
     out: set[str] = set()
     for p in iter_paths(paths):
         for t in formats.read(p, fmt):

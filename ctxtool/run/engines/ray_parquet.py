@@ -38,6 +38,7 @@ from ...errors import CtxtoolError
 from ...io import jsonl as jsonio
 from ...io import parquet, urls
 from ...io.events import EventLog
+from ...io.paths import make_temp_dir, remove_quietly
 from .jobs import ShardJob, ShardResult, _put, _umask
 from .ray import CPUS_PER_TASK, RayEngine
 
@@ -132,8 +133,6 @@ def _write(ray: Any, job: ShardJob, refs: list[Any], rows: int, schema: Any, cod
 
         tmp = urls.join(parent, f".ctxtool-ray-{uuid.uuid4().hex}")
     else:
-        from ...io.paths import make_temp_dir
-
         os.makedirs(parent, exist_ok=True)
         tmp = make_temp_dir(parent, "ctxtool-ray")
     try:
@@ -213,7 +212,6 @@ def _remove(tmp: str) -> None:
             fs, inner = urls.filesystem(tmp)
             fs.rm(inner, recursive=True)
         return
-    from ...io.paths import remove_quietly
 
     remove_quietly(tmp)
 

@@ -37,6 +37,7 @@ from ...io import urls
 from ...io.events import EventLog
 from ...io.files import check_input, input_size, open_raw
 from ...io.outputs import atomic_output, output_error
+from ...io.paths import make_temp, refuse_overwrite
 from ..operation import FileRun, Operation, R, RunContext
 from .base import Engine
 from .jobs import Shard, ShardJob, ShardResult, _put, _umask
@@ -198,8 +199,6 @@ def run_shard(job: ShardJob) -> ShardResult:
 
 def _local_temp(output: str) -> str:
     """A temporary file for a shard: beside a local output (renamed into place), else in /tmp."""
-    from ...io.paths import make_temp
-
     where = tempfile.gettempdir() if urls.is_url(output) else os.path.dirname(output)
     fd, tmp = make_temp(where, os.path.basename(output))
     os.close(fd)
@@ -292,8 +291,6 @@ class Sharding:
             raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
                                kind=Failure.USAGE)
         if output is not None:
-            from ...io.paths import refuse_overwrite
-
             refuse_overwrite([s.input for s in shards if not urls.is_url(s.input)], output)
         if output is None:
             outdir = None
