@@ -194,6 +194,7 @@ def token_count(v: Any, what: str = "usage count") -> int:
     elif isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 30:
         n = int(v)
     if n is None or not -MAX_COUNT < n < MAX_COUNT:
+        # lazy: start-up (loaded only when this runs: .errors)
         from .errors import CtxtoolError
 
         shown = v if isinstance(v, (int, float, str)) and len(repr(v)) < 40 else type(v).__name__

@@ -103,6 +103,7 @@ def clip_utf8(data: bytes, limit: int) -> bytes:
 
 
 def global_path() -> Path:
+    # lazy: start-up (loaded only when this runs: ..io.paths)
     from ..io.paths import config_dir
 
     return config_dir() / FILENAME
@@ -123,6 +124,7 @@ def load_instructions(
         raise CtxtoolError("not a directory", path=str(d), kind=Failure.USAGE)
     d = d.resolve()
     if max_bytes is None:
+        # lazy: start-up (loaded only when this runs: ..config)
         from ..config import Config
 
         max_bytes = int(Config()["instructions.max_bytes"])

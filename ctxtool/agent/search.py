@@ -73,6 +73,7 @@ def search_transcripts(
     """The messages of the transcripts in ``paths`` whose blocks hold ``query`` (any case),
     in file and message order; one hit per block. ``skip`` passes over the first hits (the
     next page), ``max_hits`` stops after that many (``more`` set)."""
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import read
 
     if not query:

@@ -44,6 +44,7 @@ def add_hint(t: Any) -> bool:
     """``--agent-hint``: :data:`HINT` as a system message at the end of transcript ``t``
     (once: not when it is there already); whether it was added. A format with no system
     messages (Gemini CLI's) writes it as a user message."""
+    # lazy: start-up (loaded only when this runs: ..model)
     from ..model import Block, Message
 
     if any(is_hint(m) for m in t.iter_messages()):
@@ -182,6 +183,7 @@ def search(roots: Sequence[str], query: str, paths: Sequence[str] | None = None,
            skip: int | None = None) -> str:
     """``transcript_search``: the messages of the given transcripts (default: every one under
     ``roots``) that hold ``query``, each as ``<file>:<line> message <index> (<role>, <block>): <snippet>``."""
+    # lazy: start-up (`ctxtool truncate` would load ctxtool.agent.search)
     from .search import search_transcripts
 
     max_hits = _int("max_hits", max_hits, 1, DEFAULT_HITS)

@@ -135,6 +135,7 @@ class ContextTransform:
         if tool_call_cutoff is not None and tool_call_cutoff < 0:
             raise CtxtoolError("tool_call_cutoff must be >= 0", kind=Failure.USAGE)
         if max_messages is not None or max_chars is not None:
+            # lazy: start-up (loaded only when this runs: ..history.window)
             from ..history.window import normalize_strategy
 
             strategy = normalize_strategy(strategy)
@@ -196,6 +197,7 @@ class ContextTransform:
                 step.actions.append("cut")
         # 4. window
         if self.max_messages is not None or self.max_chars is not None:
+            # lazy: start-up (loaded only when this runs: ..history.window)
             from ..history.window import window_messages
 
             msgs, dropped = window_messages(
@@ -233,6 +235,7 @@ class ContextTransform:
             self.events.emit("warning", char_count=chars, threshold=threshold, level=v.status)
 
     def _cut(self, msgs: list[Message]) -> tuple[list[Message], int]:
+        # lazy: start-up (loaded only when this runs: ..history.cut)
         from ..history.cut import find_cut
 
         assert self.context_window

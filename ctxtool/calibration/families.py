@@ -45,6 +45,7 @@ def family_of(model: str | None) -> str:
     one its name's prefix names (:data:`FAMILY_PREFIXES`), else ``generic``."""
     if not model:
         return GENERIC
+    # lazy: start-up (loaded only when this runs: ..tokens.models)
     from ..tokens.models import lookup
 
     info = lookup(model)
@@ -95,6 +96,7 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
     (leave one file out; a family of one file has none). ``generic`` pools every family."""
     from statistics import median
 
+    # lazy: start-up (loaded only when this runs: ..tokens.bpe, ..tokens.context, ..tokens.count)
     from ..tokens.bpe import TOKENIZERS
     from ..tokens.context import last_model
     from ..tokens.count import count_messages, get_tokenizer

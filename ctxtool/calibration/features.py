@@ -137,6 +137,7 @@ def turn_samples(t: Transcript) -> list[TurnSample]:
     """The turns of ``t`` that record input tokens, each with the context its call saw: the
     agent-visible messages before it, restarted at a compaction entry (its summary and the
     messages it keeps) or at a compaction-summary message."""
+    # lazy: start-up (loaded only when this runs: ..tokens.context)
     from ..tokens.context import read_compaction
 
     msgs = t.messages

@@ -144,6 +144,7 @@ def _settle(code: int) -> int:
             closed_pipe()
         except (OSError, ValueError) as e:
             if stream is sys.stdout:
+                # lazy: start-up (`ctxtool --version` would load ctxtool.io)
                 from ..io.outputs import output_error
 
                 err = output_error(e if isinstance(e, OSError) else OSError(str(e)), None)

@@ -28,6 +28,7 @@ def _archive_summarizer(cfg: Any) -> Any:
     kind = str(cfg["summarizer.kind"] or "heuristic")
     if kind == "heuristic":
         return None
+    # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
     from ..summarizers import SummaryRequest, get_summarizer
 
     s = get_summarizer(kind, **_summarizer_options(cfg))
@@ -77,6 +78,7 @@ def archive_cmd(
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
+    # lazy: start-up (`ctxtool archive` would load ctxtool.config)
     from ..config import Config
 
     cfg = Config({

@@ -54,6 +54,7 @@ def check(
     the transcript records (Codex), the registry entry of its last model, else unknown.
     Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
     --policy (2 for a missing window under --policy ratio)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.check, ctxtool.policies.settings, ctxtool.tokens.context)
     from ..policies.check import check_transcript
     from ..policies.settings import PolicySettings
     from ..tokens.context import ContextSettings
@@ -107,6 +108,7 @@ def _window_text(c: Any) -> str:
 
 
 def _render_check(results: list[Any], s: Any, policy: str) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()

@@ -94,6 +94,7 @@ def compact(
     rebuild the transcript in its own format (or --to). Kept messages are written byte for
     byte; the output is validated before it is written; the input is never modified.
     Exit 0 when compacted or nothing to do (the report says which)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache, ctxtool.compaction.pins)
     from ..compaction import pins
     from ..compaction.run import compact_file
 
@@ -208,12 +209,14 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         command=cfg["summarizer.command"] or None,
     )
     if max_in_flight:  # inside the cache: a hit never waits for a slot
+        # lazy: start-up (`ctxtool --help` would load ctxtool.run.engines.limit)
         from ..run.engines.limit import LimitedSummarizer
 
         limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
         inner = LimitedSummarizer(inner, limiter)
     if no_cache:
         return inner
+    # lazy: start-up (`ctxtool compact` would load ctxtool.cache, ctxtool.io.paths)
     from ..io.paths import cache_dir
     from ..summarizers.cache import CachedSummarizer
 

@@ -38,6 +38,7 @@ def compactions_cmd(
 
 
 def _render(rep: Any) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     con = stdout_console()

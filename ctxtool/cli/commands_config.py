@@ -21,6 +21,7 @@ def config_cmd(
     """Print every setting's resolved value and where it came from: default, file (ctxtool.toml
     or [tool.ctxtool] in pyproject.toml, in this directory or a parent; $CTXTOOL_CONFIG
     names another), env (CTXTOOL_SECTION_NAME) or flag. Commands' flags override all."""
+    # lazy: start-up (loaded only when this runs: ..config)
     from ..config import BY_KEY, Config, find_config_file
 
     cfg = Config()
@@ -42,6 +43,7 @@ def config_cmd(
     if keys and len(keys) == 1 and items:
         sys.stdout.write(f"{items[0][1].value}\n")
         return
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     t = Table(title=f"settings (config file: {found[0] if found else 'none'})", title_justify="left",

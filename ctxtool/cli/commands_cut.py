@@ -28,6 +28,7 @@ def _transform(
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..run.operation import Each
     from ..run.runner import run_file
 
@@ -70,6 +71,7 @@ def cut(
     MaxTokens). cut_index indexes the message list as `ctxtool convert --to ctxtool` orders
     it; null when nothing needs cutting. With -o, write the kept messages (and system
     prompts) unchanged."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.settings)
     from ..history.cut import cut_transcript
     from ..policies.settings import PolicySettings
 
@@ -117,6 +119,7 @@ def cut(
 
 
 def _render_cut(reports: list[Any]) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()

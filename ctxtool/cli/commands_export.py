@@ -45,6 +45,7 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     caveats, hook output, meta lines) marked apart from the user's words. HTML adds contents linking
     each user turn, compaction and record, the assistant's Markdown rendered, pages, search and
     expand/collapse all (one inline script its Content-Security-Policy allows; nothing fetched)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.export)
     from ..export import export_file
     from ..export.base import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions
 
@@ -62,6 +63,7 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
         return
     secrets = options(secrets_from) if redact or secrets_from else None
     if output and output != "-" and (output.endswith("/") or os.path.isdir(output)):  # a session as page files
+        # lazy: start-up (`ctxtool --help` would load ctxtool.export)
         from ..export import PAGES_INDEX, export_pages
 
         if to not in (None, "html"):
@@ -78,6 +80,7 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
 
 def _many(path: str | None, to: str | None, output: str | None, fmt: str | None, opts: object) -> None:
     """A directory or the default session stores: a page per session and an index."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.export)
     from ..export.index import INDEX, export_index
 
     if to not in (None, "html"):

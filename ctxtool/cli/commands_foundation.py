@@ -57,6 +57,7 @@ def stats(
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
     Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
     files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base, ctxtool.formats.walk)
     from ..formats.walk import iter_paths
     from ..stats import files as st
 
@@ -74,6 +75,7 @@ def stats(
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
+    # lazy: start-up (`ctxtool models` would load ctxtool.io.files)
     from ..io.files import input_size
 
     size = sum(input_size(f) or 0 for f in files)
@@ -94,6 +96,7 @@ def stats(
         prog.start()
     from contextlib import ExitStack
 
+    # lazy: start-up (`ctxtool validate` would load ctxtool.config)
     from ..config import Config
 
     cfg = Config()  # read once: the head and the run resolve the same settings
@@ -153,6 +156,7 @@ def stats(
 
 def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -> bool:
     """Count ``files`` as plain text (like ttok) if none of them is a transcript; whether they were."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.plain)
     from ..tokens.plain import count_text, is_plain_text
 
     if not files or not all(is_plain_text(f) for f in files):
@@ -185,6 +189,7 @@ CONTEXT_ROWS = common.TABLE_ROWS  # transcripts in the context table: those with
 
 
 def _render_stats(report, top: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.stats.figures)
     from ..stats.figures import most_context
     from .table import Table
 
@@ -309,6 +314,7 @@ def validate(
     """Check schema (canonical files) and structure: tool results without a call, calls
     without a result, duplicate ids, a trailing assistant message with unanswered calls.
     Exit 4 when anything is wrong."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..history import validate as v
 
     report = v.validate(paths, fmt, jobs=jobs, messages_column=messages_column)
@@ -349,6 +355,7 @@ def convert(
     Converting a file to its own format reproduces it; converting to ctxtool and back does
     too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
     needs -o FILE."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..formats.convert import convert_file
 
     target = formats.writable(formats.get_format(to))
@@ -379,6 +386,7 @@ def formats_cmd(
     files: for each, the version of the agent that wrote it and what each type of line was
     read as (a message, a record kept verbatim, a type ctxtool does not know)."""
     if paths:
+        # lazy: start-up (`ctxtool --help` would load ctxtool.formats.survey, ctxtool.formats.walk)
         from ..formats.survey import survey_file
         from ..formats.walk import iter_paths
 
@@ -416,6 +424,7 @@ def models_cmd(
     """List the model registry (context window, max output, prices, encoding, the aliases each
     entry also answers to, and where its window and prices came from: litellm's maintained
     table, ctxtool's own entries, or the user's override file)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.tokens.models)
     from ..tokens import models as registry
     from .table import Table
 

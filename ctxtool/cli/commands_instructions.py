@@ -33,6 +33,7 @@ def instructions_cmd(
     directory, the project root's (found by .git, .hg, go.mod, package.json or pyproject.toml)
     and the working directory's; merge them in that order under the 32 KiB cap and report
     sources, bytes, tokens and whether the text was cut."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.agent, ctxtool.config)
     from ..agent.instructions import load_instructions
     from ..config import Config
 

@@ -46,6 +46,7 @@ SHOWN = 50
 
 def options(secrets_from: list[str] | None = None, deny: list[str] | None = None, allow: list[str] | None = None,
             drop_binary: bool = False, keep_signatures: bool = False) -> RedactOptions:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..redact.detect import RedactOptions
 
     return RedactOptions(tuple(secrets_from or ()), tuple(deny or ()), tuple(allow or ()),
@@ -79,6 +80,7 @@ def redact(
     URLs, keyword assignments, high-entropy strings) plus --secrets-from, --deny and --allow.
     The output is the same format with every id, pair and parent link kept. The report names
     each finding's kind, file, line, message and field, never the secret."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..redact import redact_files
 
     machine = as_json or as_jsonl

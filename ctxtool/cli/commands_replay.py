@@ -41,6 +41,7 @@ def replay_cmd(
     output tokens per API call, running context, percent of the window, average turn size,
     turns left, where each trigger policy would have compacted and where the 95% hard limit
     would have stopped the agent. Table, --json, a terminal chart and --plot FILE."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.settings)
     from ..config import Config
     from ..replay.charts import write_plot
     from ..replay.core import replay_file
@@ -48,6 +49,7 @@ def replay_cmd(
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.walk)
     from ..formats.walk import iter_paths
 
     files = list(iter_paths(paths))
@@ -77,6 +79,7 @@ def replay_cmd(
 
 
 def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.policies.settings)
     from ..replay.charts import terminal_chart
     from ..replay.core import THRESHOLD_COLORS, title
     from .table import SIMPLE_HEAD, Table
@@ -138,6 +141,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
 
 
 def _render_many(reports: list[Any]) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     con = stdout_console()

@@ -47,12 +47,14 @@ def score_cmd(
     the weighted retention, continuation recall, false claims about the task's state, the quality
     rules' verdict, and the same cut scored with no summary, a content-free summary, the removed
     part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
+    # lazy: start-up (`ctxtool score` would load ctxtool.config)
     from ..config import Config
 
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None
     if judge is not None:
+        # lazy: start-up (`ctxtool score` would load ctxtool.cli.commands_check)
         from .commands_compact import _summarizer
 
         cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
@@ -100,6 +102,7 @@ def _pct(x: float | None) -> str:
 
 
 def _render(reps: list[ScoreReport], out: console.PrintableStream, max_lost: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.text.prose)
     from ..text.prose import one_line
 
     for r in reps:

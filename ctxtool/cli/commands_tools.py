@@ -29,6 +29,7 @@ EventsOpt = Annotated[
 
 
 def _cache(cache_dir: str | None) -> Any:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache, ctxtool.config)
     from ..cache import RefCache
     from ..config import Config
 
@@ -93,6 +94,7 @@ def _summary(rep: Any, cache_root: Any, tokenizer: str) -> list[str]:
 
 
 def _presets() -> tuple[list[str], dict[str, str], str]:
+    # lazy: start-up (loaded only when this runs: ..tool_outputs.algorithms)
     from ..tool_outputs.algorithms import PRESET_ALIASES, PRESET_HELP, PRESETS
 
     return list(PRESETS), PRESET_ALIASES, "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
@@ -102,12 +104,14 @@ _PRESETS, _PRESET_ALIASES, _PRESETS_HELP = _presets()
 
 
 def _modes() -> list[str]:
+    # lazy: start-up (loaded only when this runs: ..tool_outputs.algorithms)
     from ..tool_outputs.algorithms import MODES
 
     return list(MODES)
 
 
 def _modes_help() -> str:
+    # lazy: start-up (loaded only when this runs: ..tool_outputs.algorithms)
     from ..tool_outputs.algorithms import MODES
 
     return "; ".join(f"{name} ({m.description})" for name, m in MODES.items())
@@ -155,6 +159,7 @@ def truncate(
 ) -> None:
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
+    # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config)
     from ..config import Config
     from ..tool_outputs import algorithms as toolout
     from ..tool_outputs.files import truncate_file
@@ -208,6 +213,7 @@ def restore(
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.agent)
     from ..tool_outputs.files import restore_file
 
     cache = _cache(cache_dir)
@@ -248,6 +254,7 @@ def trim(
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
     --budget: clamp(window x 0.25, 20k, 60k) of each transcript's window (--context-window,
     --model, the config, else what the transcript records or its model's)."""
+    # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config, ctxtool.tokens)
     from ..config import Config
     from ..tokens.context import ContextSettings
     from ..tool_outputs.files import trim_file
@@ -393,6 +400,7 @@ def refs_gc(
     as_json: common.JsonOpt = False,
 ) -> None:
     """Delete refs that none of the given transcripts reference. Dry run unless --yes."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache)
     from ..tool_outputs.refs import referenced_refs
 
     referenced = referenced_refs(paths, fmt)

@@ -58,6 +58,7 @@ def usage(
     """Tokens (input, output, cache write, cache read) and cost in USD of agent sessions, each API
     call counted once across copied and resumed sessions. Prices: `ctxtool models`, overridable
     by the user's models file."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..usage import usage_report
 
     cb, stop = _progress()
@@ -210,12 +211,14 @@ def _total(report: UsageReport, short: bool) -> dict[str, str]:
 
 
 def _first(report: UsageReport) -> str:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..usage.report import GROUPINGS
 
     return GROUPINGS[report.by].title
 
 
 def _table(report: UsageReport) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     if not report.files:

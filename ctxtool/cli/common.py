@@ -33,6 +33,7 @@ class State:
 def warn_unknown_models(names: Any) -> None:
     """A warning on stderr for each model name (recorded in a transcript) that the registry
     does not know, saying how to add it."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
     from ..tokens import models as registry
 
     for name in registry.unknown(names):
@@ -57,6 +58,7 @@ class CtxGroup(TyperGroup):
         if cmd is None and name in self.lazy:
             import typer.main as tm
 
+            # lazy: start-up (`ctxtool --version` would load ctxtool.cli.names)
             from .names import accept_former_names
 
             info = self.lazy[name]
@@ -158,6 +160,7 @@ def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
     if output is None or output == "-":
         yield
         return
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.outputs import atomic_output
     from ..io.paths import refuse_overwrite
 
@@ -269,6 +272,7 @@ OutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 def _tokenizers() -> tuple[str, ...]:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..tokens.count import ESTIMATORS
 
     return ESTIMATORS
@@ -322,6 +326,7 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
     strict: an unknown one is a usage error naming the closest registered names."""
     info = None
     if model:
+        # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
         from ..tokens.models import require
 
         info = require(model)
@@ -333,6 +338,7 @@ def stdout_console() -> Any:
     """stdout for tables and lines people read (:class:`ctxtool.cli.table.Out`): the
     terminal's width, or wide enough when piped; plain text without rich where rich would
     print plain text."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.cli.table)
     from .table import Out
 
     return Out()
@@ -413,6 +419,7 @@ def resolve_settings(
     flags: dict[str, Any] | None = None,
 ) -> tuple[Any, Any, Any]:
     """(Config, ModelInfo | None, Tokenizer) with flags over env over file over defaults."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.config, ctxtool.io)
     from ..config import Config
     from ..tokens.count import get_tokenizer
 
@@ -431,6 +438,7 @@ def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Ca
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
     (:func:`ctxtool.run.manyfiles.each_result`)."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.formats.walk)
     from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 

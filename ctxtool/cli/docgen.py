@@ -45,6 +45,7 @@ def leaves() -> dict[str, Any]:
 
 
 def generate() -> str:
+    # lazy: start-up (loaded only when this runs: .names)
     from .names import naming_table
 
     cmds = commands()

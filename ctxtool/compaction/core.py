@@ -228,6 +228,7 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
             rep: RecordReport, files: tuple[list[str], list[str]], target: Format,
             facts: Facts | None = None) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
+    # lazy: start-up (loaded only when this runs: ..score, ..score.core)
     from ..score import quality
     from ..score.core import score
 

@@ -119,6 +119,7 @@ class CompactTask(Task[CompactPart]):
         o = compact_transcript(t, self.summarizer, self.op.options, dry_run=self.op.dry_run, tok=self.tok,
                                out_format=self.target.name)
         if self.op.hint and o.report.status == "compacted":
+            # lazy: start-up (loaded only when this runs: ..agent.tools)
             from ..agent.tools import add_hint
 
             add_hint(o.transcript)
@@ -190,6 +191,7 @@ def introduced(before: Sequence[tuple[str, str]], after: Sequence[tuple[str, str
 
 def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts: list[Transcript]) -> dict[int, CtxtoolError]:
     """The transcripts (by index) whose written output has a problem the compaction introduced."""
+    # lazy: start-up (loaded only when this runs: ..history.validate)
     from ..history.validate import check_messages, validate_canonical_file
 
     if target.name == "ctxtool":

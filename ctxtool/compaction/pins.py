@@ -99,6 +99,7 @@ def missing_in(pins: Sequence[str], msgs: Iterable[Message]) -> list[str]:
 def missing(pins: Sequence[str], t: Transcript) -> list[str]:
     """The pins not in what the agent of ``t`` (a transcript read back) sees: the messages
     after its last compaction and that compaction's summary."""
+    # lazy: start-up (loaded only when this runs: ..tokens.count, .view)
     from ..tokens.count import get_tokenizer
     from .view import context_view
 

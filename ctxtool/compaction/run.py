@@ -48,6 +48,7 @@ def compact_file(
     (:class:`ctxtool.run.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
     column (:mod:`ctxtool.io.parquet`). ``hint``: a compacted transcript ends with a note
     naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
+    # lazy: start-up (loaded only when this runs: ..io.parquet, ..run.runner)
     from ..io.parquet import is_parquet_name
     from ..run.runner import run_file
 
@@ -78,6 +79,7 @@ def compact_file(
 
 def compact_paths(paths: Sequence[str | Path], output_dir: str | Path, **kwargs: Any) -> list[CompactReport]:
     """Compact several files into ``output_dir`` (same file names)."""
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
     from ..formats.walk import iter_paths
 
     out = Path(output_dir)

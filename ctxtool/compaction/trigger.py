@@ -20,6 +20,7 @@ from .settings import CompactOptions
 def context_settings(opts: CompactOptions) -> Any:
     """The flags and config for the window (:class:`ctxtool.tokens.context.ContextSettings`);
     ``opts.context_window`` acts as ``--context-window``."""
+    # lazy: start-up (loaded only when this runs: ..tokens.context)
     from ..tokens.context import ContextSettings
 
     cs = opts.context if opts.context is not None else ContextSettings()
@@ -42,6 +43,7 @@ def resolve_window(t: Transcript, opts: CompactOptions) -> int | None:
 
 def policy_settings(opts: CompactOptions, window: int | None) -> Any:
     """Every policy's settings (the config's, as ``check`` reads them) with the options'."""
+    # lazy: start-up (loaded only when this runs: ..policies.settings)
     from ..policies.settings import PolicySettings
 
     values = dict(opts.policy_values)
@@ -64,6 +66,7 @@ def decide(
     """The trigger (policy ``opts.policy``; seed 000 by default: context ≥ window − reserve,
     else ≥ MaxTokens without a window) over the transcript's current context, as ``ctxtool
     check`` decides it; ``force`` skips it."""
+    # lazy: start-up (loaded only when this runs: ..policies.base, ..policies.check)
     from ..policies.base import ERROR
     from ..policies.check import check_messages, check_transcript
 

@@ -118,6 +118,7 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     with contextlib.ExitStack() as stack:
         redactor = None
         if redact is not None:
+            # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
             from ..redact.core import Redactor
 
             redactor = stack.enter_context(Redactor(redact))
@@ -165,11 +166,13 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
 def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Iterator[Transcript]:
     """The transcripts of ``path`` as export reads them: a Claude Code session file brings its
     subagents' transcripts (one unit); with ``redactor``, each redacted as it passes."""
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
     from ..formats.walk import iter_paths
 
     files = list(iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
     read: Iterator[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
     if redactor is not None:
+        # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
         from ..redact import redacted
 
         read = redacted(read, redactor)
@@ -184,6 +187,7 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     is written out (a large file is never held as one document). ``redact``: each
     transcript's secrets replaced first, as ``ctxtool redact`` does."""
     if redact is not None:
+        # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
         from ..redact.core import Redactor
 
         with Redactor(redact) as r:

@@ -87,6 +87,7 @@ def page_name(source: str, root: str | None) -> str:
 def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
     """(file, the root its page name is made under): the files of each path given (a
     directory searched recursively), else of the default session stores."""
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
     from ..formats.walk import iter_paths
 
     if paths:
@@ -95,6 +96,7 @@ def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
             root = p if Path(p).is_dir() else None
             out += [(f, root) for f in iter_paths([p])]
         return out
+    # lazy: start-up (loaded only when this runs: ..usage.stores)
     from ..usage.stores import default_stores, session_files
 
     stores = default_stores()

@@ -50,6 +50,7 @@ class Lazy:
             return True
         keys = self.keys
         if self.records:
+            # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
             from .dataset import MESSAGE_KEYS
 
             keys += MESSAGE_KEYS
@@ -187,6 +188,7 @@ def detect(src: Source) -> Format:
 def read_source(
     src: Source, fmt: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from .base import STRUCTURE_ERRORS, ErrorPolicy, malformed
 
     f = get_format(fmt) if isinstance(fmt, str) else fmt
@@ -220,6 +222,7 @@ def _some_messages(ts: Iterator[Transcript], path: str) -> Iterator[Transcript]:
     without messages are held until one with messages shows the file is not that."""
     from collections import Counter
 
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..model import Message, Record
 
     held: list[Transcript] = []
@@ -267,6 +270,7 @@ def read(
     path: str | Path, format: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
     """Read every transcript in ``path`` (``-`` for stdin), detecting the format unless given."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.jsonl import open_source
 
     yield from read_source(open_source(path), format, policy)
@@ -309,6 +313,7 @@ def write(transcripts: Iterable[Transcript], out, format: str | Format | None = 
 
 def write_path(transcripts: Iterable[Transcript], path: str | Path | None, format: str | Format | None = None) -> None:
     """Write atomically to ``path`` (``-`` or None: stdout)."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.outputs import atomic_output
 
     with atomic_output(path) as out:
@@ -322,6 +327,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     as it came (source lines reused); otherwise every message is rendered anew
     and bookkeeping lines, which ``f`` has no place for, are left out.
     """
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.io)
     from ..model import Compaction, Entry, Message, Record, Transcript
     from .base import make_exact, source_style
 
@@ -381,6 +387,7 @@ def split_plan(
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
     ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`)."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.files import input_size, splittable
     from ..io.jsonl import open_source, split_ranges
 

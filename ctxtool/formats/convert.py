@@ -48,6 +48,7 @@ def convert_file(
     get_format(to)  # an unknown name is a usage error before anything is read
     if redact is None:
         return run_file(Identity(records), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
+    # lazy: start-up (`ctxtool convert` would load ctxtool.redact)
     from ..redact.core import Redactor  # lazy: only --redact loads the redactor
 
     with Redactor(redact) as r:

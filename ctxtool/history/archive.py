@@ -461,6 +461,7 @@ def archive_file(
     """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
     ``dry_run``: nothing is written, the report says what would be archived). ``engine``: run
     as shards (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..run.operation import Each
     from ..run.runner import run_file
 

@@ -379,6 +379,7 @@ class _WindowTask(EachTask[WindowResult]):
 
     def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
         if self.fast:
+            # lazy: start-up (loaded only when this runs: ..stats)
             from ..stats import fast as stats_fast
 
             ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
@@ -388,6 +389,7 @@ class _WindowTask(EachTask[WindowResult]):
 
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
         """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
+        # lazy: start-up (loaded only when this runs: ..formats.dataset, ..stats.fast)
         from ..formats.dataset import DatasetFormat
         from ..stats.fast import TALLY_KEY
 

@@ -119,6 +119,7 @@ class Column:
 
 def find_column(schema: Any, name: str | None, path: str) -> Column:
     """The conversation column of an Arrow ``schema``: ``name``, else found (see the module)."""
+    # lazy: start-up (loaded only when this runs: ..formats.dataset)
     from ..formats.dataset import MESSAGE_KEYS
 
     pa = import_pyarrow()

@@ -67,6 +67,7 @@ def same_file(a: str | Path, b: str | Path | None) -> bool:
 
 def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | Path | None) -> None:
     """Inputs are never modified: refuse an ``output`` that is one of the ``sources``."""
+    # lazy: start-up (loaded only when this runs: ..errors)
     from ..errors import CtxtoolError, Failure
 
 

@@ -100,6 +100,7 @@ def _uncertainty(source: Transcript | Sequence[Message], tok: Tokenizer, info: C
     """The estimate's error bar and the policies whose verdict could flip within it."""
     from dataclasses import replace
 
+    # lazy: start-up (loaded only when this runs: ..calibration.accuracy)
     from ..calibration.accuracy import context_error, flips
 
     bar = context_error(source if isinstance(source, Transcript) else None, tok, info.tokens, info.tokens_source,

@@ -102,6 +102,7 @@ class RedactReport:
 def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
     """Each input file with the name its copy is written under: a file its own name, each
     transcript file of a directory its path relative to the directory."""
+    # lazy: start-up (loaded only when this runs: ..run.engines.shards)
     from ..run.engines.shards import tree_files
 
     out: list[tuple[str, str]] = []

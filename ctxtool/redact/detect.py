@@ -183,6 +183,7 @@ def _detect_secrets() -> Iterator[Any]:
     from detect_secrets.core.scan import _process_line_based_plugins
     from detect_secrets.settings import get_plugins, transient_settings
 
+    # lazy: start-up (loaded only when this runs: .)
     from . import plugins as own
 
     with transient_settings({"plugins_used": []}) as settings:

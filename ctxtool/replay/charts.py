@@ -250,6 +250,7 @@ def _k(v: float) -> str:
 def render_png(r: ReplayReport) -> bytes:
     """The chart as a PNG, drawn by matplotlib (:mod:`ctxtool.replay.plot`, the ``charts``
     extra; without it a usage error says how to install it)."""
+    # lazy: start-up (`ctxtool replay` would load ctxtool.replay.plot)
     from .plot import render_png as png
 
     return png(r)
@@ -258,6 +259,7 @@ def render_png(r: ReplayReport) -> bytes:
 def write_plot(r: ReplayReport, path: str | Path) -> str:
     """Write the chart as PNG (matplotlib, the ``charts`` extra), SVG or HTML (inline SVG, no
     dependency); returns the kind."""
+    # lazy: start-up (loaded only when this runs: ..io.outputs)
     from ..io.outputs import atomic_output
 
     suffix = Path(path).suffix.lower()

@@ -358,6 +358,7 @@ def replay(
 def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
     """The estimate's accuracy against the recorded input (when the transcript records it),
     the current context's error bar, and the thresholds that lie within it."""
+    # lazy: start-up (loaded only when this runs: ..calibration.accuracy)
     from ..calibration.accuracy import accuracy, context_error
 
     info = report.context
@@ -385,6 +386,7 @@ def replay_file(
     registry name (or entry) given as ``--model``."""
     from itertools import count
 
+    # lazy: start-up (loaded only when this runs: ..run.operation, ..run.runner)
     from ..run.operation import Each
     from ..run.runner import run_file
 

@@ -94,11 +94,13 @@ def run_file(
     directory of shards, or one file when joined). A Parquet dataset (a ``.parquet`` file, or a
     directory of them: shards) runs through :mod:`ctxtool.io.parquet`, its conversation in the
     column ``messages_column`` (None: found)."""
+    # lazy: start-up (loaded only when this runs: ..io)
     from ..io import parquet
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", kind=Failure.USAGE)
     if engine is None and parquet.is_parquet_dir(path):  # shards: one per file, on this host's processes
+        # lazy: start-up (loaded only when this runs: .engines)
         from .engines import Sharding, get_engine
 
         engine = Sharding(get_engine("local", workers=jobs))
@@ -133,10 +135,12 @@ def run_file(
             ranges = max(ranges, -(-size // op.max_range_bytes))
         plan = formats.split_plan(path, fmt, ranges, min_bytes, lines=False)  # numbered as they run
     if plan is not None:
+        # lazy: start-up (`ctxtool stats` would load ctxtool.run.parallel)
         from .parallel import run_parallel
 
         run = run_parallel(op, path, output, plan, min(n, len(plan[1])), on_error, log, check, threads)
     else:
+        # lazy: start-up (loaded only when this runs: .serial)
         from .serial import run_serial
 
         run = run_serial(op, path, name or path, output, fmt, to, on_error, log, progress, check, threads)

@@ -196,6 +196,7 @@ def run_serial(
     threads: int,
     worker: bool = False,
 ) -> FileRun[R]:
+    # lazy: start-up (loaded only when this runs: .operation)
     from .operation import FileRun, RunContext
 
     policy = ErrorPolicy(on_error)

@@ -328,6 +328,7 @@ def score_cut(
         rep.curve = [(b, weighted(check(probes, head(own, b, tok)))) for b in CURVE if b < main.tokens]
         rep.curve.append((main.tokens, weighted(check(probes, own))))
     if judge is not None:
+        # lazy: start-up (`ctxtool --help` would load ctxtool.score.judge)
         from .judge import judge_report
 
         rep.judge = judge_report(judge, probes, clipped)
@@ -427,6 +428,7 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
     position (one session each, or two datasets of the same records). Two directories: each
     file of ``before`` against the file of ``after`` with the same relative path (its suffix
     aside: ``compact DIR -o OUT/ --to ...`` may change it)."""
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import read
 
     pairs = _tree_pairs(str(before), str(after))
@@ -454,6 +456,7 @@ def _tree_pairs(before: str, after: str) -> list[tuple[str, str]] | None:
     if not all(dirs):
         raise CtxtoolError("score compares a file with a file, or a directory with a directory (files paired by "
                            "their relative paths)", path=before if dirs[0] else after, kind=Failure.USAGE)
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..run.engines.shards import tree_files
 
     def stem(rel: str) -> str:

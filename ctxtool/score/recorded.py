@@ -29,6 +29,7 @@ def _prefix(t: Transcript, n: int) -> Transcript:
 
 def recorded(t: Transcript) -> Iterator[Recorded]:
     """BEFORE, AFTER and what followed, for each compaction ``t`` recorded."""
+    # lazy: start-up (loaded only when this runs: ..stats.compactions)
     from ..stats.compactions import transcript_compactions
 
     at_line: dict[int, int] = {}

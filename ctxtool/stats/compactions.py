@@ -152,6 +152,7 @@ def _markers(entries: Sequence[Entry]) -> list[_Marker]:
     joined = False  # the last marker can still take a following summary message
     for i, e in enumerate(entries):
         if isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.formats.anthropic_blocks)
             from ..formats.claude_code_lines import boundary_info
 
             b = boundary_info(e.line.obj)
@@ -207,6 +208,7 @@ def transcript_compactions(
     t: Transcript, *, loop_turns: int = LOOP_TURNS, loop_minutes: float = LOOP_MINUTES
 ) -> TranscriptCompactions:
     """The compactions of one transcript (see the module's notes)."""
+    # lazy: start-up (loaded only when this runs: ..summarizers.prompt)
     from ..summarizers.prompt import extract_files
 
     entries = t.entries
@@ -295,6 +297,7 @@ def compactions(
     :func:`ctxtool.run.manyfiles.each_result`)."""
     import functools
 
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base, ctxtool.formats.walk)
     from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 

@@ -167,6 +167,7 @@ TALLIES: dict[type, Callable[[Format, dict[str, Any], bool, bool], Tally | None]
 
 
 def _register_builtin() -> None:
+    # lazy: start-up (`ctxtool stats` would load ctxtool.formats.openai)
     from ..formats.openai import OpenAIFormat
 
     TALLIES.setdefault(OpenAIFormat, _openai)
@@ -236,6 +237,7 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
+    # lazy: start-up (`ctxtool window` would load ctxtool.stats.figures)
     from .figures import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
 
     f = Figures()

@@ -62,6 +62,7 @@ def stats_files(
     (:func:`ctxtool.calibration.accuracy.accuracy`: every tokenizer, the calibrated estimate on held-back
     turns and the default usage-aware one).
     """
+    # lazy: start-up (loaded only when this runs: ..run.manyfiles, .op)
     from ..run.manyfiles import run_files  # many files: whole files on every core
     from .op import StatsOp, StatsPart
 

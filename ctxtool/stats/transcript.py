@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
     """Seed 002 check_size (the ``chars`` policy): ``critical`` at/above the critical
     threshold, then ``warning``."""
+    # lazy: start-up (loaded only when this runs: ..policies, ..policies.base, ..policies.settings)
     from ..policies import get
     from ..policies.base import Measure
     from ..policies.settings import PolicySettings
@@ -48,6 +49,7 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
 def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
+    # lazy: start-up (loaded only when this runs: ..policies, ..policies.settings)
     from ..policies import get
     from ..policies.settings import PolicySettings
 
@@ -195,6 +197,7 @@ def transcript_stats(
 
 def _accuracy(t: Transcript) -> Any:
     """Each tokenizer's error against the input tokens the transcript records."""
+    # lazy: start-up (`ctxtool stats` would load ctxtool.calibration)
     from ..calibration.accuracy import accuracy
 
     return accuracy(t)

@@ -118,6 +118,7 @@ def resolve_context_window(context_window: int | None, model: str | None) -> int
     if context_window:
         return int(context_window)
     if model:
+        # lazy: start-up (loaded only when this runs: ..tokens.models)
         from ..tokens.models import lookup
 
         info = lookup(model)

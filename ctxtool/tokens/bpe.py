@@ -37,6 +37,7 @@ _encodings: dict[str, Any] = {}
 
 
 def bpe_cache_dir() -> Path:
+    # lazy: start-up (`ctxtool compact` would load ctxtool.io.paths)
     from ..io.paths import cache_dir
 
     return cache_dir() / "tiktoken"
@@ -48,6 +49,7 @@ def install_bpe_files(names: Iterable[str] = OFFICIAL_BPE) -> Path:
     import hashlib
     from importlib import resources
 
+    # lazy: start-up (`ctxtool compact` would load ctxtool.io.paths)
     from ..io.paths import ensure_private_dir
 
     d = ensure_private_dir(bpe_cache_dir())

@@ -70,6 +70,7 @@ def _lookup(name: str | None) -> ModelInfo | None:
     """:func:`ctxtool.tokens.models.lookup`; the registry is imported only when there is a name."""
     if not name:
         return None
+    # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.models)
     from .models import lookup
 
     return lookup(name)
@@ -89,6 +90,7 @@ class ContextSettings:
     def __post_init__(self) -> None:
         for name in (self.model, self.config_model):
             if name:
+                # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.models)
                 from .models import require
 
                 require(name)  # a name the user gave: unknown is a usage error
@@ -98,6 +100,7 @@ class ContextSettings:
         """``cfg`` (a :class:`ctxtool.config.Config`; default: loaded from the environment):
         values it holds as flags count as flags."""
         if cfg is None:
+            # lazy: start-up (`ctxtool compactions` would load ctxtool.config)
             from ..config import Config
 
             cfg = Config()
@@ -146,6 +149,7 @@ class ContextSettings:
 def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
     """The agent's own rule for the window of a model it recorded (Claude Code's 200,000
     without the ``[1m]`` suffix): :meth:`ctxtool.formats.base.Format.agent_window`."""
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import get_format
 
     try:
@@ -214,6 +218,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
         elif isinstance(e, Compaction):
             marker, kind, at, kept = e, "compaction", len(msgs), frozenset()
         elif isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.formats.anthropic_blocks)
             from ..formats.claude_code_lines import boundary_info
 
             marker, kind, at = e, "boundary", len(msgs)
@@ -249,6 +254,7 @@ def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[st
     """What a compaction entry shows the agent and the first message it kept: the format's
     own answer (:meth:`ctxtool.formats.base.Format.read_compaction`) for a transcript."""
     if isinstance(source, Transcript):
+        # lazy: start-up (loaded only when this runs: ..formats)
         from ..formats import get_format
 
         try:

@@ -71,6 +71,7 @@ class TiktokenTokenizer:
     @property
     def counter(self) -> ExactCounter:
         if self._counter is None:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.backends)
             from .backends import exact_counter
 
             self._counter = exact_counter(self.name)

@@ -164,6 +164,7 @@ def user_models_file() -> Path:
     env = os.environ.get("CTXTOOL_MODELS")
     if env:
         return Path(env).expanduser()
+    # lazy: start-up (loaded only when this runs: ..io.paths)
     from ..io.paths import config_dir
 
     return config_dir() / "models.json"

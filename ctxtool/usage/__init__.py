@@ -125,6 +125,7 @@ def usage_report(
         progress(0, len(files), files[0] if files else "")
     # a file counts whole or not at all (an error in it skips it); many small session files
     # run on every core (manyfiles.run_files), their events tallied here in file order
+    # lazy: start-up (loaded only when this runs: ..run.manyfiles)
     from ..run.manyfiles import run_files
 
     runs = run_files(Each(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)

@@ -275,6 +275,7 @@ def tokens_of(ev: UsageEvent) -> Tokens:
 def price_event(ev: UsageEvent, tokens: Tokens, day: date | None) -> float | None:
     """The cost in USD of one call from the registry's prices on its day; None when the
     registry does not know its model."""
+    # lazy: start-up (loaded only when this runs: ..tokens)
     from ..tokens import models as registry
 
     info = registry.lookup(ev.model)

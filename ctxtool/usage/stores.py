@@ -67,6 +67,7 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
 def _jsonl_under(d: Path) -> Iterator[Path]:
     """Session files under ``d`` (``*.jsonl``, compressed or not: Codex keeps old rollouts as
     ``.jsonl.zst``), sorted: regular files only (a FIFO is never opened), links not followed."""
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
     from ..formats.walk import walk_files
 
     yield from map(Path, walk_files(d, (".jsonl",)))
@@ -88,6 +89,7 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
+                # lazy: start-up (loaded only when this runs: ..formats.walk)
                 from ..formats.walk import with_subagents
 
                 files += with_subagents(str(q))  # a session with its subagents (Claude Code, Gemini CLI)

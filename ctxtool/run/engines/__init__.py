@@ -31,6 +31,7 @@ _SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
 def __getattr__(name: str) -> Any:
     """The shard machinery, imported on first use (the CLI's start needs only the names)."""
     if name in _SHARDS:
+        # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
         from . import shards
 
         return getattr(shards, name)
@@ -94,6 +95,7 @@ def sharding(
     file, one output file: as before), else shards on the named engine. Shards are chosen by
     ``--engine ray``, ``--join``, an input glob or directory, or an output that is a directory
     (ends in ``/`` or exists as one)."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ...io import urls
 
     name = engine or DEFAULT
@@ -106,6 +108,7 @@ def sharding(
                            path=tree[0], kind=Failure.USAGE)
     if name == DEFAULT and not join and not directory and not tree and not any(urls.has_glob(p) for p in paths):
         return None
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from .shards import Sharding
 
     return Sharding(get_engine(name, workers=workers, address=address), join=join)
@@ -115,12 +118,14 @@ def _is_transcript_dir(path: str) -> bool:
     """A local directory of transcript files (a directory of Parquet shards is one dataset)."""
     import os
 
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from ...io import parquet, urls
 
     return not urls.is_url(path) and os.path.isdir(path) and not parquet.is_parquet(path)
 
 
 def _is_dir(path: str) -> bool:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ...io import urls
 
     if urls.is_url(path):

@@ -21,6 +21,7 @@ class LocalEngine(Engine):
         n = min(len(jobs), self.workers or os.cpu_count() or 1)
         if n <= 1:
             return [fn(j) for j in jobs]
+        # lazy: start-up (loaded only when this runs: ..pool)
         from ..pool import gc_paused, worker_pool
 
         with worker_pool(n) as ex, gc_paused():

@@ -95,6 +95,7 @@ def plan(
     """The shards of ``paths`` (globs expanded), in order."""
     if "-" in paths:
         raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", kind=Failure.USAGE)
+    # lazy: start-up (loaded only when this runs: ...io)
     from ...io import parquet
 
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
@@ -178,6 +179,7 @@ def run_shard(job: ShardJob) -> ShardResult:
                        threads=job.threads, messages_column=job.messages_column)
         res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
     else:
+        # lazy: start-up (`ctxtool redact` would load ctxtool.run.parallel)
         from ..parallel import RangeJob, run_range
 
         tmp = _local_temp(job.output) if job.output is not None else None
@@ -346,11 +348,13 @@ class Sharding:
 def _run(engine: Engine, jobs: list[ShardJob]) -> list[ShardResult]:
     """The shards on the engine, results in job order. On Ray, Parquet shards are read and
     written by Ray Data (:mod:`ctxtool.run.engines.ray_parquet`)."""
+    # lazy: start-up (loaded only when this runs: ...io)
     from ...io import parquet
 
     on_data = [engine.name == "ray" and j.shard.start is None and parquet.is_parquet_name(j.shard.input) for j in jobs]
     if not any(on_data):
         return engine.map(run_shard, jobs)
+    # lazy: start-up (`ctxtool redact` would load ctxtool.run.engines.ray)
     from .ray import RayEngine
     from .ray_parquet import run_shards
 
