@@ -94,7 +94,7 @@ def test_a_lazy_entry_is_imported_when_first_asked_for() -> None:
         "assert isinstance(reg.entry('pi'), LazyEntry)  # the entry stays as registered\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert LazyEntry("ctxtool.errors:ExitCode").load() is ExitCode
+    assert LazyEntry("ctxtool.cli.exits:ExitCode").load() is ExitCode
 
 
 # -- every registry of the package is one ----------------------------------------------------------------
