@@ -56,22 +56,24 @@ def sessions(corpus: Path) -> list[tuple[str, Any]]:
 def measure(named: list[tuple[str, Any]]) -> tuple[list[tuple[str, int, dict[str, Any]]], dict[str, Any], dict[str, Any]]:
     """Per session: its usage turns and each column's error figures; and each column's
     errors pooled over all sessions, and over the sessions not redacted."""
-    from ctxtool import calibration as C
+    from ctxtool.calibration.families import learn_families, pick
+    from ctxtool.calibration.features import turn_samples
+    from ctxtool.calibration.fit import ErrorStats
 
     rows: list[tuple[str, int, dict[str, Any]]] = []
     pooled: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in COLUMNS}
     clear: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in COLUMNS}
     for name, t in named:
-        samples = C.turn_samples(t)
+        samples = turn_samples(t)
         if not samples:
             continue
         cols: dict[str, Any] = {}
         # the family ratios learned without this session: no session grades ratios it taught
-        fam = C.learn_families([(n, x) for n, x in named if n != name])["families"]
-        got = C.pick(fam, last_model_of(t), t.format)
+        fam = learn_families([(n, x) for n, x in named if n != name])["families"]
+        got = pick(fam, last_model_of(t), t.format)
         spec = got[1] if got else None
         for col, (est, rec) in columns(t, samples, spec).items():
-            cols[col] = C.ErrorStats.of(est, rec)
+            cols[col] = ErrorStats.of(est, rec)
             for into in (pooled, clear) if not redacted(t) else (pooled,):
                 into[col][0].extend(est)
                 into[col][1].extend(rec)
@@ -86,14 +88,16 @@ def last_model_of(t: Any) -> str | None:
 
 
 def _pooled(p: dict[str, tuple[list[float], list[float]]]) -> dict[str, Any]:
-    from ctxtool.calibration import ErrorStats
+    from ctxtool.calibration.fit import ErrorStats
 
     return {c: ErrorStats.of(e, r) for c, (e, r) in p.items()}
 
 
 def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[str, tuple[list[float], list[float]]]:
     """Each column's estimates and the recorded figures they are judged against."""
-    from ctxtool import calibration as C
+    from ctxtool.calibration.accuracy import usage_anchored, usage_aware
+    from ctxtool.calibration.features import context_rows, message_features
+    from ctxtool.calibration.fit import Calibration, after_compaction, fit, heuristic_calibration, split
     from ctxtool.tokens.count import count_messages, get_tokenizer
 
     ys = [float(s.recorded) for s in samples]
@@ -109,31 +113,31 @@ def columns(t: Any, samples: list[Any], family: dict[str, Any] | None) -> dict[s
             heur_counts, heur_alone = counts, est
             gap = ys[0] - est[0]
             out["heuristic+offset"] = ([e + gap for e in est[1:]], ys[1:])
-    rows = C.context_rows(t, samples)
+    rows = context_rows(t, samples)
     segs = [s.segment for s in samples]
     # the fit starts from the family's ratios learned without this session
-    prior = C.Calibration.from_spec(family) if family is not None else C.heuristic_calibration()
+    prior = Calibration.from_spec(family) if family is not None else heuristic_calibration()
     for how in ("alternate", "half"):
-        train, test = C.split(len(samples), how)
+        train, test = split(len(samples), how)
         if train and test:
-            c = C.fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
+            c = fit([rows[i] for i in train], [ys[i] for i in train], prior, segments=[segs[i] for i in train])
             out[f"calibrated {how}"] = ([c.predict(rows[i], segment=segs[i]) for i in test], [ys[i] for i in test])
             # --tokenizer calibrated where usage exists: the fit's counts after the last usage,
             # the fit alone after a compaction
-            est = C.usage_aware(samples, [c.tokens(C.message_features(m)) for m in t.messages],
+            est = usage_aware(samples, [c.tokens(message_features(m)) for m in t.messages],
                                 [c.predict(r, segment=g) for r, g in zip(rows, segs, strict=True)])
             out[f"calibrated usage-aware {how}"] = ([est[i] for i in test], [ys[i] for i in test])
     # the first turn after each compaction, fitted on every turn before it: where no usage was
     # recorded since, the calibrated estimate from characters alone, with the overhead of the
     # segment before
-    out["calibrated, first turn after a compaction"] = C.after_compaction(samples, rows, prior)
+    out["calibrated, first turn after a compaction"] = after_compaction(samples, rows, prior)
     if family is not None:
         out["family (file left out)"] = ([prior.predict(r) for r in rows], ys)
-    pairs = list(C.usage_anchored(samples, heur_counts))
+    pairs = list(usage_anchored(samples, heur_counts))
     out["usage-aware heuristic"] = ([float(e) for e, _ in pairs], [ys[k] for _, k in pairs])
     # the default, as check makes it, on every turn (nothing fitted): the usage-aware estimate,
     # and where no usage was recorded since the last compaction the heuristic alone
-    out["default"] = (C.usage_aware(samples, heur_counts, heur_alone), ys)
+    out["default"] = (usage_aware(samples, heur_counts, heur_alone), ys)
     return out
 
 
@@ -158,7 +162,7 @@ def table(rows: list[tuple[str, int, dict[str, Any]]], pooled: dict[str, Any], c
 def redacted(t: Any) -> bool:
     """A session most of whose texts were replaced by redaction markers: its characters are
     not what the model saw (reported apart as well as pooled, never dropped)."""
-    from ctxtool.calibration import redacted_share
+    from ctxtool.calibration.features import redacted_share
 
     return redacted_share(t) > 0.5
 
@@ -184,7 +188,7 @@ def run(corpus: Path, row: Callable[[str, str, str, str, str], None]) -> None:
 
 
 def write_ratios(corpus: Path, target: Path = RATIOS) -> dict[str, Any]:
-    from ctxtool.calibration import learn_families
+    from ctxtool.calibration.families import learn_families
 
     data = learn_families(sessions(corpus))
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

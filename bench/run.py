@@ -89,7 +89,7 @@ def spread(ratios: list[float]) -> str:
 
 
 def peer_env() -> dict[str, str]:
-    from ctxtool.tokens.count import install_bpe_files
+    from ctxtool.tokens.bpe import install_bpe_files
 
     env = dict(os.environ)
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"

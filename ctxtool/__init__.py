@@ -28,14 +28,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Usage": ("ctxtool.model", "Usage"),
     # errors and settings
     "CtxtoolError": ("ctxtool.errors", "CtxtoolError"),
-    "ExitCode": ("ctxtool.errors", "ExitCode"),
+    "Failure": ("ctxtool.errors", "Failure"),
     "Config": ("ctxtool.config", "Config"),
     # reading and writing
     "read": ("ctxtool.formats", "read"),
     "write": ("ctxtool.formats", "write"),
     "write_path": ("ctxtool.formats", "write_path"),
     "detect": ("ctxtool.formats", "detect"),
-    "convert_file": ("ctxtool.run.runner", "convert_file"),
+    "convert_file": ("ctxtool.formats.convert", "convert_file"),
     # tokens
     "get_tokenizer": ("ctxtool.tokens.count", "get_tokenizer"),
     "estimate_context": ("ctxtool.tokens.count", "estimate_context"),
@@ -67,7 +67,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "make_transform": ("ctxtool.agent.transform", "make_transform"),
     # running any operation
     "run_file": ("ctxtool.run.runner", "run_file"),
-    "merge_reports": ("ctxtool.run.runner", "merge_reports"),
+    "merge_reports": ("ctxtool.run.operation", "merge_reports"),
 }
 _SUBPACKAGES = {
     "agent", "cache", "calibration", "compaction", "config", "errors", "export", "formats", "history", "io", "model",
@@ -84,12 +84,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .compaction.settings import CompactOptions as CompactOptions
     from .config import Config as Config
     from .errors import CtxtoolError as CtxtoolError
-    from .errors import ExitCode as ExitCode
+    from .errors import Failure as Failure
     from .export import export_file as export_file
     from .formats import detect as detect
     from .formats import read as read
     from .formats import write as write
     from .formats import write_path as write_path
+    from .formats.convert import convert_file as convert_file
     from .history.archive import archive_file as archive_file
     from .history.cut import cut_transcript as cut_transcript
     from .history.cut import find_cut as find_cut
@@ -106,8 +107,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .policies.check import check_transcript as check_transcript
     from .redact import redact_files as redact_files
     from .replay.core import replay_file as replay_file
-    from .run.runner import convert_file as convert_file
-    from .run.runner import merge_reports as merge_reports
+    from .run.operation import merge_reports as merge_reports
     from .run.runner import run_file as run_file
     from .score.core import score_files as score_files
     from .stats.compactions import compactions as compactions_files  # noqa: F401 (a public name of its own)

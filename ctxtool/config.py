@@ -12,11 +12,12 @@ Keys are ``section.name``; the environment variable is ``CTXTOOL_SECTION_NAME``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CtxtoolError, ExitCode
+from .errors import CtxtoolError, Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +83,18 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY = {s.key: s for s in SETTINGS}
 
 
+_MORE: list[Callable[[], Iterable[Setting]]] = []  # sources of settings declared elsewhere
+
+
+def add_settings(source: Callable[[], Iterable[Setting]]) -> None:
+    """Take the settings ``source()`` gives (read each time a config is resolved) into the table:
+    :mod:`ctxtool.policies` adds the keys registered trigger policies declare."""
+    _MORE.append(source)
+
+
 def all_settings() -> tuple[Setting, ...]:
     """:data:`SETTINGS` plus the keys registered trigger policies declare (ctxtool.policies)."""
-    from .policies import extra_settings
-
-    return SETTINGS + tuple(s for s in extra_settings() if s.key not in BY_KEY)
+    return SETTINGS + tuple(s for more in _MORE for s in more() if s.key not in BY_KEY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +116,7 @@ def _coerce(s: Setting, raw: Any, where: str) -> Any:
             raise ValueError(raw)
         return s.type(raw)
     except (TypeError, ValueError) as e:
-        raise CtxtoolError(f"{s.key}: expected {s.type.__name__}, got {raw!r}", path=where, code=ExitCode.USAGE) from e
+        raise CtxtoolError(f"{s.key}: expected {s.type.__name__}, got {raw!r}", path=where, kind=Failure.USAGE) from e
 
 
 def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
@@ -148,7 +156,7 @@ def _read_toml(p: Path, raw: bytes | None = None) -> dict[str, Any]:
     try:
         return tomllib.loads((p.read_bytes() if raw is None else raw).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise CtxtoolError(f"cannot read config: {e}", path=str(p), code=ExitCode.USAGE) from e
+        raise CtxtoolError(f"cannot read config: {e}", path=str(p), kind=Failure.USAGE) from e
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -174,7 +182,7 @@ class Config:
             path, data = found
             for k, v in _flatten(data).items():
                 if k not in by_key:
-                    raise CtxtoolError(f"unknown setting {k!r}", path=str(path), code=ExitCode.USAGE)
+                    raise CtxtoolError(f"unknown setting {k!r}", path=str(path), kind=Failure.USAGE)
                 vals[k] = Resolved(_coerce(by_key[k], v, str(path)), f"file:{path}")
         for s in table:
             name = "CTXTOOL_" + s.key.replace(".", "_").upper()
@@ -197,15 +205,6 @@ class Config:
 
     def items(self) -> list[tuple[str, Resolved]]:
         return list(self._vals.items())
-
-    def context_window(self) -> tuple[int | None, str]:
-        """The window flags and config name, without a transcript (see :mod:`ctxtool.tokens.context`
-        for the whole order): compaction.context_window, context_window, the registry entry
-        of ``model``; else ``(None, "none")``."""
-        from .tokens.context import ContextSettings
-
-        w = ContextSettings.from_config(self).resolve(None)
-        return w.window, w.source
 
     def to_json(self) -> dict[str, Any]:
         return {k: {"value": r.value, "source": r.source, "help": self._help[k]} for k, r in self._vals.items()}

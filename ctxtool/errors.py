@@ -1,41 +1,39 @@
-"""One error type for everything a user can get wrong, with distinct exit codes."""
+"""One error type for everything a user can get wrong, with the kind of failure it is."""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum
 
 
-class ExitCode(IntEnum):
-    """Exit statuses of the ``ctxtool`` command (documented in the README)."""
+class Failure(Enum):
+    """What went wrong (the command turns each kind into its exit status: :mod:`ctxtool.cli.exits`)."""
 
-    OK = 0
-    ERROR = 1  # unexpected failure (a bug): shown with a traceback
-    USAGE = 2  # bad flags or arguments
-    INPUT = 3  # unreadable or malformed input file
-    INVALID = 4  # `validate` found structural problems
-    THRESHOLD = 5  # a threshold was crossed (`stats --fail-on`, `check` says compact)
-    REMOTE = 6  # a summary model or command failed
-    NOT_FOUND = 7  # a file, ref or record that does not exist
-    IO = 8  # an output could not be written (disk full, I/O error, no permission)
-    SECRETS = 9  # `redact --check` found something it would redact
-    DEPENDENCY = 10  # a package the command needs is not installed (the error names it and how to install it)
-    INTERRUPTED = 130
+    USAGE = "usage"  # bad flags, arguments or settings
+    INPUT = "input"  # unreadable or malformed input file
+    INVALID = "invalid"  # structural problems found (`validate`)
+    THRESHOLD = "threshold"  # a threshold was crossed (`stats --fail-on`, `check` says compact)
+    REMOTE = "remote"  # a summary model or command failed
+    NOT_FOUND = "not-found"  # a file, ref or record that does not exist
+    IO = "io"  # an output could not be written (disk full, I/O error, no permission)
+    SECRETS = "secrets"  # something would be redacted (`redact --check`)
+    DEPENDENCY = "dependency"  # a package the operation needs is not installed (the error names it)
+    INTERNAL = "internal"  # ctxtool's own check of its work failed (a bug)
 
 
 class CtxtoolError(Exception):
-    """A user-facing error: one line on stderr, a distinct exit code, no traceback."""
+    """A user-facing error: one line naming the file and line where known, and its kind of failure."""
 
     def __init__(
         self,
         message: str,
         *,
-        code: ExitCode = ExitCode.INPUT,
+        kind: Failure = Failure.INPUT,
         path: str | None = None,
         line: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code
+        self.kind = kind
         self.path = path
         self.line = line
 
@@ -46,13 +44,13 @@ class CtxtoolError(Exception):
         return f"{where}{self.message}"
 
 
-def _rebuild(cls: type[CtxtoolError], message: str, code: int, path: str | None, line: int | None) -> CtxtoolError:
-    return cls(message, code=ExitCode(code), path=path, line=line)
+def _rebuild(cls: type[CtxtoolError], message: str, kind: str, path: str | None, line: int | None) -> CtxtoolError:
+    return cls(message, kind=Failure(kind), path=path, line=line)
 
 
 def _reduce(self: CtxtoolError) -> tuple[object, tuple[object, ...]]:
-    # errors raised in worker processes keep their code, file and line when sent back
-    return (_rebuild, (type(self), self.message, int(self.code), self.path, self.line))
+    # errors raised in worker processes keep their kind, file and line when sent back
+    return (_rebuild, (type(self), self.message, self.kind.value, self.path, self.line))
 
 
 CtxtoolError.__reduce__ = _reduce  # type: ignore[method-assign,assignment]

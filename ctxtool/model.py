@@ -14,7 +14,7 @@ file back in its own format loses nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,6 +198,7 @@ def token_count(v: Any, what: str = "usage count") -> int:
     elif isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 30:
         n = int(v)
     if n is None or not -MAX_COUNT < n < MAX_COUNT:
+        # lazy: start-up (loaded only when this runs: .errors)
         from .errors import CtxtoolError
 
         shown = v if isinstance(v, (int, float, str)) and len(repr(v)) < 40 else type(v).__name__
@@ -473,3 +474,35 @@ def transcript_json(r: Any) -> dict[str, Any]:
     """How a per-transcript report names its transcript in JSON: ``transcript`` (its label),
     ``path``, ``index`` and ``id``, the fields of ``r`` of those names."""
     return {"transcript": r.transcript, "path": r.path, "index": r.index, "id": r.id}
+
+
+def group_turns(msgs: Sequence[Message]) -> list[list[int]]:
+    """Message indices of each assistant API call, in order."""
+    turns: list[list[int]] = []
+    cur: list[int] | None = None
+    keys: set[str] = set()
+    usage_seen = False
+    prev_role = None
+    for i, m in enumerate(msgs):
+        if m.role != "assistant":
+            prev_role = m.role
+            cur = None
+            continue
+        new = cur is None or prev_role != "assistant"
+        if not new and m.usage_key and keys and m.usage_key not in keys:
+            new = usage_seen  # a second keyed response right after the first
+        if not new and m.usage is not None and usage_seen and (m.usage_key is None or m.usage_key not in keys):
+            new = True
+        if new:
+            cur = []
+            turns.append(cur)
+            keys = set()
+            usage_seen = False
+        assert cur is not None
+        cur.append(i)
+        if m.usage_key:
+            keys.add(m.usage_key)
+        if m.usage is not None and m.usage.total > 0:
+            usage_seen = True
+        prev_role = "assistant"
+    return turns

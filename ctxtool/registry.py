@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar, cast
 
-from .errors import CtxtoolError, ExitCode
+from .errors import CtxtoolError, Failure
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -111,7 +111,7 @@ class Registry(Generic[T]):
         close = list(dict.fromkeys(self.aliases.get(c, c) for c in close))
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         return CtxtoolError(f"unknown {self.kind} {name!r}{hint}; choose one of: {', '.join(self._entries)}",
-                            code=ExitCode.USAGE)
+                            kind=Failure.USAGE)
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {list(self._entries)})"

@@ -14,7 +14,7 @@ import zstandard
 
 from ctxtool.cache import RefCache
 from ctxtool.cache.content import ZSTD_MAGIC
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_refs_of_older_versions_zlib_are_read_shown_grepped_and_collected(cache:
 def test_refs_refuse_traversal(cache: RefCache, bad: str) -> None:
     with pytest.raises(CtxtoolError) as e:
         cache.read_bytes(bad)
-    assert e.value.code == ExitCode.INPUT  # a bad ref id is bad input
+    assert e.value.kind == Failure.INPUT  # a bad ref id is bad input
     with pytest.raises(CtxtoolError):
         cache.path_for(bad)
 
@@ -128,7 +128,7 @@ def test_refs_refuse_traversal(cache: RefCache, bad: str) -> None:
 def test_missing_ref(cache: RefCache) -> None:
     with pytest.raises(CtxtoolError) as e:
         cache.read_bytes("0" * 64)
-    assert e.value.code == ExitCode.NOT_FOUND
+    assert e.value.kind == Failure.NOT_FOUND
 
 
 def test_corrupted_ref_is_refused(cache: RefCache) -> None:
@@ -136,7 +136,7 @@ def test_corrupted_ref_is_refused(cache: RefCache) -> None:
     cache.path_for(info.id).write_bytes(b"tampered\n")
     with pytest.raises(CtxtoolError) as e:
         cache.read_text(info.id)
-    assert "corrupted" in str(e.value) and e.value.code == ExitCode.INPUT
+    assert "corrupted" in str(e.value) and e.value.kind == Failure.INPUT
     v = cache.verify()
     assert v.corrupted == [info.id] and not v.clean
 

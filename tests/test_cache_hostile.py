@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
-from ctxtool.cache import BadRefError, RefCache, check_ref
+from ctxtool.cache import RefCache
+from ctxtool.cache.ids import BadRefError, check_ref
 from ctxtool.cli import main
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import SummaryRequest
 from ctxtool.summarizers.cache import CachedSummarizer
 
@@ -237,21 +239,21 @@ def test_a_bad_ref_id_is_bad_input(env: Path, capsys: pytest.CaptureFixture[str]
     for bad, shown in ((12, "a JSON number"), (None, "a JSON null"), ([ok], "a JSON array"), ("../x", "'../x'")):
         with pytest.raises(BadRefError) as e:
             check_ref(bad, what="output_ref.id", path="t.jsonl", line=7)
-        assert e.value.code == ExitCode.INPUT
+        assert e.value.kind == Failure.INPUT
         assert str(e.value) == f"t.jsonl:7: invalid output_ref.id {shown}: a ref id is a sha256 (64 hex digits)"
     with pytest.raises(BadRefError):
         check_ref(ok + "#3")  # only a source_ref names a stash of a pack
     with RefCache(env) as c, pytest.raises(BadRefError) as e2:
         c.read_text("not-a-ref")
     located = e2.value.at("t.jsonl", 9)  # how restore names where the ref was read
-    assert str(located).startswith("t.jsonl:9: invalid ref 'not-a-ref'") and located.code == ExitCode.INPUT
+    assert str(located).startswith("t.jsonl:9: invalid ref 'not-a-ref'") and located.kind == Failure.INPUT
 
 
 def test_a_cache_root_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "cache").write_text("not a directory")
     with pytest.raises(CtxtoolError) as e:
         RefCache(tmp_path / "cache").put("x")
-    assert e.value.code == ExitCode.INPUT and str(tmp_path / "cache") in str(e.value)
+    assert e.value.kind == Failure.INPUT and str(tmp_path / "cache") in str(e.value)
     assert (tmp_path / "cache").read_text() == "not a directory"
 
 
@@ -294,7 +296,7 @@ def test_summary_cache_links_are_refused_before_the_model_is_asked(tmp_path: Pat
     c = CachedSummarizer(inner, root)
     with pytest.raises(CtxtoolError) as e:
         c.summarize(REQ)
-    assert e.value.code == ExitCode.INPUT and str(root / "summaries") in str(e.value)
+    assert e.value.kind == Failure.INPUT and str(root / "summaries") in str(e.value)
     assert inner.calls == 0 and snapshot(outside) == before
     (root / "summaries").unlink()
     (root / "summaries").mkdir()
@@ -325,10 +327,10 @@ def test_a_full_disk_is_an_io_error_naming_the_ref(tmp_path: Path) -> None:
         "try:\n"
         "    c.put(os.urandom(50_000))\n"
         "except CtxtoolError as e:\n"
-        "    print(int(e.code), e)\n"
+        "    print(e.kind.value, e)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     status, _, msg = r.stdout.strip().partition(" ")
-    assert int(status) == ExitCode.IO and str(tmp_path / "cache" / "refs") in msg and "cannot write" in msg
+    assert status == "io" and str(tmp_path / "cache" / "refs") in msg and "cannot write" in msg
     assert [p.name for p in (tmp_path / "cache" / "refs").iterdir()] == []  # no temporary left

@@ -18,7 +18,7 @@ from io_pipes import run_ctxtool
 
 from ctxtool.cache import RefCache
 from ctxtool.cache.packs import MAGIC, PACK_MIN
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.io.outputs import HeldOutput
 from ctxtool.run import runner
 from ctxtool.tool_outputs.algorithms import PRESETS
@@ -88,7 +88,7 @@ def test_gc_takes_refs_out_of_packs_and_keeps_the_rest_readable(tmp_path: Path) 
     assert all(c.read_text(sha(t)) == t for t in outs[:5])
     with pytest.raises(CtxtoolError) as e:
         c.read_text(sha(outs[7]))
-    assert e.value.code == ExitCode.NOT_FOUND
+    assert e.value.kind == Failure.NOT_FOUND
     assert c.verify().clean
     c.gc(set(), dry_run=False)  # nothing left: the pack goes
     assert not list((root / "packs").iterdir())
@@ -159,7 +159,7 @@ def test_a_link_in_place_of_packs_is_refused_and_never_followed(tmp_path: Path) 
     with RefCache(root, pack=True) as c, pytest.raises(CtxtoolError, match="symbolic link") as e:
         for t in texts(PACK_MIN):
             c.put(t)
-    assert e.value.code == ExitCode.INPUT
+    assert e.value.kind == Failure.INPUT
     with pytest.raises(CtxtoolError, match="symbolic link"):
         RefCache(root).verify()
     assert not list(outside.iterdir())

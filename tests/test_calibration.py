@@ -16,11 +16,32 @@ from conftest import ROOT, SAMPLES, corpus_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtool import calibration as C
 from ctxtool import formats
+from ctxtool.calibration.accuracy import CalibratedTokenizer, ErrorBar, accuracy
+from ctxtool.calibration.families import GENERIC, family_calibration, family_of, shipped_ratios
+from ctxtool.calibration.features import (
+    FEATURES,
+    KINDS,
+    block_features,
+    context_rows,
+    placeholder_chars,
+    recorded_input,
+    text_kind,
+    turn_samples,
+)
+from ctxtool.calibration.fit import (
+    DEFAULT_SPLIT,
+    SPLITS,
+    Calibration,
+    ErrorStats,
+    fit,
+    heuristic_calibration,
+    nnls,
+    split,
+)
 from ctxtool.model import Block, Compaction, Message, Transcript, Usage
-from ctxtool.policies import PolicySettings
 from ctxtool.policies.check import check_messages, check_transcript
+from ctxtool.policies.settings import PolicySettings
 from ctxtool.replay.core import replay
 from ctxtool.tokens.count import (
     ESTIMATORS,
@@ -69,8 +90,8 @@ def synthetic(turns: int, overhead: int = 3000, rates: tuple[float, float, float
 def test_recorded_input_counts_cached_tokens_as_the_provider_does() -> None:
     # Anthropic: input + cache creation + cache read; OpenAI/Codex input already includes the
     # cached tokens, which the readers split out as cache_read: the sum is the same figure
-    assert C.recorded_input(Usage(input=10, output=99, cache_creation=200, cache_read=3000)) == 3210
-    assert C.recorded_input(Usage(input=0, output=5)) == 0
+    assert recorded_input(Usage(input=10, output=99, cache_creation=200, cache_read=3000)) == 3210
+    assert recorded_input(Usage(input=0, output=5)) == 0
 
 
 def test_codex_recorded_input_is_its_input_tokens_cached_included() -> None:
@@ -79,15 +100,15 @@ def test_codex_recorded_input_is_its_input_tokens_cached_included() -> None:
     last = [r["payload"]["info"]["last_token_usage"] for r in raw
             if r.get("type") == "event_msg" and r["payload"].get("type") == "token_count" and r["payload"].get("info")]
     t = next(formats.read(str(p)))
-    got = [s.recorded for s in C.turn_samples(t)]
+    got = [s.recorded for s in turn_samples(t)]
     assert got and set(got) <= {u["input_tokens"] for u in last}
 
 
 def test_text_kinds() -> None:
-    assert C.text_kind(PROSE * 3) == "prose"
-    assert C.text_kind(CODE * 3) == "code"
-    assert C.text_kind(JSON_OUT) == "json"
-    assert C.text_kind("") == "prose"
+    assert text_kind(PROSE * 3) == "prose"
+    assert text_kind(CODE * 3) == "code"
+    assert text_kind(JSON_OUT) == "json"
+    assert text_kind("") == "prose"
 
 
 # -- the fit --------------------------------------------------------------------------------------
@@ -99,7 +120,7 @@ def test_nnls_keeps_coefficients_non_negative_and_recovers_exact_data(true: list
     rnd = random.Random(0)
     rows = [[1.0] + [rnd.uniform(0, 1000) for _ in range(5)] for _ in range(60)]
     ys = [sum(a * b for a, b in zip(true, r, strict=True)) + 1.0 for r in rows]
-    c = C.nnls(rows, ys, [1.0] * len(rows), [0.0] * 6, 0.0, sweeps=5000)
+    c = nnls(rows, ys, [1.0] * len(rows), [0.0] * 6, 0.0, sweeps=5000)
     assert all(x >= 0 for x in c)
     pred = [sum(a * b for a, b in zip(c, r, strict=True)) for r in rows]
     assert max(abs(p - y) / y for p, y in zip(pred, ys, strict=True)) < 1e-3
@@ -107,44 +128,44 @@ def test_nnls_keeps_coefficients_non_negative_and_recovers_exact_data(true: list
 
 def test_fit_learns_overhead_and_rates_of_a_known_session() -> None:
     t = synthetic(40)
-    samples = C.turn_samples(t)
-    rows = C.context_rows(t, samples)
+    samples = turn_samples(t)
+    rows = context_rows(t, samples)
     ys = [float(s.recorded) for s in samples]
-    c = C.fit(rows, ys, C.heuristic_calibration())
+    c = fit(rows, ys, heuristic_calibration())
     assert c.overhead == pytest.approx(3000, rel=0.05)
     assert c.rates["code"] == pytest.approx(0.35, rel=0.1)
     assert all(abs(c.predict(r) - y) / y < 0.01 for r, y in zip(rows, ys, strict=True))
 
 
-@pytest.mark.parametrize("how", C.SPLITS)
+@pytest.mark.parametrize("how", SPLITS)
 def test_splits_hold_back_turns_the_fit_never_sees(how: str) -> None:
     for n in range(0, 12):
-        train, test = C.split(n, how)
+        train, test = split(n, how)
         assert sorted(train + test) == list(range(n)) and not set(train) & set(test)
     with pytest.raises(ValueError):
-        C.split(4, "none")
+        split(4, "none")
 
 
 def test_held_back_error_does_not_see_the_held_back_turns() -> None:
     """Changing what the held-back turns recorded changes their measured error, never the fit."""
     t = synthetic(30, noise=0.02)
-    a = C.accuracy(t, tokenizers=(), how="half")
+    a = accuracy(t, tokenizers=(), how="half")
     assert a is not None and a.calibrated is not None and a.calibrated.turns == 15
-    samples = C.turn_samples(t)
-    train, test = C.split(len(samples), "half")
-    rows = C.context_rows(t, samples)
+    samples = turn_samples(t)
+    train, test = split(len(samples), "half")
+    rows = context_rows(t, samples)
     ys = [float(s.recorded) for s in samples]
-    fit1 = C.fit([rows[i] for i in train], [ys[i] for i in train], a.family)
+    fit1 = fit([rows[i] for i in train], [ys[i] for i in train], a.family)
     for i in test:
         ys[i] *= 3
-    fit2 = C.fit([rows[i] for i in train], [ys[i] for i in train], a.family)
+    fit2 = fit([rows[i] for i in train], [ys[i] for i in train], a.family)
     assert fit1 == fit2
 
 
 def test_error_stats() -> None:
-    s = C.ErrorStats.of([90, 100, 111, 150], [100, 100, 100, 100])
+    s = ErrorStats.of([90, 100, 111, 150], [100, 100, 100, 100])
     assert s.turns == 4 and s.within == 0.5 and s.median == pytest.approx(0.105) and s.bias == pytest.approx(0.055)
-    assert C.ErrorStats.of([], []).median is None
+    assert ErrorStats.of([], []).median is None
 
 
 # -- accuracy of a transcript ---------------------------------------------------------------------
@@ -152,19 +173,19 @@ def test_error_stats() -> None:
 
 def test_accuracy_reports_each_tokenizer_and_the_calibrated_estimate() -> None:
     t = synthetic(30, noise=0.03)
-    a = C.accuracy(t)
+    a = accuracy(t)
     assert a is not None and a.turns == 30
     assert set(a.tokenizers) == {"heuristic", "o200k_base", "cl100k_base"}
     assert a.calibrated is not None and a.calibrated.within == 1.0  # 3 % noise: all within ±10 %
     assert a.tokenizers["heuristic"].within < 0.5  # the overhead the file does not hold
     j = a.to_json()
-    assert j["split"] == C.DEFAULT_SPLIT and j["calibrated"]["turns"] == 15
+    assert j["split"] == DEFAULT_SPLIT and j["calibrated"]["turns"] == 15
     assert "offset" in j["tokenizers"]["heuristic"] and "anchored" in j["tokenizers"]["heuristic"]
 
 
 def test_no_usage_no_accuracy() -> None:
     t = Transcript("ctxtool", [Message("user", [Block("text", "hi")]), Message("assistant", [Block("text", "yo")])])
-    assert C.accuracy(t) is None
+    assert accuracy(t) is None
 
 
 def test_compaction_restarts_the_context_from_its_summary_and_kept_messages() -> None:
@@ -172,7 +193,7 @@ def test_compaction_restarts_the_context_from_its_summary_and_kept_messages() ->
     kept = t.messages[9]
     t.entries.insert(9, Compaction("summary of before", first_kept_id=kept.id))
     t.entries.append(Message("assistant", [Block("text", "x")], id="last", usage=Usage(input=999)))
-    s = C.turn_samples(t)[-1]
+    s = turn_samples(t)[-1]
     assert s.summary == "summary of before"
     assert s.context[0] == t.messages.index(kept)
 
@@ -191,7 +212,7 @@ def test_calibrated_tokenizer_is_a_tokenizer_choice_and_pickles() -> None:
 
 
 def test_calibrated_estimate_adds_its_overhead_where_no_usage_is_trusted() -> None:
-    tok = C.CalibratedTokenizer(C.Calibration(500.0, dict.fromkeys(C.KINDS, 0.5), 100.0))
+    tok = CalibratedTokenizer(Calibration(500.0, dict.fromkeys(KINDS, 0.5), 100.0))
     msgs = [Message("user", [Block("text", "a" * 100)])]
     est = estimate_context(msgs, tok)
     assert est.source == "estimate" and est.tokens == 500 + 50
@@ -205,16 +226,16 @@ def test_heuristic_counts_through_one_rule() -> None:
 
 
 def test_family_ratios_are_shipped_with_their_measured_error() -> None:
-    data = C.shipped_ratios()
-    assert C.GENERIC in data["families"]
+    data = shipped_ratios()
+    assert GENERIC in data["families"]
     for spec in data["families"].values():
         assert spec["error"]["measured"] == "leave one file out"
-        assert set(spec["tokens_per_char"]) == set(C.KINDS)
+        assert set(spec["tokens_per_char"]) == set(KINDS)
         assert set(spec["tokenizers"]) == {"heuristic", "o200k_base", "cl100k_base"}
-    assert C.family_of("claude-opus-4-6") == "anthropic"
-    assert C.family_of("openai/gpt-5-codex") == "openai"
-    assert C.family_of(None) == C.family_of("no-such-model") == C.GENERIC
-    fam = C.family_calibration("claude-sonnet-4-5")
+    assert family_of("claude-opus-4-6") == "anthropic"
+    assert family_of("openai/gpt-5-codex") == "openai"
+    assert family_of(None) == family_of("no-such-model") == GENERIC
+    fam = family_calibration("claude-sonnet-4-5")
     assert fam.source.startswith("family:") and fam.error is not None
 
 
@@ -222,9 +243,9 @@ def test_family_ratios_are_shipped_with_their_measured_error() -> None:
 
 
 def test_error_bar_and_verdicts_that_could_flip() -> None:
-    bar = C.ErrorBar(1000, 0.1, "test")
+    bar = ErrorBar(1000, 0.1, "test")
     assert (bar.margin, bar.low, bar.high) == (100, 900, 1100)
-    assert bar.straddles(1050) and not bar.straddles(1200) and not C.ErrorBar(1000, None, "x").straddles(1000)
+    assert bar.straddles(1050) and not bar.straddles(1200) and not ErrorBar(1000, None, "x").straddles(1000)
     msgs = [Message("user", [Block("text", "a" * 40_000)])]  # 10,000 tokens by the heuristic, no usage
     near = check_messages(msgs, PolicySettings(context_window=10_000 + 16_384 + 500))
     assert near.error is not None and near.error.relative is not None
@@ -297,7 +318,7 @@ def test_cli_stats_without_usage_has_no_accuracy_and_unknown_tokenizer_is_a_usag
                                  "codex/codemie_rollout-2026-05-11T11-26-55-019e1625.jsonl"])
 def test_corpus_sessions_calibrated_on_held_back_turns(rel: str) -> None:
     t = next(formats.read(str(corpus_file(*rel.split("/")))))
-    a = C.accuracy(t)
+    a = accuracy(t)
     assert a is not None and a.calibrated is not None
     # measured on the corpus: calibrated within ±10 % on >= 90 % of held-back turns of these
     # sessions (alternate split), the plain heuristic on almost none (no overhead in the file)
@@ -318,12 +339,12 @@ def test_bench_accuracy_table_runs_on_a_corpus_session(tmp_path: Path) -> None:
 
 
 def test_placeholder_chars_count_the_length_a_redaction_marker_keeps() -> None:
-    assert C.placeholder_chars("plain text") is None
-    assert C.placeholder_chars("[REDACTED]") is None  # no length kept: nothing to count
-    assert C.placeholder_chars("[REDACTED_TEXT len=806 sha=d10ca27b]") == 806
-    assert C.placeholder_chars('{"q":"[REDACTED_QUERY len=12 sha=0a]"}') == len('{"q":""}') + 12
-    row = [0.0] * len(C.FEATURES)
-    C.block_features(Block("text", "[REDACTED_TEXT len=806 sha=d10ca27b]"), row)
+    assert placeholder_chars("plain text") is None
+    assert placeholder_chars("[REDACTED]") is None  # no length kept: nothing to count
+    assert placeholder_chars("[REDACTED_TEXT len=806 sha=d10ca27b]") == 806
+    assert placeholder_chars('{"q":"[REDACTED_QUERY len=12 sha=0a]"}') == len('{"q":""}') + 12
+    row = [0.0] * len(FEATURES)
+    block_features(Block("text", "[REDACTED_TEXT len=806 sha=d10ca27b]"), row)
     assert row[1] == 806  # counted as prose
 
 
@@ -332,7 +353,7 @@ def test_fit_by_segment_keeps_an_overhead_per_compaction_and_carries_the_last_fo
     rows = [[1.0, float(c), 0, 0, 0, 0, 0] for c in range(1000, 20000, 1000)]
     segs = [0] * 10 + [1] * 9
     ys = [(5000.0 if s == 0 else 9000.0) + 0.3 * r[1] for r, s in zip(rows, segs, strict=True)]
-    c = C.fit(rows, ys, segments=segs)
+    c = fit(rows, ys, segments=segs)
     assert abs(c.overhead_at(0) - 5000) < 300 and abs(c.overhead_at(1) - 9000) < 300  # the prior pulls a little
     assert c.overhead_at(7) == c.overhead_at(1) == c.overhead  # a later segment starts from the last one fitted
     assert abs(c.rates["prose"] - 0.3) < 0.02
@@ -341,17 +362,17 @@ def test_fit_by_segment_keeps_an_overhead_per_compaction_and_carries_the_last_fo
 @pytest.mark.parametrize("rel", ["pi/pi_before-compaction.jsonl", "claude_code/spotter_ae4a77f8_main.jsonl"])
 def test_corpus_default_estimate_on_held_back_turns_and_segments(rel: str) -> None:
     t = next(formats.read(str(corpus_file(*rel.split("/")))))
-    samples = C.turn_samples(t)
+    samples = turn_samples(t)
     assert samples[-1].segment >= 1  # these sessions compact
-    for how in C.SPLITS:  # "half": the held-back turns are the later ones
-        a = C.accuracy(t, tokenizers=(), how=how)
+    for how in SPLITS:  # "half": the held-back turns are the later ones
+        a = accuracy(t, tokenizers=(), how=how)
         assert a is not None and a.default is not None and a.default.within >= 0.9  # every turn: nothing fitted
         assert a.anchored["calibrated"].within >= 0.9 and a.anchored["calibrated"].turns == len(samples) // 2
 
 
 def test_corpus_redacted_session_is_detected_and_calibrated_from_marker_lengths() -> None:
     t = next(formats.read(str(corpus_file("codex", "localpush_redacted_rollout-2026-02-23T12-54-34-019c8a59.jsonl"))))
-    a = C.accuracy(t, tokenizers=("heuristic",))
+    a = accuracy(t, tokenizers=("heuristic",))
     assert a is not None and a.redacted > 0.5
     assert any("redaction markers" in x for x in a.lines())
     assert a.default is not None and a.default.within >= 0.9

@@ -11,7 +11,7 @@ from test_compact import write_chat, write_dataset
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.summarizers import prompt as sp
 
 runner = CliRunner()

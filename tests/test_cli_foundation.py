@@ -13,7 +13,7 @@ from conftest import SAMPLES
 from typer.testing import CliRunner
 
 from ctxtool.cli import app, main
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 
 runner = CliRunner()
 

@@ -14,7 +14,8 @@ from conftest import SAMPLES, all_transcript_params
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError
 
 runner = CliRunner()
 

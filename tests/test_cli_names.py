@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
+from ctxtool.cli.exits import ExitCode
 from ctxtool.cli.names import BY_LONG, NAMES, RENAMED, naming_table
-from ctxtool.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 S = ROOT / "samples"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 
 runner = CliRunner()
 CLAUDE = SAMPLES / "claude_code_session.jsonl"

@@ -18,7 +18,7 @@ from ctxtool import formats
 from ctxtool.compaction.core import compact_transcript
 from ctxtool.compaction.run import compact_file, compact_paths
 from ctxtool.compaction.settings import CompactOptions
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.history.validate import check_messages
 from ctxtool.io.events import EventLog
 from ctxtool.summarizers import ContextOverflowError
@@ -109,7 +109,7 @@ class Counting:
         if self.overflow_first and first:
             raise ContextOverflowError("prompt is too long")
         if self.fail_on and self.fail_on in req.prompt:
-            raise CtxtoolError("summary model failed: 500", code=ExitCode.REMOTE)
+            raise CtxtoolError("summary model failed: 500", kind=Failure.REMOTE)
         return self.reply
 
 
@@ -476,7 +476,8 @@ def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
     import pickle
 
     from ctxtool.compaction.op import CompactOp
-    from ctxtool.run import records, runner
+    from ctxtool.run import records
+    from ctxtool.run.operation import merge_reports
 
     src = write_dataset(tmp_path / "d.jsonl", n=3)
     seen: list[tuple[int, int]] = []
@@ -487,7 +488,7 @@ def test_compact_is_an_operation_of_the_one_runner(tmp_path: Path) -> None:
     lines = src.read_bytes().splitlines()
     res = [records.process(op, rec, path=str(src), line=n, events=True) for n, rec in enumerate(lines, 1)]
     assert b"\n".join(r.data for r in res) + b"\n" == (tmp_path / "o.jsonl").read_bytes()
-    merged = runner.merge_reports(r.report for r in res)
+    merged = merge_reports(r.report for r in res)
     assert [o.report.status for o in merged.outcomes] == [r.status for r in rep.records] == ["compacted"] * 3
     assert [e["event"] for e in res[1].events] == ["compaction_start", "compaction_end", "compaction"]
     assert merged.bytes_written == sum(len(r.data) + 1 for r in res)

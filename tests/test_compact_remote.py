@@ -11,7 +11,7 @@ from fake_llm import FakeLLM, Fault
 from test_compact import opts, write_chat, write_dataset
 
 from ctxtool.compaction import run as cp
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp
 from ctxtool.summarizers.cache import CachedSummarizer
@@ -74,7 +74,7 @@ def test_server_error_fails_cleanly_or_falls_back(tmp_path: Path) -> None:
         llm.push(Fault.error(500))
         with pytest.raises(CtxtoolError) as e:
             cp.compact_file(src, out, options=opts(), summarizer=remote("openai", llm))
-        assert e.value.code == ExitCode.REMOTE and not out.exists()
+        assert e.value.kind == Failure.REMOTE and not out.exists()
         llm.push(Fault.error(500))
         rep = cp.compact_file(src, out, options=opts(fallback=True), summarizer=remote("openai", llm))
     assert rep.records[0].fallback_used and "## Goal" in json.loads(out.read_text())[1]["content"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ctxtool.cli.exits import ExitCode
 from ctxtool.config import Config
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.model import Block, Compaction, Line, Message, Metadata, Record, Transcript, Usage
 from ctxtool.tokens import context
 from ctxtool.tokens.context import ContextSettings, resolve, resolve_window
@@ -75,7 +76,7 @@ def test_recorded_unknown_model_leaves_the_window_unknown() -> None:
 def test_user_given_model_names_are_strict(name: str) -> None:
     with pytest.raises(CtxtoolError) as e:
         ContextSettings(model=name)
-    assert e.value.code == ExitCode.USAGE and "did you mean" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "did you mean" in str(e.value)
 
 
 def test_cli_rejects_an_unknown_model_with_suggestions() -> None:

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.cli.exits import ExitCode
 from ctxtool.compaction.plan import plan_compaction
 from ctxtool.compaction.settings import CompactOptions
 from ctxtool.config import Config
-from ctxtool.errors import ExitCode
 from ctxtool.policies.check import check_transcript
 from ctxtool.replay import core as replay
 from ctxtool.stats.files import stats_files

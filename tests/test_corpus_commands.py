@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.history.validate import schema_errors
 
 runner = CliRunner()

@@ -18,8 +18,8 @@ from ctxtool.cli import main
 from ctxtool.compaction import run as cp
 from ctxtool.errors import CtxtoolError
 from ctxtool.history.window import WindowOp, window_file
-from ctxtool.run.engines import ENGINES, Engine, Sharding, ThreadLimiter, get_engine, register_engine
-from ctxtool.run.engines.base import J, T
+from ctxtool.run.engines import ENGINES, Sharding, get_engine, register_engine
+from ctxtool.run.engines.base import Engine, J, T, ThreadLimiter
 from ctxtool.run.engines.limit import LimitedSummarizer
 from ctxtool.run.runner import run_file
 from ctxtool.summarizers.cache import CachedSummarizer

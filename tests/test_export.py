@@ -20,9 +20,10 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import main
-from ctxtool.errors import ExitCode
-from ctxtool.export import RENDERERS, ExportOptions, export_file, render, view
-from ctxtool.export.walk import Marker, Turn
+from ctxtool.cli.exits import ExitCode
+from ctxtool.export import export_file, render
+from ctxtool.export.base import RENDERERS, ExportOptions
+from ctxtool.export.walk import Marker, Turn, view
 from ctxtool.model import Block, Message, injected_kind, injected_text
 
 runner = CliRunner()

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.formats import ErrorPolicy
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError
+from ctxtool.formats.base import ErrorPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.history.pairing import pair
 from ctxtool.history.repair import repair
 from ctxtool.io.jsonl import open_source
@@ -186,7 +187,7 @@ def test_swe_agent_traj_was_misread_as_openai_and_repair_refuses_that_reading(tm
     assert len(p.orphans) == len(p.unanswered()) == 13  # what the openai reading sees: none of it real
     with pytest.raises(CtxtoolError) as e:
         repair(as_openai)
-    assert e.value.code == ExitCode.INVALID and "pairing cannot be trusted" in e.value.message
+    assert e.value.kind == Failure.INVALID and "pairing cannot be trusted" in e.value.message
     out = tmp_path / "r.traj"
     r = runner.invoke(app, ["repair", str(path), "--format", "openai", "-o", str(out)])
     assert r.exit_code == ExitCode.INVALID and not out.exists()

@@ -20,7 +20,8 @@ from ctxtool.compaction.settings import CompactOptions
 from ctxtool.compaction.view import context_view
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.summarizers import prompt as sp
-from ctxtool.summarizers.heuristic import parse_sections, structured_summary
+from ctxtool.summarizers.heuristic import structured_summary
+from ctxtool.summarizers.heuristic.text import parse_sections
 from ctxtool.tokens.count import get_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent

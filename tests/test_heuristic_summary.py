@@ -16,10 +16,10 @@ from ctxtool.compaction.view import context_view
 from ctxtool.model import Block, Message, Transcript
 from ctxtool.summarizers import get_summarizer
 from ctxtool.summarizers import prompt as sp
-from ctxtool.summarizers.heuristic import parse_sections, structured_summary
+from ctxtool.summarizers.heuristic import structured_summary
 from ctxtool.summarizers.heuristic.previous import fit, parse_previous
 from ctxtool.summarizers.heuristic.requests import collect
-from ctxtool.summarizers.heuristic.text import items, quote
+from ctxtool.summarizers.heuristic.text import items, parse_sections, quote
 from ctxtool.tokens.count import get_tokenizer
 
 SECTIONS = ["Goal", "Current State", "User Requests", "Constraints & Preferences", "Progress", "Key Decisions",

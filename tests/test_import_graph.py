@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "ctxtool"
 
 
@@ -106,7 +104,6 @@ def graph() -> dict[str, dict[str, int]]:
     return {m: imports(m, p, mods) for m, p in mods.items()}
 
 
-@pytest.mark.xfail(reason="issue 30: loops being broken", strict=False)
 def test_no_import_loops() -> None:
     g = graph()
     found = loops(g)

@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import COMMANDS, app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.io import jsonl as jsonio
+from ctxtool.io.files import open_input, splittable
 
 PI = SAMPLES / "pi_session.jsonl"
 runner = CliRunner()
@@ -108,7 +109,7 @@ def test_a_compressed_file_is_never_split_in_byte_ranges(tmp_path: Path) -> None
     plain = SAMPLES / "openai_dataset.jsonl"
     packed = tmp_path / "dataset.jsonl"
     packed.write_bytes(_gz(plain.read_bytes()))
-    assert jsonio.splittable(plain) and not jsonio.splittable(packed)
+    assert splittable(plain) and not splittable(packed)
     assert formats.split_plan(str(plain), None, 4, 0) is not None
     assert formats.split_plan(str(packed), None, 4, 0) is None
 
@@ -145,7 +146,7 @@ def test_a_byte_order_mark_on_stdin() -> None:
 def test_open_input_strips_the_bom_only_at_the_start(tmp_path: Path) -> None:
     p = tmp_path / "x.jsonl"
     p.write_bytes(b"\xef\xbb\xbf{}\n\xef\xbb\xbf\n")
-    with jsonio.open_input(p) as fh:
+    with open_input(p) as fh:
         assert fh.read() == b"{}\n\xef\xbb\xbf\n"
 
 

@@ -14,8 +14,9 @@ import pytest
 import zstandard
 from io_pipes import SAMPLES, FifoReader, run_ctxtool
 
-from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.io.jsonl import atomic_output
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError, Failure
+from ctxtool.io.outputs import atomic_output
 
 PI = SAMPLES / "pi_session.jsonl"  # converts to itself byte for byte
 
@@ -116,7 +117,7 @@ def test_the_check_runs_before_a_fifo_sees_anything(tmp_path: Path) -> None:
 
 
 def _refuse(tmp: str) -> None:
-    raise CtxtoolError("invalid output", code=ExitCode.ERROR)
+    raise CtxtoolError("invalid output", kind=Failure.INTERNAL)
 
 
 def test_a_failed_check_leaves_a_regular_file_untouched(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from io_pipes import SAMPLES, run_ctxtool
 
 from ctxtool.io import paths
-from ctxtool.io.jsonl import atomic_output
+from ctxtool.io.outputs import atomic_output
 
 PI = SAMPLES / "pi_session.jsonl"
 

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 
 SCHEMAS = ROOT / "schemas"
 runner = CliRunner()

@@ -15,18 +15,21 @@ from typer.testing import CliRunner
 from ctxtool import compaction as cp
 from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.cli.exits import ExitCode
 from ctxtool.compaction import pins
 from ctxtool.compaction.core import compact_transcript
 from ctxtool.compaction.report import CompactReport
 from ctxtool.compaction.run import compact_file
 from ctxtool.compaction.settings import CompactOptions
 from ctxtool.compaction.view import context_view
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.formats.base import CompactionNote
 from ctxtool.formats.openai import OpenAIFormat
 from ctxtool.io.jsonl import Source
+from ctxtool.model import PINNED_PREFIX as PIN_PREFIX
 from ctxtool.model import Compaction, Message, Transcript
-from ctxtool.summarizers.heuristic import parse_sections, structured_summary
+from ctxtool.summarizers.heuristic import structured_summary
+from ctxtool.summarizers.heuristic.text import parse_sections
 from ctxtool.tokens.count import get_tokenizer
 
 RULES = "ALWAYS run make lint before committing.\nNEVER edit generated files."
@@ -60,10 +63,10 @@ def test_load_texts_files_and_escapes(tmp_path: Path) -> None:
     assert pins.load([SHORT, f"@{f}", "@@handle", SHORT]) == [SHORT, RULES, "@handle"]
     with pytest.raises(CtxtoolError) as e:
         pins.load([f"@{tmp_path / 'missing.md'}"])
-    assert e.value.code == ExitCode.NOT_FOUND and "missing.md" in e.value.message
+    assert e.value.kind == Failure.NOT_FOUND and "missing.md" in e.value.message
     with pytest.raises(CtxtoolError) as e:
         pins.load(["  \n"])
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 @pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi", "ctxtool", "anthropic"])
@@ -77,7 +80,7 @@ def test_pins_beside_the_summary_in_each_format(fmt: str, tmp_path: Path) -> Non
     assert pins.recorded(t) == [RULES, SHORT]
     view = context_view(t, get_tokenizer("heuristic"))
     summary = view.previous_summary or ""
-    assert RULES not in summary.split(pins.PIN_PREFIX)[0]  # outside the summary: its own message or block
+    assert RULES not in summary.split(PIN_PREFIX)[0]  # outside the summary: its own message or block
     # the pin is not taken for a user request by the next summary
     assert RULES not in parse_sections(structured_summary(view.effective))["Goal"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 S = ROOT / "samples"

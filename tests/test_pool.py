@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.run.pool import RemoteTraceback, WorkerDied, worker_pool
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the fork pool needs os.fork")
@@ -25,7 +25,7 @@ def _square(x: int) -> tuple[int, int]:
 
 def _fail(kind: str) -> None:
     if kind == "user":
-        raise CtxtoolError("bad line", path="f.jsonl", line=3, code=ExitCode.INPUT)
+        raise CtxtoolError("bad line", path="f.jsonl", line=3, kind=Failure.INPUT)
     if kind == "unpicklable":
         class Local(Exception):  # a class pickle cannot find
             pass
@@ -58,7 +58,7 @@ def test_a_worker_exception_is_raised_here_with_its_traceback() -> None:
                                    ex.submit(_fail, "unpicklable"), ex.submit(_square, 5))
         with pytest.raises(CtxtoolError) as e:
             user.result()
-        assert (e.value.path, e.value.line, e.value.code) == ("f.jsonl", 3, ExitCode.INPUT)
+        assert (e.value.path, e.value.line, e.value.kind) == ("f.jsonl", 3, Failure.INPUT)
         with pytest.raises(KeyError) as k:
             other.result()
         assert isinstance(k.value.__cause__, RemoteTraceback) and "_fail" in str(k.value.__cause__)

@@ -18,9 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxtool import formats
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.history import pairing
-from ctxtool.redact import RedactOptions, Redactor, redact_files
+from ctxtool.redact import redact_files
+from ctxtool.redact.core import Redactor
+from ctxtool.redact.detect import RedactOptions
 
 
 def ctxtool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import pytest
 
 import ctxtool
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.registry import LazyEntry, Registry
 
 
@@ -50,7 +51,7 @@ def test_an_unknown_name_is_a_usage_error_with_the_closest_names_and_the_choices
     reg.aliases["verde"] = "green"
     with pytest.raises(CtxtoolError) as e:
         reg.get("gren")
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
     assert str(e.value) == "unknown colour 'gren' (did you mean 'green'?); choose one of: red, green, blue"
     with pytest.raises(CtxtoolError) as e:
         reg.get("verd")  # close to a former name: the name it stands for is suggested, never the former one
@@ -93,7 +94,7 @@ def test_a_lazy_entry_is_imported_when_first_asked_for() -> None:
         "assert isinstance(reg.entry('pi'), LazyEntry)  # the entry stays as registered\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert LazyEntry("ctxtool.errors:ExitCode").load() is ExitCode
+    assert LazyEntry("ctxtool.cli.exits:ExitCode").load() is ExitCode
 
 
 # -- every registry of the package is one ----------------------------------------------------------------

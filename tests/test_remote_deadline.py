@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from ctxtool.cli import main
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import SummaryRequest, get_summarizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +123,7 @@ def test_one_request_ends_by_its_deadline(phase: str) -> None:
         elapsed = time.monotonic() - t0
         s.close()
     assert elapsed < 1.0 + 1.5, f"a 1 s deadline took {elapsed:.1f} s"
-    assert e.value.code == ExitCode.REMOTE
+    assert e.value.kind == Failure.REMOTE
     msg = str(e.value)
     assert "\n" not in msg and "timed out" in msg and f"127.0.0.1:{srv.port}" in msg and "(after 1 try)" in msg
     assert srv.sent >= 1  # the server did trickle: the deadline, not a read timeout, ended it
@@ -189,7 +190,7 @@ def test_a_retry_after_beyond_the_overall_deadline_ends_the_retries() -> None:
             s.summarize(REQ)
         s.close()
     assert slept == [] and "no time left for another try within 25 s" in str(e.value)
-    assert "(after 1 try)" in str(e.value) and e.value.code == ExitCode.REMOTE
+    assert "(after 1 try)" in str(e.value) and e.value.kind == Failure.REMOTE
 
 
 def test_a_reply_that_cannot_be_decoded_is_a_remote_error() -> None:
@@ -198,7 +199,7 @@ def test_a_reply_that_cannot_be_decoded_is_a_remote_error() -> None:
         with pytest.raises(CtxtoolError) as e:
             s.summarize(REQ)
         s.close()
-    assert e.value.code == ExitCode.REMOTE and "unreadable reply" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "unreadable reply" in str(e.value)
 
 
 def test_a_reply_nested_too_deep_is_a_remote_error() -> None:
@@ -207,7 +208,7 @@ def test_a_reply_nested_too_deep_is_a_remote_error() -> None:
         with pytest.raises(CtxtoolError) as e:
             s.summarize(REQ)
         s.close()
-    assert e.value.code == ExitCode.REMOTE and "malformed reply" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "malformed reply" in str(e.value)
 
 
 def test_lone_surrogates_go_out_as_question_marks_and_come_back_from_the_cache(tmp_path: Path) -> None:

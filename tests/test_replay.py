@@ -10,9 +10,9 @@ from conftest import SAMPLES, all_transcript_params
 
 from ctxtool import formats
 from ctxtool.errors import CtxtoolError
-from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage
+from ctxtool.model import Block, Compaction, Message, Metadata, Transcript, Usage, group_turns
 from ctxtool.replay.charts import render_svg, terminal_chart, thresholds_above, write_plot
-from ctxtool.replay.core import ReplayReport, group_turns, replay, replay_file, title
+from ctxtool.replay.core import ReplayReport, replay, replay_file, title
 from ctxtool.tokens import models as registry
 
 
@@ -276,13 +276,13 @@ def test_png_without_matplotlib_says_which_extra(report: ReplayReport, tmp_path:
         "try:\n"
         f"    write_plot(r, {str(tmp_path / 'x.png')!r})\n"
         "except CtxtoolError as e:\n"
-        "    print(int(e.code), e)\n"
+        "    print(e.kind.value, e)\n"
     )
     r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first == "svg html"
-    assert second.startswith("10 ") and "'charts' extra" in second and ".[charts]" in second
+    assert second.startswith("dependency ") and "'charts' extra" in second and ".[charts]" in second
     assert not (tmp_path / "x.png").exists()
     # through the CLI: exit 10 (a missing package), one line, no traceback
     src = tmp_path / "s.jsonl"

@@ -15,7 +15,7 @@ from io_pipes import FifoWriter
 
 from ctxtool.errors import CtxtoolError
 from ctxtool.run import manyfiles, runner
-from ctxtool.run.runner import Operation, Results, RunContext, Task
+from ctxtool.run.operation import Operation, Results, RunContext, Task
 from ctxtool.stats.files import stats_files
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"

@@ -25,6 +25,7 @@ from ctxtool.errors import CtxtoolError
 from ctxtool.history import repair, window
 from ctxtool.model import Transcript
 from ctxtool.run import parallel, records, runner
+from ctxtool.run.operation import MapOp, Operation, Results, RunContext, Task, merge_reports
 from ctxtool.tool_outputs import algorithms as toolout
 from ctxtool.tool_outputs.common import OpsReport
 from ctxtool.tool_outputs.files import RestoreOp, TruncateOp, truncate_file
@@ -89,18 +90,18 @@ def _slow_and_picky(t):  # type: ignore[no-untyped-def]
 
 def test_threads_keep_the_order_and_failed_transcripts_go_to_the_policy(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
-    run = runner.run_file(runner.MapOp(_slow_and_picky), str(dataset), str(out), on_error="skip", threads=4)
+    run = runner.run_file(MapOp(_slow_and_picky), str(dataset), str(out), on_error="skip", threads=4)
     kept = [i for i in range(30) if i % 7 != 3]
     assert run.report.items == kept and run.transcripts == len(kept)
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [f"r{i}" for i in kept]
     assert run.skipped[0] == f"{dataset}:4: no thanks" and len(run.skipped) == 4
     with pytest.raises(CtxtoolError) as e:
-        runner.run_file(runner.MapOp(_slow_and_picky), str(dataset), str(out), threads=4)
+        runner.run_file(MapOp(_slow_and_picky), str(dataset), str(out), threads=4)
     assert e.value.line == 4 and len(out.read_text().splitlines()) == len(kept)  # the output is untouched
 
 
 @dataclass(frozen=True)
-class LastTwo(runner.Operation[runner.Results[int]]):
+class LastTwo(Operation[Results[int]]):
     """A toy operation asking the runner for what compaction needs: the whole input read
     first, a failed transcript written as read, and a check of the written output that can
     ask for some transcripts as they were read. It keeps each record's last two messages."""
@@ -111,13 +112,13 @@ class LastTwo(runner.Operation[runner.Results[int]]):
     reject: str = '"r5"'
     most: int = 100
 
-    def start(self, ctx: runner.RunContext) -> runner.Task[runner.Results[int]]:
+    def start(self, ctx: RunContext) -> Task[Results[int]]:
         return LastTwoTask(self, ctx)
 
 
-class LastTwoTask(runner.Task[runner.Results[int]]):
-    def __init__(self, op: LastTwo, ctx: runner.RunContext) -> None:
-        self.op, self.ctx, self.results, self.total = op, ctx, runner.Results[int](), 0
+class LastTwoTask(Task[Results[int]]):
+    def __init__(self, op: LastTwo, ctx: RunContext) -> None:
+        self.op, self.ctx, self.results, self.total = op, ctx, Results[int](), 0
         self.checks: list[bool] = []
 
     def begin(self, ahead: Sequence[Transcript]) -> None:
@@ -142,7 +143,7 @@ class LastTwoTask(runner.Task[runner.Results[int]]):
         assert len(lines) == len(written) == len(read) == self.total
         return [i for i, line in enumerate(lines) if self.op.reject in line and len(json.loads(line)["messages"]) == 2]
 
-    def finish(self) -> runner.Results[int]:
+    def finish(self) -> Results[int]:
         assert self.checks == [False, True]  # written, rejected in part, written again
         return self.results
 
@@ -175,9 +176,9 @@ def test_operations_and_jobs_pickle_and_reports_merge(dataset: Path, tmp_path: P
     whole = truncate_file(str(dataset), None, limits=toolout.Limits(max_lines=10), cache=tmp_path / "c", jobs=1)
     assert res.report.truncated == whole.truncated == 30 and res.transcripts == 30 and len(res.events) == 30
     a, b = OpsReport("truncate", "x", truncated=2, bytes_before=10), OpsReport("truncate", "x", truncated=3)
-    assert runner.merge_reports([a, b]).truncated == 5 and a.bytes_before == 10
+    assert merge_reports([a, b]).truncated == 5 and a.bytes_before == 10
     with pytest.raises(ValueError):
-        runner.merge_reports([])
+        merge_reports([])
 
 
 def test_per_record_api_round_trip_and_merge(dataset: Path, tmp_path: Path) -> None:
@@ -188,7 +189,7 @@ def test_per_record_api_round_trip_and_merge(dataset: Path, tmp_path: Path) -> N
     results = pickle.loads(pickle.dumps(results))
     assert all(r.changed and r.format == "openai" for r in results)
     assert results[4].events[0]["line"] == 5 and results[4].events[0]["file"] == str(dataset)
-    merged = runner.merge_reports(r.report for r in results)
+    merged = merge_reports(r.report for r in results)
     whole = truncate_file(str(dataset), str(tmp_path / "out.jsonl"), limits=toolout.Limits(max_lines=50), cache=cache)
     assert b"\n".join(r.data for r in results) + b"\n" == (tmp_path / "out.jsonl").read_bytes()
     for k in tools_ops.common.SUMMED:

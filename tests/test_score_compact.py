@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 
 from ctxtool import formats
 from ctxtool.cli import app
+from ctxtool.cli.exits import ExitCode
 from ctxtool.compaction.core import compact_transcript
 from ctxtool.compaction.run import compact_file
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.score import quality
 from ctxtool.score.core import score, score_files
 from ctxtool.score.kinds import PROBE_KINDS, register_probe
@@ -66,7 +67,7 @@ def test_min_retention_rejects_a_poor_summary_and_falls_back(tmp_path: Path) -> 
         with pytest.raises(CtxtoolError) as e:
             compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar), summarizer=remote(llm))
         assert "below --min-retention" in e.value.message and "use --fallback" in e.value.message
-        assert e.value.code == ExitCode.REMOTE and not (tmp_path / "o.json").exists()
+        assert e.value.kind == Failure.REMOTE and not (tmp_path / "o.json").exists()
         r = compact_file(src, tmp_path / "o.json", options=opts(min_retention=bar, fallback=True),
                             summarizer=remote(llm)).records[0]
     assert r.status == "compacted" and r.fallback_used and r.retention == heuristic

@@ -13,10 +13,9 @@ from conftest import all_transcript_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxtool.stats import transcript as stats
+from ctxtool.stats.figures import Figures, StatsReport, most_context
 from ctxtool.stats.files import stats_files
-from ctxtool.stats.op import StatsPart, most_context
-from ctxtool.stats.transcript import Figures
+from ctxtool.stats.op import StatsPart
 
 
 def record(i: int, size: int, model: str | None = None, ts: str | None = None) -> dict[str, Any]:
@@ -35,7 +34,7 @@ def write(tmp: Path, sizes: list[int], **kw: Any) -> str:
     return str(p)
 
 
-def without_transcripts(report: stats.StatsReport) -> dict[str, Any]:
+def without_transcripts(report: StatsReport) -> dict[str, Any]:
     d = report.to_json(transcripts=False)
     return d
 

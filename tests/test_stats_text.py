@@ -14,7 +14,7 @@ from conftest import CORPUS
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import ExitCode
+from ctxtool.cli.exits import ExitCode
 from ctxtool.tokens.count import get_tokenizer
 from ctxtool.tokens.plain import count_text, is_plain_text
 

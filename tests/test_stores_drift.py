@@ -19,6 +19,7 @@ from conftest import ROOT, SAMPLES, corpus_file
 from io_pipes import run_ctxtool
 
 from ctxtool import formats
+from ctxtool.formats.walk import iter_paths
 
 DATA = ROOT / "tests" / "data"
 EVAL_ARCHIVE = DATA / "inspect" / "log_message_deduplication.eval"
@@ -384,7 +385,7 @@ def test_compressed_rollouts_and_archived_sessions_are_found(tmp_path: Path) -> 
 
     (archived / "rollout-b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(rollout.replace(b"\"id\":\"", b"\"id\":\"b")))
     (archived / "rollout-c.jsonl.gz").write_bytes(gzip.compress(rollout))
-    found = list(formats.iter_paths([str(codex)]))
+    found = list(iter_paths([str(codex)]))
     assert sorted(Path(f).name for f in found) == ["rollout-a.jsonl", "rollout-b.jsonl.zst", "rollout-c.jsonl.gz"]
     assert ctx_json(tmp_path, "stats", str(codex))["totals"]["transcripts"] == 3
     env = {**os.environ, "HOME": str(tmp_path / "nobody"), "CODEX_HOME": str(codex)}

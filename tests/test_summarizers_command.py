@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import SummaryRequest, get_summarizer
 from ctxtool.summarizers.command import CommandSummarizer
 
@@ -65,7 +65,7 @@ def test_non_zero_exit_reports_the_first_stderr_line() -> None:
     )
     with pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE
+    assert e.value.kind == Failure.REMOTE
     assert "exited with status 3: model not loaded" in str(e.value)
     assert "more detail" not in str(e.value)
 
@@ -76,28 +76,28 @@ def test_timeout() -> None:
     with pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
     assert time.monotonic() - t0 < 5
-    assert e.value.code == ExitCode.REMOTE and "timed out after 0.5 s" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "timed out after 0.5 s" in str(e.value)
 
 
 def test_program_not_found() -> None:
     s = get_summarizer("command", command="/nonexistent/summarize-me --fast")
     with pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE and "/nonexistent/summarize-me" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "/nonexistent/summarize-me" in str(e.value)
 
 
 def test_empty_output_is_an_error() -> None:
     s = cmd("import sys; sys.stdin.read(); print('   ')")
     with pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE and "no summary" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "no summary" in str(e.value)
 
 
 @pytest.mark.parametrize("command", [None, "", [], "'unterminated"])
 def test_missing_or_bad_command_is_a_usage_error(command: object) -> None:
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("command", command=command)
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 def test_context_window() -> None:
@@ -124,4 +124,4 @@ def test_a_lone_surrogate_in_the_prompt_is_sent_as_a_question_mark() -> None:
 def test_a_nul_byte_in_the_command_is_a_usage_error() -> None:
     with pytest.raises(CtxtoolError) as e:
         CommandSummarizer([PY, "-c", "print(1)\0"]).summarize(REQ)
-    assert e.value.code == ExitCode.USAGE and "cannot run summarizer command" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "cannot run summarizer command" in str(e.value)

@@ -13,7 +13,7 @@ from email.utils import format_datetime
 import pytest
 from fake_llm import FakeLLM, Fault
 
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import ContextOverflowError, SummaryRequest, get_summarizer
 from ctxtool.summarizers.remote import RemoteSummarizer, _retry_after
 
@@ -128,22 +128,22 @@ def test_no_key_for_a_local_server(llm: FakeLLM) -> None:
 def test_usage_errors() -> None:
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("openai", base_url="http://127.0.0.1:9/v1", api_key=KEY)
-    assert e.value.code == ExitCode.USAGE and "model" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "model" in str(e.value)
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("anthropic", model="claude-haiku-4-5")  # the real endpoint and no key
-    assert e.value.code == ExitCode.USAGE and "ANTHROPIC_API_KEY" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "ANTHROPIC_API_KEY" in str(e.value)
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("openai", model="m", base_url="ftp://example/v1", api_key=KEY)
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("nope")
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 def test_bad_key_is_a_usage_error_without_the_key() -> None:
     with pytest.raises(CtxtoolError) as e:
         get_summarizer("openai", model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-abc def\n")
-    assert e.value.code == ExitCode.USAGE and "sk-abc" not in str(e.value)
+    assert e.value.kind == Failure.USAGE and "sk-abc" not in str(e.value)
 
 
 def test_fake_llm_runs_standalone() -> None:
@@ -287,7 +287,7 @@ def test_exhausted_retries_raise_remote(llm: FakeLLM, kind: str) -> None:
     with make(kind, llm, retries=2) as s, pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
     err = e.value
-    assert err.code == ExitCode.REMOTE
+    assert err.kind == Failure.REMOTE
     msg = str(err)
     assert f"127.0.0.1:{llm.port}" in msg and "HTTP 500" in msg and "3 tries" in msg
     assert "\n" not in msg and KEY not in msg
@@ -298,7 +298,7 @@ def test_exhausted_connection_errors(llm: FakeLLM) -> None:
     llm.reply = lambda rec: Fault.drop()
     with make("openai", llm, retries=1) as s, pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE and "connection error" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "connection error" in str(e.value)
     assert len(llm.requests) == 2
 
 
@@ -308,7 +308,7 @@ def test_refused_connection() -> None:
     # the server is gone: connecting is refused at once
     with make("openai", None, base_url=base, retries=1) as s, pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE and "connection error" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "connection error" in str(e.value)
 
 
 def test_client_errors_are_not_retried_and_the_key_is_redacted(llm: FakeLLM) -> None:
@@ -318,7 +318,7 @@ def test_client_errors_are_not_retried_and_the_key_is_redacted(llm: FakeLLM) -> 
     llm.push(Fault.error(401, body=body))
     with make("openai", llm, retries=3) as s, pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
-    assert e.value.code == ExitCode.REMOTE
+    assert e.value.kind == Failure.REMOTE
     assert "HTTP 401" in str(e.value) and "invalid_api_key" in str(e.value)
     assert KEY not in str(e.value)
     assert len(llm.requests) == 1
@@ -345,7 +345,7 @@ def test_timeout_on_a_slow_server(llm: FakeLLM) -> None:
     with make("openai", llm, timeout=0.3, retries=0) as s, pytest.raises(CtxtoolError) as e:
         s.summarize(REQ)
     assert time.monotonic() - t0 < 2
-    assert e.value.code == ExitCode.REMOTE and "timed out" in str(e.value)
+    assert e.value.kind == Failure.REMOTE and "timed out" in str(e.value)
     assert f"127.0.0.1:{llm.port}" in str(e.value)
 
 
@@ -364,7 +364,7 @@ def test_context_overflow(llm: FakeLLM, kind: str, status: int) -> None:
     llm.push(Fault.overflow(status))
     with make(kind, llm, retries=3) as s, pytest.raises(ContextOverflowError) as e:
         s.summarize(REQ)
-    assert isinstance(e.value, CtxtoolError) and e.value.code == ExitCode.REMOTE
+    assert isinstance(e.value, CtxtoolError) and e.value.kind == Failure.REMOTE
     assert len(llm.requests) == 1, "an overflow is not retried"
     assert KEY not in str(e.value)
 

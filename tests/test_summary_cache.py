@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fake_llm import FakeLLM
 
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.summarizers import SummaryRequest, get_summarizer
 from ctxtool.summarizers.cache import CachedSummarizer, cache_key
 
@@ -41,7 +41,7 @@ class Counting:
         if self.delay:
             time.sleep(self.delay)
         if req.prompt in self.fail_on:
-            raise CtxtoolError("boom", code=ExitCode.REMOTE)
+            raise CtxtoolError("boom", kind=Failure.REMOTE)
         return f"summary of {req.prompt!r} ({self.tag})"
 
 
@@ -146,7 +146,7 @@ def test_a_file_in_place_of_the_cache_is_an_error_before_the_model_is_asked(tmp_
     inner = Counting()
     with pytest.raises(CtxtoolError) as e:
         CachedSummarizer(inner, tmp_path).summarize(REQ)
-    assert e.value.code == ExitCode.INPUT and str(tmp_path / "summaries") in str(e.value)
+    assert e.value.kind == Failure.INPUT and str(tmp_path / "summaries") in str(e.value)
     assert inner.calls == 0
 
 

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtool import formats
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.formats.base import ErrorPolicy
 from ctxtool.stats.files import stats_files
 from ctxtool.tokens import backends as token_backends
 from ctxtool.tokens import count as tokens
+from ctxtool.tokens.bpe import load_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 INSTALLED = [name for name, b in token_backends.EXACT_BACKENDS.items() if b.available()]
@@ -29,7 +30,7 @@ OTHERS = [name for name in INSTALLED if name != "tiktoken"]
 
 
 def reference(encoding: str, text: str) -> int:
-    return len(tokens.load_encoding(encoding).encode_ordinary(text))
+    return len(load_encoding(encoding).encode_ordinary(text))
 
 
 def test_the_backends_are_registered_and_tiktoken_is_always_there() -> None:
@@ -100,7 +101,7 @@ def test_the_environment_picks_the_backend(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(token_backends.BACKEND_ENV, "no-such-backend")
     with pytest.raises(CtxtoolError) as e:
         token_backends.exact_counter("o200k_base")
-    assert e.value.code == ExitCode.USAGE and "tiktoken" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "tiktoken" in str(e.value)
     monkeypatch.delenv(token_backends.BACKEND_ENV)
     assert token_backends.exact_backend().name == INSTALLED[0]  # the first one installed
 
@@ -111,7 +112,7 @@ def test_a_missing_backend_is_a_usage_error() -> None:
     assert not b.available()
     with pytest.raises(CtxtoolError) as e:
         b.load("o200k_base")
-    assert e.value.code == ExitCode.USAGE and "fast-tokens" in str(e.value)
+    assert e.value.kind == Failure.USAGE and "fast-tokens" in str(e.value)
     assert token_backends._load_extension("ctxtool", "no_such_module") is None
     assert token_backends._load_extension("no_such_package_xyz", "_bindings") is None
 

@@ -11,6 +11,7 @@ import pytest
 from ctxtool.model import Block, Message, Usage
 from ctxtool.tokens import count as tokens
 from ctxtool.tokens import models as registry
+from ctxtool.tokens.bpe import OFFICIAL_BPE, _mergeable_ranks, bpe_cache_dir, install_bpe_files, load_encoding
 from ctxtool.tokens.heuristic import IMAGE_TOKENS
 
 
@@ -24,7 +25,7 @@ def test_official_hashes_match_tiktoken_constants() -> None:
     from tiktoken_ext import openai_public
 
     src = inspect.getsource(openai_public)
-    for url, sha in tokens.OFFICIAL_BPE.values():
+    for url, sha in OFFICIAL_BPE.values():
         assert url in src and sha in src
 
 
@@ -32,8 +33,8 @@ def test_official_hashes_match_tiktoken_constants() -> None:
 def test_bpe_files_installed_offline_and_verified(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
-    d = tokens.install_bpe_files([name])
-    url, sha = tokens.OFFICIAL_BPE[name]
+    d = install_bpe_files([name])
+    url, sha = OFFICIAL_BPE[name]
     f = d / hashlib.sha1(url.encode()).hexdigest()
     assert hashlib.sha256(f.read_bytes()).hexdigest() == sha
     assert (d.stat().st_mode & 0o777) == 0o700
@@ -41,11 +42,11 @@ def test_bpe_files_installed_offline_and_verified(name: str, tmp_path, monkeypat
 
 def test_corrupted_cache_file_is_replaced(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
-    d = tokens.install_bpe_files(["cl100k_base"])
-    url, sha = tokens.OFFICIAL_BPE["cl100k_base"]
+    d = install_bpe_files(["cl100k_base"])
+    url, sha = OFFICIAL_BPE["cl100k_base"]
     f = d / hashlib.sha1(url.encode()).hexdigest()
     f.write_bytes(b"garbage")
-    tokens.install_bpe_files(["cl100k_base"])
+    install_bpe_files(["cl100k_base"])
     assert hashlib.sha256(f.read_bytes()).hexdigest() == sha
 
 
@@ -118,12 +119,13 @@ def test_registry_lookup_and_user_override(tmp_path, monkeypatch) -> None:  # ty
 def test_require_suggests_the_closest_names() -> None:
     import pytest
 
-    from ctxtool.errors import CtxtoolError, ExitCode
+    from ctxtool.errors import CtxtoolError, Failure
+
 
     for bad in ("gpt-4-o", "gpt-4oo"):
         with pytest.raises(CtxtoolError) as e:
             registry.require(bad)
-        assert e.value.code == ExitCode.USAGE
+        assert e.value.kind == Failure.USAGE
         assert "gpt-4o" in str(e.value) and "did you mean" in str(e.value)
     assert registry.require("claude-3-7-sonnet-20250219").context_window == 200_000
 
@@ -133,8 +135,8 @@ def test_encoding_from_the_marshal_copy_is_tiktokens_own(tmp_path, monkeypatch) 
 
     import tiktoken
 
-    enc = tokens.load_encoding("o200k_base")
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tokens.bpe_cache_dir()))
+    enc = load_encoding("o200k_base")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(bpe_cache_dir()))
     ref = tiktoken.get_encoding("o200k_base")
     assert (enc.name, enc._pat_str, enc._special_tokens) == (ref.name, ref._pat_str, ref._special_tokens)
     assert enc._mergeable_ranks == ref._mergeable_ranks
@@ -142,11 +144,11 @@ def test_encoding_from_the_marshal_copy_is_tiktokens_own(tmp_path, monkeypatch) 
     assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
     # a copy that is missing, cut short or not a table is rebuilt from the verified BPE file
     monkeypatch.setenv("CTXTOOL_CACHE_DIR", str(tmp_path))
-    d = tokens.install_bpe_files(["cl100k_base"])
-    first = tokens._mergeable_ranks("cl100k_base", d)
+    d = install_bpe_files(["cl100k_base"])
+    first = _mergeable_ranks("cl100k_base", d)
     (copy,) = d.glob("cl100k_base-*.ranks")
     assert oct(os.stat(copy).st_mode & 0o777) == "0o600"
     for bad in (copy.read_bytes()[:1000], b"", b"\xe9not marshal"):
         copy.write_bytes(bad)
-        assert tokens._mergeable_ranks("cl100k_base", d) == first
-    assert tokens._mergeable_ranks("cl100k_base", d) == first
+        assert _mergeable_ranks("cl100k_base", d) == first
+    assert _mergeable_ranks("cl100k_base", d) == first

@@ -190,7 +190,7 @@ def test_the_documented_agent_loop_runs_and_does_what_the_docs_say() -> None:
 def test_size_and_warning_events_seed002() -> None:
     """Seed 002 telemetry: ``size`` on every call (estimate_size), ``warning`` with level
     ``warning``/``critical`` once check_size's character thresholds are reached."""
-    from ctxtool.policies import PolicySettings
+    from ctxtool.policies.settings import PolicySettings
 
     t = make_transform(max_messages=None, max_chars=None,
                        settings=PolicySettings(warning_chars=3000, critical_chars=9000))

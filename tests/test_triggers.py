@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from ctxtool.config import Config
-from ctxtool.errors import CtxtoolError, ExitCode
+from ctxtool.errors import CtxtoolError, Failure
 from ctxtool.model import Block, Message, Usage
 from ctxtool.policies import POLICIES
-from ctxtool.policies import PolicySettings as TriggerSettings
 from ctxtool.policies.check import check_messages
+from ctxtool.policies.settings import PolicySettings as TriggerSettings
 
 
 def convo(tokens: int, n_msgs: int = 2) -> list[Message]:
@@ -59,7 +59,7 @@ def test_ratio_is_strict_without_a_window():
     assert verdicts(10)["ratio"].status == "error"  # reported, not raised, when not selected
     with pytest.raises(CtxtoolError) as e:
         check_messages(convo(10), TriggerSettings(), policy="ratio")
-    assert e.value.code == ExitCode.USAGE
+    assert e.value.kind == Failure.USAGE
 
 
 def test_seed004_thresholds():
@@ -114,7 +114,7 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
     from ctxtool.agent.transform import make_transform
     from ctxtool.config import Setting
     from ctxtool.model import Transcript
-    from ctxtool.policies import Limits, Policy, Threshold
+    from ctxtool.policies.base import NO_LIMIT, Limits, Policy, Threshold
     from ctxtool.policies.check import check_transcript
     from ctxtool.replay import core as replay
 
@@ -125,7 +125,7 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
 
         def limits(self, window, s):
             if not window:
-                return Limits((), "tokens >= window x share", policies.NO_LIMIT, "no window")
+                return Limits((), "tokens >= window x share", NO_LIMIT, "no window")
             return Limits((Threshold("half", "tokens", int(window * s["half.share"]), "half", "-"),),
                           "tokens >= window x share")
 
@@ -148,7 +148,8 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
 
 
 def test_chars_policy_is_seed002():
-    from ctxtool.policies import POLICIES, Measure
+    from ctxtool.policies import POLICIES
+    from ctxtool.policies.base import Measure
 
     s = TriggerSettings(warning_chars=10, critical_chars=20)
     assert [POLICIES.get("chars").evaluate(Measure(0, n), s).status for n in (9, 10, 20)] == ["ok", "warning", "critical"]

@@ -18,8 +18,11 @@ from terminal import terminal_screen
 from typer.testing import CliRunner
 
 from ctxtool.cli import app
-from ctxtool.errors import CtxtoolError, ExitCode
-from ctxtool.usage import default_stores, parse_day, usage_report
+from ctxtool.cli.exits import ExitCode
+from ctxtool.errors import CtxtoolError
+from ctxtool.usage import usage_report
+from ctxtool.usage.report import parse_day
+from ctxtool.usage.stores import default_stores
 
 runner = CliRunner()
 SCHEMA = json.loads((SAMPLES.parent / "schemas" / "usage.schema.json").read_text("utf-8"))

@@ -18,7 +18,7 @@ from test_stats_fast import RECORD
 from ctxtool.formats.base import ErrorPolicy
 from ctxtool.history.window import WindowOp, window_file
 from ctxtool.io import jsonl as jsonio
-from ctxtool.run.runner import RunContext
+from ctxtool.run.operation import RunContext
 
 BUDGETS = [
     {"max_messages": 6, "max_chars": 2_000},

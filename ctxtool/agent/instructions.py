@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..tokens.count import Tokenizer, get_tokenizer
 
 FILENAME = "AGENTS.md"
@@ -103,6 +103,7 @@ def clip_utf8(data: bytes, limit: int) -> bytes:
 
 
 def global_path() -> Path:
+    # lazy: start-up (loaded only when this runs: ..io.paths)
     from ..io.paths import config_dir
 
     return config_dir() / FILENAME
@@ -118,16 +119,17 @@ def load_instructions(
     """Find and merge the three AGENTS.md levels for ``directory`` (default: the current one)."""
     d = Path(directory) if directory is not None else Path.cwd()
     if not d.exists():
-        raise CtxtoolError("no such directory", path=str(d), code=ExitCode.NOT_FOUND)
+        raise CtxtoolError("no such directory", path=str(d), kind=Failure.NOT_FOUND)
     if not d.is_dir():
-        raise CtxtoolError("not a directory", path=str(d), code=ExitCode.USAGE)
+        raise CtxtoolError("not a directory", path=str(d), kind=Failure.USAGE)
     d = d.resolve()
     if max_bytes is None:
+        # lazy: start-up (loaded only when this runs: ..config)
         from ..config import Config
 
         max_bytes = int(Config()["instructions.max_bytes"])
     if max_bytes < 0:
-        raise CtxtoolError("max_bytes must be >= 0", code=ExitCode.USAGE)
+        raise CtxtoolError("max_bytes must be >= 0", kind=Failure.USAGE)
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
     root = find_project_root(d)
     gpath = Path(global_file) if global_file is not None else global_path()
@@ -155,7 +157,7 @@ def load_instructions(
         try:
             data = p.read_bytes()
         except OSError as e:
-            raise CtxtoolError(f"cannot read: {e.strerror}", path=str(p), code=ExitCode.INPUT) from e
+            raise CtxtoolError(f"cannot read: {e.strerror}", path=str(p), kind=Failure.INPUT) from e
         src.bytes = len(data)
         body = data.rstrip(b"\r\n")
         if body:

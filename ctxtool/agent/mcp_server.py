@@ -14,7 +14,9 @@ call is bounded: a page reads one output once, a search stops after
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from ..errors import CtxtoolError, ExitCode
+from .. import __version__
+from ..errors import CtxtoolError, Failure
+from ..tool_outputs.algorithms import GREP, READ
 from . import tools as T
 
 
@@ -29,10 +31,8 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
     except ImportError as e:
         raise CtxtoolError(
             f"ctxtool mcp needs the MCP Python SDK ({e.name} is missing): pip install 'ctxtool[mcp]'",
-            code=ExitCode.DEPENDENCY,
+            kind=Failure.DEPENDENCY,
         ) from None
-
-    from .. import __version__
 
     server = MCPServer(
         "ctxtool",
@@ -40,7 +40,7 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
         instructions=(
             "Tool outputs that ctxtool truncated, spilled or trimmed out of a transcript are kept whole in a "
             "cache, each under a ref (a sha256, 'ref=...' in the placeholder). Read one with "
-            f"{T.READ}, search them with {T.GREP}; find where a string appeared in the transcripts "
+            f"{READ}, search them with {GREP}; find where a string appeared in the transcripts "
             f"kept before a compaction with {T.SEARCH}."
         ),
         log_level="WARNING",
@@ -58,7 +58,7 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
     RefId = Annotated[str, Field(description="The ref: 64 hex digits (the sha256 after 'ref=' in a placeholder) "
                                              "or a unique prefix of at least 8.", max_length=200)]
 
-    @server.tool(name=T.READ, annotations=ro, structured_output=False)
+    @server.tool(name=READ, annotations=ro, structured_output=False)
     def tool_output_cache(
         ref_id: RefId,
         offset: Annotated[int | None, Field(description="First line, 1-based (default 1).")] = None,
@@ -68,7 +68,7 @@ def build(cache: Any, transcripts: Sequence[str] = ()) -> Any:
         like a file read tool. A note at the end says how to read the next page."""
         return call(T.read_ref, cache, ref_id, offset, limit)
 
-    @server.tool(name=T.GREP, annotations=ro, structured_output=False)
+    @server.tool(name=GREP, annotations=ro, structured_output=False)
     def tool_output_cache_grep(
         pattern: Annotated[str, Field(description="A regular expression (Python syntax).", max_length=1000)],
         ref_id: Annotated[str | None, Field(description="Search only this ref (default: every cached output).",

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 SNIPPET = 200  # characters shown around a hit
 
@@ -73,10 +73,11 @@ def search_transcripts(
     """The messages of the transcripts in ``paths`` whose blocks hold ``query`` (any case),
     in file and message order; one hit per block. ``skip`` passes over the first hits (the
     next page), ``max_hits`` stops after that many (``more`` set)."""
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import read
 
     if not query:
-        raise CtxtoolError("the query is empty", code=ExitCode.USAGE)
+        raise CtxtoolError("the query is empty", kind=Failure.USAGE)
     q = query.casefold()
     res = SearchResult(query)
     seen = 0

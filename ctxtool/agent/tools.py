@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..tool_outputs.algorithms import GREP, PRESETS, READ
 
 SEARCH = "transcript_search"
@@ -44,6 +44,7 @@ def add_hint(t: Any) -> bool:
     """``--agent-hint``: :data:`HINT` as a system message at the end of transcript ``t``
     (once: not when it is there already); whether it was added. A format with no system
     messages (Gemini CLI's) writes it as a user message."""
+    # lazy: start-up (loaded only when this runs: ..model)
     from ..model import Block, Message
 
     if any(is_hint(m) for m in t.iter_messages()):
@@ -69,7 +70,7 @@ def _int(name: str, v: Any, lo: int, default: int | None = None) -> int:
     if v is None and default is not None:
         return default
     if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-        raise CtxtoolError(f"{name} must be an integer >= {lo}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"{name} must be an integer >= {lo}", kind=Failure.USAGE)
     return v
 
 
@@ -112,11 +113,11 @@ def grep_refs(
     more may follow."""
     context = _int("context", context, 0, 0)
     if context > MAX_CONTEXT:
-        raise CtxtoolError(f"context must be <= {MAX_CONTEXT}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"context must be <= {MAX_CONTEXT}", kind=Failure.USAGE)
     max_matches = _int("max_matches", max_matches, 1, DEFAULT_MATCHES)
     skip = _int("skip", skip, 0, 0)
     if not isinstance(pattern, str) or not pattern:
-        raise CtxtoolError("pattern must be a non-empty string", code=ExitCode.USAGE)
+        raise CtxtoolError("pattern must be a non-empty string", kind=Failure.USAGE)
     max_bytes, max_line = view()
     res = cache.grep(
         pattern, None if ref_id is None else [ref_id], context=context, ignore_case=ignore_case,
@@ -156,25 +157,25 @@ def allowed_paths(roots: Sequence[str], paths: Iterable[str]) -> list[str]:
     recursively), each checked to be under one of ``roots``; anything else is an error."""
     if not roots:
         raise CtxtoolError(f"{SEARCH} is off: start the server with --transcripts DIR to let it read transcripts "
-                           "under DIR", code=ExitCode.USAGE)
+                           "under DIR", kind=Failure.USAGE)
     real_roots = [os.path.realpath(r) for r in roots]
     out: list[str] = []
     for p in paths:
         if not isinstance(p, str) or not p or "\0" in p or len(p) > 4096:
-            raise CtxtoolError(f"invalid path {_clip(repr(p))}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"invalid path {_clip(repr(p))}", kind=Failure.USAGE)
         full = os.path.realpath(p if os.path.isabs(p) else os.path.join(real_roots[0], p))
         if not any(full == r or full.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
             raise CtxtoolError(f"{_clip(p)} is outside the transcript directories this server may read",
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         if os.path.isdir(full):
             found = sorted(str(f) for f in Path(full).rglob("*") if f.suffix in (".jsonl", ".json") and f.is_file())
             out.extend(f for f in found if not os.path.islink(f))
         elif os.path.isfile(full):
             out.append(full)
         else:
-            raise CtxtoolError(f"no transcript at {_clip(p)}", code=ExitCode.NOT_FOUND)
+            raise CtxtoolError(f"no transcript at {_clip(p)}", kind=Failure.NOT_FOUND)
     if not out:
-        raise CtxtoolError("no transcript files given", code=ExitCode.USAGE)
+        raise CtxtoolError("no transcript files given", kind=Failure.USAGE)
     return out
 
 
@@ -182,12 +183,13 @@ def search(roots: Sequence[str], query: str, paths: Sequence[str] | None = None,
            skip: int | None = None) -> str:
     """``transcript_search``: the messages of the given transcripts (default: every one under
     ``roots``) that hold ``query``, each as ``<file>:<line> message <index> (<role>, <block>): <snippet>``."""
+    # lazy: start-up (`ctxtool truncate` would load ctxtool.agent.search)
     from .search import search_transcripts
 
     max_hits = _int("max_hits", max_hits, 1, DEFAULT_HITS)
     skip = _int("skip", skip, 0, 0)
     if not isinstance(query, str) or not query:
-        raise CtxtoolError("query must be a non-empty string", code=ExitCode.USAGE)
+        raise CtxtoolError("query must be a non-empty string", kind=Failure.USAGE)
     files = allowed_paths(roots, paths or list(roots))
     res = search_transcripts(query, files, max_hits=max_hits, skip=skip)
     max_bytes = view()[0]

@@ -11,12 +11,14 @@ from typing import Any
 
 from .. import policies
 from ..config import BY_KEY
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..history.archive import Summarize, archive_messages
+from ..history.pairing import pair
 from ..io.events import EventLog
 from ..model import KIND_COMPACTION_SUMMARY, Block, Message, Metadata
-from ..policies import PolicySettings
+from ..policies.base import CRITICAL, WARNING, Measure
+from ..policies.settings import PolicySettings
 from ..tokens.context import SUMMARY_PREFIX, ContextSettings, resolve
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 
@@ -89,11 +91,12 @@ class ContextTransform:
         if tool_summary_strategy not in ARCHIVE_STRATEGIES:
             raise CtxtoolError(
                 f"unknown tool summary strategy {tool_summary_strategy!r}; choose one of: {', '.join(ARCHIVE_STRATEGIES)}",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         if tool_call_cutoff is not None and tool_call_cutoff < 0:
-            raise CtxtoolError("tool_call_cutoff must be >= 0", code=ExitCode.USAGE)
+            raise CtxtoolError("tool_call_cutoff must be >= 0", kind=Failure.USAGE)
         if max_messages is not None or max_chars is not None:
+            # lazy: start-up (loaded only when this runs: ..history.window)
             from ..history.window import normalize_strategy
 
             strategy = normalize_strategy(strategy)
@@ -155,6 +158,7 @@ class ContextTransform:
                 step.actions.append("cut")
         # 4. window
         if self.max_messages is not None or self.max_chars is not None:
+            # lazy: start-up (loaded only when this runs: ..history.window)
             from ..history.window import window_messages
 
             msgs, dropped = window_messages(
@@ -186,17 +190,18 @@ class ContextTransform:
             "size", char_count=chars, message_count=len(msgs),
             has_system_prompt=any(m.role == "system" for m in msgs),
         )
-        v = policies.POLICIES.get("chars").evaluate(policies.Measure(0, chars), self.settings)
-        if v.status in (policies.WARNING, policies.CRITICAL):
-            threshold = self.settings.critical_chars if v.status == policies.CRITICAL else self.settings.warning_chars
+        v = policies.POLICIES.get("chars").evaluate(Measure(0, chars), self.settings)
+        if v.status in (WARNING, CRITICAL):
+            threshold = self.settings.critical_chars if v.status == CRITICAL else self.settings.warning_chars
             self.events.emit("warning", char_count=chars, threshold=threshold, level=v.status)
 
     def _cut(self, msgs: list[Message]) -> tuple[list[Message], int]:
+        # lazy: start-up (loaded only when this runs: ..history.cut)
         from ..history.cut import find_cut
 
         assert self.context_window
         est = resolve(msgs, settings=ContextSettings(window=self.context_window), tokenizer=self.tokenizer)
-        if not self.policy.evaluate(est.measure(), self.settings).compact:
+        if not self.policy.evaluate(Measure.of(est), self.settings).compact:
             return msgs, 0
         limit, _ = self.settings.effective_limit()  # the window is known: window - reserve
         cp = find_cut(msgs, keep_recent_tokens=self.keep_recent_tokens, effective_limit=limit, tokenizer=self.tokenizer)
@@ -229,8 +234,6 @@ class ContextTransform:
 def agent_view(msgs: Sequence[Message]) -> tuple[list[Message], int, int]:
     """The messages a model call sees: agent-visible ones, without the calls whose results are
     hidden. Returns (messages, hidden count, stripped call count); changed messages are copies."""
-    from ..history.pairing import pair
-
     p = pair(msgs)
     hidden_calls: dict[int, set[int]] = {}
     for ci, cb, ri in p.pairs:

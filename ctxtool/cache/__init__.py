@@ -45,33 +45,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io import jsonl as jsonio
+from ..io.paths import cache_dir as user_cache
 from .content import Corrupt, as_int, compress, iter_ref, line_count
-from .ids import PREFIX_RE, REF_IN_TEXT_RE, REF_RE, BadRefError, check_ref
+from .ids import PREFIX_RE, REF_RE, BadRefError
 from .objstore import CacheDir, cache_root, open_root, sub
 from .packs import DIR as PACKS_DIR
 from .packs import PACK_BYTES, PACK_MIN, Loc, PackBuilder, Packs
 from .privdir import cache_error
 from .reading import Reading
-from .results import GcResult, GrepMatch, GrepResult, RefInfo, ShowResult, VerifyResult
+from .results import RefInfo
 from .upkeep import Upkeep
-
-__all__ = [
-    "MANIFEST",
-    "REF_IN_TEXT_RE",
-    "REF_RE",
-    "BadRefError",
-    "GcResult",
-    "GrepMatch",
-    "GrepResult",
-    "RefCache",
-    "RefInfo",
-    "ShowResult",
-    "VerifyResult",
-    "check_ref",
-    "default_dir",
-]
 
 MANIFEST = "manifest.jsonl"  # the single manifest of older versions (read; gc rewrites it)
 SHARDS = "manifest"  # manifest/<task>.jsonl: one per task
@@ -82,7 +67,6 @@ def default_dir(cache_dir: str | Path | None = None) -> Path | str:
     """The cache root: ``cache_dir`` (a path, or a URL kept as a string), else the user's."""
     if cache_dir:
         return cache_root(cache_dir)
-    from ..io.paths import cache_dir as user_cache
 
     return user_cache()
 
@@ -215,9 +199,9 @@ class RefCache(Upkeep, Reading):
             raise BadRefError(f"invalid ref {ref!r}: a ref is a sha256 (64 hex digits) or a prefix of at least 8")
         hits = [n for n in self._names() if n.startswith(r)]
         if not hits:
-            raise CtxtoolError(f"no ref {ref} in the cache", path=str(self.root), code=ExitCode.NOT_FOUND)
+            raise CtxtoolError(f"no ref {ref} in the cache", path=str(self.root), kind=Failure.NOT_FOUND)
         if len(hits) > 1:
-            raise CtxtoolError(f"ambiguous ref prefix {ref} ({len(hits)} refs)", code=ExitCode.USAGE)
+            raise CtxtoolError(f"ambiguous ref prefix {ref} ({len(hits)} refs)", kind=Failure.USAGE)
         return hits[0]
 
     def path_for(self, ref: str) -> Any:
@@ -283,7 +267,7 @@ class RefCache(Upkeep, Reading):
                     raise CtxtoolError(
                         "is a directory where a ref file belongs (run ctxtool refs verify)",
                         path=str(sub(self.refs_dir, ref)),
-                        code=ExitCode.INPUT,
+                        kind=Failure.INPUT,
                     )
                 refs.write_atomic(ref, compress(b))
                 info.new = True
@@ -347,7 +331,7 @@ class RefCache(Upkeep, Reading):
         except FileNotFoundError:
             loc = self.packs.find(ref, again=True)
             if loc is None:
-                raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+                raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), kind=Failure.NOT_FOUND) from None
             yield from self._stream_packed(ref, loc)
             return
         yield from self._checked(fh, ref, sub(self.refs_dir, ref))
@@ -357,7 +341,7 @@ class RefCache(Upkeep, Reading):
         try:
             fh = self.packs.open_entry(loc)
         except FileNotFoundError:
-            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), code=ExitCode.NOT_FOUND) from None
+            raise CtxtoolError(f"ref {ref} is not in the cache", path=str(self.root), kind=Failure.NOT_FOUND) from None
         except OSError as e:
             raise cache_error(e, p, "cannot read: ") from e
         yield from self._checked(fh, ref, p)
@@ -386,7 +370,7 @@ class RefCache(Upkeep, Reading):
         try:
             return data.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as e:
-            raise CtxtoolError(f"ref {ref} is not UTF-8 text", code=ExitCode.INPUT) from e
+            raise CtxtoolError(f"ref {ref} is not UTF-8 text", kind=Failure.INPUT) from e
 
     def read_json(self, ref: str) -> Any:
         return jsonio.loads(self.read_bytes(ref), path=f"ref:{ref}")

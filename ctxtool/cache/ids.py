@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 REF_RE = re.compile(r"^[0-9a-f]{64}$")
 PREFIX_RE = re.compile(r"^[0-9a-f]{8,64}$")
@@ -21,13 +21,13 @@ class BadRefError(CtxtoolError):
     """
 
     def __init__(
-        self, message: str, *, code: ExitCode = ExitCode.INPUT, path: str | None = None, line: int | None = None
+        self, message: str, *, kind: Failure = Failure.INPUT, path: str | None = None, line: int | None = None
     ) -> None:
-        super().__init__(message, code=code, path=path, line=line)
+        super().__init__(message, kind=kind, path=path, line=line)
 
     def at(self, path: str | None, line: int | None) -> BadRefError:
         """The same error, located where the ref was read (a transcript's file and line)."""
-        return BadRefError(self.message, code=self.code, path=path, line=line)
+        return BadRefError(self.message, kind=self.kind, path=path, line=line)
 
 
 def check_ref(

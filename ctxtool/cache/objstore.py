@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io import urls
 from .privdir import PrivateDir
 
@@ -23,8 +23,8 @@ from .privdir import PrivateDir
 def _error(e: Exception, path: str, doing: str = "", *, writing: bool = False) -> CtxtoolError:
     if isinstance(e, CtxtoolError):
         return e
-    code = ExitCode.IO if writing else ExitCode.INPUT
-    return CtxtoolError(f"{doing}{e}".strip() or type(e).__name__, path=path, code=code)
+    kind = Failure.IO if writing else Failure.INPUT
+    return CtxtoolError(f"{doing}{e}".strip() or type(e).__name__, path=path, kind=kind)
 
 
 class ObjectDir:

@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io.paths import sweep_leftovers, temp_prefix
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -60,10 +60,10 @@ def cache_error(e: OSError, path: str | Path, doing: str = "", *, writing: bool 
     when a write failed for want of space, permission or a working disk, exit 3 when the
     cache is not laid out as ctxtool left it, 7 when a name is absent."""
     if e.errno == errno.ENOENT:
-        return CtxtoolError(f"{doing}no such file or directory".strip(), path=str(path), code=ExitCode.NOT_FOUND)
+        return CtxtoolError(f"{doing}no such file or directory".strip(), path=str(path), kind=Failure.NOT_FOUND)
     reason = _REASONS.get(e.errno or 0) or (e.strerror or type(e).__name__).lower()
-    code = ExitCode.IO if writing and e.errno not in _LAYOUT else ExitCode.INPUT
-    return CtxtoolError(f"{doing}{reason}", path=str(path), code=code)
+    kind = Failure.IO if writing and e.errno not in _LAYOUT else Failure.INPUT
+    return CtxtoolError(f"{doing}{reason}", path=str(path), kind=kind)
 
 
 def _kind(mode: int) -> str:
@@ -114,7 +114,7 @@ class PrivateDir:
             fd = os.open(p, flags)
         except FileNotFoundError:
             if create:
-                raise CtxtoolError("cannot create the cache directory", path=str(p), code=ExitCode.IO) from None
+                raise CtxtoolError("cannot create the cache directory", path=str(p), kind=Failure.IO) from None
             return None
         except OSError as e:
             raise cache_error(e, p, "cannot open the cache directory: ", writing=create) from e
@@ -186,7 +186,7 @@ class PrivateDir:
             except OSError:
                 why = ""
             if why:
-                return CtxtoolError(why, path=str(self.path / name), code=ExitCode.INPUT)
+                return CtxtoolError(why, path=str(self.path / name), kind=Failure.INPUT)
         return cache_error(e, self.path / name, doing, writing=writing)
 
     # -- entries ---------------------------------------------------------------------
@@ -227,7 +227,7 @@ class PrivateDir:
             st = os.fstat(fd)
             why = not_regular(st.st_mode) or (HARD_LINKS if single_link and st.st_nlink != 1 else "")
             if why:
-                raise CtxtoolError(why, path=str(p), code=ExitCode.INPUT)
+                raise CtxtoolError(why, path=str(p), kind=Failure.INPUT)
             os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .lines import Batch, Lines, NotText, text_of
 from .results import GrepMatch, GrepResult, RefInfo, ShowResult
 
@@ -50,9 +50,9 @@ class Reading:
         checked), a page of it kept.
         """
         if offset < 1:
-            raise CtxtoolError("--offset is 1-based: it must be >= 1", code=ExitCode.USAGE)
+            raise CtxtoolError("--offset is 1-based: it must be >= 1", kind=Failure.USAGE)
         if limit is not None and limit < 0:
-            raise CtxtoolError("--limit must be >= 0", code=ExitCode.USAGE)
+            raise CtxtoolError("--limit must be >= 0", kind=Failure.USAGE)
         full = self.resolve(ref)
         lines = Lines(self.stream(full), keep=None if max_line is None else 4 * max_line)
         out: list[tuple[int, str]] = []
@@ -103,7 +103,7 @@ class Reading:
         try:
             rx = regex.compile(regex.escape(pattern) if fixed else pattern, flags | regex.VERSION0)
         except (regex.error, ValueError, OverflowError, RecursionError) as e:
-            raise CtxtoolError(f"invalid pattern {_clip(pattern)}: {e}", code=ExitCode.USAGE) from e
+            raise CtxtoolError(f"invalid pattern {_clip(pattern)}: {e}", kind=Failure.USAGE) from e
         targets = [self.resolve(r) for r in refs] if refs is not None else [
             r.id for r in self.list_refs() if r.present and r.kind != "source"
         ]
@@ -158,7 +158,7 @@ class _Matcher:
             raise CtxtoolError(
                 f"pattern {_clip(self.rx.pattern)} took more than {min(left, LINE_SECONDS):g} s on line {n} of ref "
                 f"{self.ref[:12]} (catastrophic backtracking?): simplify it, or search a plain string",
-                code=ExitCode.USAGE) from None
+                kind=Failure.USAGE) from None
 
     def hits(self, b: Batch) -> tuple[list[int], int]:
         """The indexes of the matching lines of batch ``b``, and how many of its lines were
@@ -263,4 +263,4 @@ def _grep_ref(
 
 
 def _not_text(ref: str, e: NotText) -> CtxtoolError:
-    return CtxtoolError(f"ref {ref} is not UTF-8 text (line {e.line})", code=ExitCode.INPUT)
+    return CtxtoolError(f"ref {ref} is not UTF-8 text (line {e.line})", kind=Failure.INPUT)

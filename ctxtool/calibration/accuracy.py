@@ -114,11 +114,13 @@ def accuracy(t: Transcript, tokenizers: Iterable[Any] | None = None, how: str = 
              model: str | None = None, prior: Calibration | None = None) -> Accuracy | None:
     """The accuracy figures of ``t`` (``None`` when no turn records input tokens); the fit
     starts from ``prior`` (default: the shipped ratios of the model's family). ``tokenizers``
-    (default: all of :data:`ctxtool.tokens.count.TOKENIZERS`) are each measured from the file alone
+    (default: all of :data:`ctxtool.tokens.bpe.TOKENIZERS`) are each measured from the file alone
     and usage-aware; the exact ones count the whole file again, so callers that show one line
     pass fewer."""
+    # lazy: start-up (loaded only when this runs: ..tokens.bpe, ..tokens.context, ..tokens.count)
+    from ..tokens.bpe import TOKENIZERS
     from ..tokens.context import last_model
-    from ..tokens.count import TOKENIZERS, count_messages, get_tokenizer
+    from ..tokens.count import count_messages, get_tokenizer
 
     samples = turn_samples(t)
     if not samples:
@@ -167,6 +169,7 @@ def file_calibration(t: Transcript, model: str | None = None) -> Calibration:
     acc = accuracy(t, tokenizers=(), model=model)
     if acc is not None and acc.calibration is not None:
         return acc.calibration
+    # lazy: start-up (loaded only when this runs: ..tokens.context)
     from ..tokens.context import last_model
 
     return family_calibration(model or last_model(t), t.format)

@@ -18,7 +18,7 @@ GENERIC = "generic"  # the family used when the model is unknown
 FAMILY_PREFIXES = {"anthropic": ("claude",), "openai": ("gpt", "o1", "o3", "o4", "codex"), "google": ("gemini",)}
 RATIOS_COMMENT = (
     "Token ratios per model family, learned from the real transcripts of the corpus by `make token-ratios` "
-    "(ctxtool.calibration.learn_families): input tokens = overhead + tokens_per_char[kind] x characters + "
+    "(ctxtool.calibration.families.learn_families): input tokens = overhead + tokens_per_char[kind] x characters + "
     "tokens_per_image x images. error: the relative error of these ratios measured on each file with ratios "
     "learned without it. Used by --tokenizer calibrated where a file records no usage. after_compaction: the error "
     "of a file's own calibration on the first turn after a compaction (no usage recorded since), fitted on the turns "
@@ -45,6 +45,7 @@ def family_of(model: str | None) -> str:
     one its name's prefix names (:data:`FAMILY_PREFIXES`), else ``generic``."""
     if not model:
         return GENERIC
+    # lazy: start-up (loaded only when this runs: ..tokens.models)
     from ..tokens.models import lookup
 
     info = lookup(model)
@@ -95,8 +96,10 @@ def learn_families(transcripts: Iterable[tuple[str, Transcript]]) -> dict[str, A
     (leave one file out; a family of one file has none). ``generic`` pools every family."""
     from statistics import median
 
+    # lazy: start-up (loaded only when this runs: ..tokens.bpe, ..tokens.context, ..tokens.count)
+    from ..tokens.bpe import TOKENIZERS
     from ..tokens.context import last_model
-    from ..tokens.count import TOKENIZERS, count_messages, get_tokenizer
+    from ..tokens.count import count_messages, get_tokenizer
 
     start = heuristic_calibration()
     data: dict[str, list[tuple[str, list[list[float]], list[float], list[float]]]] = {}

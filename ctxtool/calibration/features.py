@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import KIND_COMPACTION_SUMMARY, Block, Compaction, Message, Transcript, Usage
+from ..model import KIND_COMPACTION_SUMMARY, Block, Compaction, Message, Transcript, Usage, group_turns
 
 #: content kinds with a tokens-per-character rate of their own
 KINDS = ("prose", "code", "json", "thinking")
@@ -137,7 +137,7 @@ def turn_samples(t: Transcript) -> list[TurnSample]:
     """The turns of ``t`` that record input tokens, each with the context its call saw: the
     agent-visible messages before it, restarted at a compaction entry (its summary and the
     messages it keeps) or at a compaction-summary message."""
-    from ..replay.core import group_turns
+    # lazy: start-up (loaded only when this runs: ..tokens.context)
     from ..tokens.context import read_compaction
 
     msgs = t.messages

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..tokens.heuristic import CHARS_PER_TOKEN, IMAGE_TOKENS
 from .features import KINDS
 
 #: held-back splits: which usage turns the fit is trained on, the others measure it
@@ -184,7 +185,7 @@ def fit(rows: Sequence[Sequence[float]], ys: Sequence[float], prior: Calibration
         source: str = "file", segments: Sequence[int] | None = None) -> Calibration:
     """The calibration of ``rows`` (feature rows, :data:`FEATURES` order) to the recorded
     ``ys``, towards ``prior`` (default: the generic family's ratios). With ``segments`` (each
-    row's :attr:`~ctxtool.calibration.TurnSample.segment`) the overhead is fitted for each
+    row's :attr:`~ctxtool.calibration.features.TurnSample.segment`) the overhead is fitted for each
     segment apart, the rates over all; :attr:`Calibration.overhead` is then the last one's."""
     p = prior or heuristic_calibration()
     w = [1.0 / (y * y) for y in ys]
@@ -238,7 +239,5 @@ def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:
 def heuristic_calibration() -> Calibration:
     """The seeds' heuristic as a calibration: no overhead, a token per 4 characters of any
     kind, an image ~1,200 tokens. The starting point the family ratios are learned from."""
-    from ..tokens.heuristic import CHARS_PER_TOKEN, IMAGE_TOKENS
-
     return Calibration(0.0, dict.fromkeys(KINDS, 1 / CHARS_PER_TOKEN), float(IMAGE_TOKENS), None, "heuristic")
 

@@ -11,7 +11,9 @@ import typer
 from typer.exceptions import Abort, Exit, TyperException
 
 from .. import __version__
-from .common import CtxGroup, State
+from .common import CtxGroup, State, closed_pipe
+from .console import err_line
+from .exits import exit_code
 
 # Every command, in the order of `ctxtool --help`, with the module that defines it. A module
 # is imported only when one of its commands is used (or help lists them all): `ctxtool
@@ -134,9 +136,6 @@ def _settle(code: int) -> int:
     a stdout that fails now is reported (a closed pipe ends quietly)."""
     import atexit
 
-    from .common import closed_pipe
-    from .console import err_line
-
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
@@ -145,10 +144,11 @@ def _settle(code: int) -> int:
             closed_pipe()
         except (OSError, ValueError) as e:
             if stream is sys.stdout:
+                # lazy: start-up (`ctxtool --version` would load ctxtool.io)
                 from ..io.outputs import output_error
 
                 err = output_error(e if isinstance(e, OSError) else OSError(str(e)), None)
                 err_line(f"ctxtool: error: {err}")
-                code = code or int(err.code)
+                code = code or int(exit_code(err))
     atexit._run_exitfuncs()
     return code

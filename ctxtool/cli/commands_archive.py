@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
+from ..history import archive as ar
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
+from ..io.events import EventLog
 from . import common
 from .common import json_needs_output, warn_skipped
 from .console import err_line, out_line
@@ -26,6 +28,7 @@ def _archive_summarizer(cfg: Any) -> Any:
     kind = str(cfg["summarizer.kind"] or "heuristic")
     if kind == "heuristic":
         return None
+    # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
     from ..summarizers import SummaryRequest, get_summarizer
 
     s = get_summarizer(kind, **_summarizer_options(cfg))
@@ -75,9 +78,8 @@ def archive_cmd(
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
+    # lazy: start-up (`ctxtool archive` would load ctxtool.config)
     from ..config import Config
-    from ..history import archive as ar
-    from ..io.events import EventLog
 
     cfg = Config({
         "compaction.tool_call_cutoff": cutoff,
@@ -86,7 +88,7 @@ def archive_cmd(
     n = int(cfg["compaction.tool_call_cutoff"])
     strat = str(cfg["compaction.tool_summary_strategy"])
     if strat not in ar.STRATEGIES:
-        raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", kind=Failure.USAGE)
     to_stdout = output is None or output == "-"
     json_needs_output(as_json or as_jsonl, dry_run, output)
     summarize = _archive_summarizer(cfg) if strat == "llm" else None

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from .. import policies
-from ..errors import ExitCode
 from . import common
 from .common import (
     fmt_int,
@@ -16,6 +15,7 @@ from .common import (
     stdout_console,
     table_rows,
 )
+from .exits import ExitCode
 from .render import Emitter, JsonlOpt
 
 #: ``--policy``: one of the trigger policy registry's names (former names accepted)
@@ -54,8 +54,9 @@ def check(
     the transcript records (Codex), the registry entry of its last model, else unknown.
     Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
     --policy (2 for a missing window under --policy ratio)."""
-    from ..policies import PolicySettings
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.check, ctxtool.policies.settings, ctxtool.tokens.context)
     from ..policies.check import check_transcript
+    from ..policies.settings import PolicySettings
     from ..tokens.context import ContextSettings
 
     cfg, _info, tok = common.resolve_settings(
@@ -107,6 +108,7 @@ def _window_text(c: Any) -> str:
 
 
 def _render_check(results: list[Any], s: Any, policy: str) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()

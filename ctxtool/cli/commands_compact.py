@@ -11,8 +11,10 @@ import typer
 
 from ..compaction.layouts import LAYOUTS
 from ..compaction.settings import CompactOptions
-from ..errors import CtxtoolError, ExitCode
-from ..summarizers import SUMMARIZERS, Closeable
+from ..config import Config
+from ..errors import CtxtoolError, Failure
+from ..run.engines.base import ThreadLimiter
+from ..summarizers import SUMMARIZERS, Closeable, get_summarizer
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
@@ -90,12 +92,12 @@ def compact(
     rebuild the transcript in its own format (or --to). Kept messages are written byte for
     byte; the output is validated before it is written; the input is never modified.
     Exit 0 when compacted or nothing to do (the report says which)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache, ctxtool.compaction.pins)
     from ..compaction import pins
     from ..compaction.run import compact_file
-    from ..config import Config
 
     if output is None and not dry_run and (as_json or as_jsonl):
-        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", code=ExitCode.USAGE)
+        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", kind=Failure.USAGE)
     flags: dict[str, Any] = {
         "compaction.keep_recent_tokens": keep_recent_tokens,
         "compaction.retain_last_turns": retain_last_turns,
@@ -119,7 +121,7 @@ def compact(
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     lay = str(cfg["compaction.layout"])
     if lay not in LAYOUTS:
-        raise CtxtoolError(f"compaction.layout: {LAYOUTS.unknown(lay).message}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"compaction.layout: {LAYOUTS.unknown(lay).message}", kind=Failure.USAGE)
     opts = CompactOptions.from_config(
         cfg,
         force=force,
@@ -190,8 +192,6 @@ def _emit_json(report: Any, jsonl: bool) -> None:
 def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
     """The summary model the flags name; ``max_in_flight`` bounds its requests through
     ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
-    from ..summarizers import get_summarizer
-
     kind = str(cfg["summarizer.kind"])
     if kind == "heuristic":
         return get_summarizer("heuristic")
@@ -206,13 +206,14 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
         command=cfg["summarizer.command"] or None,
     )
     if max_in_flight:  # inside the cache: a hit never waits for a slot
-        from ..run.engines import ThreadLimiter
+        # lazy: start-up (`ctxtool --help` would load ctxtool.run.engines.limit)
         from ..run.engines.limit import LimitedSummarizer
 
         limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
         inner = LimitedSummarizer(inner, limiter)
     if no_cache:
         return inner
+    # lazy: start-up (`ctxtool compact` would load ctxtool.cache, ctxtool.io.paths)
     from ..io.paths import cache_dir
     from ..summarizers.cache import CachedSummarizer
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..stats import compactions as cp
 from ..stats.compactions import LOOP_MINUTES, LOOP_TURNS
 from .common import FormatOpt, JobsOpt, JsonOpt, Paths, fmt_int, stdout_console
 from .render import Emitter, JsonlOpt
@@ -27,8 +28,6 @@ def compactions_cmd(
     """Every compaction recorded (Claude Code compact_boundary, pi compaction, Codex compacted,
     ctxtool summaries): when, auto or manual, tokens before and after, model turns between
     compactions; flags compaction loops and files read again after a compaction."""
-    from ..stats import compactions as cp
-
     if as_json or as_jsonl:
         em = Emitter("compactions", {"loop_turns": loop_turns, "loop_minutes": loop_minutes}, jsonl=as_jsonl)
         rep = cp.compactions(paths, fmt=fmt, loop_turns=loop_turns, loop_minutes=loop_minutes, jobs=jobs,
@@ -39,6 +38,7 @@ def compactions_cmd(
 
 
 def _render(rep: Any) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     con = stdout_console()

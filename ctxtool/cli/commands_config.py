@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import common
+from .common import stdout_console
 from .render import emit
 
 
@@ -20,6 +21,7 @@ def config_cmd(
     """Print every setting's resolved value and where it came from: default, file (ctxtool.toml
     or [tool.ctxtool] in pyproject.toml, in this directory or a parent; $CTXTOOL_CONFIG
     names another), env (CTXTOOL_SECTION_NAME) or flag. Commands' flags override all."""
+    # lazy: start-up (loaded only when this runs: ..config)
     from ..config import BY_KEY, Config, find_config_file
 
     cfg = Config()
@@ -27,7 +29,7 @@ def config_cmd(
     if keys:
         unknown = [k for k in keys if k not in BY_KEY]
         if unknown:
-            raise CtxtoolError(f"unknown setting {unknown[0]!r} (see `ctxtool config`)", code=ExitCode.USAGE)
+            raise CtxtoolError(f"unknown setting {unknown[0]!r} (see `ctxtool config`)", kind=Failure.USAGE)
         items = [(k, r) for k, r in items if k in keys]
     if changed:
         items = [(k, r) for k, r in items if r.source != "default"]
@@ -41,6 +43,7 @@ def config_cmd(
     if keys and len(keys) == 1 and items:
         sys.stdout.write(f"{items[0][1].value}\n")
         return
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     t = Table(title=f"settings (config file: {found[0] if found else 'none'})", title_justify="left",
@@ -51,7 +54,6 @@ def config_cmd(
         v = r.value
         shown = repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else str(v)
         t.add_row(k, shown, r.source, BY_KEY[k].help, style=None if r.source == "default" else "bold")
-    from .common import stdout_console
 
     stdout_console().print(t)
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import common, console
 from .common import fmt_int, json_needs_output, short_label, stdout_console, table_rows, warn_skipped
 from .render import JsonlOpt, emit
@@ -28,7 +28,9 @@ def _transform(
 ) -> list[Any]:
     """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
     with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
-    from ..run.runner import MapOp, run_file
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..run.operation import MapOp
+    from ..run.runner import run_file
 
     json_needs_output(as_json, dry_run, output)
     run = run_file(MapOp(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
@@ -69,11 +71,12 @@ def cut(
     MaxTokens). cut_index indexes the message list as `ctxtool convert --to ctxtool` orders
     it; null when nothing needs cutting. With -o, write the kept messages (and system
     prompts) unchanged."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.settings)
     from ..history.cut import cut_transcript
-    from ..policies import PolicySettings
+    from ..policies.settings import PolicySettings
 
     if output and len(paths) != 1:
-        raise CtxtoolError("-o takes one input file", code=ExitCode.USAGE)
+        raise CtxtoolError("-o takes one input file", kind=Failure.USAGE)
     cfg, _info, tok = common.resolve_settings(
         model=model,
         tokenizer=tokenizer,
@@ -116,6 +119,7 @@ def cut(
 
 
 def _render_cut(reports: list[Any]) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()

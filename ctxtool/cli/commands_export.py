@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import CtxtoolError, Failure
 from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import FormatOpt, OutOpt
 from .console import err_line
@@ -44,31 +45,29 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     caveats, hook output, meta lines) marked apart from the user's words. HTML adds contents linking
     each user turn, compaction and record, the assistant's Markdown rendered, pages, search and
     expand/collapse all (one inline script its Content-Security-Policy allows; nothing fetched)."""
-    from ..export import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions, export_file
+    # lazy: start-up (`ctxtool --help` would load ctxtool.export)
+    from ..export import export_file
+    from ..export.base import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions
 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
                          page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)
     if path is None or os.path.isdir(path):
         if output and not output.endswith("/") and not os.path.isdir(output) and os.path.splitext(output)[1]:
-            from ..errors import CtxtoolError, ExitCode
-
             raise CtxtoolError("exporting many sessions writes a directory of pages and index.html, not one file: "
                                f"give -o DIR/ (e.g. -o {os.path.splitext(output)[0]}/)", path=output,
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         if redact or secrets_from:
-            from ..errors import CtxtoolError, ExitCode
-
             raise CtxtoolError("--redact exports one transcript at a time: redact a directory with `ctxtool redact DIR -o OUT` "
-                               "first, then export OUT", code=ExitCode.USAGE)
+                               "first, then export OUT", kind=Failure.USAGE)
         _many(path, to, output, fmt, opts)
         return
     secrets = options(secrets_from) if redact or secrets_from else None
     if output and output != "-" and (output.endswith("/") or os.path.isdir(output)):  # a session as page files
-        from ..errors import CtxtoolError, ExitCode
+        # lazy: start-up (`ctxtool --help` would load ctxtool.export)
         from ..export import PAGES_INDEX, export_pages
 
         if to not in (None, "html"):
-            raise CtxtoolError(f"--to {to}: a directory output holds HTML pages", code=ExitCode.USAGE)
+            raise CtxtoolError(f"--to {to}: a directory output holds HTML pages", kind=Failure.USAGE)
         res = export_pages(path, output, fmt=fmt, options=opts, redact=secrets)
         err_line(f"wrote {res.messages:,} message(s) in {res.transcripts:,} transcript(s) as HTML pages and "
                  f"{os.path.join(output, PAGES_INDEX)} ({res.bytes:,} bytes)")
@@ -81,13 +80,13 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
 
 def _many(path: str | None, to: str | None, output: str | None, fmt: str | None, opts: object) -> None:
     """A directory or the default session stores: a page per session and an index."""
-    from ..errors import CtxtoolError, ExitCode
+    # lazy: start-up (`ctxtool --help` would load ctxtool.export)
     from ..export.index import INDEX, export_index
 
     if to not in (None, "html"):
-        raise CtxtoolError(f"--to {to}: many sessions export as HTML pages with an index", code=ExitCode.USAGE)
+        raise CtxtoolError(f"--to {to}: many sessions export as HTML pages with an index", kind=Failure.USAGE)
     if not output or output == "-":
-        raise CtxtoolError("exporting many sessions writes a directory of pages: give -o DIR", code=ExitCode.USAGE)
+        raise CtxtoolError("exporting many sessions writes a directory of pages: give -o DIR", kind=Failure.USAGE)
     res = export_index([path] if path else None, output, fmt=fmt, options=opts)  # type: ignore[arg-type]
     for p in res.pages:
         if p.error:

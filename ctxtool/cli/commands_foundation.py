@@ -8,12 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from .. import formats
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from . import common, console
-from .commands_redact import RedactFlag, SecretsFromOpt
+from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
 from .console import err_line, stderr_console
+from .exits import ExitCode
 from .render import Emitter, JsonlOpt, emit
 
 
@@ -55,15 +57,16 @@ def stats(
     images, system prompt, recorded usage, context percentage and the character thresholds (warning/critical, as AgentCore.Context sets them).
     Input that is not a transcript (text, TOML, a JSON document no format reads, empty input;
     files, - or <(...)) is counted as plain text, like ttok; binary input is an error."""
-    from ..formats import iter_paths
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base, ctxtool.formats.walk)
+    from ..formats.walk import iter_paths
     from ..stats import files as st
 
     if per_message and not output:
-        raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", code=ExitCode.USAGE)
+        raise CtxtoolError("--per-message needs -o FILE.csv or FILE.parquet", kind=Failure.USAGE)
     if output and output != "-" and not per_message:  # the report itself goes to -o FILE
         if output.lower().removesuffix(".gz").removesuffix(".zst").endswith((".csv", ".parquet")):
             raise CtxtoolError("rows per message are written with --per-message; without it -o writes the report",
-                               path=output, code=ExitCode.USAGE)
+                               path=output, kind=Failure.USAGE)
         with common.data_to(output, paths):
             stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
                   False, None, on_error, top, jobs, count, engine, address, messages_column, accuracy)
@@ -72,7 +75,8 @@ def stats(
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
-    from ..io.jsonl import input_size
+    # lazy: start-up (`ctxtool models` would load ctxtool.io.files)
+    from ..io.files import input_size
 
     size = sum(input_size(f) or 0 for f in files)
     progress_cb = None
@@ -92,6 +96,7 @@ def stats(
         prog.start()
     from contextlib import ExitStack
 
+    # lazy: start-up (`ctxtool validate` would load ctxtool.config)
     from ..config import Config
 
     cfg = Config()  # read once: the head and the run resolve the same settings
@@ -154,13 +159,14 @@ def stats(
 
 def _plain_text(files: list[str], tok: str | None, count: bool, machine: bool) -> bool:
     """Count ``files`` as plain text (like ttok) if none of them is a transcript; whether they were."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.plain)
     from ..tokens.plain import count_text, is_plain_text
 
     if not files or not all(is_plain_text(f) for f in files):
         return False
     if machine:
         raise CtxtoolError("plain text, not a transcript: --json/--jsonl describe transcripts; use --count",
-                           path=files[0], code=ExitCode.USAGE)
+                           path=files[0], kind=Failure.USAGE)
     counts = [count_text(f, tok) for f in files]
     total = sum(r.tokens for r in counts)
     if count:
@@ -186,6 +192,7 @@ CONTEXT_ROWS = common.TABLE_ROWS  # transcripts in the context table: those with
 
 
 def _render_stats(report, top: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.stats.figures)
     from ..stats.figures import most_context
     from .table import Table
 
@@ -310,6 +317,7 @@ def validate(
     """Check schema (canonical files) and structure: tool results without a call, calls
     without a result, duplicate ids, a trailing assistant message with unanswered calls.
     Exit 4 when anything is wrong."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..history import validate as v
 
     report = v.validate(paths, fmt, jobs=jobs, messages_column=messages_column)
@@ -350,14 +358,13 @@ def convert(
     Converting a file to its own format reproduces it; converting to ctxtool and back does
     too. With --json, the report (one entry per transcript) goes to stdout, so the transcript
     needs -o FILE."""
-    from .. import formats
-    from ..run.runner import convert_file
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..formats.convert import convert_file
 
     target = formats.writable(formats.get_format(to))
     machine = as_json or as_jsonl
     if machine and (output is None or output == "-"):
-        raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", code=ExitCode.USAGE)
-    from .commands_redact import options
+        raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE", kind=Failure.USAGE)
 
     with common.sharding(None, [path], output, None, join) as sh:
         run = convert_file(path, output or "-", to, fmt=fmt, on_error=on_error.value, records=machine,
@@ -381,12 +388,12 @@ def formats_cmd(
     it is written back (a read-only one converts with --to to any format that is). Given
     files: for each, the version of the agent that wrote it and what each type of line was
     read as (a message, a record kept verbatim, a type ctxtool does not know)."""
-    from .. import formats
-
     if paths:
+        # lazy: start-up (`ctxtool --help` would load ctxtool.formats.survey, ctxtool.formats.walk)
         from ..formats.survey import survey_file
+        from ..formats.walk import iter_paths
 
-        surveys = [survey_file(p, fmt) for p in formats.iter_paths(paths)]
+        surveys = [survey_file(p, fmt) for p in iter_paths(paths)]
         if as_json:
             emit("formats", items=[s.to_json() for s in surveys], key="files")
             return
@@ -420,6 +427,7 @@ def models_cmd(
     """List the model registry (context window, max output, prices, encoding, the aliases each
     entry also answers to, and where its window and prices came from: litellm's maintained
     table, ctxtool's own entries, or the user's override file)."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.tokens.models)
     from ..tokens import models as registry
     from .table import Table
 

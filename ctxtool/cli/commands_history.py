@@ -15,6 +15,7 @@ from .render import JsonlOpt, emit
 
 
 def _strategies() -> tuple[str, ...]:
+    # lazy: start-up (loaded only when this runs: ..history.window)
     from ..history.window import STRATEGIES
 
     return STRATEGIES
@@ -53,6 +54,7 @@ def window(
     its result are dropped or kept together; system prompts are always kept; kept messages
     are copied byte for byte. Reports the dropped counts (on stderr when the transcript
     goes to stdout)."""
+    # lazy: start-up (`ctxtool repair` would load ctxtool.config, ctxtool.formats.base)
     from ..config import Config
     from ..history.window import normalize_strategy, window_file
 
@@ -83,6 +85,7 @@ def window(
         emit("window", {"settings": kw, "output": None if dry_run else output, "dry_run": dry_run},
              items=(r.to_json() for r in reports), tail={"totals": totals}, jsonl=as_jsonl)
         return
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import SIMPLE_HEAD, Table
 
     con = stdout_console()
@@ -130,6 +133,7 @@ def repair(
     call that has none, drop results without a call, remove duplicate ids, strip a trailing
     assistant's unanswered tool calls. Reports each change. `repair` then `validate` is
     always clean; unchanged messages are copied byte for byte."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..history.repair import repair_file
 
     machine = as_json or as_jsonl

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
+from ..io.outputs import atomic_output
 from . import common, console
 from .console import err_line
 from .render import emit
@@ -32,9 +33,9 @@ def instructions_cmd(
     directory, the project root's (found by .git, .hg, go.mod, package.json or pyproject.toml)
     and the working directory's; merge them in that order under the 32 KiB cap and report
     sources, bytes, tokens and whether the text was cut."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.agent, ctxtool.config)
     from ..agent.instructions import load_instructions
     from ..config import Config
-    from ..io.jsonl import atomic_output
 
     cfg = Config({"instructions.max_bytes": max_bytes})
     tok = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None) or "heuristic"

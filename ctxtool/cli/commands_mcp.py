@@ -21,6 +21,7 @@ def mcp_cmd(
     ref by lines), tool_output_cache_grep (search one ref or all) and transcript_search (where a
     string appeared in the transcripts under --transcripts). Read only. Needs the mcp extra:
     pip install 'ctxtool[mcp]'."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.agent)
     from ..agent.mcp_server import serve
 
     serve(_cache(cache_dir), transcripts or [])

@@ -6,14 +6,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode
 from . import common
 from .common import warn_skipped
 from .console import err_line, out_line
+from .exits import ExitCode
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
-    from ..redact import RedactOptions, RedactReport
+    from ..redact import RedactReport
+    from ..redact.detect import RedactOptions
 
 # the options export --redact and convert --redact share with redact (defined once, here)
 SecretsFromOpt = Annotated[
@@ -45,7 +46,8 @@ SHOWN = 50
 
 def options(secrets_from: list[str] | None = None, deny: list[str] | None = None, allow: list[str] | None = None,
             drop_binary: bool = False, keep_signatures: bool = False) -> RedactOptions:
-    from ..redact import RedactOptions
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..redact.detect import RedactOptions
 
     return RedactOptions(tuple(secrets_from or ()), tuple(deny or ()), tuple(allow or ()),
                          drop_binary=drop_binary, keep_signatures=keep_signatures)
@@ -78,6 +80,7 @@ def redact(
     URLs, keyword assignments, high-entropy strings) plus --secrets-from, --deny and --allow.
     The output is the same format with every id, pair and parent link kept. The report names
     each finding's kind, file, line, message and field, never the secret."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..redact import redact_files
 
     machine = as_json or as_jsonl

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common
 from .common import fmt_int, resolve_model, stdout_console
@@ -41,6 +41,7 @@ def replay_cmd(
     output tokens per API call, running context, percent of the window, average turn size,
     turns left, where each trigger policy would have compacted and where the 95% hard limit
     would have stopped the agent. Table, --json, a terminal chart and --plot FILE."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.settings)
     from ..config import Config
     from ..replay.charts import write_plot
     from ..replay.core import replay_file
@@ -48,7 +49,8 @@ def replay_cmd(
     cfg = Config({"compaction.context_window": context_window, "model": model})
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
-    from ..formats import iter_paths
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.walk)
+    from ..formats.walk import iter_paths
 
     files = list(iter_paths(paths))
     reports = [r for f in files for r in replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
@@ -56,7 +58,7 @@ def replay_cmd(
     common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)
     if plot:
         if not reports:
-            raise CtxtoolError("no transcript to plot", path=path, code=ExitCode.INPUT)
+            raise CtxtoolError("no transcript to plot", path=path, kind=Failure.INPUT)
         if len(reports) > 1:
             where = "in the file" if path else "in the files"
             err_line(f"ctxtool: {len(reports)} transcripts {where}; plotting the first (choose a file, and one with --index)")
@@ -77,6 +79,7 @@ def replay_cmd(
 
 
 def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table, ctxtool.policies.settings)
     from ..replay.charts import terminal_chart
     from ..replay.core import THRESHOLD_COLORS, title
     from .table import SIMPLE_HEAD, Table
@@ -138,6 +141,7 @@ def _render_replay(r: Any, *, table: bool, chart: bool, height: int) -> None:
 
 
 def _render_many(reports: list[Any]) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     con = stdout_console()

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
-from ..score.core import BUDGET, score_totals
+from ..score.core import BUDGET, score_files, score_totals
 from ..summarizers import SUMMARIZERS, Closeable
+from ..tokens.count import get_tokenizer
 from . import common, console
 from .common import resolve_model
 from .render import JsonlOpt, emit
@@ -49,21 +50,21 @@ def score_cmd(
     the weighted retention, continuation recall, false claims about the task's state, the quality
     rules' verdict, and the same cut scored with no summary, a content-free summary, the removed
     part's identifiers and its tail verbatim. Deterministic and offline unless --judge is given."""
+    # lazy: start-up (`ctxtool score` would load ctxtool.config)
     from ..config import Config
-    from ..score.core import score_files
-    from ..tokens.count import get_tokenizer
 
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None
     if judge is not None:
+        # lazy: start-up (`ctxtool score` would load ctxtool.cli.commands_check)
         from .commands_compact import _summarizer
 
         cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
                       "summarizer.command": command, "summarizer.timeout": timeout})
         if judge != "command" and not cfg["summarizer.model"]:
             raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         jm = _summarizer(cfg, None, True)
     try:
         reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
@@ -90,6 +91,7 @@ def _pct(x: float | None) -> str:
 
 
 def _render(reps: list[ScoreReport], out: console.PrintableStream, max_lost: int) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.text.prose)
     from ..text.prose import one_line
 
     for r in reps:

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..tool_outputs.algorithms import MODES, PRESET_HELP, PRESETS
 from . import common
 from .common import fmt_int, resolve_model, warn_skipped
 from .console import err_line, out_line
+from .exits import ExitCode
 from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
@@ -29,6 +30,7 @@ EventsOpt = Annotated[
 
 
 def _cache(cache_dir: str | None) -> Any:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache, ctxtool.config)
     from ..cache import RefCache
     from ..config import Config
 
@@ -138,6 +140,7 @@ def truncate(
 ) -> None:
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
+    # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config)
     from ..config import Config
     from ..tool_outputs import algorithms as toolout
     from ..tool_outputs.files import truncate_file
@@ -191,6 +194,7 @@ def restore(
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.agent)
     from ..tool_outputs.files import restore_file
 
     cache = _cache(cache_dir)
@@ -231,6 +235,7 @@ def trim(
     '[tool output trimmed; ref=...]' (full content in the cache); the newest stay. Without
     --budget: clamp(window x 0.25, 20k, 60k) of each transcript's window (--context-window,
     --model, the config, else what the transcript records or its model's)."""
+    # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config, ctxtool.tokens)
     from ..config import Config
     from ..tokens.context import ContextSettings
     from ..tool_outputs.files import trim_file
@@ -304,11 +309,11 @@ def refs_grep(
     """Search one ref (or all refs with --all) for a regular expression."""
     if all_refs:
         if len(args) != 1:
-            raise CtxtoolError("with --all give only PATTERN", code=ExitCode.USAGE)
+            raise CtxtoolError("with --all give only PATTERN", kind=Failure.USAGE)
         refs, pattern = None, args[0]
     else:
         if len(args) != 2:
-            raise CtxtoolError("give REF PATTERN (or PATTERN --all)", code=ExitCode.USAGE)
+            raise CtxtoolError("give REF PATTERN (or PATTERN --all)", kind=Failure.USAGE)
         refs, pattern = [args[0]], args[1]
     res = _cache(cache_dir).grep(pattern, refs, context=context, ignore_case=ignore_case, fixed=fixed, max_matches=max_count)
     if as_json:
@@ -376,6 +381,7 @@ def refs_gc(
     as_json: common.JsonOpt = False,
 ) -> None:
     """Delete refs that none of the given transcripts reference. Dry run unless --yes."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cache)
     from ..tool_outputs.refs import referenced_refs
 
     referenced = referenced_refs(paths, fmt)

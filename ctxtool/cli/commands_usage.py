@@ -17,12 +17,14 @@ from .render import JsonlOpt, emit
 if TYPE_CHECKING:
     from datetime import datetime, tzinfo
 
-    from ..usage import UsageReport, UsageRow
+    from ..usage import UsageReport
+    from ..usage.report import UsageRow
 
 PROGRESS_FILES = 20  # a bar from this many session files, on a terminal
 
 
 def _groupings() -> tuple[str, ...]:
+    # lazy: start-up (loaded only when this runs: ..usage.report)
     from ..usage.report import GROUPINGS
 
     return GROUPINGS.names()
@@ -51,6 +53,7 @@ def usage(
     """Tokens (input, output, cache write, cache read) and cost in USD of agent sessions, each API
     call counted once across copied and resumed sessions. Prices: `ctxtool models`, overridable
     by the user's models file."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..usage import usage_report
 
     cb, stop = _progress()
@@ -203,12 +206,14 @@ def _total(report: UsageReport, short: bool) -> dict[str, str]:
 
 
 def _first(report: UsageReport) -> str:
-    from ..usage import GROUPINGS
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..usage.report import GROUPINGS
 
     return GROUPINGS.get(report.by).title
 
 
 def _table(report: UsageReport) -> None:
+    # lazy: start-up (`ctxtool --help` would load ctxtool.cli.table)
     from .table import Table
 
     if not report.files:

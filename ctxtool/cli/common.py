@@ -18,10 +18,12 @@ from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats import format_names
 from ..run.engines import ENGINES
+from ..run.engines import sharding as make
 from .console import err_line
+from .exits import ExitCode, exit_code
 
 
 class State:
@@ -34,6 +36,7 @@ def warn_unknown_models(names: Any) -> None:
     names = list(names)
     if not names:  # lazy: start-up (no model recorded: the registry is not even imported)
         return
+    # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
     from ..tokens import models as registry
 
     for name in registry.unknown(names):
@@ -58,6 +61,7 @@ class CtxGroup(TyperGroup):
         if cmd is None and name in self.lazy:
             import typer.main as tm
 
+            # lazy: start-up (`ctxtool --version` would load ctxtool.cli.names)
             from .names import accept_former_names
 
             info = self.lazy[name]
@@ -103,13 +107,13 @@ class CtxGroup(TyperGroup):
                 # outputs written with -o name themselves (jsonio.atomic_output); what is left
                 # is stdout, redirected to a file on a full disk
                 raise CtxtoolError(
-                    f"cannot write the output: {e.strerror or e}", path=e.filename or "<stdout>", code=ExitCode.IO
+                    f"cannot write the output: {e.strerror or e}", path=e.filename or "<stdout>", kind=Failure.IO
                 ) from e
         except CtxtoolError as e:
             if State.debug:
                 traceback.print_exc()
             err_line(f"ctxtool: error: {e}")
-            raise Exit(int(e.code)) from None
+            raise Exit(int(exit_code(e))) from None
         except KeyboardInterrupt:
             err_line("ctxtool: interrupted")
             raise Exit(int(ExitCode.INTERRUPTED)) from None
@@ -159,6 +163,7 @@ def data_to(output: str | None, inputs: Any = ()) -> Iterator[None]:
     if output is None or output == "-":
         yield
         return
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.outputs import atomic_output
     from ..io.paths import refuse_overwrite
 
@@ -206,7 +211,7 @@ class _ClosedStdout(io.TextIOBase):
         return self
 
     def write(self, s: Any) -> int:
-        raise CtxtoolError("cannot write the output: stdout is closed", path="<stdout>", code=ExitCode.IO)
+        raise CtxtoolError("cannot write the output: stdout is closed", path="<stdout>", kind=Failure.IO)
 
     def flush(self) -> None:
         pass
@@ -270,6 +275,7 @@ OutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 def _tokenizers() -> tuple[str, ...]:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..tokens.count import ESTIMATORS
 
     return ESTIMATORS.names()
@@ -310,8 +316,6 @@ MaxInFlightOpt = Annotated[
 def sharding(engine: str | None, paths: list[str], output: str | None, address: str | None, join: bool,
              jobs: int | None = None) -> Iterator[Any]:
     """The shards a file command runs as (None: a plain run), and the engine closed afterwards."""
-    from ..run.engines import sharding as make
-
     sh = make(engine, paths, output, address=address, join=join, workers=jobs)
     try:
         yield sh
@@ -325,6 +329,7 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
     strict: an unknown one is a usage error naming the closest registered names."""
     info = None
     if model:
+        # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
         from ..tokens.models import require
 
         info = require(model)
@@ -336,6 +341,7 @@ def stdout_console() -> Any:
     """stdout for tables and lines people read (:class:`ctxtool.cli.table.Out`): the
     terminal's width, or wide enough when piped; plain text without rich where rich would
     print plain text."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.cli.table)
     from .table import Out
 
     return Out()
@@ -396,7 +402,7 @@ def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
     """``--json`` puts the report on stdout, so the transcript needs ``-o FILE`` (or ``--dry-run``)."""
     if as_json and not dry_run and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
 
 
 ReserveOpt = Annotated[
@@ -416,6 +422,7 @@ def resolve_settings(
     flags: dict[str, Any] | None = None,
 ) -> tuple[Any, Any, Any]:
     """(Config, ModelInfo | None, Tokenizer) with flags over env over file over defaults."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.config, ctxtool.io)
     from ..config import Config
     from ..tokens.count import get_tokenizer
 
@@ -434,7 +441,8 @@ def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Ca
     (nothing written), the records left out warned about at the end. ``op`` pickles (a
     ``functools.partial`` of a module-level function): many small files run on every core
     (:func:`ctxtool.run.manyfiles.each_result`)."""
-    from ..formats import iter_paths
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.formats.walk)
+    from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 
     warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from . import app
+
 
 def _context(cmd: Any, name: str, parent: Any = None) -> Any:
     import typer._click as click  # typer's own click, whichever version ships
@@ -17,8 +19,6 @@ def commands() -> dict[str, tuple[Any, Any]]:
     its help: path ("refs grep") -> (click command, its context). Commands are read from the
     app, so one registered later is listed too."""
     import typer
-
-    from . import app
 
     root = typer.main.get_command(app)
     rctx = _context(root, "ctxtool")
@@ -45,6 +45,7 @@ def leaves() -> dict[str, Any]:
 
 
 def generate() -> str:
+    # lazy: start-up (loaded only when this runs: .names)
     from .names import naming_table
 
     cmds = commands()

@@ -91,6 +91,7 @@ class Emitter:
         return self.out
 
     def item(self, item: Mapping[str, Any]) -> None:
+        # lazy: start-up (`ctxtool models` would load ctxtool.io.files)
         from ..io.jsonl import dumps
 
         out = self._open()
@@ -104,6 +105,7 @@ class Emitter:
         self.count += 1
 
     def finish(self, tail: Fields = None) -> None:
+        # lazy: start-up (`ctxtool models` would load ctxtool.io.files)
         from ..io.jsonl import dumps
 
         out = self._open()
@@ -121,6 +123,7 @@ class Emitter:
 
 def _members(obj: Mapping[str, Any]) -> bytes:
     """The members of ``obj`` pretty-printed at the first level, without the braces."""
+    # lazy: start-up (`ctxtool models` would load ctxtool.io.files)
     from ..io.jsonl import dumps_pretty
 
     if not obj:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import Format
 from ..model import Transcript
 from ..summarizers import Summarizer
@@ -21,6 +21,10 @@ from .settings import CompactOptions
 
 if TYPE_CHECKING:
     from ..summarizers.heuristic import Facts
+from ..formats import get_format
+from ..summarizers.heuristic import HeuristicSummarizer
+from ..summarizers.heuristic import facts as read_facts
+from ..text.prose import one_line
 from .summarize import open_calls, summarize
 
 Event = tuple[str, dict[str, Any]]
@@ -35,8 +39,6 @@ class Outcome:
 
 
 def _heuristic() -> Summarizer:
-    from ..summarizers.heuristic import HeuristicSummarizer
-
     return HeuristicSummarizer()
 
 
@@ -65,8 +67,6 @@ def compact_transcript(
     """Compact one transcript. Returns the new transcript (``t`` itself when nothing was done),
     its report and the events to log. Raises :class:`CtxtoolError` on failure. ``out_format``
     is the format it will be written in (default: its own)."""
-    from ..formats import get_format
-
     opts = options or CompactOptions()
     tok = tok or get_tokenizer(opts.tokenizer)
     t0 = time.perf_counter()
@@ -100,7 +100,6 @@ def compact_transcript(
     summarizer = summarizer or _heuristic()
     facts = None
     if summarizer.name != "heuristic":  # a model: handed the facts, its summary checked against them
-        from ..summarizers.heuristic import facts as read_facts
 
         facts = read_facts(p.summarize, p.view.previous_summary, open_calls=pending, cwd=cwd)
         popts.facts = facts.brief()
@@ -180,7 +179,7 @@ def _summarize_and_rebuild(summarizer: Summarizer, t: Transcript, p: Plan, popts
             if (problem or "").startswith(NOT_SMALLER):
                 raise NotSmaller(_not_smaller(problem or "", p, opts, rep))
             raise CtxtoolError(_rejected(problem or "", t, p, opts, rep, heuristic=heuristic or attempts > 1),
-                               code=ExitCode.REMOTE, path=t.path)
+                               kind=Failure.REMOTE, path=t.path)
         heuristic = True
         text = summarize(_heuristic(), p.summarize, p.view.previous_summary, popts, extra).text
         if attempts == 2:  # the heuristic summary was too large as well: clip it and its file lists
@@ -230,9 +229,9 @@ def _accept(text: str, t: Transcript, p: Plan, popts: sp.PromptOptions, opts: Co
             rep: RecordReport, files: tuple[list[str], list[str]], target: Format,
             facts: Facts | None = None) -> tuple[Rebuilt, Summary] | str:
     """The rebuilt transcript with this summary, or why the summary is rejected."""
+    # lazy: start-up (loaded only when this runs: ..score, ..score.core)
     from ..score import quality
     from ..score.core import score
-    from ..text.prose import one_line
 
     retain, body = sp.parse_retain(text) if popts.style == "retain" else (None, text)
     body = sp.strip_prefix(body)

@@ -25,11 +25,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
-from ..formats.base import Format
+from .. import formats
+from ..errors import CtxtoolError, Failure
+from ..formats.base import ErrorPolicy, Format
 from ..model import Transcript
-from ..run.runner import Operation, RunContext, Task
+from ..run.operation import Operation, RunContext, Task
 from ..summarizers import CacheCounts, Summarizer
+from ..summarizers.heuristic import HeuristicSummarizer
+from ..tokens.count import get_tokenizer
 from . import pins
 from .core import Outcome, compact_transcript
 from .report import RecordReport
@@ -89,9 +92,6 @@ def _cache_counts(summarizer: Summarizer) -> tuple[int, int]:
 
 class CompactTask(Task[CompactPart]):
     def __init__(self, op: CompactOp, ctx: RunContext) -> None:
-        from ..summarizers.heuristic import HeuristicSummarizer
-        from ..tokens.count import get_tokenizer
-
         self.op, self.ctx = op, ctx
         self.summarizer: Summarizer = op.summarizer if op.summarizer is not None else HeuristicSummarizer()
         self.tok = get_tokenizer(op.options.tokenizer)
@@ -103,8 +103,6 @@ class CompactTask(Task[CompactPart]):
         self.logged = False
 
     def begin(self, ahead: Sequence[Transcript]) -> None:
-        from .. import formats
-
         if not ahead and self.ctx.worker:  # one record or range of a larger input: may be empty
             return
         if not ahead:
@@ -121,6 +119,7 @@ class CompactTask(Task[CompactPart]):
         o = compact_transcript(t, self.summarizer, self.op.options, dry_run=self.op.dry_run, tok=self.tok,
                                out_format=self.target.name)
         if self.op.hint and o.report.status == "compacted":
+            # lazy: start-up (loaded only when this runs: ..agent.tools)
             from ..agent.tools import add_hint
 
             add_hint(o.transcript)
@@ -192,20 +191,19 @@ def introduced(before: Sequence[tuple[str, str]], after: Sequence[tuple[str, str
 
 def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts: list[Transcript]) -> dict[int, CtxtoolError]:
     """The transcripts (by index) whose written output has a problem the compaction introduced."""
-    from .. import formats
-    from ..formats.base import ErrorPolicy
+    # lazy: start-up (loaded only when this runs: ..history.validate)
     from ..history.validate import check_messages, validate_canonical_file
 
     if target.name == "ctxtool":
         probs = validate_canonical_file(tmp)
         if probs:
-            raise CtxtoolError(f"compacted output fails the schema: {probs[0].message}", code=ExitCode.ERROR)
+            raise CtxtoolError(f"compacted output fails the schema: {probs[0].message}", kind=Failure.INTERNAL)
     policy = ErrorPolicy("skip")
     back = list(formats.read(tmp, target, policy))
     if policy.skipped:
-        raise CtxtoolError(f"compacted output does not read back: {policy.skipped[0].message}", code=ExitCode.ERROR)
+        raise CtxtoolError(f"compacted output does not read back: {policy.skipped[0].message}", kind=Failure.INTERNAL)
     if len(back) != len(new_ts):
-        raise CtxtoolError(f"compacted output reads back as {len(back)} transcripts, expected {len(new_ts)}", code=ExitCode.ERROR)
+        raise CtxtoolError(f"compacted output reads back as {len(back)} transcripts, expected {len(new_ts)}", kind=Failure.INTERNAL)
     bad: dict[int, CtxtoolError] = {}
     for i, (b, old) in enumerate(zip(back, old_ts, strict=True)):
         before = [(p.code, p.message) for p in check_messages(old.messages)]
@@ -215,5 +213,5 @@ def validate_written(tmp: str, target: Format, new_ts: list[Transcript], old_ts:
         elif new:
             code, text = new[0]
             bad[i] = CtxtoolError(f"compacted output would be invalid: {code}: {text} (transcript {old.label})",
-                                  code=ExitCode.ERROR, path=old.path, line=old.lineno if old.record is not None else None)
+                                  kind=Failure.INTERNAL, path=old.path, line=old.lineno if old.record is not None else None)
     return bad

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import PINNED_PREFIX as PIN_PREFIX
-from ..model import Compaction, Message, Transcript
+from ..model import Block, Compaction, Message, Transcript
 
 
 def load(values: Iterable[str]) -> list[str]:
@@ -30,14 +30,14 @@ def load(values: Iterable[str]) -> list[str]:
             try:
                 text = p.read_text("utf-8")
             except (OSError, UnicodeDecodeError) as e:
-                code = ExitCode.NOT_FOUND if isinstance(e, FileNotFoundError) else ExitCode.INPUT
+                kind = Failure.NOT_FOUND if isinstance(e, FileNotFoundError) else Failure.INPUT
                 raise CtxtoolError(f"--pin {v}: cannot read {p}: {getattr(e, 'strerror', None) or e}",
-                                   code=code, path=str(p)) from None
+                                   kind=kind, path=str(p)) from None
         else:
             text = v
         text = text.strip("\n")
         if not text.strip():
-            raise CtxtoolError(f"--pin {v!r}: nothing to pin (empty)", code=ExitCode.USAGE)
+            raise CtxtoolError(f"--pin {v!r}: nothing to pin (empty)", kind=Failure.USAGE)
         if text not in out:
             out.append(text)
     return out
@@ -99,7 +99,7 @@ def missing_in(pins: Sequence[str], msgs: Iterable[Message]) -> list[str]:
 def missing(pins: Sequence[str], t: Transcript) -> list[str]:
     """The pins not in what the agent of ``t`` (a transcript read back) sees: the messages
     after its last compaction and that compaction's summary."""
-    from ..model import Block
+    # lazy: start-up (loaded only when this runs: ..tokens.count, .view)
     from ..tokens.count import get_tokenizer
     from .view import context_view
 
@@ -112,4 +112,4 @@ def missing(pins: Sequence[str], t: Transcript) -> list[str]:
 def error(lost: Sequence[str], path: str | None) -> CtxtoolError:
     first = lost[0].splitlines()[0][:80]
     return CtxtoolError(f"compacted output would lose {len(lost)} pinned instruction(s), first: {first!r}",
-                        code=ExitCode.ERROR, path=path)
+                        kind=Failure.INTERNAL, path=path)

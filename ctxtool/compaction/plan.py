@@ -37,6 +37,7 @@ class Plan:
 
 def problem_keys(msgs: list[Message]) -> set[tuple[str, str | None, str]]:
     """The structural problems of a message list (orphans, unanswered calls), comparable."""
+    # lazy: start-up (loaded only when this runs: ..history.validate)
     from ..history.validate import check_messages
 
     return {(p.code, p.message_id, p.message.split(" (in ")[0]) for p in check_messages(msgs)}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
+from ..formats import get_format
 from ..formats.base import CompactionNote, Format
 from ..history.archive import DIGEST_PREFIX, archive_messages
 from ..model import (
@@ -96,12 +97,10 @@ def _doomed(p: Plan, first_kept: Message | None) -> set[int]:
 def rebuild(t: Transcript, p: Plan, summary: Summary, opts: CompactOptions, target: Format) -> Rebuilt:
     """A new transcript (the input is not changed) in which ``target`` recorded the summary.
     Records among the summarized messages go when their format calls them bookkeeping."""
-    from ..formats import get_format
-
     dropped = get_format(t.format).bookkeeping_records
     first_kept = p.keep[0] if p.keep else None
     if first_kept is None:  # retain with 0 turns: nothing kept, the summary would go last
-        raise CtxtoolError("nothing would be kept after the summary", code=ExitCode.USAGE)
+        raise CtxtoolError("nothing would be kept after the summary", kind=Failure.USAGE)
     doomed = _doomed(p, first_kept)
     archived, digest = _digest(p.keep, opts.tool_call_cutoff) if opts.tool_digest else ({}, None)
     out = Transcript(format=t.format, entries=[], path=t.path, index=t.index, id=t.id, record=t.record,

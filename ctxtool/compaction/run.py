@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..io.events import EventLog
+from ..io.paths import refuse_overwrite
+from ..run.operation import event_log
 from ..summarizers import Summarizer
+from ..summarizers.heuristic import HeuristicSummarizer
 from .op import CompactOp
 from .report import CompactReport, RecordReport
 from .settings import CompactOptions
@@ -45,10 +48,9 @@ def compact_file(
     (:class:`ctxtool.run.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
     column (:mod:`ctxtool.io.parquet`). ``hint``: a compacted transcript ends with a note
     naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
+    # lazy: start-up (loaded only when this runs: ..io.parquet, ..run.runner)
     from ..io.parquet import is_parquet_name
-    from ..io.paths import refuse_overwrite
-    from ..run.runner import event_log, run_file
-    from ..summarizers.heuristic import HeuristicSummarizer
+    from ..run.runner import run_file
 
     src = str(path)
     out = None if output is None else str(output)
@@ -77,8 +79,9 @@ def compact_file(
 
 def compact_paths(paths: Sequence[str | Path], output_dir: str | Path, **kwargs: Any) -> list[CompactReport]:
     """Compact several files into ``output_dir`` (same file names)."""
-    from .. import formats
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
+    from ..formats.walk import iter_paths
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [compact_file(p, out / Path(p).name, **kwargs) for p in formats.iter_paths(paths)]
+    return [compact_file(p, out / Path(p).name, **kwargs) for p in iter_paths(paths)]

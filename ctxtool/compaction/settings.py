@@ -75,6 +75,7 @@ class CompactOptions:
         for name, key in CONFIG_KEYS.items():
             s = BY_KEY[key]
             kw[name] = s.type(cfg[key])
+        # lazy: start-up (`ctxtool compact` would load ctxtool.tokens.context)
         from ..policies import all_keys
         from ..tokens.context import ContextSettings
 
@@ -86,6 +87,7 @@ class CompactOptions:
     def summary_style(self) -> str:
         if self.style:
             return self.style
+        # lazy: start-up (loaded only when this runs: .layouts)
         from .layouts import LAYOUTS
 
         return LAYOUTS.get(self.layout).style

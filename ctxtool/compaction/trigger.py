@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript
 from ..tokens.count import Tokenizer
 from .settings import CompactOptions
@@ -20,6 +20,7 @@ from .settings import CompactOptions
 def context_settings(opts: CompactOptions) -> Any:
     """The flags and config for the window (:class:`ctxtool.tokens.context.ContextSettings`);
     ``opts.context_window`` acts as ``--context-window``."""
+    # lazy: start-up (loaded only when this runs: ..tokens.context)
     from ..tokens.context import ContextSettings
 
     cs = opts.context if opts.context is not None else ContextSettings()
@@ -42,7 +43,8 @@ def resolve_window(t: Transcript, opts: CompactOptions) -> int | None:
 
 def policy_settings(opts: CompactOptions, window: int | None) -> Any:
     """Every policy's settings (the config's, as ``check`` reads them) with the options'."""
-    from ..policies import PolicySettings
+    # lazy: start-up (loaded only when this runs: ..policies.settings)
+    from ..policies.settings import PolicySettings
 
     values = dict(opts.policy_values)
     values.update({"compaction.reserve_tokens": opts.reserve_tokens, "compaction.max_tokens": opts.max_tokens,
@@ -64,7 +66,8 @@ def decide(
     """The trigger (policy ``opts.policy``; seed 000 by default: context ≥ window − reserve,
     else ≥ MaxTokens without a window) over the transcript's current context, as ``ctxtool
     check`` decides it; ``force`` skips it."""
-    from .. import policies
+    # lazy: start-up (loaded only when this runs: ..policies.base, ..policies.check)
+    from ..policies.base import ERROR
     from ..policies.check import check_messages, check_transcript
 
     settings = policy_settings(opts, window)
@@ -77,8 +80,8 @@ def decide(
     limit = v.limit if v.unit == "tokens" else None
     if opts.force:
         return Decision(True, "force", used, limit)
-    if v.status == policies.ERROR:
-        raise CtxtoolError(v.reason, code=ExitCode.USAGE)
+    if v.status == ERROR:
+        raise CtxtoolError(v.reason, kind=Failure.USAGE)
     if v.compact:
         return Decision(True, f"{v.policy}: {v.rule}" + (f" ({v.used:,} vs {v.limit:,})" if v.limit is not None else ""),
                         used, limit)

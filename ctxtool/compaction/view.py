@@ -35,6 +35,7 @@ def _last_marker(t: Transcript) -> Compaction | Message | None:
 
 
 def context_view(t: Transcript, tok: Tokenizer) -> AgentContext:
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import get_format
 
     msgs = t.messages

@@ -18,28 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import formats
+from ..errors import CtxtoolError, Failure
+from ..io import files as fileio
+from ..io import outputs
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
-from .base import (
-    DEFAULT_COLLAPSE,
-    DEFAULT_PAGE_SIZE,
-    RENDERERS,
-    ExportOptions,
-    Renderer,
-    plural,
-    register,
-    renderer_for_output,
-)
-from .walk import ExportedTranscript, Marker, Turn, TurnPart, view
+from .base import RENDERERS, ExportOptions, plural, renderer_for_output
+from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
+from .walk import ExportedTranscript, view
 
 if TYPE_CHECKING:
-    from ..redact import RedactOptions, Redactor
-
-__all__ = [
-    "DEFAULT_COLLAPSE", "DEFAULT_PAGE_SIZE", "ExportOptions", "ExportResult", "Marker", "TurnPart", "Renderer", "Turn", "ExportedTranscript",
-    "PAGE_FILE", "PAGES_INDEX", "export_file", "export_pages", "RENDERERS", "register", "render", "renderer_for_output", "view",
-]
+    from ..redact.core import Redactor
+    from ..redact.detect import RedactOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +79,6 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
         return
     import mimetypes
 
-    from ..errors import CtxtoolError, ExitCode
-
     base = os.path.basename(out.lower().removesuffix(".gz").removesuffix(".zst"))
     suffix = os.path.splitext(base)[1]
     kind = mimetypes.MimeTypes(filenames=()).guess_type("x" + suffix)[0] if suffix else None  # Python's own table
@@ -97,7 +87,7 @@ def _check_suffix(out: str | None, name: str, implied: str | None) -> None:
     kinds = ", ".join(f"{n} ({' '.join(r.suffixes)})" for n, r in RENDERERS.items())
     said = f"an {implied} name" if implied else f"a {suffix} name"
     raise CtxtoolError(f"{said} for a {name} export: export writes {kinds}; name the output for --to, or drop --to",
-                       path=out, code=ExitCode.USAGE)
+                       path=out, kind=Failure.USAGE)
 
 
 #: the file of page n when a session is exported as pages (:func:`export_pages`)
@@ -115,14 +105,9 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     import shutil
     import tempfile
 
-    from ..errors import CtxtoolError, ExitCode
-    from ..io import files as fileio
-    from ..io import outputs
-    from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
-
     out = Path(output)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), code=ExitCode.USAGE)
+        raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), kind=Failure.USAGE)
     fileio.check_input(path)
     out.mkdir(parents=True, exist_ok=True)
     opts = options or ExportOptions()
@@ -133,7 +118,8 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     with contextlib.ExitStack() as stack:
         redactor = None
         if redact is not None:
-            from ..redact import Redactor
+            # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
+            from ..redact.core import Redactor
 
             redactor = stack.enter_context(Redactor(redact))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".ctxtool-pages-", dir=out)))
@@ -180,11 +166,13 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
 def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Iterator[Transcript]:
     """The transcripts of ``path`` as export reads them: a Claude Code session file brings its
     subagents' transcripts (one unit); with ``redactor``, each redacted as it passes."""
-    from .. import formats
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
+    from ..formats.walk import iter_paths
 
-    files = list(formats.iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
+    files = list(iter_paths([str(path)], subagents=True)) if str(path) != "-" else ["-"]
     read: Iterator[Transcript] = (t for f in files for t in formats.read(f, fmt if f == str(path) else None))
     if redactor is not None:
+        # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
         from ..redact import redacted
 
         read = redacted(read, redactor)
@@ -199,7 +187,8 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
     is written out (a large file is never held as one document). ``redact``: each
     transcript's secrets replaced first, as ``ctxtool redact`` does."""
     if redact is not None:
-        from ..redact import Redactor
+        # lazy: start-up (`ctxtool export` would load ctxtool.io.events)
+        from ..redact.core import Redactor
 
         with Redactor(redact) as r:
             return _export(path, output, to, fmt, options, r)
@@ -208,9 +197,6 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
 
 def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,
             options: ExportOptions | None, redactor: Redactor | None) -> ExportResult:
-    from ..io import files as fileio
-    from ..io import outputs
-
     out = None if output is None or str(output) == "-" else str(output)
     implied = renderer_for_output(out)
     name = to or implied or "markdown"

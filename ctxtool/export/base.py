@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..registry import Registry
 from .walk import ExportedTranscript
 
@@ -26,9 +26,9 @@ class ExportOptions:
 
     def __post_init__(self) -> None:
         if self.collapse < 0:
-            raise CtxtoolError("--collapse must be 0 or more characters", code=ExitCode.USAGE)
+            raise CtxtoolError("--collapse must be 0 or more characters", kind=Failure.USAGE)
         if self.page_size < 0:
-            raise CtxtoolError("--page-size must be 0 or more messages", code=ExitCode.USAGE)
+            raise CtxtoolError("--page-size must be 0 or more messages", kind=Failure.USAGE)
 
     def long(self, text: str) -> bool:
         return bool(self.collapse) and len(text) > self.collapse

@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from .. import formats
+from ..errors import CtxtoolError, Failure
+from ..io import outputs
 from .base import RENDERERS, ExportOptions, plural
+from .html import esc, head, tail
 from .walk import ExportedTranscript, Turn, view
 
 INDEX = "index.html"
@@ -84,7 +87,8 @@ def page_name(source: str, root: str | None) -> str:
 def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
     """(file, the root its page name is made under): the files of each path given (a
     directory searched recursively), else of the default session stores."""
-    from ..formats import iter_paths
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
+    from ..formats.walk import iter_paths
 
     if paths:
         out = []
@@ -92,13 +96,14 @@ def _inputs(paths: list[str] | None) -> list[tuple[str, str | None]]:
             root = p if Path(p).is_dir() else None
             out += [(f, root) for f in iter_paths([p])]
         return out
+    # lazy: start-up (loaded only when this runs: ..usage.stores)
     from ..usage.stores import default_stores, session_files
 
     stores = default_stores()
     used, files = session_files(None, stores)
     if not files:
         raise CtxtoolError("no session files in the default stores (give a file or directory): "
-                           + (", ".join(s.path for s in stores) or "none found"), code=ExitCode.NOT_FOUND)
+                           + (", ".join(s.path for s in stores) or "none found"), kind=Failure.NOT_FOUND)
     roots = [s.path for s in used]
     return [(f, next((r for r in roots if f.startswith(r.rstrip("/") + "/")), None)) for f in files]
 
@@ -109,12 +114,9 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
     """Write one HTML page per session file under ``output`` (a directory, made if missing)
     and ``index.html`` linking them. ``paths``: files or directories; None: the default
     session stores (Claude Code, Codex, pi)."""
-    from .. import formats
-    from ..io import outputs
-
     out = Path(output)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), code=ExitCode.USAGE)
+        raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), kind=Failure.USAGE)
     files = _inputs(paths)
     out.mkdir(parents=True, exist_ok=True)
     opts = options or ExportOptions()
@@ -136,7 +138,7 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
                 for piece in renderer.document(os.path.basename(src), views):
                     fh.write(piece.encode("utf-8", "replace"))
         except CtxtoolError as e:
-            if e.code == ExitCode.IO:
+            if e.kind == Failure.IO:
                 raise
             page.error = str(e)
             continue
@@ -148,8 +150,6 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
 
 
 def index_html(r: IndexResult, title: str) -> Iterator[str]:
-    from .html import esc, head, tail
-
     yield head(f"{len(r.written):,} sessions · {title}", contents=False)
     yield ("<table class=\"index\"><thead><tr><th>session</th><th>format</th><th>messages</th><th>compactions</th>"
            "<th>first</th><th>last</th><th>the user's first words</th></tr></thead><tbody>\n")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import images
+from ..formats import get_format, images
 from ..io import jsonl as jsonio
 from ..model import Block, Compaction, Message, Record, Transcript, injected_kind, injected_text
 from ..tokens.context import BOUNDARY_RECORDS, is_summary
@@ -189,8 +189,6 @@ def _boundary(r: Record) -> Marker:
 
 
 def _compaction(t: Transcript, c: Compaction) -> Marker:
-    from ..formats import get_format
-
     try:
         summary, _kept = get_format(t.format).read_compaction(t, c)
     except Exception:  # a format this build does not know: the entry's own summary

@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..registry import LazyEntry, Registry
 
 if TYPE_CHECKING:
@@ -21,26 +20,6 @@ if TYPE_CHECKING:
     from ..io.jsonl import Source
     from ..model import Transcript
     from .base import ErrorPolicy, Format
-
-# What this package re-exports from the modules it stands on, imported on first use (PEP
-# 562): the registry and its names (``ctxtool formats``, ``--format``'s help) cost nothing.
-_REEXPORTS = {
-    "Source": "ctxtool.io.jsonl",
-    "atomic_output": "ctxtool.io.jsonl",
-    "open_source": "ctxtool.io.jsonl",
-    "Transcript": "ctxtool.model",
-    "STRUCTURE_ERRORS": "ctxtool.formats.base",
-    "ErrorPolicy": "ctxtool.formats.base",
-    "Format": "ctxtool.formats.base",
-    "malformed": "ctxtool.formats.base",
-    "source_style": "ctxtool.formats.base",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REEXPORTS:
-        return getattr(importlib.import_module(_REEXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.io.jsonl.Source.layout; "sqlite": opencode's only)
@@ -72,6 +51,7 @@ class Lazy(LazyEntry["Format"]):
             return True
         keys = self.keys
         if self.records:
+            # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
             from .dataset import MESSAGE_KEYS
 
             keys += MESSAGE_KEYS
@@ -117,40 +97,6 @@ FORMATS.register(Lazy("ctxtool.formats.mini_swe_agent", _DOCS, ("messages", "rol
 FORMATS.register(Lazy("ctxtool.formats.openhands", _DOCS, ("history", "source")), "openhands")
 FORMATS.register(Lazy("ctxtool.formats.opencode", ("sqlite",)), "opencode")
 FORMAT_NAMES = FORMATS.names()  # the built-in formats; format_names() includes registered ones
-# directory walks (and the names they pick up): ctxtool/formats/walk.py
-from .walk import (  # noqa: E402 - after the registry they document
-    COMPRESSED_SUFFIXES,
-    STORE_NAMES,
-    TRANSCRIPT_SUFFIXES,
-    iter_paths,
-    transcript_name,
-    walk_files,
-)
-
-__all__ = [
-    "FORMATS",
-    "FORMAT_NAMES",
-    "ErrorPolicy",
-    "Format",
-    "Lazy",
-    "detect",
-    "format_names",
-    "get_format",
-    "iter_paths",
-    "read",
-    "read_source",
-    "register",
-    "split_plan",
-    "COMPRESSED_SUFFIXES",
-    "STORE_NAMES",
-    "TRANSCRIPT_SUFFIXES",
-    "transcript_name",
-    "unknown_records",
-    "walk_files",
-    "writable_names",
-    "write",
-    "write_path",
-]
 
 
 def register(fmt: Format | str | Lazy, name: str | None = None) -> None:
@@ -179,7 +125,7 @@ def writable(f: Format) -> Format:
     if not f.writes:
         raise CtxtoolError(
             f"{f.name} is read only: ctxtool cannot write it back; convert with --to one of: {', '.join(writable_names())}",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
     return f
 
@@ -232,6 +178,7 @@ def detect(src: Source) -> Format:
 def read_source(
     src: Source, fmt: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from .base import STRUCTURE_ERRORS, ErrorPolicy, malformed
 
     f = get_format(fmt) if isinstance(fmt, str) else fmt
@@ -265,6 +212,7 @@ def _some_messages(ts: Iterator[Transcript], path: str) -> Iterator[Transcript]:
     without messages are held until one with messages shows the file is not that."""
     from collections import Counter
 
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..model import Message, Record
 
     held: list[Transcript] = []
@@ -331,6 +279,7 @@ def read(
     path: str | Path, format: str | Format | None = None, policy: ErrorPolicy | None = None
 ) -> Iterator[Transcript]:
     """Read every transcript in ``path`` (``-`` for stdin), detecting the format unless given."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ..io.jsonl import open_source
 
     yield from read_source(open_source(path), format, policy)
@@ -373,7 +322,8 @@ def write(transcripts: Iterable[Transcript], out, format: str | Format | None = 
 
 def write_path(transcripts: Iterable[Transcript], path: str | Path | None, format: str | Format | None = None) -> None:
     """Write atomically to ``path`` (``-`` or None: stdout)."""
-    from ..io.jsonl import atomic_output
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
+    from ..io.outputs import atomic_output
 
     with atomic_output(path) as out:
         write(transcripts, out, format)
@@ -386,6 +336,7 @@ def _retarget(t: Transcript, f: Format) -> Transcript:
     as it came (source lines reused); otherwise every message is rendered anew
     and bookkeeping lines, which ``f`` has no place for, are left out.
     """
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.io)
     from ..model import Compaction, Entry, Message, Record, Transcript
     from .base import make_exact, source_style
 
@@ -445,7 +396,9 @@ def split_plan(
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
     ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`)."""
-    from ..io.jsonl import input_size, open_source, split_ranges, splittable
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
+    from ..io.files import input_size, splittable
+    from ..io.jsonl import open_source, split_ranges
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None

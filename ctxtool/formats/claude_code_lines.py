@@ -321,6 +321,7 @@ def window_rule(t: Transcript, model: str, registered: int) -> tuple[int, str] |
     model without the suffix: a session whose recorded prompt (input plus cache tokens)
     went over 200,000 ran the 1M window, and a subagent whose ``.meta.json`` names a
     ``[1m]`` model too. ``None``: the registry's window holds."""
+    # lazy: start-up (`ctxtool formats` would load ctxtool.tokens)
     from ..tokens.models import ONE_M_SUFFIX, ONE_M_WINDOW
 
     if registered <= DEFAULT_WINDOW or not model.startswith("claude") or model.endswith(ONE_M_SUFFIX):

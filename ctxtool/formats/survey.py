@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Compaction, Cont, Message, Record, Transcript
+from . import get_format, read
 
 __all__ = ["FileSurvey", "survey_file"]
 
@@ -84,8 +85,6 @@ def tool_version(t: Transcript) -> str | None:
 
 def survey_file(path: str, fmt: str | None = None) -> FileSurvey:
     """Read ``path`` and tell, per line type, what its lines were read as."""
-    from . import get_format, read
-
     s = FileSurvey(path)
     for t in read(path, fmt):
         s.transcripts += 1

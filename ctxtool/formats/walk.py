@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
@@ -82,6 +82,7 @@ def iter_paths(paths: Iterable[str | Path], *, subagents: bool = False) -> Itera
 def with_subagents(session: str) -> list[str]:
     """A session file and its subagents' transcripts after it: Claude Code's
     ``<session>/subagents/agent-*.jsonl``, Gemini CLI's ``chats/<sessionId>/*.jsonl``."""
+    # lazy: start-up (`ctxtool validate` would load ctxtool.formats.claude_code_agents)
     from .claude_code_agents import subagent_files
 
     return [session, *subagent_files(session), *gemini_subagent_files(session)]
@@ -126,6 +127,7 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     import os
     import stat
 
+    # lazy: start-up (loaded only when this runs: ..io)
     from ..io import urls
 
     seen: set[tuple[int, int]] = set()
@@ -154,6 +156,7 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         path = Path(s)
         if path.is_dir():
             found = walk_files(path)
+            # lazy: start-up (`ctxtool export` would load ctxtool.io.parquet)
             from ..io import parquet
 
             if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
@@ -162,9 +165,9 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
                     continue
             if not found:
                 raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)", path=s,
-                                   code=ExitCode.NOT_FOUND)
+                                   kind=Failure.NOT_FOUND)
             yield from (q for q in found if first(q))
         elif not path.exists():
-            raise CtxtoolError("no such file", path=s, code=ExitCode.NOT_FOUND)
+            raise CtxtoolError("no such file", path=s, kind=Failure.NOT_FOUND)
         elif first(s):
             yield s

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..model import (
     KIND_TOOL_RESULT_ARCHIVED,
@@ -195,7 +195,7 @@ def visible_results(msgs: Sequence[Message]) -> int:
 def messages_to_archive(msgs: Sequence[Message], cutoff: int) -> list[int]:
     """Indices of the messages to archive, oldest first, to bring visible results to ``cutoff``."""
     if cutoff < 0:
-        raise CtxtoolError(f"cutoff must be >= 0, got {cutoff}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"cutoff must be >= 0, got {cutoff}", kind=Failure.USAGE)
     cands = [(i, len(m.tool_results())) for i, m in enumerate(msgs) if m.agent_visible and is_result_message(m)]
     count = sum(n for _, n in cands)
     out = []
@@ -352,7 +352,7 @@ def _check_strategy(strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise CtxtoolError(
             f"unknown tool summary strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
 
 
@@ -461,7 +461,9 @@ def archive_file(
     """Read every transcript of ``path``, archive each, write them to ``output`` (atomically;
     ``dry_run``: nothing is written, the report says what would be archived). ``engine``: run
     as shards (:class:`ctxtool.run.engines.Sharding`, e.g. a directory into a directory)."""
-    from ..run.runner import MapOp, run_file
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..run.operation import MapOp
+    from ..run.runner import run_file
 
     _check_strategy(strategy)
 

@@ -29,10 +29,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import is_synthetic
 from ..model import Block, Message, Transcript, transcript_json
-from ..run.runner import FileResults, MapTask, Operation, Results, RunContext, Task, run_each
+from ..run.operation import FileResults, MapTask, Operation, Results, RunContext, Task
+from ..run.runner import run_each
 from .pairing import pair
 
 ABORTED_TEXT = "aborted"
@@ -252,7 +253,7 @@ def refuse_untrusted(t: Transcript) -> None:
                 raise CtxtoolError(
                     "not repaired: a tool result has no call id, so its pairing cannot be trusted "
                     f"(read as {t.format}; is that the file's format?)",
-                    path=t.path, line=m.lineno, code=ExitCode.INVALID,
+                    path=t.path, line=m.lineno, kind=Failure.INVALID,
                 )
 
 

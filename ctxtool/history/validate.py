@@ -11,8 +11,10 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError
+from ..io.files import local_size, open_input, reopenable
+from ..io.jsonl import loads
 from ..model import Message, Transcript, transcript_json
-from ..run.runner import Operation, RunContext, Task
+from ..run.operation import Operation, RunContext, Task
 from .pairing import is_terminal, pair
 
 # problem codes
@@ -167,8 +169,6 @@ def schema_errors(obj: Any) -> list[str]:
 
 def validate_canonical_file(path: str, label: str | None = None) -> list[Problem]:
     """Every line of a canonical JSONL file against the schema (``label``: its name in errors)."""
-    from ..io.jsonl import loads, open_input
-
     problems: list[Problem] = []
     if path == "-":
         return problems
@@ -221,16 +221,15 @@ def validate(
     :func:`ctxtool.run.manyfiles.run_files`)."""
     import contextlib
 
-    from .. import formats
-    from ..io.files import local_size
-    from ..io.jsonl import reopenable
+    # lazy: start-up (loaded only when this runs: ..formats.walk, ..io.parquet, ..run.manyfiles, ..run.runner)
+    from ..formats.walk import iter_paths
     from ..io.parquet import is_parquet_dir, shard_files
     from ..run.manyfiles import run_files
     from ..run.runner import run_file
 
     report = ValidationReport()
     # a directory of Parquet shards: each file in its turn (a file is a report's unit)
-    files = [f for p in formats.iter_paths(paths) for f in ([s for s, _ in shard_files(p)] if is_parquet_dir(p) else [p])]
+    files = [f for p in iter_paths(paths) for f in ([s for s, _ in shard_files(p)] if is_parquet_dir(p) else [p])]
     i = 0
     while i < len(files):
         j = i  # local regular files from i to j: on every core, each file's run in turn

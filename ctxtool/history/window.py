@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
+from ..formats.base import STRUCTURE_ERRORS
 from ..model import KIND_INJECTED, Message, Transcript, transcript_json
-from ..run.runner import FileResults, MapTask, Operation, Results, RunContext, Task, run_each
+from ..run.operation import FileResults, MapTask, Operation, Results, RunContext, Task
+from ..run.runner import run_each
 from .pairing import Event, events, group_starts
 
 if TYPE_CHECKING:
@@ -87,7 +89,7 @@ class WindowResult:
 def normalize_strategy(name: str) -> str:
     s = _ALIASES.get(name, name)
     if s not in STRATEGIES:
-        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}", kind=Failure.USAGE)
     return s
 
 
@@ -177,7 +179,7 @@ def plan_rows(
     """:func:`plan_window` of a :class:`WindowRows`."""
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
-        raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+        raise CtxtoolError("--max-messages and --max-chars must be at least 1", kind=Failure.USAGE)
     n = len(v.roles)
     chars = v.chars
     if sum(1 for r in v.roles if r != "system") <= max_messages and sum(chars) <= max_chars:
@@ -353,7 +355,7 @@ class WindowOp(Operation[Results[WindowResult]]):
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", normalize_strategy(self.strategy))
         if self.max_messages < 1 or self.max_chars < 1:
-            raise CtxtoolError("--max-messages and --max-chars must be at least 1", code=ExitCode.USAGE)
+            raise CtxtoolError("--max-messages and --max-chars must be at least 1", kind=Failure.USAGE)
 
     def start(self, ctx: RunContext) -> Task[Results[WindowResult]]:
         return _WindowTask(self, self.fast and ctx.to is None)  # another format on output: every message read
@@ -374,6 +376,7 @@ class _WindowTask(MapTask[WindowResult]):
 
     def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
         if self.fast:
+            # lazy: start-up (loaded only when this runs: ..stats)
             from ..stats import fast as stats_fast
 
             ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
@@ -383,7 +386,7 @@ class _WindowTask(MapTask[WindowResult]):
 
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
         """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
-        from ..formats.base import STRUCTURE_ERRORS
+        # lazy: start-up (loaded only when this runs: ..formats.dataset, ..stats.fast)
         from ..formats.dataset import DatasetFormat
         from ..stats.fast import TALLY_KEY
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonl as jsonio
+from .outputs import atomic_output
 
 
 class EventLog:
@@ -27,6 +28,6 @@ class EventLog:
     def flush(self) -> None:
         if self.path is None:
             return
-        with jsonio.atomic_output(self.path) as out:
+        with atomic_output(self.path) as out:
             for ev in self.events:
                 out.write(jsonio.dumps(ev) + b"\n")

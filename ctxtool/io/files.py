@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from . import urls
 from .outputs import _writer
 from .paths import BUFFER, make_temp, remove_quietly
@@ -41,19 +41,19 @@ def check_input(path: str | Path) -> None:
     if urls.is_url(name):
         i = urls.info(name)
         if i is None:
-            raise CtxtoolError("no such file", code=ExitCode.NOT_FOUND, path=name)
+            raise CtxtoolError("no such file", kind=Failure.NOT_FOUND, path=name)
         if i.get("type") == "directory":
-            raise CtxtoolError("is a directory", code=ExitCode.USAGE, path=name)
+            raise CtxtoolError("is a directory", kind=Failure.USAGE, path=name)
         return
     name = urls.local(name)
     try:
         st = os.stat(name)
     except FileNotFoundError as e:
-        raise CtxtoolError("no such file", code=ExitCode.NOT_FOUND, path=name) from e
+        raise CtxtoolError("no such file", kind=Failure.NOT_FOUND, path=name) from e
     except OSError as e:
-        raise CtxtoolError(f"cannot open: {e.strerror or e}", code=ExitCode.NOT_FOUND, path=name) from e
+        raise CtxtoolError(f"cannot open: {e.strerror or e}", kind=Failure.NOT_FOUND, path=name) from e
     if stat.S_ISDIR(st.st_mode):
-        raise CtxtoolError("is a directory", code=ExitCode.USAGE, path=name)
+        raise CtxtoolError("is a directory", kind=Failure.USAGE, path=name)
 
 
 def input_size(path: str | Path) -> int | None:
@@ -194,7 +194,7 @@ def open_input(path: str | Path) -> IO[bytes]:
         try:
             raw = open(name, "rb", buffering=BUFFER)  # noqa: SIM115 - returned to the caller
         except OSError as e:
-            raise CtxtoolError(f"cannot open: {e.strerror or e}", code=ExitCode.NOT_FOUND, path=name) from e
+            raise CtxtoolError(f"cannot open: {e.strerror or e}", kind=Failure.NOT_FOUND, path=name) from e
         owned = True
     try:
         fh = _decompressed(raw, name, owned)
@@ -221,7 +221,7 @@ def reopenable(path: str | Path) -> Iterator[str]:
     try:
         fd, tmp = make_temp(tempfile.gettempdir(), "input")
     except OSError as e:
-        raise CtxtoolError(f"cannot make a temporary copy: {e.strerror or e}", path=name, code=ExitCode.IO) from e
+        raise CtxtoolError(f"cannot make a temporary copy: {e.strerror or e}", path=name, kind=Failure.IO) from e
     try:
         with _writer(fd) as out:
             src = sys.stdin.buffer if name == "-" else open_raw(name)
@@ -232,7 +232,7 @@ def reopenable(path: str | Path) -> Iterator[str]:
                 if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                     raise
                 raise CtxtoolError(
-                    f"cannot make a temporary copy in {tempfile.gettempdir()}: {e.strerror}", path=name, code=ExitCode.IO
+                    f"cannot make a temporary copy in {tempfile.gettempdir()}: {e.strerror}", path=name, kind=Failure.IO
                 ) from e
             finally:
                 if src is not sys.stdin.buffer:

@@ -16,16 +16,7 @@ import orjson
 from ..errors import CtxtoolError
 from ..model import Line
 from . import jsontext
-from .files import (  # noqa: F401  (re-exported)
-    BOM,
-    check_input,
-    input_size,
-    open_input,
-    open_raw,
-    reopenable,
-    splittable,
-)
-from .outputs import atomic_output, output_error  # noqa: F401  (re-exported)
+from .files import BOM, input_size, open_input, open_raw
 
 PEEK_LINES = 64
 #: ... or fewer: once this many bytes are read ahead (at least PEEK_MIN_LINES lines), the

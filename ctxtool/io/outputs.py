@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from . import urls
 from .paths import BUFFER, make_temp, remove_quietly
@@ -30,7 +30,7 @@ from .paths import BUFFER, make_temp, remove_quietly
 def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
     """An output that cannot be written, as one line naming it (exit code ``IO``)."""
     name = "<stdout>" if path is None or str(path) == "-" else str(path)
-    return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, code=ExitCode.IO)
+    return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, kind=Failure.IO)
 
 
 class _Guarded(io.BufferedIOBase):
@@ -105,10 +105,10 @@ def _output_kind(path: str) -> tuple[str, str]:
         return "file", path
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise CtxtoolError("cannot write the output: a symlink loop", path=path, code=ExitCode.USAGE) from e
+            raise CtxtoolError("cannot write the output: a symlink loop", path=path, kind=Failure.USAGE) from e
         raise output_error(e, path) from e
     if stat.S_ISDIR(st.st_mode):
-        raise CtxtoolError("cannot write the output: it is a directory", path=path, code=ExitCode.USAGE)
+        raise CtxtoolError("cannot write the output: it is a directory", path=path, kind=Failure.USAGE)
     if stat.S_ISREG(st.st_mode) and not _names_a_descriptor(path):
         return "file", os.path.realpath(path)
     return "special", path

@@ -33,13 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import META_KEY
 from . import jsonl as jsonio
 from . import urls
+from .files import input_size
+from .outputs import atomic_output
+from .paths import refuse_overwrite
 
 if TYPE_CHECKING:
-    from ..run.runner import FileRun, Operation, R
+    from ..run.operation import FileRun, Operation, R
     from .events import EventLog
 
 SUFFIX = ".parquet"
@@ -99,7 +102,7 @@ def import_pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
-        raise CtxtoolError("Parquet datasets need pyarrow: pip install 'ctxtool[parquet]'", code=ExitCode.USAGE) from e
+        raise CtxtoolError("Parquet datasets need pyarrow: pip install 'ctxtool[parquet]'", kind=Failure.USAGE) from e
     return pyarrow
 
 
@@ -116,16 +119,17 @@ class Column:
 
 def find_column(schema: Any, name: str | None, path: str) -> Column:
     """The conversation column of an Arrow ``schema``: ``name``, else found (see the module)."""
+    # lazy: start-up (loaded only when this runs: ..formats.dataset)
     from ..formats.dataset import MESSAGE_KEYS
 
     pa = import_pyarrow()
     kinds = {f.name: _kind(pa, f.type) for f in schema}
     if name is not None:
         if name not in kinds:
-            raise CtxtoolError(f"no column {name!r} (columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+            raise CtxtoolError(f"no column {name!r} (columns: {', '.join(kinds)})", path=path, kind=Failure.USAGE)
         if kinds[name] is None:
             raise CtxtoolError(f"column {name!r} is {schema.field(name).type}: the messages column must be a list of "
-                               "structs or a JSON string", path=path, code=ExitCode.USAGE)
+                               "structs or a JSON string", path=path, kind=Failure.USAGE)
         chosen = name
     else:
         named = [k for k in MESSAGE_KEYS if kinds.get(k) is not None]
@@ -136,7 +140,7 @@ def find_column(schema: Any, name: str | None, path: str) -> Column:
             chosen = convs[0]
         else:
             raise CtxtoolError("cannot tell which column holds the conversation: name it with --messages-column "
-                               f"(columns: {', '.join(kinds)})", path=path, code=ExitCode.USAGE)
+                               f"(columns: {', '.join(kinds)})", path=path, kind=Failure.USAGE)
     key = chosen if chosen in MESSAGE_KEYS else "messages"
     ids = [c for c in ID_COLUMNS if c in kinds and c != chosen and _scalar_id(pa, schema.field(c).type)]
     return Column(chosen, str(kinds[chosen]), key, ids[0] if ids else None)
@@ -174,9 +178,9 @@ def _open(path: str) -> Any:
     except CtxtoolError:
         raise
     except FileNotFoundError as e:
-        raise CtxtoolError("no such file", path=path, code=ExitCode.NOT_FOUND) from e
+        raise CtxtoolError("no such file", path=path, kind=Failure.NOT_FOUND) from e
     except (OSError, pa.ArrowException) as e:
-        raise CtxtoolError(f"not a readable Parquet file: {e}", path=path, code=ExitCode.INPUT) from e
+        raise CtxtoolError(f"not a readable Parquet file: {e}", path=path, kind=Failure.INPUT) from e
 
 
 def _drop_nulls(v: Any) -> Any:
@@ -302,12 +306,12 @@ def _column(pa: Any, values: list[Any], field: Any, path: str, first_row: int) -
             if extra:
                 raise CtxtoolError(f"the new conversation has field {extra!r}, which column {field.name!r} "
                                    f"({field.type}) lacks: use a JSON string column", path=path, line=first_row + k,
-                                   code=ExitCode.INPUT)
+                                   kind=Failure.INPUT)
     try:
         return pa.array(values, type=field.type)
     except (pa.ArrowException, TypeError, ValueError) as e:
         raise CtxtoolError(f"the new conversations do not fit column {field.name!r} ({field.type}): {e}",
-                           path=path, code=ExitCode.INPUT) from e
+                           path=path, kind=Failure.INPUT) from e
 
 
 def _extra_fields(pa: Any, v: Any, t: Any) -> str | None:
@@ -394,7 +398,6 @@ def compression(pf: Any, col: Column) -> str:
 def _write(tables: Iterator[Any], schema: Any, codec: str, dest: str) -> None:
     """The output Parquet file, a row group per table, written atomically."""
     pa = import_pyarrow()
-    from .outputs import atomic_output
 
     def readable(tmp: str) -> None:
         pa.parquet.ParquetFile(tmp).metadata  # noqa: B018  (a footer that reads back)
@@ -431,15 +434,15 @@ def run_tables(
     events: EventLog | None = None,
     progress: Callable[[Any], None] | None = None,
     threads: int = 1,
+    runner: Callable[..., FileRun[R]],
 ) -> Iterator[TableRun]:
     """``op`` over the rows of the Parquet file ``path`` (its Arrow ``schema``), read in row
     order as Arrow tables: ``tables(columns, groups)`` gives a new stream of them at each call,
     of those columns: once for the records (the conversation and the id), and once for the
     output (``write``: every other column; ``groups``: in the row groups to write). The
     process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
-    the file's size; the rows' records wait in a temporary JSON Lines file."""
-    from ..run.runner import run_file as run_jsonl
-
+    the file's size; the rows' records wait in a temporary JSON Lines file, run by ``runner``
+    (:func:`ctxtool.run.runner.run_file`)."""
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
         src = os.path.join(tmp, "rows.jsonl")
         with open(src, "wb") as fh:
@@ -448,7 +451,7 @@ def run_tables(
                 fh.write(b"\n")
         dst = os.path.join(tmp, "out.jsonl") if write else None
         # one process per file (its rows are named by the Parquet file); shards run in parallel
-        run = run_jsonl(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
+        run = runner(op, src, dst, fmt=fmt, on_error=on_error, jobs=1, events=events, progress=progress,
                         threads=threads, name=path)
         os.unlink(src)
         if dst is None:
@@ -471,31 +474,31 @@ def run_file(
     events: EventLog | None = None,
     progress: Callable[[Any], None] | None = None,
     threads: int = 1,
+    runner: Callable[..., FileRun[R]],
 ) -> FileRun[R]:
     """:func:`ctxtool.run.runner.run_file` over one Parquet file ``path`` (local or URL), its
-    output a Parquet file ``output`` (a directory: the same name inside it)."""
+    output a Parquet file ``output`` (a directory: the same name inside it); ``runner``: the runner
+    of the rows' JSON Lines (``run_file`` itself)."""
     if to is not None:
-        raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", code=ExitCode.USAGE)
+        raise CtxtoolError("a Parquet dataset is written as Parquet: --to does not apply", kind=Failure.USAGE)
     if is_parquet_dir(path):
         raise CtxtoolError("a directory of Parquet shards runs as shards: give -o DIR/ (or --engine)",
-                           path=path, code=ExitCode.USAGE)
+                           path=path, kind=Failure.USAGE)
     if output == "-":
-        raise CtxtoolError("a Parquet dataset is not written to stdout: give -o FILE.parquet", code=ExitCode.USAGE)
+        raise CtxtoolError("a Parquet dataset is not written to stdout: give -o FILE.parquet", kind=Failure.USAGE)
     if output is not None and (output.endswith("/") or (not urls.is_url(output) and os.path.isdir(output))):
         output = urls.join(output, path.rstrip("/").rsplit("/", 1)[-1])
     pf = _open(path)
     col = find_column(pf.schema_arrow, column, path)
     with run_tables(op, path, col, pf.schema_arrow, lambda columns, groups: _row_groups(pf, columns, groups),
                     write=output is not None, fmt=fmt, on_error=on_error, events=events, progress=progress,
-                    threads=threads) as done:
+                    threads=threads, runner=runner) as done:
         if output is not None and done.tables is not None:
-            from .paths import refuse_overwrite
-
             refuse_overwrite(path, output)
             _write(done.tables, done.schema, compression(pf, col), output)
     run: FileRun[R] = done.run
     run.path = path
     run.output = output
-    run.file_bytes_before = jsonio.input_size(path)
-    run.file_bytes_after = jsonio.input_size(output) if output is not None else None
+    run.file_bytes_before = input_size(path)
+    run.file_bytes_after = input_size(output) if output is not None else None
     return run

@@ -67,12 +67,14 @@ def same_file(a: str | Path, b: str | Path | None) -> bool:
 
 def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | Path | None) -> None:
     """Inputs are never modified: refuse an ``output`` that is one of the ``sources``."""
-    from ..errors import CtxtoolError, ExitCode
+    # lazy: start-up (loaded only when this runs: ..errors)
+    from ..errors import CtxtoolError, Failure
+
 
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
         if same_file(src, output):
             raise CtxtoolError(
-                "the output would overwrite the input; inputs are never modified", path=str(output), code=ExitCode.USAGE
+                "the output would overwrite the input; inputs are never modified", path=str(output), kind=Failure.USAGE
             )
 
 

@@ -18,7 +18,7 @@ import glob as _glob
 import posixpath
 from typing import IO, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 
 _SCHEME = lazyre.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -54,12 +54,12 @@ def filesystem(url: str) -> tuple[Any, str]:
     try:
         from fsspec.core import url_to_fs
     except ImportError as e:  # pragma: no cover - fsspec is a dependency
-        raise CtxtoolError("fsspec is needed to open URLs: pip install fsspec", path=url, code=ExitCode.USAGE) from e
+        raise CtxtoolError("fsspec is needed to open URLs: pip install fsspec", path=url, kind=Failure.USAGE) from e
     try:
         return url_to_fs(url)
     except (ImportError, ValueError) as e:
         hint = " (pip install 'ctxtool[s3]')" if scheme(url) in ("s3", "s3a") else ""
-        raise CtxtoolError(f"cannot open this URL: {e}{hint}", path=url, code=ExitCode.USAGE) from e
+        raise CtxtoolError(f"cannot open this URL: {e}{hint}", path=url, kind=Failure.USAGE) from e
 
 
 def qualified(fs: Any, path: str) -> str:
@@ -72,8 +72,8 @@ def url_error(e: Exception, url: str, doing: str = "cannot open") -> CtxtoolErro
     if isinstance(e, CtxtoolError):
         return e
     if isinstance(e, FileNotFoundError):
-        return CtxtoolError("no such file", code=ExitCode.NOT_FOUND, path=url)
-    return CtxtoolError(f"{doing}: {e}", code=ExitCode.IO, path=url)
+        return CtxtoolError("no such file", kind=Failure.NOT_FOUND, path=url)
+    return CtxtoolError(f"{doing}: {e}", kind=Failure.IO, path=url)
 
 
 def info(url: str) -> dict[str, Any] | None:
@@ -156,7 +156,7 @@ def expand(pattern: str) -> list[str]:
     else:
         found = sorted(f for f in _glob.glob(local(pattern), recursive=True) if not _isdir(f))
     if not found:
-        raise CtxtoolError("no file matches", path=pattern, code=ExitCode.NOT_FOUND)
+        raise CtxtoolError("no file matches", path=pattern, kind=Failure.NOT_FOUND)
     return found
 
 

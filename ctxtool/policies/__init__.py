@@ -17,33 +17,15 @@ A new policy is one class (:class:`Policy`: its name, origin, config keys and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from ..config import Setting
+from ..config import Setting, add_settings
 from ..registry import Registry
-from .base import (
-    ACTING,
-    COMPACT,
-    CRITICAL,
-    DISABLED,
-    ERROR,
-    HARD_LIMIT,
-    NO_LIMIT,
-    OK,
-    WARNING,
-    Limits,
-    Measure,
-    Policy,
-    PolicySettings,
-    Threshold,
-    Verdict,
-)
+from .base import Measure, Policy, Threshold, Verdict
 from .builtin import Chars, EffectiveLimit, HardStop, Ratio, Reserve
 
-__all__ = [
-    "ACTING", "COMPACT", "CRITICAL", "DEFAULT", "DISABLED", "ERROR", "HARD_LIMIT", "NO_LIMIT", "OK", "POLICIES", "WARNING",
-    "Limits", "Measure", "Policy", "PolicySettings", "Threshold", "Verdict", "all_keys", "evaluate", "extra_settings",
-    "register", "thresholds",
-]
+if TYPE_CHECKING:
+    from .settings import PolicySettings
 
 #: the policies by name; former names (configs and scripts written before the rename) are accepted, never listed
 POLICIES: Registry[Policy] = Registry("policy", unique=True)
@@ -72,6 +54,9 @@ def extra_settings() -> Iterator[Setting]:
     """Settings declared by registered policies (new config keys with their defaults)."""
     for p in POLICIES.values():
         yield from p.settings
+
+
+add_settings(extra_settings)  # the config table holds the keys registered policies declare
 
 
 def evaluate(m: Measure, s: PolicySettings) -> list[Verdict]:

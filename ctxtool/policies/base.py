@@ -8,12 +8,15 @@ A policy says, for a context window and its settings, which thresholds apply
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..config import BY_KEY, Setting
+from ..config import Setting
 from ..tokens.heuristic import estimate
+
+if TYPE_CHECKING:
+    from ..tokens.context import ContextInfo
+    from .settings import PolicySettings
 
 OK = "ok"
 COMPACT = "compact"
@@ -44,6 +47,11 @@ class Measure:
     chars: int = 0
     messages: int = 0
     window: int | None = None
+
+    @classmethod
+    def of(cls, info: ContextInfo) -> Measure:
+        """What the policies compare for a resolved context (:class:`ctxtool.tokens.context.ContextInfo`)."""
+        return cls(info.tokens, info.chars, info.messages, info.window)
 
     def value(self, metric: str) -> int:
         return self.chars if metric == "chars" else self.messages if metric == "messages" else self.tokens
@@ -135,115 +143,6 @@ class Verdict:
             "hard_limit": self.hard_limit,
             "reason": self.reason,
         }
-
-
-#: keyword names accepted by :class:`PolicySettings` for the built-in keys
-NAMED = {
-    "reserve_tokens": "compaction.reserve_tokens",
-    "max_tokens": "compaction.max_tokens",
-    "max_messages": "compaction.max_messages",
-    "threshold_ratio": "compaction.threshold_ratio",
-    "compact_threshold": "compaction.compact_threshold",
-    "hard_limit": "compaction.hard_limit",
-    "enabled": "compaction.enabled",
-    "auto_compact": "compaction.auto_compact",
-    "warning_chars": "context.warning_chars",
-    "critical_chars": "context.critical_chars",
-}
-
-
-def default(key: str) -> Any:
-    """A setting's default: the config table's, or the one a registered policy declares."""
-    s = BY_KEY.get(key)
-    if s is None:
-        from . import extra_settings
-
-        s = next((x for x in extra_settings() if x.key == key), None)
-    if s is None:
-        raise KeyError(key)
-    return s.default
-
-
-class PolicySettings:
-    """The values of the policies' config keys (defaults where not given) and the window
-    they apply to. ``s["compaction.reserve_tokens"]`` or ``s.reserve_tokens``;
-    :meth:`from_config` reads every registered policy's keys from a ``Config``."""
-
-    __slots__ = ("_values", "context_window", "window_source")
-
-    def __init__(
-        self,
-        context_window: int | None = None,
-        window_source: str = "none",
-        values: Mapping[str, Any] | None = None,
-        **named: Any,
-    ) -> None:
-        self.context_window = context_window or None
-        self.window_source = window_source if self.context_window else "none"
-        vals = dict(values or {})
-        for n, v in named.items():
-            if n not in NAMED:
-                raise TypeError(f"unknown policy setting {n!r}")
-            vals[NAMED[n]] = v
-        self._values = vals
-
-    @classmethod
-    def from_config(cls, cfg: Any, *, context_window: int | None = None, window_source: str | None = None) -> PolicySettings:
-        """Every registered policy's keys from ``cfg``; the window given, else the one the
-        flags and config name (:meth:`ctxtool.tokens.context.ContextSettings.from_config`)."""
-        from . import all_keys
-
-        if context_window is None:
-            from ..tokens.context import ContextSettings
-
-            w = ContextSettings.from_config(cfg).resolve(None)
-            context_window, window_source = w.window, w.source
-        return cls(context_window, window_source or "flag", {k: cfg[k] for k in all_keys()})
-
-    def with_window(self, window: int | None, source: str) -> PolicySettings:
-        return PolicySettings(window, source, self._values)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key] if key in self._values else default(key)
-
-    def __repr__(self) -> str:
-        return f"PolicySettings(context_window={self.context_window!r}, values={self._values!r})"
-
-    reserve_tokens = property(lambda self: int(self["compaction.reserve_tokens"]))
-    max_tokens = property(lambda self: int(self["compaction.max_tokens"]))
-    max_messages = property(lambda self: int(self["compaction.max_messages"]))
-    threshold_ratio = property(lambda self: float(self["compaction.threshold_ratio"]))
-    compact_threshold = property(lambda self: float(self["compaction.compact_threshold"]))
-    hard_limit = property(lambda self: float(self["compaction.hard_limit"]))
-    enabled = property(lambda self: bool(self["compaction.enabled"]))
-    auto_compact = property(lambda self: bool(self["compaction.auto_compact"]))
-    warning_chars = property(lambda self: int(self["context.warning_chars"]))
-    critical_chars = property(lambda self: int(self["context.critical_chars"]))
-
-    def effective_limit(self) -> tuple[int | None, str]:
-        """The Go agent's ``EffectiveTokenLimit``: window minus reserve, else ``MaxTokens``, else none."""
-        if self.context_window and self.context_window > 0:
-            return window_limit(self.context_window, self.reserve_tokens), "context_window - reserve_tokens"
-        if self.max_tokens and self.max_tokens > 0:
-            return self.max_tokens, "max_tokens"
-        return None, "none"
-
-    def cut_limit(self, cfg: Any) -> int | None:
-        """The limit that clamps a cut's keep budget (``ctxtool cut``): the effective limit, where
-        ``max_tokens`` counts only when configured (its default is no limit to cut against)."""
-        limit, source = self.effective_limit()
-        if source == "max_tokens" and cfg.source("compaction.max_tokens") == "default":
-            return None
-        return limit
-
-    def to_json(self) -> dict[str, Any]:
-        from . import all_keys
-
-        d: dict[str, Any] = {"context_window": self.context_window, "window_source": self.window_source}
-        short = {v: k for k, v in NAMED.items()}
-        for k in all_keys():
-            d[short.get(k, k)] = self[k]
-        return d
 
 
 def _pct(used: int, of: int | None) -> float | None:

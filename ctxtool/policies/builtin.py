@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .base import (
     COMPACT,
@@ -30,10 +31,12 @@ from .base import (
     WARNING,
     Limits,
     Policy,
-    PolicySettings,
     Threshold,
     window_limit,
 )
+
+if TYPE_CHECKING:
+    from .settings import PolicySettings
 
 
 def share(window: int, ratio: float) -> int:

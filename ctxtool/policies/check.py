@@ -6,11 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript, transcript_json
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, for_transcript, get_tokenizer
-from . import DEFAULT, ERROR, POLICIES, PolicySettings, Verdict, evaluate
+from . import DEFAULT, POLICIES, evaluate
+from .base import ERROR, Measure, Verdict
+from .settings import PolicySettings
 
 
 @dataclass(slots=True)
@@ -27,7 +29,7 @@ class CheckResult:
     policy: str
     verdicts: list[Verdict] = field(default_factory=list)
     tokenizer: str = "heuristic"
-    error: Any = None  # ctxtool.calibration.ErrorBar: the context estimate's uncertainty
+    error: Any = None  # ctxtool.calibration.accuracy.ErrorBar: the context estimate's uncertainty
     could_flip: list[str] = field(default_factory=list)  # policies whose verdict differs within it
 
     @property
@@ -82,11 +84,11 @@ def _check(
         s = s.with_window(info.window, info.window_source)
     label, path, index, id_ = where
     n = len(source.messages) if isinstance(source, Transcript) else len(source)
-    res = CheckResult(label, path, index, id_, n, info, s, policy, evaluate(info.measure(), s), tok.name)
+    res = CheckResult(label, path, index, id_, n, info, s, policy, evaluate(Measure.of(info), s), tok.name)
     res.error, res.could_flip = _uncertainty(source, tok, info, s)
     v = res.verdict
     if v.status == ERROR:
-        raise CtxtoolError(v.reason, code=ExitCode.USAGE, path=path if path != "-" else None)
+        raise CtxtoolError(v.reason, kind=Failure.USAGE, path=path if path != "-" else None)
     return res
 
 
@@ -95,13 +97,14 @@ def _uncertainty(source: Transcript | Sequence[Message], tok: Tokenizer, info: C
     """The estimate's error bar and the policies whose verdict could flip within it."""
     from dataclasses import replace
 
-    from ..calibration import context_error, flips
+    # lazy: start-up (loaded only when this runs: ..calibration.accuracy)
+    from ..calibration.accuracy import context_error, flips
 
     bar = context_error(source if isinstance(source, Transcript) else None, tok, info.tokens, info.tokens_source,
                         info.model, trailing=info.trailing_tokens)
 
     def at(tokens: int) -> list[tuple[str, str]]:
-        return [(v.policy, v.status) for v in evaluate(replace(info, tokens=tokens).measure(), s)]
+        return [(v.policy, v.status) for v in evaluate(Measure.of(replace(info, tokens=tokens)), s)]
 
     return bar, flips(bar, at)
 

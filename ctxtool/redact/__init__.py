@@ -1,6 +1,7 @@
 """``ctxtool redact``: a transcript with its secrets replaced by typed placeholders, for sharing.
 
->>> from ctxtool.redact import RedactOptions, redact_files           # doctest: +SKIP
+>>> from ctxtool.redact.detect import RedactOptions
+>>> from ctxtool.redact import redact_files           # doctest: +SKIP
 >>> rep = redact_files(["session.jsonl"], "shared.jsonl", RedactOptions(secrets_from=(".env",)))  # doctest: +SKIP
 >>> rep.totals()["findings"]                                          # doctest: +SKIP
 
@@ -18,28 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
+from ..io import urls
 from ..model import Transcript
-from ..run.runner import Operation, Results, RunContext, Task, run_file
-from .core import BinaryItem, Finding, Redactor, TranscriptRedaction
-from .detect import KIND_DENY, KIND_ENV, RedactOptions, Secrets
-
-__all__ = [
-    "KIND_DENY",
-    "KIND_ENV",
-    "BinaryItem",
-    "Finding",
-    "RedactOp",
-    "RedactOptions",
-    "RedactReport",
-    "Redactor",
-    "Secrets",
-    "TranscriptRedaction",
-    "input_files",
-    "output_paths",
-    "redact_files",
-    "redacted",
-]
+from ..run.operation import Operation, Results, RunContext, Task
+from ..run.runner import run_file
+from .core import Finding, Redactor, TranscriptRedaction
+from .detect import RedactOptions
 
 
 class _RedactTask(Task[Results[TranscriptRedaction]]):
@@ -116,6 +102,7 @@ class RedactReport:
 def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
     """Each input file with the name its copy is written under: a file its own name, each
     transcript file of a directory its path relative to the directory."""
+    # lazy: start-up (loaded only when this runs: ..run.engines.shards)
     from ..run.engines.shards import tree_files
 
     out: list[tuple[str, str]] = []
@@ -130,8 +117,6 @@ def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
 def _is_dir(path: str) -> bool:
     import os
 
-    from ..io import urls
-
     return path != "-" and not urls.is_url(path) and os.path.isdir(path)
 
 
@@ -145,17 +130,17 @@ def output_paths(paths: Sequence[str], output: str | None, names: Sequence[str] 
         return [output or "-"]
     if output is None or output == "-":
         what = "a directory's files" if tree else "several inputs"
-        raise CtxtoolError(f"{what}: -o names a directory to write their redacted copies into", code=ExitCode.USAGE)
+        raise CtxtoolError(f"{what}: -o names a directory to write their redacted copies into", kind=Failure.USAGE)
     out = Path(output)
     if tree and not (output.endswith("/") or out.is_dir()):  # as the commands run as shards
         raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/", path=output,
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
     if out.exists() and not out.is_dir():
-        raise CtxtoolError("several inputs: -o must be a directory", code=ExitCode.USAGE, path=output)
+        raise CtxtoolError("several inputs: -o must be a directory", kind=Failure.USAGE, path=output)
     names = list(names) if names is not None else [Path(p).name for p in paths]
     dup = next((n for n in names if names.count(n) > 1 or n in ("", "-")), None)
     if dup is not None:
-        raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", code=ExitCode.USAGE)
+        raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", kind=Failure.USAGE)
     out.mkdir(parents=True, exist_ok=True)
     for n in names:
         (out / n).parent.mkdir(parents=True, exist_ok=True)

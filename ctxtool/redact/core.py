@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from ..formats import get_format
 from ..formats.base import exact_obj, make_exact
 from ..io import jsonl as jsonio
 from ..io import jsontext
@@ -137,8 +138,6 @@ class Redactor:
             done.transcript(t)
         raw = t.extra.get("record_raw")
         if done.record_changed and isinstance(raw, bytes):
-            from ..formats import get_format
-
             # the dataset record written again from its redacted values (the writer's own way)
             t.extra["record_raw"] = get_format(t.format).changed_record(t)
         return res

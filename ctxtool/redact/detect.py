@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 #: the kind of an exact value from an env file, and of a --deny match
 KIND_ENV = "env-value"
@@ -88,9 +88,9 @@ def env_values(path: str) -> list[str]:
     try:
         text = Path(path).read_text("utf-8", errors="replace")
     except FileNotFoundError:
-        raise CtxtoolError("no such file (--secrets-from)", code=ExitCode.NOT_FOUND, path=path) from None
+        raise CtxtoolError("no such file (--secrets-from)", kind=Failure.NOT_FOUND, path=path) from None
     except OSError as e:
-        raise CtxtoolError(f"cannot read --secrets-from: {e.strerror or e}", code=ExitCode.INPUT, path=path) from None
+        raise CtxtoolError(f"cannot read --secrets-from: {e.strerror or e}", kind=Failure.INPUT, path=path) from None
     out = []
     for line in text.splitlines():
         s = line.strip()
@@ -113,7 +113,7 @@ def _patterns(patterns: tuple[str, ...], flag: str) -> list[re.Pattern[str]]:
         try:
             out.append(re.compile(p))
         except re.error as e:
-            raise CtxtoolError(f"{flag} {p!r}: not a regular expression ({e})", code=ExitCode.USAGE) from None
+            raise CtxtoolError(f"{flag} {p!r}: not a regular expression ({e})", kind=Failure.USAGE) from None
     return out
 
 
@@ -177,12 +177,13 @@ def _detect_secrets() -> Iterator[Any]:
         raise CtxtoolError(
             f"redact needs detect-secrets ({e.name} is missing), a dependency of ctxtool: from a checkout, `make run` "
             f"rebuilds .venv from requirements.lock; elsewhere `pip install detect-secrets`",
-            code=ExitCode.DEPENDENCY) from None
+            kind=Failure.DEPENDENCY) from None
     from detect_secrets.core.plugins.initialize import from_file
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import _process_line_based_plugins
     from detect_secrets.settings import get_plugins, transient_settings
 
+    # lazy: start-up (loaded only when this runs: .)
     from . import plugins as own
 
     with transient_settings({"plugins_used": []}) as settings:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .core import CHARS_COLOR, CONTEXT_COLOR, THRESHOLD_COLORS, PolicyHit, ReplayReport, title, unit
 
 PLOT_SUFFIXES = (".png", ".svg", ".html", ".htm")
@@ -250,6 +250,7 @@ def _k(v: float) -> str:
 def render_png(r: ReplayReport) -> bytes:
     """The chart as a PNG, drawn by matplotlib (:mod:`ctxtool.replay.plot`, the ``charts``
     extra; without it a usage error says how to install it)."""
+    # lazy: start-up (`ctxtool replay` would load ctxtool.replay.plot)
     from .plot import render_png as png
 
     return png(r)
@@ -258,12 +259,13 @@ def render_png(r: ReplayReport) -> bytes:
 def write_plot(r: ReplayReport, path: str | Path) -> str:
     """Write the chart as PNG (matplotlib, the ``charts`` extra), SVG or HTML (inline SVG, no
     dependency); returns the kind."""
-    from ..io.jsonl import atomic_output
+    # lazy: start-up (loaded only when this runs: ..io.outputs)
+    from ..io.outputs import atomic_output
 
     suffix = Path(path).suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise CtxtoolError(
-            f"--plot: unsupported file type {suffix or '(none)'!r}; use .png, .svg or .html", code=ExitCode.USAGE
+            f"--plot: unsupported file type {suffix or '(none)'!r}; use .png, .svg or .html", kind=Failure.USAGE
         )
     if suffix in (".html", ".htm"):
         data, kind = render_html(r).encode("utf-8"), "html"

@@ -40,9 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import policies
-from ..errors import CtxtoolError, ExitCode
-from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
-from ..policies import PolicySettings, Threshold
+from ..config import Config
+from ..errors import CtxtoolError, Failure
+from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript, group_turns
+from ..policies.base import Threshold
+from ..policies.settings import PolicySettings
 from ..tokens.context import ContextInfo, ContextSettings, resolve
 from ..tokens.count import Tokenizer, count_messages, for_transcript, get_tokenizer
 
@@ -79,8 +81,6 @@ def thresholds(window: int | None, cfg: Any = None, settings: PolicySettings | N
     """Every registered trigger policy's thresholds for a window (``None``: unknown), with
     the settings given, else those of ``cfg`` (default: the config of the environment)."""
     if settings is None:
-        from ..config import Config
-
         settings = PolicySettings.from_config(cfg if cfg is not None else Config(), context_window=window)
     return policies.thresholds(window, settings)
 
@@ -154,8 +154,8 @@ class ReplayReport:
     policies: dict[str, PolicyHit] = field(default_factory=dict)
     compactions: list[int] = field(default_factory=list)  # turns preceded by a compaction
     context: ContextInfo | None = None  # the current context, as stats and check report it
-    accuracy: Any = None  # ctxtool.calibration.Accuracy: each estimate against the recorded input
-    error: Any = None  # ctxtool.calibration.ErrorBar of the current context's estimate
+    accuracy: Any = None  # ctxtool.calibration.accuracy.Accuracy: each estimate against the recorded input
+    error: Any = None  # ctxtool.calibration.accuracy.ErrorBar of the current context's estimate
     could_flip: list[str] = field(default_factory=list)  # thresholds within that error
 
     @property
@@ -200,38 +200,6 @@ class ReplayReport:
         }
 
 
-def group_turns(msgs: Sequence[Message]) -> list[list[int]]:
-    """Message indices of each assistant API call, in order."""
-    turns: list[list[int]] = []
-    cur: list[int] | None = None
-    keys: set[str] = set()
-    usage_seen = False
-    prev_role = None
-    for i, m in enumerate(msgs):
-        if m.role != "assistant":
-            prev_role = m.role
-            cur = None
-            continue
-        new = cur is None or prev_role != "assistant"
-        if not new and m.usage_key and keys and m.usage_key not in keys:
-            new = usage_seen  # a second keyed response right after the first
-        if not new and m.usage is not None and usage_seen and (m.usage_key is None or m.usage_key not in keys):
-            new = True
-        if new:
-            cur = []
-            turns.append(cur)
-            keys = set()
-            usage_seen = False
-        assert cur is not None
-        cur.append(i)
-        if m.usage_key:
-            keys.add(m.usage_key)
-        if m.usage is not None and m.usage.total > 0:
-            usage_seen = True
-        prev_role = "assistant"
-    return turns
-
-
 def replay(
     t: Transcript,
     *,
@@ -245,8 +213,6 @@ def replay(
     """Walk ``t`` turn by turn; see the module docstring. The window is ``context_window``
     when given (``window_source`` says whence), else the resolver's (``context``, else
     ``cfg``); the thresholds are ``policies``, else the registry's with ``cfg``'s settings."""
-    from ..config import Config
-
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
     tok = for_transcript(tok, t)  # a calibrated estimate fitted to the transcript's own usage
     if context_window is not None or window_source is not None:
@@ -392,7 +358,8 @@ def replay(
 def _uncertainty(report: ReplayReport, t: Transcript, tok: Tokenizer) -> None:
     """The estimate's accuracy against the recorded input (when the transcript records it),
     the current context's error bar, and the thresholds that lie within it."""
-    from ..calibration import accuracy, context_error
+    # lazy: start-up (loaded only when this runs: ..calibration.accuracy)
+    from ..calibration.accuracy import accuracy, context_error
 
     info = report.context
     if any(m.usage is not None and m.usage.total > 0 for m in t.messages):
@@ -419,8 +386,9 @@ def replay_file(
     registry name (or entry) given as ``--model``."""
     from itertools import count
 
-    from ..config import Config
-    from ..run.runner import MapOp, run_file
+    # lazy: start-up (loaded only when this runs: ..run.operation, ..run.runner)
+    from ..run.operation import MapOp
+    from ..run.runner import run_file
 
     c = cfg if cfg is not None else Config()
     name = getattr(model, "name", model)
@@ -435,7 +403,7 @@ def replay_file(
     run = run_file(MapOp(one, "replay"), str(path), fmt=fmt, jobs=1)
     out = [r for r in run.report.items if r is not None]
     if index is not None and not out:
-        raise CtxtoolError(f"no transcript #{index} in the file", path=str(path), code=ExitCode.NOT_FOUND)
+        raise CtxtoolError(f"no transcript #{index} in the file", path=str(path), kind=Failure.NOT_FOUND)
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from .core import CHARS_COLOR, CONTEXT_COLOR, THRESHOLD_COLORS, ReplayReport, title
 from .core import unit as _unit
 
@@ -32,7 +32,7 @@ def _matplotlib() -> Any:
         raise CtxtoolError(
             f"--plot .png needs matplotlib, which the {EXTRA!r} extra installs: from a checkout, "
             f"`make run` or `.venv/bin/pip install -e '.[{EXTRA}]'`; elsewhere `pip install matplotlib`. "
-            "Without it, use .svg or .html", code=ExitCode.DEPENDENCY) from e
+            "Without it, use .svg or .html", kind=Failure.DEPENDENCY) from e
     return matplotlib, Figure
 
 

@@ -15,7 +15,8 @@ from ..errors import CtxtoolError
 from ..formats.base import ErrorPolicy
 from ..io.files import local_size
 from ..model import Transcript
-from .runner import PARALLEL_MIN_BYTES, FileRun, MapOp, Operation, R, T, run_file
+from .operation import FileRun, MapOp, Operation, R, T
+from .runner import PARALLEL_MIN_BYTES, run_file
 
 if TYPE_CHECKING:
     from .engines import Sharding
@@ -58,6 +59,7 @@ def run_files(
                 break
             group.append(size)
         if len(group) >= 2 and sum(group) >= FILES_MIN_BYTES:
+            # lazy: start-up (`ctxtool stats` would load ctxtool.run.parallel)
             from .parallel import run_pooled
 
             yield from run_pooled(op, paths[i : i + len(group)], group, fmt, on_error, n, progress)
@@ -107,6 +109,7 @@ def _whole_size(path: str, fmt: str | None) -> int | None:
     """The size of a local regular file that one :func:`run_files` may run whole on a worker
     (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
     session), else None (a Parquet file: run_file reads it through ctxtool.io.parquet)."""
+    # lazy: start-up (loaded only when this runs: ..io)
     from ..io import parquet
 
     if parquet.is_parquet_name(path):

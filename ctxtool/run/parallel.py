@@ -20,10 +20,13 @@ from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
 from ..io import jsontext
 from ..io.events import EventLog
+from ..io.files import check_input
+from ..io.outputs import atomic_output, output_error
+from ..io.paths import make_temp_dir
 from ..model import Transcript
+from .operation import FileRun, Operation, R, RunContext
 from .pool import gc_paused, worker_pool
-from .runner import FileRun, Operation, R, RunContext
-from .serial import TaskStream
+from .serial import TaskStream, run_serial
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +79,12 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
 def _parts_dir(output: str) -> str:
     """Beside the output (the parts are joined into it), named for this process: the next
     run in that directory removes it if this process dies (:func:`ctxtool.io.paths.make_temp_dir`)."""
-    from ..io.paths import make_temp_dir
-
     base = tempfile.gettempdir() if output == "-" else os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(base, exist_ok=True)
         return make_temp_dir(base, "ctxtool-parts")
     except OSError as e:
-        raise jsonio.output_error(e, output) from e
+        raise output_error(e, output) from e
 
 
 def run_parallel(
@@ -118,7 +119,7 @@ def run_parallel(
             report = op.collect(reports())
         if output is not None:
             names = [j.part for j in jobs if j.part]
-            with jsonio.atomic_output(output, check, start_with=names[0] if names else None) as out:  # moved, not copied
+            with atomic_output(output, check, start_with=names[0] if names else None) as out:  # moved, not copied
                 _join(names[1:], out)
     finally:
         if parts is not None:
@@ -205,12 +206,10 @@ def _run_whole(op: Operation[R], paths: list[str], fmt: str | None, on_error: st
     runs come back as one, their reports merged in order as the caller merges them: one
     report crosses between the processes instead of one per file (each costs ~0.15 ms to
     pickle and unpickle, as much as reading a small session)."""
-    from .serial import run_serial
-
     out: list[FileRun[R] | CtxtoolError] = []
     for p in paths:
         try:
-            jsonio.check_input(p)
+            check_input(p)
             run = run_serial(op, p, p, None, fmt, None, on_error, None, None, None, 1, worker=True)
         except CtxtoolError as e:
             out.append(e)

@@ -5,7 +5,7 @@ record is one line of a dataset file (one whole transcript per line: OpenAI or A
 messages datasets, ShareGPT, ctxtool records). The operation is any file operation of
 :mod:`ctxtool.run.runner` (``TruncateOp``, ``TrimOp``, ``RestoreOp``, ``WindowOp``,
 ``RepairOp``, ``StatsOp``, ``CompactOp``...); operations, results and reports all pickle, and reports
-merge (:func:`ctxtool.run.runner.merge_reports`) into what a run over the whole file reports.
+merge (:func:`ctxtool.run.operation.merge_reports`) into what a run over the whole file reports.
 A record the operation leaves unchanged comes back byte for byte.
 
 >>> from ctxtool.run import records
@@ -33,7 +33,7 @@ from ..io import jsonl as jsonio
 from ..io.events import EventLog
 from ..io.jsonl import Source
 from ..model import Line, Transcript
-from .runner import Mergeable, Operation, RunContext, Task
+from .operation import Mergeable, Operation, RunContext, Task
 from .serial import TaskStream, write_checked
 
 R = TypeVar("R", bound=Mergeable)

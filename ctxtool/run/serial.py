@@ -3,7 +3,7 @@
 
 :class:`TaskStream` is the one loop every run uses (a whole file here, a byte range in
 :mod:`ctxtool.run.parallel`, one record in :mod:`ctxtool.run.records`). What it does for a task
-(:class:`ctxtool.run.runner.Task`):
+(:class:`ctxtool.run.operation.Task`):
 
 * ``begin`` once, before the first transcript is applied, with what was read ahead: every
   transcript for an operation that reads first (``Operation.read_first``), else the first
@@ -26,15 +26,15 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
-from ..io.outputs import HeldOutput, seen_at_end
+from ..io.outputs import HeldOutput, atomic_output, seen_at_end
 from ..model import Transcript
 
 if TYPE_CHECKING:
     from ..io.events import EventLog
-    from .runner import FileRun, Operation, R, Task
+    from .operation import FileRun, Operation, R, Task
 
 Outcome = tuple[Transcript, CtxtoolError | None]  # what to write (the input or its replacement), the failure
 
@@ -107,7 +107,7 @@ class TaskStream:
     def _done(self, t: Transcript, res: Outcome) -> Transcript | None:
         out, err = res
         if err is not None:
-            if err.code == ExitCode.ERROR:  # the output, the cache: not this transcript's fault
+            if err.kind == Failure.INTERNAL:  # the output, the cache: not this transcript's fault
                 raise err
             self.task.failed(t, err)
             if not (self.keep_failed and self.policy.mode == "skip"):
@@ -148,7 +148,7 @@ def write_checked(
     more (``last``: the task must accept it or raise)."""
     target = formats.get_format(to) if to else None
     if task is None or pairs is None:
-        with jsonio.atomic_output(output, check) as out:
+        with atomic_output(output, check) as out:
             held = None
             if task is not None and task.gathers and check is None and not seen_at_end(output):
                 held = HeldOutput(out, task.flush)  # stdout or a FIFO, read as it is written
@@ -165,19 +165,19 @@ def write_checked(
                 check(tmp)
             redo = task.check(tmp, [w for _, w in pairs], [o for o, _ in pairs], last)
             if redo and last:
-                raise CtxtoolError("the output was rejected after it was written again", code=ExitCode.ERROR)
+                raise CtxtoolError("the output was rejected after it was written again", kind=Failure.INTERNAL)
             if redo:
                 raise _Rewrite(redo)
 
         return run
 
     try:
-        with jsonio.atomic_output(output, checked(False)) as out:
+        with atomic_output(output, checked(False)) as out:
             formats.write(ts, out, target)
             task.flush()
     except _Rewrite as r:
         pairs[:] = [(o, o if i in r.positions else w) for i, (o, w) in enumerate(pairs)]
-        with jsonio.atomic_output(output, checked(True)) as out:
+        with atomic_output(output, checked(True)) as out:
             formats.write([w for _, w in pairs], out, target)
             task.flush()
 
@@ -196,7 +196,8 @@ def run_serial(
     threads: int,
     worker: bool = False,
 ) -> FileRun[R]:
-    from .runner import FileRun, RunContext
+    # lazy: start-up (loaded only when this runs: .operation)
+    from .operation import FileRun, RunContext
 
     policy = ErrorPolicy(on_error)
     task = op.start(RunContext(name, policy, log, worker=worker, to=to))

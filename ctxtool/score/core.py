@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript
 from ..text import lazyre
 from ..tokens.context import is_summary, view
@@ -335,6 +335,7 @@ def score_cut(
         rep.curve = [(b, weighted(check(probes, head(own, b, tok)))) for b in CURVE if b < main.tokens]
         rep.curve.append((main.tokens, weighted(check(probes, own))))
     if judge is not None:
+        # lazy: start-up (`ctxtool --help` would load ctxtool.score.judge)
         from .judge import judge_report
 
         rep.judge = judge_report(judge, probes, clipped)
@@ -452,6 +453,7 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
     position (one session each, or two datasets of the same records). Two directories: each
     file of ``before`` against the file of ``after`` with the same relative path (its suffix
     aside: ``compact DIR -o OUT/ --to ...`` may change it)."""
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import read
 
     pairs = _tree_pairs(str(before), str(after))
@@ -463,7 +465,7 @@ def score_files(before: str | Path, after: str | Path, *, fmt: str | None = None
     as_ = list(read(str(after), after_fmt))
     if len(bs) != len(as_):
         raise CtxtoolError(f"{before} holds {len(bs)} transcript(s) and {after} {len(as_)}: "
-                           "score compares the transcripts of two files one to one", code=ExitCode.USAGE)
+                           "score compares the transcripts of two files one to one", kind=Failure.USAGE)
     for b, a in zip(bs, as_, strict=True):
         yield score(b, a, tok=tok, budget=budget, judge=judge)
 
@@ -478,7 +480,8 @@ def _tree_pairs(before: str, after: str) -> list[tuple[str, str]] | None:
         return None
     if not all(dirs):
         raise CtxtoolError("score compares a file with a file, or a directory with a directory (files paired by "
-                           "their relative paths)", path=before if dirs[0] else after, code=ExitCode.USAGE)
+                           "their relative paths)", path=before if dirs[0] else after, kind=Failure.USAGE)
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
     from ..run.engines.shards import tree_files
 
     def stem(rel: str) -> str:
@@ -491,9 +494,9 @@ def _tree_pairs(before: str, after: str) -> list[tuple[str, str]] | None:
     for f, rel in tree_files(before):
         a = after_files.pop(stem(rel), None)
         if a is None:
-            raise CtxtoolError(f"{rel} has no counterpart in {after}", path=f, code=ExitCode.USAGE)
+            raise CtxtoolError(f"{rel} has no counterpart in {after}", path=f, kind=Failure.USAGE)
         pairs.append((f, a))
     if after_files:
         raise CtxtoolError(f"{next(iter(after_files))} has no counterpart in {before}", path=after,
-                           code=ExitCode.USAGE)
+                           kind=Failure.USAGE)
     return pairs

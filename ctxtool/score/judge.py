@@ -77,6 +77,7 @@ class JudgeReport:
 
 def judge_report(model: Summarizer, probes: Sequence[Probe], after_text: str) -> JudgeReport:
     """Ask ``model`` one question per category about ``after_text``; grade the answers."""
+    # lazy: start-up (loaded only when this runs: ..summarizers)
     from ..summarizers import SummaryRequest
 
     kinds = {k.name: k for k in PROBE_KINDS.values()}

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..model import Message, Transcript
+from ..model import Message, Transcript, source_lines
+from ..tokens.context import is_summary
 from ..tokens.count import Tokenizer
 from .core import BUDGET, ScoreReport, score
 
@@ -28,9 +29,8 @@ def _prefix(t: Transcript, n: int) -> Transcript:
 
 def recorded(t: Transcript) -> Iterator[Recorded]:
     """BEFORE, AFTER and what followed, for each compaction ``t`` recorded."""
-    from ..model import source_lines
+    # lazy: start-up (loaded only when this runs: ..stats.compactions)
     from ..stats.compactions import transcript_compactions
-    from ..tokens.context import is_summary
 
     at_line: dict[int, int] = {}
     for i, e in enumerate(t.entries):

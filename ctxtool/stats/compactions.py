@@ -11,7 +11,7 @@ For each compaction: when, ``auto``/``manual`` (where recorded), tokens before (
 else the usage-aware estimate of the context just before it) and after (recorded, else the
 context at the first model call after it, from its usage, else estimated: :func:`ctxtool.tokens.context.estimate`),
 the model turns since the previous compaction (a turn is one assistant API call,
-:func:`ctxtool.replay.core.group_turns`) and the minutes since it. A compaction is a
+:func:`ctxtool.model.group_turns`) and the minutes since it. A compaction is a
 *loop* when it comes within ``loop_turns`` turns or ``loop_minutes`` minutes of the
 previous one. Files *read again* after a compaction are files a tool call reads after it
 (:func:`ctxtool.summarizers.prompt.extract_files`, the rule of the summary's ``<read-files>``)
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.timestamps import entry_time, iso
-from ..model import Compaction, Entry, Message, Record, Transcript
+from ..model import Compaction, Entry, Message, Record, Transcript, group_turns, source_lines
 from ..tokens.context import BOUNDARY_RECORDS, estimate, is_summary, view
 
 #: defaults of the loop rule (another compaction within this many turns or minutes)
@@ -152,6 +152,7 @@ def _markers(entries: Sequence[Entry]) -> list[_Marker]:
     joined = False  # the last marker can still take a following summary message
     for i, e in enumerate(entries):
         if isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.formats.anthropic_blocks)
             from ..formats.claude_code_lines import boundary_info
 
             b = boundary_info(e.line.obj)
@@ -175,8 +176,6 @@ def _markers(entries: Sequence[Entry]) -> list[_Marker]:
 
 
 def _line(e: Entry) -> int | None:
-    from ..model import source_lines
-
     lines = source_lines(e)
     return lines[0].lineno if lines else None
 
@@ -209,7 +208,7 @@ def transcript_compactions(
     t: Transcript, *, loop_turns: int = LOOP_TURNS, loop_minutes: float = LOOP_MINUTES
 ) -> TranscriptCompactions:
     """The compactions of one transcript (see the module's notes)."""
-    from ..replay.core import group_turns
+    # lazy: start-up (loaded only when this runs: ..summarizers.prompt)
     from ..summarizers.prompt import extract_files
 
     entries = t.entries
@@ -298,7 +297,8 @@ def compactions(
     :func:`ctxtool.run.manyfiles.each_result`)."""
     import functools
 
-    from ..formats import iter_paths
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base, ctxtool.formats.walk)
+    from ..formats.walk import iter_paths
     from ..run.manyfiles import each_result
 
     rep = CompactionsReport(loop_turns, loop_minutes)

@@ -30,6 +30,7 @@ from ..history.pairing import Event
 from ..io.jsonl import Source
 from ..model import KIND_INJECTED, Line, Transcript, injected_text
 from ..tokens.context import SUMMARY_PREFIX, ContextSettings
+from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
 
 #: where a read transcript carries its tally (a stand-in without messages: stats only reads)
 TALLY_KEY = "stats_tally"
@@ -166,6 +167,7 @@ TALLIES: dict[type, Callable[[Format, dict[str, Any], bool, bool], Tally | None]
 
 
 def _register_builtin() -> None:
+    # lazy: start-up (`ctxtool stats` would load ctxtool.formats.openai)
     from ..formats.openai import OpenAIFormat
 
     TALLIES.setdefault(OpenAIFormat, _openai)
@@ -232,11 +234,11 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool,
 
 def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, opts: dict[str, Any],
            window: Any) -> Any:
-    """The :class:`ctxtool.stats.transcript.TranscriptStats` of a tallied record, given each message's
+    """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
-    from .transcript import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
+    # lazy: start-up (`ctxtool window` would load ctxtool.stats.figures)
+    from .figures import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
 
     f = Figures()
     chars = tl.chars

@@ -1,6 +1,6 @@
 """The figures ``stats`` reports: per role, per tool output, recorded usage, per transcript
 and for a whole run (:class:`StatsReport`), with the seed 002 levels. How they are counted is
-:mod:`ctxtool.stats.transcript`; these are re-exported there."""
+:mod:`ctxtool.stats.transcript`."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ class TranscriptStats:
     model: str | None = None  # the model the transcript records (the context resolver's)
     first_timestamp: str | None = None  # the earliest and latest times its lines record
     last_timestamp: str | None = None
-    accuracy: Any = None  # ctxtool.calibration.Accuracy: where the transcript records usage
+    accuracy: Any = None  # ctxtool.calibration.accuracy.Accuracy: where the transcript records usage
     rate_limits: dict[str, Any] | None = None  # the last the agent recorded (Codex token_count.rate_limits)
 
     @classmethod

@@ -7,9 +7,11 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .. import formats
-from ..errors import CtxtoolError
+from ..config import Config
+from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
+from ..formats.walk import iter_paths
+from ..io.outputs import atomic_output
 from ..model import Transcript
 from ..tokens.context import ContextSettings
 from ..tokens.count import Tokenizer, get_tokenizer
@@ -57,9 +59,10 @@ def stats_files(
     report's ``transcripts`` is empty): a stream in flat memory. ``messages_column``: a Parquet
     dataset's conversation column (:mod:`ctxtool.io.parquet`; None: found). ``accuracy``: each
     transcript that records usage gets its estimates' error against it
-    (:func:`ctxtool.calibration.accuracy`: every tokenizer, the calibrated estimate on held-back
+    (:func:`ctxtool.calibration.accuracy.accuracy`: every tokenizer, the calibrated estimate on held-back
     turns and the default usage-aware one).
     """
+    # lazy: start-up (loaded only when this runs: ..run.manyfiles, .op)
     from ..run.manyfiles import run_files  # many files: whole files on every core
     from .op import StatsOp, StatsPart
 
@@ -70,7 +73,7 @@ def stats_files(
                  accuracy=accuracy)
     policy = ErrorPolicy(on_error)
     total = StatsPart(Figures(), [], [], [], [] if per_message else None, keep=op.keep)
-    runs = run_files(op, list(formats.iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,
+    runs = run_files(op, list(iter_paths(paths, subagents=True)), fmt=fmt, on_error=on_error, jobs=workers,
                      progress=progress, engine=engine, messages_column=messages_column)
     with contextlib.closing(runs) as it:  # an error stops the worker processes now, not at exit
         for run in it:
@@ -106,8 +109,6 @@ def report_head(tokenizer: str | None = None, model: ModelInfo | None = None, co
 
 def _setup(tokenizer: str | None, model: ModelInfo | None, context_window: int | None,
            settings: Any) -> tuple[Tokenizer, ContextSettings, int | None, Any]:
-    from ..config import Config
-
     tok = get_tokenizer(tokenizer or "heuristic")
     cfg = settings if settings is not None else Config()
     cs = ContextSettings.from_config(cfg, window=context_window, model=model.name if model else None)
@@ -121,12 +122,9 @@ def write_rows(rows: list[dict[str, Any]], path: str) -> None:
 
     import polars as pl
 
-    from ..errors import CtxtoolError, ExitCode
-    from ..io.jsonl import atomic_output
-
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".csv", ".parquet"):
-        raise CtxtoolError("per-message output must end in .csv or .parquet", code=ExitCode.USAGE, path=path)
+        raise CtxtoolError("per-message output must end in .csv or .parquet", kind=Failure.USAGE, path=path)
     df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
     buf = io.BytesIO()  # serialized first: polars would wrap a failed write (a full disk) in its own error
     if suffix == ".csv":

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 from ..formats.base import ErrorPolicy, Format
 from ..io.jsonl import Source
 from ..model import Transcript, Usage
-from ..run.runner import Operation, RunContext, Task, merge_reports
+from ..run.operation import Operation, RunContext, Task, merge_reports
 from ..tokens.backends import exact_counter
+from ..tokens.bpe import OFFICIAL_BPE
 from ..tokens.context import ContextSettings
 from ..tokens.count import (
-    OFFICIAL_BPE,
     HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
@@ -29,7 +29,7 @@ from ..tokens.count import (
 from ..tokens.heuristic import estimate
 from . import fast as stats_fast
 from .fast import TALLY_KEY, Tally
-from .transcript import (
+from .figures import (
     BATCH_MESSAGES,
     TOP_OUTPUTS,
     Figures,
@@ -38,9 +38,8 @@ from .transcript import (
     ToolOutput,
     TranscriptStats,
     most_context,
-    threshold_levels,
-    transcript_stats,
 )
+from .transcript import threshold_levels, transcript_stats
 
 # With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
 # so one that finishes early takes the next. The heuristic's cost follows the bytes: one each

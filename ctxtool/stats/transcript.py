@@ -1,7 +1,7 @@
 """What is in a transcript: messages, characters and tokens by role, tool calls and
 outputs, thinking, images, system prompt, recorded usage, context percentage and the
 seed 002 warning/critical thresholds: how they are counted (the figures themselves:
-:mod:`ctxtool.stats.figures`, re-exported here).
+:mod:`ctxtool.stats.figures`).
 """
 
 from __future__ import annotations
@@ -27,21 +27,7 @@ from ..tokens.count import (
 )
 from ..tokens.heuristic import IMAGE_CHARS, estimate
 from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
-from .figures import (  # noqa: F401  (re-exported: ctxtool.stats.Figures ...)
-    BATCH_MESSAGES,
-    CRITICAL_CHARS,
-    LEVELS,
-    STATS_ROWS,
-    TOP_OUTPUTS,
-    WARNING_CHARS,
-    Figures,
-    Overview,
-    RoleStats,
-    StatsReport,
-    ToolOutput,
-    TranscriptStats,
-    most_context,
-)
+from .figures import CRITICAL_CHARS, TOP_OUTPUTS, WARNING_CHARS, Figures, ToolOutput, TranscriptStats
 
 if TYPE_CHECKING:
     pass
@@ -50,7 +36,10 @@ if TYPE_CHECKING:
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
     """Seed 002 check_size (the ``chars`` policy): ``critical`` at/above the critical
     threshold, then ``warning``."""
-    from ..policies import POLICIES, Measure, PolicySettings
+    # lazy: start-up (loaded only when this runs: ..policies, ..policies.base, ..policies.settings)
+    from ..policies import POLICIES
+    from ..policies.base import Measure
+    from ..policies.settings import PolicySettings
 
     return POLICIES.get("chars").evaluate(Measure(0, chars), PolicySettings(warning_chars=warning, critical_chars=critical)).status
 
@@ -58,7 +47,9 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
 def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
-    from ..policies import POLICIES, PolicySettings
+    # lazy: start-up (loaded only when this runs: ..policies, ..policies.settings)
+    from ..policies import POLICIES
+    from ..policies.settings import PolicySettings
 
     lim = POLICIES.get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
 
@@ -191,6 +182,7 @@ def transcript_stats(
 
 def _accuracy(t: Transcript) -> Any:
     """Each tokenizer's error against the input tokens the transcript records."""
-    from ..calibration import accuracy
+    # lazy: start-up (`ctxtool stats` would load ctxtool.calibration)
+    from ..calibration.accuracy import accuracy
 
     return accuracy(t)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Message
 from ..registry import Registry
 
@@ -50,8 +50,8 @@ class ContextOverflowError(CtxtoolError):
     ``context_length_exceeded``, Anthropic "prompt is too long", HTTP 413): compaction
     can split the input into chunks and try again."""
 
-    def __init__(self, message: str, *, code: ExitCode = ExitCode.REMOTE, **kw: Any) -> None:
-        super().__init__(message, code=code, **kw)
+    def __init__(self, message: str, *, kind: Failure = Failure.REMOTE, **kw: Any) -> None:
+        super().__init__(message, kind=kind, **kw)
 
 
 @runtime_checkable

@@ -86,6 +86,7 @@ def program_digest(argv: list[str]) -> str | None:
 
 def passes(text: str, req: SummaryRequest) -> bool:
     """The quality rules compaction applies accept ``text`` as the summary of ``req``."""
+    # lazy: start-up (loaded only when this runs: ..score.quality, .)
     from ..score.quality import reject
     from . import prompt as sp
 

@@ -4,7 +4,7 @@ The program runs without a shell (a string is split with :func:`shlex.split`). I
 stdin is the system prompt, a blank line and the prompt; a few facts are passed in
 the environment (``CTXTOOL_SUMMARY_MAX_TOKENS``, ``CTXTOOL_SUMMARY_STYLE`` and, when
 set, ``CTXTOOL_SUMMARY_MODEL``). A non-zero exit, a timeout or an empty stdout is a
-:class:`~ctxtool.errors.CtxtoolError` with ``ExitCode.REMOTE``.
+:class:`~ctxtool.errors.CtxtoolError` with ``Failure.REMOTE``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shlex
 import subprocess
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..tokens.context import called_model_window
 from . import SummaryRequest
 
@@ -43,7 +43,7 @@ def _argv(command: str | list[str] | tuple[str, ...] | None) -> list[str]:
         try:
             argv = shlex.split(command)
         except ValueError as e:
-            raise CtxtoolError(f"cannot parse summarizer command: {e}", code=ExitCode.USAGE) from e
+            raise CtxtoolError(f"cannot parse summarizer command: {e}", kind=Failure.USAGE) from e
     elif command:
         argv = [str(a) for a in command]
     else:
@@ -51,7 +51,7 @@ def _argv(command: str | list[str] | tuple[str, ...] | None) -> list[str]:
     if not argv:
         raise CtxtoolError(
             "the command summarizer needs a program: pass --command or set summarizer.command",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
     return argv
 
@@ -72,7 +72,7 @@ class CommandSummarizer:
     ) -> None:
         self.argv = _argv(command)
         if timeout <= 0:
-            raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", kind=Failure.USAGE)
         self.model = model or None
         self.timeout = float(timeout)
         self.max_tokens = int(max_tokens)
@@ -108,19 +108,19 @@ class CommandSummarizer:
                 check=False,
             )
         except FileNotFoundError as e:
-            raise CtxtoolError(f"summarizer command not found: {prog}", code=ExitCode.REMOTE) from e
+            raise CtxtoolError(f"summarizer command not found: {prog}", kind=Failure.REMOTE) from e
         except PermissionError as e:
-            raise CtxtoolError(f"summarizer command is not executable: {prog}", code=ExitCode.REMOTE) from e
+            raise CtxtoolError(f"summarizer command is not executable: {prog}", kind=Failure.REMOTE) from e
         except subprocess.TimeoutExpired as e:
             raise CtxtoolError(
-                f"summarizer command {prog} timed out after {self.timeout:g} s", code=ExitCode.REMOTE
+                f"summarizer command {prog} timed out after {self.timeout:g} s", kind=Failure.REMOTE
             ) from e
         except OSError as e:
             raise CtxtoolError(
-                f"cannot run summarizer command {prog}: {e.strerror or e}", code=ExitCode.REMOTE
+                f"cannot run summarizer command {prog}: {e.strerror or e}", kind=Failure.REMOTE
             ) from e
         except ValueError as e:  # a NUL byte in the command line or the environment
-            raise CtxtoolError(f"cannot run summarizer command {prog!r}: {e}", code=ExitCode.USAGE) from e
+            raise CtxtoolError(f"cannot run summarizer command {prog!r}: {e}", kind=Failure.USAGE) from e
         if proc.returncode != 0:
             err = _first_line(proc.stderr.decode("utf-8", "replace"))
             how = (
@@ -129,11 +129,11 @@ class CommandSummarizer:
                 else f"exited with status {proc.returncode}"
             )
             raise CtxtoolError(
-                f"summarizer command {prog} {how}" + (f": {err}" if err else ""), code=ExitCode.REMOTE
+                f"summarizer command {prog} {how}" + (f": {err}" if err else ""), kind=Failure.REMOTE
             )
         out = proc.stdout.decode("utf-8", "replace").strip()
         if not out:
-            raise CtxtoolError(f"summarizer command {prog} printed no summary", code=ExitCode.REMOTE)
+            raise CtxtoolError(f"summarizer command {prog} printed no summary", kind=Failure.REMOTE)
         return out
 
 

@@ -224,6 +224,7 @@ def call_args(b: Block) -> dict[str, Any]:
     if isinstance(a, dict):
         return a
     if isinstance(a, str):
+        # lazy: start-up (`ctxtool compact` would load ctxtool.io.files)
         from ..io import jsonl as jsonio
 
         try:

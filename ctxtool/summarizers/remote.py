@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from ..tokens.context import called_model_window
 from . import ContextOverflowError, SummaryRequest
@@ -136,27 +136,27 @@ class RemoteSummarizer:
         total_timeout: float | None = None,
     ) -> None:
         if kind not in DEFAULT_BASE_URLS:
-            raise CtxtoolError(f"unknown remote summarizer {kind!r}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"unknown remote summarizer {kind!r}", kind=Failure.USAGE)
         if not model:
             raise CtxtoolError(
                 f"the {kind} summarizer needs a model: pass --model or set summarizer.model",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         base = (base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CtxtoolError(
-                f"summarizer base URL must be http(s)://host[/path], got {base!r}", code=ExitCode.USAGE
+                f"summarizer base URL must be http(s)://host[/path], got {base!r}", kind=Failure.USAGE
             )
         if timeout <= 0:
-            raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"summarizer timeout must be positive, got {timeout}", kind=Failure.USAGE)
         if retries < 0:
-            raise CtxtoolError(f"summarizer retries must be >= 0, got {retries}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"summarizer retries must be >= 0, got {retries}", kind=Failure.USAGE)
         if total_timeout is not None and not float(total_timeout) > 0:
-            raise CtxtoolError(f"summarizer total_timeout must be positive, got {total_timeout}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"summarizer total_timeout must be positive, got {total_timeout}", kind=Failure.USAGE)
         if max_tokens <= 0:
             raise CtxtoolError(
-                f"summarizer max_tokens must be positive, got {max_tokens}", code=ExitCode.USAGE
+                f"summarizer max_tokens must be positive, got {max_tokens}", kind=Failure.USAGE
             )
 
         # what a copy on another process or machine is built from (``__reduce__``): never the
@@ -195,12 +195,12 @@ class RemoteSummarizer:
         if key and not all(33 <= ord(c) < 127 for c in key):
             raise CtxtoolError(
                 f"the {kind} summarizer's API key contains spaces or non-ASCII characters",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         if not key and base_url in (None, "", DEFAULT_BASE_URLS[kind]):
             raise CtxtoolError(
                 f"the {kind} summarizer needs an API key: set CTXTOOL_API_KEY or {KEY_ENV[kind]}",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         self._secrets = tuple(s for s in {key, api_key or ""} if s)
         headers = {"content-type": "application/json", "accept": "application/json"}
@@ -276,7 +276,7 @@ class RemoteSummarizer:
                     else:
                         raise CtxtoolError(
                             f"{self.kind} summarizer: {self._endpoint}: HTTP {status}: {detail or resp.reason_phrase}",
-                            code=ExitCode.REMOTE,
+                            kind=Failure.REMOTE,
                         )
             last = self._redact(last)
             if attempt + 1 < attempts:
@@ -296,7 +296,7 @@ class RemoteSummarizer:
                 self._sleep(delay)
         tries = "1 try" if tried == 1 else f"{tried} tries"
         raise CtxtoolError(
-            f"{self.kind} summarizer: {self._endpoint}: {last} (after {tries})", code=ExitCode.REMOTE
+            f"{self.kind} summarizer: {self._endpoint}: {last} (after {tries})", kind=Failure.REMOTE
         )
 
     def close(self) -> None:

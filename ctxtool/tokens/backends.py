@@ -2,7 +2,7 @@
 counted by the fastest backend installed, loaded once per process.
 
 Each registered backend (:data:`EXACT_BACKENDS`, in order of preference) counts the official
-encodings of :data:`ctxtool.tokens.count.OFFICIAL_BPE` without building the list of ids where it
+encodings of :data:`ctxtool.tokens.bpe.OFFICIAL_BPE` without building the list of ids where it
 can: ``bpe-openai`` (the ``fast-tokens`` extra) when installed, else tiktoken itself;
 ``CTXTOOL_TOKENS_BACKEND`` names one. The tests hold every backend to tiktoken's counts
 (generated text, every sample and corpus file, both encodings); a backend that differs
@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..registry import Registry
-from .count import OFFICIAL_BPE, TOKENIZERS, load_encoding
+from .bpe import OFFICIAL_BPE, TOKENIZERS, load_encoding
 
 #: the environment variable that picks a backend by name (default: the first one installed)
 BACKEND_ENV = "CTXTOOL_TOKENS_BACKEND"
@@ -108,7 +108,7 @@ class _BpeOpenAI:
         if not mod:
             raise CtxtoolError(
                 f"{BACKEND_ENV}={self.name}: the package bpe-openai is not installed (pip install 'ctxtool[fast-tokens]')",
-                code=ExitCode.USAGE,
+                kind=Failure.USAGE,
             )
         raw = mod.tokenizer_for_encoding(encoding).count
 
@@ -192,7 +192,7 @@ def exact_backend(name: str | None = None) -> ExactBackend:
     if name is None:
         return next(b for b in EXACT_BACKENDS.values() if b.available())
     if name not in EXACT_BACKENDS:
-        raise CtxtoolError(f"{BACKEND_ENV}: {EXACT_BACKENDS.unknown(name).message}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"{BACKEND_ENV}: {EXACT_BACKENDS.unknown(name).message}", kind=Failure.USAGE)
     return EXACT_BACKENDS.get(name)
 
 
@@ -205,7 +205,7 @@ def exact_counter(encoding: str, backend: str | None = None) -> ExactCounter:
     process: a runner operation loads it in ``prepare``, before its worker processes fork,
     and they share it."""
     if encoding not in OFFICIAL_BPE:
-        raise CtxtoolError(f"unknown tokenizer {encoding!r}; choose one of: {', '.join(TOKENIZERS)}", code=ExitCode.USAGE)
+        raise CtxtoolError(f"unknown tokenizer {encoding!r}; choose one of: {', '.join(TOKENIZERS)}", kind=Failure.USAGE)
     b = exact_backend(backend)
     key = (b.name, encoding)
     with _lock:

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CtxtoolError
 from ..model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
 from .count import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
 
@@ -86,6 +87,7 @@ def _lookup(name: str | None) -> ModelInfo | None:
     """:func:`ctxtool.tokens.models.lookup`; the registry is imported only when there is a name."""
     if not name:
         return None
+    # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.models)
     from .models import lookup
 
     return lookup(name)
@@ -105,6 +107,7 @@ class ContextSettings:
     def __post_init__(self) -> None:
         for name in (self.model, self.config_model):
             if name:
+                # lazy: start-up (`ctxtool --help` would load ctxtool.tokens.models)
                 from .models import require
 
                 require(name)  # a name the user gave: unknown is a usage error
@@ -114,6 +117,7 @@ class ContextSettings:
         """``cfg`` (a :class:`ctxtool.config.Config`; default: loaded from the environment):
         values it holds as flags count as flags."""
         if cfg is None:
+            # lazy: start-up (`ctxtool compactions` would load ctxtool.config)
             from ..config import Config
 
             cfg = Config()
@@ -162,7 +166,7 @@ class ContextSettings:
 def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
     """The agent's own rule for the window of a model it recorded (Claude Code's 200,000
     without the ``[1m]`` suffix): :meth:`ctxtool.formats.base.Format.agent_window`."""
-    from ..errors import CtxtoolError
+    # lazy: start-up (loaded only when this runs: ..formats)
     from ..formats import get_format
 
     try:
@@ -231,6 +235,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
         elif isinstance(e, Compaction):
             marker, kind, at, kept = e, "compaction", len(msgs), frozenset()
         elif isinstance(e, Record) and e.kind in BOUNDARY_RECORDS:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.formats.anthropic_blocks)
             from ..formats.claude_code_lines import boundary_info
 
             marker, kind, at = e, "boundary", len(msgs)
@@ -266,7 +271,7 @@ def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[st
     """What a compaction entry shows the agent and the first message it kept: the format's
     own answer (:meth:`ctxtool.formats.base.Format.read_compaction`) for a transcript."""
     if isinstance(source, Transcript):
-        from ..errors import CtxtoolError
+        # lazy: start-up (loaded only when this runs: ..formats)
         from ..formats import get_format
 
         try:
@@ -319,11 +324,6 @@ class ContextInfo:
     @property
     def estimate(self) -> ContextEstimate:
         return ContextEstimate(self.tokens, self.usage_tokens, self.trailing_tokens, self.tokens_source)
-
-    def measure(self) -> Any:
-        from ..policies import Measure
-
-        return Measure(self.tokens, self.chars, self.messages, self.window)
 
     def to_json(self) -> dict[str, Any]:
         return {

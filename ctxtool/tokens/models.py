@@ -35,7 +35,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ def _date(v: Any, name: str, where: str) -> date:
         return date.fromisoformat(str(v))
     except ValueError as e:
         raise CtxtoolError(
-            f"model registry: {name}: dated_prices {where} {v!r} is not a YYYY-MM-DD date", code=ExitCode.INPUT
+            f"model registry: {name}: dated_prices {where} {v!r} is not a YYYY-MM-DD date", kind=Failure.INPUT
         ) from e
 
 
@@ -151,7 +151,7 @@ def _dated(name: str, spec: dict[str, Any]) -> tuple[DatedPrices, ...]:
     out = []
     for d in spec.get("dated_prices") or ():
         if not isinstance(d, dict) or "from" not in d:
-            raise CtxtoolError(f"model registry: {name}: each dated_prices entry needs a \"from\" date", code=ExitCode.INPUT)
+            raise CtxtoolError(f"model registry: {name}: each dated_prices entry needs a \"from\" date", kind=Failure.INPUT)
         inp = float(d.get("input_price", spec.get("input_price", 0.0)))
         prices = _prices(inp, float(d.get("output_price", spec.get("output_price", 0.0))),
                          _opt_price(d.get("cache_write_price")), _opt_price(d.get("cache_read_price")))
@@ -164,6 +164,7 @@ def user_models_file() -> Path:
     env = os.environ.get("CTXTOOL_MODELS")
     if env:
         return Path(env).expanduser()
+    # lazy: start-up (loaded only when this runs: ..io.paths)
     from ..io.paths import config_dir
 
     return config_dir() / "models.json"
@@ -210,7 +211,7 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
         try:
             user = json.loads(p.read_text("utf-8"))
         except (OSError, ValueError) as e:
-            raise CtxtoolError(f"cannot read model registry: {e}", path=str(p), code=ExitCode.INPUT) from e
+            raise CtxtoolError(f"cannot read model registry: {e}", path=str(p), kind=Failure.INPUT) from e
         for name, info in (user.get("models", user) or {}).items():
             if isinstance(info, dict):
                 entries[name] = _over(entries.get(name), info, "user")
@@ -220,7 +221,7 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
             out[name] = _entry(name, spec)
         except (TypeError, ValueError) as e:
             raise CtxtoolError(f"model registry: {name}: {e}", path=str(p) if p.is_file() else None,
-                               code=ExitCode.INPUT) from e
+                               kind=Failure.INPUT) from e
     return out
 
 
@@ -309,7 +310,7 @@ def require(name: str) -> ModelInfo:
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise CtxtoolError(
             f"unknown model {name!r}{hint} (`ctxtool models` lists them; add one to {user_models_file()})",
-            code=ExitCode.USAGE,
+            kind=Failure.USAGE,
         )
     return info
 

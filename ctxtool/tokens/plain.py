@@ -37,6 +37,7 @@ def _head(path: str) -> tuple[bytes, bool] | None:
     transcript (``.jsonl``, ``.json``...). Stdin is peeked at; a FIFO or ``/dev/fd/N``
     (``<(...)``) is opened, peeked at and handed to the next :func:`ctxtool.io.files.open_input`
     of the same path, so that what was looked at is read again."""
+    # lazy: start-up (loaded only when this runs: ..io.files)
     from ..io.files import hand_over, input_size, open_input
 
     if path == "-":
@@ -52,7 +53,8 @@ def _head(path: str) -> tuple[bytes, bool] | None:
         else:
             return None
         return (None if head.startswith(_MAGIC) else (head, False))
-    from ..formats import TRANSCRIPT_SUFFIXES
+    # lazy: start-up (loaded only when this runs: ..formats.walk, ..io)
+    from ..formats.walk import TRANSCRIPT_SUFFIXES
     from ..io import urls
 
     p = Path(path)
@@ -96,6 +98,7 @@ def is_plain_text(path: str | Path) -> bool:
     that no transcript format recognizes. A JSON Lines file with a broken first line, or
     broken JSON, is a transcript with an error; so is any file named ``.jsonl``. Stdin is
     peeked at, a FIFO handed over; a regular file is looked at."""
+    # lazy: start-up (loaded only when this runs: ..io, ..io.jsonl)
     from ..io import parquet
     from ..io.jsonl import ZIP_MAGIC, _mostly_records
 
@@ -132,8 +135,8 @@ def _not_a_transcript(data: bytes, name: str) -> bool:
     format recognizes (``package.json``, a config); broken JSON is not decided here (False)."""
     if not data.strip():
         return False
+    # lazy: start-up (loaded only when this runs: .., ..io.jsonl)
     from .. import formats
-    from ..errors import CtxtoolError
     from ..io.jsonl import _open_source
 
     try:
@@ -146,6 +149,7 @@ def _not_a_transcript(data: bytes, name: str) -> bool:
 def count_text(path: str | Path, tokenizer: Tokenizer | str | None = None) -> TextCount:
     """The tokens of a plain text file (``-``: stdin; empty: 0), decoded as UTF-8. Binary
     input (a NUL byte, invalid UTF-8) is an error naming the file."""
+    # lazy: start-up (loaded only when this runs: ..io.files)
     from ..io.files import open_input
 
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer

@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..registry import Registry
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
@@ -134,7 +134,7 @@ class Limits:
             raise MODES.unknown(self.mode)
         for k in ("max_lines", "max_bytes", "max_chars", "spill_threshold", "max_line_length", "head_lines", "tail_lines"):
             if getattr(self, k) < 0:
-                raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", code=ExitCode.USAGE)
+                raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", kind=Failure.USAGE)
 
     def line_split(self) -> tuple[int, int] | None:
         """(head, tail) lines kept by the line limit, or None when there is no line limit."""

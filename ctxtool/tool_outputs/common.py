@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cache import RefCache, RefInfo
-from ..errors import CtxtoolError, ExitCode
+from ..cache import RefCache
+from ..cache.results import RefInfo
+from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
 from ..io.events import EventLog
@@ -130,7 +131,7 @@ def parse_include(spec: str | Iterable[str] | None) -> tuple[str, ...]:
         if k == "*":
             return KINDS
         if k not in KINDS:
-            raise CtxtoolError(f"unknown kind {raw!r} for --include; choose from: {', '.join(KINDS)}", code=ExitCode.USAGE)
+            raise CtxtoolError(f"unknown kind {raw!r} for --include; choose from: {', '.join(KINDS)}", kind=Failure.USAGE)
         if k not in out:
             out.append(k)
     return tuple(out)

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..agent.tools import add_hint
 from ..cache import RefCache
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..model import Transcript
-from ..run.runner import Operation, RunContext, Task, run_file
+from ..run.operation import Operation, RunContext, Task
+from ..run.runner import run_file
 from ..tokens.context import ContextSettings
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def trim_file(
     :mod:`ctxtool.tokens.context` from ``context``: flags and config, then what the transcript records);
     ``hint`` as for :func:`truncate_file`."""
     if budget is not None and budget < 0:
-        raise CtxtoolError("--budget must be >= 0", code=ExitCode.USAGE)
+        raise CtxtoolError("--budget must be >= 0", kind=Failure.USAGE)
     op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records, hint=hint)
     return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
                    messages_column=messages_column)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import formats
+from ..cache.ids import REF_IN_TEXT_RE
+from ..formats.walk import iter_paths
 from .common import block_text
 
 
 def referenced_refs(paths: Iterable[str], fmt: str | None = None) -> set[str]:
     """Every ref a transcript names: metadata refs and ``ref=<sha256>`` in any text."""
-    from ..cache import REF_IN_TEXT_RE
-
     out: set[str] = set()
-    for p in formats.iter_paths(paths):
+    for p in iter_paths(paths):
         for t in formats.read(p, fmt):
             for msg in t.iter_messages():
                 md = msg.metadata

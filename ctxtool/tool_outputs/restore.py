@@ -7,7 +7,7 @@ from typing import Any
 from .. import formats
 from ..agent.tools import is_hint
 from ..cache import RefCache
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..formats.base import make_exact, source_style
 from ..io import jsonl as jsonio
 from ..io.events import EventLog
@@ -121,9 +121,9 @@ def _in_transcript(e: CtxtoolError, t: Transcript, msg: Message) -> CtxtoolError
     keeps its own code, the cache's path in the message)."""
     if e.path == t.path and e.line is not None:
         return e
-    code = ExitCode.NOT_FOUND if e.code == ExitCode.NOT_FOUND else ExitCode.INPUT
+    kind = Failure.NOT_FOUND if e.kind == Failure.NOT_FOUND else Failure.INPUT
     where = f" ({e.path})" if e.path and e.path != t.path else ""
-    return CtxtoolError(f"{e.message}{where}", code=code, path=t.path, line=msg.lineno)
+    return CtxtoolError(f"{e.message}{where}", kind=kind, path=t.path, line=msg.lineno)
 
 
 def _fix_entries(t: Transcript, drop: set[int], restored: dict[int, list[str]]) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from ..cache import RefCache, RefInfo
-from ..errors import CtxtoolError, ExitCode
+from ..cache import RefCache
+from ..cache.results import RefInfo
+from ..errors import CtxtoolError, Failure
 from ..history.pairing import tool_names
 from ..io.events import EventLog
 from ..model import Block, Message, Transcript
@@ -194,7 +195,7 @@ def trim(ctx: Ctx, t: Transcript, budget: int | None, context: ContextSettings |
             raise CtxtoolError(
                 "no context window known for this transcript (no recorded window, no known model):"
                 " give --budget TOKENS, or --model / --context-window",
-                path=t.path, line=t.lineno, code=ExitCode.USAGE,
+                path=t.path, line=t.lineno, kind=Failure.USAGE,
             )
         if rep.budget is None:
             rep.budget = budget

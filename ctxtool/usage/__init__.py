@@ -19,8 +19,8 @@ from typing import Any
 
 from ..errors import CtxtoolError
 from ..model import Transcript
-from ..run.runner import MapOp
-from .events import KEYS, UsageEvent, events, key_for
+from ..run.operation import MapOp
+from .events import UsageEvent, events
 from .report import (
     GROUPINGS,
     Grouping,
@@ -30,24 +30,7 @@ from .report import (
     resolve_zone,
     today_in,
 )
-from .stores import Store, default_stores, session_files
-
-__all__ = [
-    "GROUPINGS",
-    "KEYS",
-    "Grouping",
-    "Skipped",
-    "Store",
-    "UsageEvent",
-    "UsageReport",
-    "UsageRow",
-    "default_stores",
-    "events",
-    "key_for",
-    "parse_day",
-    "session_files",
-    "usage_report",
-]
+from .stores import Store, session_files
 
 Progress = Callable[[int, int, str], None]  # (files done, files in all, the file being read)
 
@@ -150,6 +133,7 @@ def usage_report(
         progress(0, len(files), files[0] if files else "")
     # a file counts whole or not at all (an error in it skips it); many small session files
     # run on every core (manyfiles.run_files), their events tallied here in file order
+    # lazy: start-up (loaded only when this runs: ..run.manyfiles)
     from ..run.manyfiles import run_files
 
     runs = run_files(MapOp(_events_of, "usage", parallel=True), files, on_error="fail", jobs=jobs)

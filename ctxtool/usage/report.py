@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 from ..model import Usage
 from ..registry import Registry
 from ..text import lazyre
@@ -208,7 +208,7 @@ def resolve_zone(name: str | None) -> tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise CtxtoolError(f"unknown time zone {name!r} (an IANA name such as UTC or Europe/Berlin)",
-                           code=ExitCode.USAGE) from e
+                           kind=Failure.USAGE) from e
 
 
 def today_in(tz: tzinfo | None, now: datetime | None = None) -> date:
@@ -231,19 +231,20 @@ def parse_day(text: str, today: date) -> date:
     if m:
         n = int(m.group(1))
         if n < 1:
-            raise CtxtoolError(f"bad day {text!r}: Nd needs N of 1 or more", code=ExitCode.USAGE)
+            raise CtxtoolError(f"bad day {text!r}: Nd needs N of 1 or more", kind=Failure.USAGE)
         return today - timedelta(days=n - 1)
     try:
         return date.fromisoformat(s)
     except ValueError:
         pass
-    raise CtxtoolError(f"bad day {text!r}: use YYYY-MM-DD, today, yesterday or Nd (e.g. 7d)", code=ExitCode.USAGE)
+    raise CtxtoolError(f"bad day {text!r}: use YYYY-MM-DD, today, yesterday or Nd (e.g. 7d)", kind=Failure.USAGE)
 
 
 # -- pricing ---------------------------------------------------------------------------------
 def price_event(ev: UsageEvent, tokens: Usage, day: date | None) -> float | None:
     """The cost in USD of one call from the registry's prices on its day; None when the
     registry does not know its model."""
+    # lazy: start-up (loaded only when this runs: ..tokens)
     from ..tokens import models as registry
 
     info = registry.lookup(ev.model)

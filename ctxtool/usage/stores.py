@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxtoolError, ExitCode
+from ..errors import CtxtoolError, Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,8 @@ def default_stores(env: Mapping[str, str] | None = None, home: Path | None = Non
 def _jsonl_under(d: Path) -> Iterator[Path]:
     """Session files under ``d`` (``*.jsonl``, compressed or not: Codex keeps old rollouts as
     ``.jsonl.zst``), sorted: regular files only (a FIFO is never opened), links not followed."""
-    from ..formats import walk_files
+    # lazy: start-up (loaded only when this runs: ..formats.walk)
+    from ..formats.walk import walk_files
 
     yield from map(Path, walk_files(d, (".jsonl",)))
 
@@ -88,12 +89,13 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
                 files += [str(f) for f in _jsonl_under(q)]
                 used.append(Store("", str(q), "argument"))
             elif q.exists():
+                # lazy: start-up (loaded only when this runs: ..formats.walk)
                 from ..formats.walk import with_subagents
 
                 files += with_subagents(str(q))  # a session with its subagents (Claude Code, Gemini CLI)
                 used.append(Store("", str(q), "argument"))
             else:
-                raise CtxtoolError("no such file or directory", path=str(p), code=ExitCode.NOT_FOUND)
+                raise CtxtoolError("no such file or directory", path=str(p), kind=Failure.NOT_FOUND)
         return used, _unique(files)
     stores = default_stores() if stores is None else stores
     present = [s for s in stores if Path(s.path).is_dir() or Path(s.path).is_file()]

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...errors import CtxtoolError, ExitCode
+from ...errors import CtxtoolError, Failure
 from ...registry import LazyEntry, Registry
 from .base import Engine, Limiter, ThreadLimiter
 
 if TYPE_CHECKING:
-    from .shards import Shard, ShardedRun, Sharding, run_shard
+    from .jobs import Shard
+    from .shards import ShardedRun, Sharding, run_shard
 
 _SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
 
@@ -31,6 +32,7 @@ _SHARDS = ("Shard", "ShardedRun", "Sharding", "run_shard")
 def __getattr__(name: str) -> Any:
     """The shard machinery, imported on first use (the CLI's start needs only the names)."""
     if name in _SHARDS:
+        # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
         from . import shards
 
         return getattr(shards, name)
@@ -73,18 +75,20 @@ def sharding(
     file, one output file: as before), else shards on the named engine. Shards are chosen by
     ``--engine ray``, ``--join``, an input glob or directory, or an output that is a directory
     (ends in ``/`` or exists as one)."""
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ...io import urls
 
     name = engine or DEFAULT
     if address and name == DEFAULT:
-        raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", code=ExitCode.USAGE)
+        raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", kind=Failure.USAGE)
     directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
     tree = [p for p in paths if _is_transcript_dir(p)]
     if tree and output is not None and not (directory or join):
         raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/ (or --join -o FILE)",
-                           path=tree[0], code=ExitCode.USAGE)
+                           path=tree[0], kind=Failure.USAGE)
     if name == DEFAULT and not join and not directory and not tree and not any(urls.has_glob(p) for p in paths):
         return None
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from .shards import Sharding
 
     return Sharding(get_engine(name, workers=workers, address=address), join=join)
@@ -94,12 +98,14 @@ def _is_transcript_dir(path: str) -> bool:
     """A local directory of transcript files (a directory of Parquet shards is one dataset)."""
     import os
 
+    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
     from ...io import parquet, urls
 
     return not urls.is_url(path) and os.path.isdir(path) and not parquet.is_parquet(path)
 
 
 def _is_dir(path: str) -> bool:
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
     from ...io import urls
 
     if urls.is_url(path):

@@ -25,6 +25,7 @@ class LocalEngine(Engine):
         if n <= 1:
             yield from (fn(j) for j in jobs)
             return
+        # lazy: start-up (loaded only when this runs: ..pool)
         from ..pool import gc_paused, worker_pool
 
         with worker_pool(n) as ex, gc_paused():

@@ -20,7 +20,7 @@ import pickle
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ...errors import CtxtoolError, ExitCode
+from ...errors import CtxtoolError, Failure
 from .base import Engine, J, Limiter, T
 
 CPUS_PER_TASK = 0.5
@@ -30,7 +30,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", code=ExitCode.DEPENDENCY) from e
+        raise CtxtoolError("--engine ray needs Ray: pip install 'ctxtool[ray]'", kind=Failure.DEPENDENCY) from e
     return ray
 
 
@@ -75,7 +75,7 @@ class RayEngine(Engine):
         try:
             rows = [{"i": k, "job": dumps((fn, j))} for k, j in enumerate(jobs)]
         except (TypeError, pickle.PicklingError) as e:  # e.g. a summary model holding a connection
-            raise CtxtoolError(f"--engine ray: this run cannot be sent to the workers ({e})", code=ExitCode.USAGE) from e
+            raise CtxtoolError(f"--engine ray: this run cannot be sent to the workers ({e})", kind=Failure.USAGE) from e
         ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_run_row, num_cpus=CPUS_PER_TASK)
         done = sorted(ds.take_all(), key=lambda r: r["i"])
         out: list[T] = []

@@ -41,8 +41,9 @@ from ...errors import CtxtoolError
 from ...io import jsonl as jsonio
 from ...io import parquet, urls
 from ...io.events import EventLog
+from ...io.paths import make_temp_dir, remove_quietly
+from .jobs import ShardJob, ShardResult, _put, _umask
 from .ray import CPUS_PER_TASK, RayEngine
-from .shards import ShardJob, ShardResult, _put, _umask
 
 #: a shard's ``io`` in ``_report.json``
 IO = "ray.data.read_parquet, Dataset.write_datasink"
@@ -102,7 +103,7 @@ def _run_blocks(job_bytes: bytes, refs: list[Any], schema: Any) -> Iterator[Any]
     try:
         col = parquet.find_column(schema, job.messages_column, s.input)
         with parquet.run_tables(job.op, s.input, col, schema, tables, write=job.output is not None, fmt=job.fmt,
-                                on_error=job.on_error, events=log, threads=job.threads) as done:
+                                on_error=job.on_error, events=log, threads=job.threads, runner=job.local) as done:
             rows = 0
             for t in done.tables or ():
                 rows += t.num_rows
@@ -137,8 +138,6 @@ def _write(ray: Any, job: ShardJob, refs: list[Any], rows: int, schema: Any, cod
 
         tmp = urls.join(parent, f".ctxtool-ray-{uuid.uuid4().hex}")
     else:
-        from ...io.paths import make_temp_dir
-
         os.makedirs(parent, exist_ok=True)
         tmp = make_temp_dir(parent, "ctxtool-ray")
     try:
@@ -218,7 +217,6 @@ def _remove(tmp: str) -> None:
             fs, inner = urls.filesystem(tmp)
             fs.rm(inner, recursive=True)
         return
-    from ...io.paths import remove_quietly
 
     remove_quietly(tmp)
 

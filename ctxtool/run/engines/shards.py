@@ -30,70 +30,21 @@ from pathlib import Path
 from typing import Any
 
 from ... import formats
-from ...errors import CtxtoolError, ExitCode
+from ...errors import CtxtoolError, Failure
 from ...formats.base import ErrorPolicy
-from ...formats.walk import DONE, REPORT
+from ...formats.walk import DONE, REPORT, walk_files
 from ...io import jsonl as jsonio
 from ...io import urls
 from ...io.events import EventLog
-from ..runner import FileRun, Operation, R, RunContext
+from ...io.files import check_input, input_size, open_raw
+from ...io.outputs import atomic_output, output_error
+from ...io.paths import make_temp, refuse_overwrite
+from ..operation import FileRun, Operation, R, RunContext
 from .base import Engine
+from .jobs import Shard, ShardJob, ShardResult, _put, _umask
 
 SHARD_BYTES = 32 << 20  # a dataset file is cut into ranges of about this size
 VERSION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """One unit of work: ``input`` whole (``start`` None) or bytes ``start``..``end`` of it."""
-
-    name: str
-    input: str
-    size: int | None
-    start: int | None = None
-    end: int | None = None
-    first_line: int = 1
-    format: str | None = None  # the dataset's format (ranges)
-    stamp: str | None = None  # the input's version: mtime (local), ETag or modification time (URL)
-
-    def key(self) -> dict[str, Any]:
-        return {"input": self.input, "size": self.size, "stamp": self.stamp, "start": self.start, "end": self.end}
-
-
-@dataclass(frozen=True, slots=True)
-class ShardJob:
-    """What a worker needs for one shard (pickled): complete in itself."""
-
-    op: Operation[Any]
-    shard: Shard
-    output: str | None  # where the shard's transcripts go (None: not written)
-    done: str | None  # its _done entry
-    settings: str
-    fmt: str | None
-    to: str | None
-    on_error: str
-    events: bool
-    threads: int = 1
-    messages_column: str | None = None  # a Parquet shard's conversation column (None: found)
-
-
-@dataclass(slots=True)
-class ShardResult:
-    name: str
-    report: Any
-    format: str | None
-    transcripts: int
-    errors: list[CtxtoolError]
-    events: list[dict[str, Any]] = field(default_factory=list)
-    reused: bool = False  # written by an earlier run with the same settings
-    io: str | None = None  # who read and wrote it, when not this package (Ray Data's Parquet I/O)
-
-    def to_json(self, shard: Shard) -> dict[str, Any]:
-        return {
-            "name": self.name, **shard.key(), "first_line": shard.first_line, "format": self.format,
-            "transcripts": self.transcripts, "skipped": [str(e) for e in self.errors], "reused": self.reused,
-            **({"io": self.io} if self.io else {}),
-        }
 
 
 def settings_hash(op: Operation[Any], fmt: str | None, to: str | None, on_error: str,
@@ -132,10 +83,10 @@ def _relative_name(rel: str, to: str | None) -> str:
 def tree_files(path: str) -> list[tuple[str, str]]:
     """The transcript files of a local directory, each with its path relative to it (``/``
     separated), in order (a sharded run's own bookkeeping left out); none is an error."""
-    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in formats.walk_files(path)]
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walk_files(path)]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
-                           path=path, code=ExitCode.NOT_FOUND)
+                           path=path, kind=Failure.NOT_FOUND)
     return files
 
 
@@ -144,7 +95,8 @@ def plan_shards(
 ) -> list[Shard]:
     """The shards of ``paths`` (globs expanded), in order."""
     if "-" in paths:
-        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", code=ExitCode.USAGE)
+        raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", kind=Failure.USAGE)
+    # lazy: start-up (loaded only when this runs: ...io)
     from ...io import parquet
 
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
@@ -153,17 +105,17 @@ def plan_shards(
     for path in inputs:
         if parquet.is_parquet(path):  # a Parquet file, or each file of a directory: its name kept
             for f, rel in parquet.shard_files(path):
-                jsonio.check_input(f)
-                shards.append(Shard(rel, f, jsonio.input_size(f), stamp=_stamp(f)))
+                check_input(f)
+                shards.append(Shard(rel, f, input_size(f), stamp=_stamp(f)))
             continue
         if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
             for f, rel in tree_files(path):  # written under its own relative name (its suffix as --to says)
-                jsonio.check_input(f)
-                shards.append(Shard(_relative_name(rel, to), f, jsonio.input_size(f),
+                check_input(f)
+                shards.append(Shard(_relative_name(rel, to), f, input_size(f),
                                     stamp=_stamp(f)))
             continue
-        jsonio.check_input(path)
-        size = jsonio.input_size(path)
+        check_input(path)
+        size = input_size(path)
         stamp = _stamp(path)
         parts = -(-size // shard_bytes) if size else 1
         ranges_ok = parts > 1 and to is None and op.parallel and not op.checks_output  # a check reads a whole output
@@ -221,15 +173,14 @@ def run_shard(job: ShardJob) -> ShardResult:
     s = job.shard
     log = EventLog(None) if job.events else None
     if s.start is None:
-        from ..runner import run_file
-
         if job.output is not None and not urls.is_url(job.output) and "/" in s.name:  # a file of a directory's tree
             os.makedirs(os.path.dirname(job.output), exist_ok=True)
 
-        run = run_file(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
+        run = job.local(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
                        threads=job.threads, messages_column=job.messages_column)
         res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
     else:
+        # lazy: start-up (`ctxtool redact` would load ctxtool.run.parallel)
         from ..parallel import RangeJob, run_range
 
         tmp = _local_temp(job.output) if job.output is not None else None
@@ -251,8 +202,6 @@ def run_shard(job: ShardJob) -> ShardResult:
 
 def _local_temp(output: str) -> str:
     """A temporary file for a shard: beside a local output (renamed into place), else in /tmp."""
-    from ...io.paths import make_temp
-
     where = tempfile.gettempdir() if urls.is_url(output) else os.path.dirname(output)
     fd, tmp = make_temp(where, os.path.basename(output))
     os.close(fd)
@@ -266,17 +215,6 @@ def _commit(tmp: str, output: str) -> None:
         return
     os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, output)
-
-
-def _umask() -> int:
-    m = os.umask(0o022)
-    os.umask(m)
-    return m
-
-
-def _put(dest: str, data: bytes) -> None:
-    with jsonio.atomic_output(dest) as out:
-        out.write(data)
 
 
 def _read(path: str) -> bytes | None:
@@ -318,7 +256,7 @@ def _mkdir(path: str) -> None:
     try:
         os.makedirs(os.path.join(path, DONE), exist_ok=True)
     except OSError as e:
-        raise jsonio.output_error(e, path) from e
+        raise output_error(e, path) from e
 
 
 @dataclass(slots=True)
@@ -342,21 +280,20 @@ class Sharding:
         check: Callable[[str], None] | None = None,
         threads: int = 1,
         messages_column: str | None = None,
+        local: Callable[..., FileRun[Any]],
     ) -> FileRun[R]:
         """:func:`ctxtool.run.runner.run_file` as shards on this engine (``path`` may be a glob, a
         Parquet file or a directory of Parquet shards: ``messages_column`` names their
-        conversation column)."""
+        conversation column); ``local`` runs a whole input in one process (``run_file`` itself)."""
         if output == "-":
             if not self.join:
                 raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
-                                   code=ExitCode.USAGE)
+                                   kind=Failure.USAGE)
         shards = plan_shards(self.engine, [path], fmt, to, op, self.shard_bytes)
         if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
             raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
-                               code=ExitCode.USAGE)
+                               kind=Failure.USAGE)
         if output is not None:
-            from ...io.paths import refuse_overwrite
-
             refuse_overwrite([s.input for s in shards if not urls.is_url(s.input)], output)
         if output is None:
             outdir = None
@@ -370,7 +307,7 @@ class Sharding:
         jobs = [
             ShardJob(op, s, urls.join(outdir, s.name) if outdir else None,
                      urls.join(outdir, DONE, done_name(s)) if outdir else None, h, fmt, to, on_error, log is not None,
-                     threads, messages_column)
+                     local, threads, messages_column)
             for s in shards
         ]
         op.prepare()
@@ -408,10 +345,10 @@ class Sharding:
                 "transcripts": sum(r.transcripts for r in done),
             }))
         if self.join and output is not None and outdir is not None:
-            with jsonio.atomic_output(output, check) as out:
+            with atomic_output(output, check) as out:
                 for j in jobs:
                     assert j.output is not None
-                    with jsonio.open_raw(j.output) as fh:
+                    with open_raw(j.output) as fh:
                         shutil.copyfileobj(fh, out, 1 << 22)
             _remove_tree(outdir)
         if log is not None:
@@ -425,12 +362,14 @@ class Sharding:
 def _run(engine: Engine, jobs: list[ShardJob]) -> Iterator[ShardResult]:
     """The shards on the engine, results in job order, each as it is done. On Ray, Parquet
     shards are read and written by Ray Data (:mod:`ctxtool.run.engines.ray_parquet`)."""
+    # lazy: start-up (loaded only when this runs: ...io)
     from ...io import parquet
 
     on_data = [engine.name == "ray" and j.shard.start is None and parquet.is_parquet_name(j.shard.input) for j in jobs]
     if not any(on_data):
         yield from engine.imap(run_shard, jobs)
         return
+    # lazy: start-up (`ctxtool redact` would load ctxtool.run.engines.ray)
     from .ray import RayEngine
     from .ray_parquet import run_shards
 
@@ -442,7 +381,7 @@ def _run(engine: Engine, jobs: list[ShardJob]) -> Iterator[ShardResult]:
 
 @dataclass(slots=True)
 class ShardedRun(FileRun[R]):
-    """A :class:`~ctxtool.run.runner.FileRun` of shards: what each shard did, by which engine."""
+    """A :class:`~ctxtool.run.operation.FileRun` of shards: what each shard did, by which engine."""
 
     shards: list[dict[str, Any]] = field(default_factory=list)
     engine: str = ""

@@ -33,20 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import Message, injected_kind
 from ...text import lazyre
+from ...text.prose import one_line
 from ...tokens.heuristic import CHARS_PER_TOKEN
 from ..prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
 from . import check, decisions, ledger, plan, requests, tools, values
 from .layout import MAX_REASONS, STATEMENT_CLIP, render
 from .previous import EARLIER, SECTIONS, Carried, Previous, parse_previous
-from .text import (
-    dedupe,
-    items,
-    one_line,
-    parse_sections,
-    parse_subsections,
-    sentences,
-    split_headings,
-)
+from .text import dedupe, items, parse_sections, parse_subsections, sentences, split_headings
 
 if TYPE_CHECKING:
     from .. import SummaryRequest

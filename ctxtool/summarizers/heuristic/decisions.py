@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from ...model import Message
 from ...text import lazyre
+from ...text.prose import one_line
 from .requests import user_words
-from .text import one_line, sentences
+from .text import sentences
 
 MAX_DECISIONS = 10
 DECISION_CLIP = 300

@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...text.prose import one_line
 from ...tokens.heuristic import CHARS_PER_TOKEN  # the budget is counted like the default tokenizer
 from ..prompt import SUMMARY_BUDGET, clip
 from . import ledger, plan
 from .previous import fit
-from .text import dedupe, items, one_line, split_headings, verbatim_item
+from .text import dedupe, items, split_headings, verbatim_item
 
 if TYPE_CHECKING:
     from . import Facts

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from ...model import Message
 from ...text import lazyre
-from ..prompt import call_args
-from .text import one_line
+from ...text.prose import one_line
+from ..prompt import call_args, command_of
 
 TITLE = "Plan (as last updated)"
 ITEM_CLIP = 200
@@ -103,8 +103,6 @@ def tracker(msgs: Sequence[Message]) -> tuple[int, list[Item]] | None:
     """An issue tracker driven from the shell (beads: ``bd update ID --status in_progress``,
     ``bd close ID``): each issue's latest status, with its title where an output showed it
     (None: no such run)."""
-    from ..prompt import command_of
-
     results = {b.id: b for m in msgs for b in m.tool_results() if b.id}
     status: dict[str, str] = {}
     titles: dict[str, str] = {}

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from ...model import Message, injected_text, is_injected
 from ...text import lazyre
+from ...text.prose import one_line
 from ..prompt import clip
-from .text import one_line, sentences
+from .text import sentences
 
 REQUEST_CLIP = 2000  # one request, verbatim up to here
 REQUESTS_BUDGET = 24000  # all requests together; past it the middle ones are shortened

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from ...text import lazyre
-from ...text.prose import one_line as one_line  # re-exported for the extractors
 from ...text.prose import sentences as _sentences
 from ..prompt import strip_file_lists
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from ...model import Block, Message
 from ...text import lazyre
+from ...text.prose import one_line
 from ..prompt import READ_TOOLS, SEARCH_TOOLS, WRITE_TOOLS, call_args, command_of, extract_files
-from .text import one_line
 
 MAX_DONE = 25
 ERROR_CLIP = 240
