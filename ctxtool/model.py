@@ -24,7 +24,7 @@ from .tokens.heuristic import IMAGE_CHARS
 ROLES = ("system", "user", "assistant", "tool")
 BLOCK_TYPES = ("text", "thinking", "tool_call", "tool_result", "image")
 
-# Message kinds used by context management (seed 000).
+# Message kinds used by context management (the Go agent).
 KIND_TOOL_RESULT = "tool_result"
 KIND_TOOL_RESULT_ARCHIVED = "tool_result_archived"
 KIND_TOOL_SUMMARY = "tool_summary"
@@ -142,7 +142,7 @@ class Block:
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage: one API call's as the provider reports it (seed 001 2.3), or a tally of
+    """Token usage: one API call's as the provider reports it (the tool-output cache spec), or a tally of
     many (``stats``, ``usage``: :meth:`add`, ``calls`` counting the calls added)."""
 
     input: int = 0
@@ -208,7 +208,7 @@ def token_count(v: Any, what: str = "usage count") -> int:
 
 @dataclass(slots=True)
 class Metadata:
-    """Routing and bookkeeping metadata (seed 000 MessageMetadata, seed 001 output_ref).
+    """Routing and bookkeeping metadata (the Go agent MessageMetadata, the tool-output cache spec output_ref).
 
     Unset visibility means visible.
     """
@@ -336,7 +336,7 @@ class Cont:
 
 @dataclass(slots=True, eq=False)
 class Compaction:
-    """A persisted compaction: the summary and the first message kept verbatim (seed 003)."""
+    """A persisted compaction: the summary and the first message kept verbatim (pi-style compaction)."""
 
     summary: str
     first_kept_id: str | None = None

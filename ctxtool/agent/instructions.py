@@ -1,4 +1,4 @@
-"""The AGENTS.md instruction hierarchy (seed 004 ``internal/instructions/loader.go``).
+"""The AGENTS.md instruction hierarchy (adk-code ``internal/instructions/loader.go``).
 
 Three levels, merged in this order: the global file (``AGENTS.md`` in ctxtool's config
 directory, ``$CTXTOOL_CONFIG_DIR`` when set), the project root's ``AGENTS.md`` (the

@@ -182,7 +182,7 @@ class ContextTransform:
         return msgs
 
     def _check_size(self, msgs: list[Message], chars: int) -> None:
-        """Seed 002's per-iteration ``estimate_size`` + ``check_size``: a ``size`` event every
+        """AgentCore.Context's per-iteration ``estimate_size`` + ``check_size``: a ``size`` event every
         call, and a ``warning`` event (level ``warning`` or ``critical``) once the agent-visible
         characters reach a threshold of the ``chars`` policy (``context.warning_chars`` /
         ``context.critical_chars``)."""
@@ -262,5 +262,5 @@ def agent_view(msgs: Sequence[Message]) -> tuple[list[Message], int, int]:
 
 
 def make_transform(**opts: Any) -> ContextTransform:
-    """Seed 002's ``make_transform``: see :class:`ContextTransform` for the options."""
+    """AgentCore.Context's ``make_transform``: see :class:`ContextTransform` for the options."""
     return ContextTransform(**opts)

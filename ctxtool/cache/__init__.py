@@ -1,4 +1,4 @@
-"""The tool output cache (seed 001 §1): content-addressed refs with a manifest.
+"""The tool output cache (the tool-output cache spec): content-addressed refs with a manifest.
 
 Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, else
 the user cache directory; a local path or an fsspec URL such as ``s3://bucket/cache``,

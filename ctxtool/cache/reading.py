@@ -1,4 +1,4 @@
-"""Reading refs as text (seed 001 1.8): ``show`` like a file reader, ``grep`` one or all refs.
+"""Reading refs as text (the tool-output cache spec): ``show`` like a file reader, ``grep`` one or all refs.
 
 Both stream a ref line by line (:class:`ctxtool.cache.lines.Lines`), so an output of any
 size is read in flat memory; ``refs show``/``refs grep`` and the ``tool_output_cache`` tools of
@@ -45,7 +45,7 @@ class Reading:
         """Lines ``offset`` (1-based) to ``offset + limit - 1`` of a ref, numbered.
 
         ``max_bytes``: stop before the lines shown pass that many UTF-8 bytes (at least one
-        line is shown); ``max_line``: each line cut at that many characters (as the seed 001
+        line is shown); ``max_line``: each line cut at that many characters (as the tool-output cache spec
         in-context view cuts them). The whole ref is read (its lines counted, its sha256
         checked), a page of it kept.
         """

@@ -8,7 +8,7 @@ from typing import Any
 
 @dataclass(slots=True)
 class RefInfo:
-    """One stored ref: seed 001 ``ToolOutputRef`` (id, byte_size, line_count) plus provenance.
+    """One stored ref: the tool-output cache spec ``ToolOutputRef`` (id, byte_size, line_count) plus provenance.
 
     ``byte_size`` and ``line_count`` are of the content (-1 when unknown: a ref file with no
     manifest entry that cannot be read); ``stored_bytes`` is the ref file's size on disk.
@@ -25,7 +25,7 @@ class RefInfo:
     stored_bytes: int = 0
 
     def ref_json(self) -> dict[str, Any]:
-        """The ``output_ref`` a message carries (seed 001 1.4)."""
+        """The ``output_ref`` a message carries (the tool-output cache spec)."""
         return {"id": self.id, "byte_size": self.byte_size, "line_count": self.line_count}
 
     def to_json(self) -> dict[str, Any]:

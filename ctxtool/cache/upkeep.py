@@ -1,4 +1,4 @@
-"""The ref cache's upkeep (seed 001 1.9): list every ref, verify each, delete, collect
+"""The ref cache's upkeep (the tool-output cache spec): list every ref, verify each, delete, collect
 garbage; over ref files and packs alike (:class:`ctxtool.cache.RefCache` inherits it)."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Upkeep:
                     d.unlink(ref)
         self.packs.remove(gone)
 
-    # -- garbage collection (seed 001 1.9) ------------------------------------------------
+    # -- garbage collection (the tool-output cache spec) ------------------------------------------------
     def closure(self, roots: Iterable[str]) -> set[str]:
         """``roots`` plus every ref named inside the stashes they reach (refs of refs)."""
         seen: set[str] = set()

@@ -83,7 +83,7 @@ class Accuracy:
 
 
 def usage_anchored(samples: Sequence[TurnSample], counts: Sequence[int]) -> Iterable[tuple[int, int]]:
-    """Seed 000's usage-aware estimate of each usage turn from the one before it: that turn's
+    """The Go agent's usage-aware estimate of each usage turn from the one before it: that turn's
     recorded input plus the messages its context gained since (estimate, position); a turn
     whose context lost messages (a compaction) has nothing to start from and is skipped."""
     for k in range(1, len(samples)):

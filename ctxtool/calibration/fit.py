@@ -237,7 +237,7 @@ def split(n: int, how: str = DEFAULT_SPLIT) -> tuple[list[int], list[int]]:
 
 
 def heuristic_calibration() -> Calibration:
-    """The seeds' heuristic as a calibration: no overhead, a token per 4 characters of any
+    """The plain heuristic as a calibration: no overhead, a token per 4 characters of any
     kind, an image ~1,200 tokens. The starting point the family ratios are learned from."""
     return Calibration(0.0, dict.fromkeys(KINDS, 1 / CHARS_PER_TOKEN), float(IMAGE_TOKENS), None, "heuristic")
 

@@ -1,4 +1,4 @@
-"""Compaction: decide, cut, summarize the old part, rebuild the transcript (seeds 000, 001, 003, 004).
+"""Compaction: decide, cut, summarize the old part, rebuild the transcript (the Go agent, the tool-output cache spec, pi-style compaction and adk-code).
 
 >>> from ctxtool import compaction                                   # doctest: +SKIP
 >>> report = compaction.compact_file("session.jsonl", "out.jsonl", options=compaction.CompactOptions(force=True))
@@ -13,7 +13,7 @@ One module per job:
 * ``plan``       view + trigger + cut, without a model.
 * ``summarize``  the summary over the typed ``Summarizer`` protocol, chunked when needed.
 * ``rebuild``    the new transcript; each format records the compaction its own way
-                 (``Format.record_compaction``); seed 000's tool digest via ``ctxtool.history.archive``.
+                 (``Format.record_compaction``); the Go agent's tool digest via ``ctxtool.history.archive``.
 * ``pins``       pinned instructions (``--pin``): kept beside the summary, checked present.
 * ``core``       one transcript, with the guardrails on the summary (``--fallback``).
 * ``op``         :class:`CompactOp`: compaction as an operation of the one runner

@@ -46,7 +46,7 @@ class CutContext:
 class Cut:
     index: int | None  # the first message kept verbatim (None: nothing to cut)
     cutpoint: CutPoint | None = None  # the backward walk's details, when one was made
-    initial: Message | None = None  # a message kept before the summary (seed 004's first request)
+    initial: Message | None = None  # a message kept before the summary (adk-code's first request)
 
 
 class Layout:

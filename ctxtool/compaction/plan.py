@@ -25,7 +25,7 @@ class Plan:
     window_source: str = "none"  # where the window came from (ctxtool.tokens.context.WindowInfo.source)
     cut: int | None = None  # index into view.effective
     cutpoint: CutPoint | None = None
-    initial: Message | None = None  # seed 004: the first user message, kept
+    initial: Message | None = None  # adk-code: the first user message, kept
     summarize: list[Message] = field(default_factory=list)
     keep: list[Message] = field(default_factory=list)
     reason: str = ""

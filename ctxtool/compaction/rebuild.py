@@ -5,7 +5,7 @@ summary is recorded before the first kept message by the output format's
 :meth:`~ctxtool.formats.base.Format.record_compaction` (a pi ``compaction`` entry, Claude
 Code's boundary + summary lines, a Codex ``compacted`` item, summary messages in datasets).
 Kept messages are not touched, so writers copy their source lines byte for byte. With
-``tool_digest`` the kept part goes through seed 000's archiver (:mod:`ctxtool.history.archive`).
+``tool_digest`` the kept part goes through the Go agent's archiver (:mod:`ctxtool.history.archive`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .settings import CompactOptions
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """A summary ready to record: its body, the ``<retain>`` part (seed 001) and the file lists."""
+    """A summary ready to record: its body, the ``<retain>`` part (the tool-output cache spec) and the file lists."""
 
     body: str
     retain: str | None
@@ -48,7 +48,7 @@ class Summary:
         return sp.format_retain(self.retain or "", self.body) if self.style == "retain" else self.body.strip()
 
     def messages(self) -> list[Message]:
-        """The summary as user message(s) (seed 001: the retain part first)."""
+        """The summary as user message(s) (the tool-output cache spec: the retain part first)."""
         if self.style != "retain":
             return [summary_message(f"{sp.SUMMARY_PREFIX}\n\n{self.body.strip()}")]
         if self.retain and self.retain.strip():
@@ -69,7 +69,7 @@ def summary_message(text: str) -> Message:
 
 
 def _digest(keep: list[Message], cutoff: int) -> tuple[dict[int, Message], Message | None]:
-    """Seed 000's recent-window digest: archived copies of the oldest kept tool results beyond
+    """The Go agent's recent-window digest: archived copies of the oldest kept tool results beyond
     ``cutoff`` (by the id of the original) and the digest message."""
     new, res = archive_messages(keep, cutoff=cutoff, strategy="heuristic", prefix=DIGEST_PREFIX)
     if not res.changed:
@@ -78,7 +78,7 @@ def _digest(keep: list[Message], cutoff: int) -> tuple[dict[int, Message], Messa
 
 
 def _doomed(p: Plan, first_kept: Message | None) -> set[int]:
-    """Messages before the first kept one (but the system prompt and seed 004's first request)
+    """Messages before the first kept one (but the system prompt and adk-code's first request)
     and earlier summaries."""
     keep_before = {id(m) for m in p.view.messages if m.role == "system"}
     if p.initial is not None:

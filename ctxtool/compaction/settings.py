@@ -1,6 +1,6 @@
 """Compaction settings: one dataclass, its defaults taken once from the settings table.
 
-The seeds' defaults live in :data:`ctxtool.config.SETTINGS`; :class:`CompactOptions` reads
+The defaults live in :data:`ctxtool.config.SETTINGS`; :class:`CompactOptions` reads
 its defaults from there, and the CLI builds its options with :meth:`CompactOptions.from_config`,
 so a default is stated in one place only.
 """

@@ -2,8 +2,8 @@
 
 One request when the prompt fits the summary model's window; otherwise (or when the model
 reports a context overflow) the input is summarized in chunks, each merged into the running
-summary (seed 003's incremental update). The input follows seeds 000/001: agent-visible
-messages only, tool results clipped, a trailing assistant's tool calls stripped (seed 001
+summary (pi-style compaction's incremental update). The input follows the Go agent and the tool-output cache spec: agent-visible
+messages only, tool results clipped, a trailing assistant's tool calls stripped (the tool-output cache spec
 2.6.1) and named to the model as calls that were still open.
 """
 

@@ -63,7 +63,7 @@ class Decision:
 def decide(
     source: Transcript | list[Message], window: int | None, opts: CompactOptions, tok: Tokenizer
 ) -> Decision:
-    """The trigger (policy ``opts.policy``; seed 000 by default: context ≥ window − reserve,
+    """The trigger (policy ``opts.policy``; the Go agent by default: context ≥ window − reserve,
     else ≥ MaxTokens without a window) over the transcript's current context, as ``ctxtool
     check`` decides it; ``force`` skips it."""
     # lazy: start-up (loaded only when this runs: ..policies.base, ..policies.check)

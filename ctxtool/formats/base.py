@@ -171,7 +171,7 @@ class Format:
         )
         return self.render(msg, t)
 
-    # -- compaction hooks (seed 003: persisted compactions) -----------------------
+    # -- compaction hooks (pi-style compaction: persisted compactions) -----------------------
     def record_compaction(self, t: Transcript, note: CompactionNote) -> list[Message | Compaction]:
         """The entries that record a compaction in ``t`` (the new transcript, whose ``extra`` a
         format may update), placed before ``note.first_kept``. Default: the summary messages

@@ -1,4 +1,4 @@
-"""Tool-result archiving (seed 000 ``maybeSummarizeToolResults``).
+"""Tool-result archiving (the Go agent ``maybeSummarizeToolResults``).
 
 While more than ``cutoff`` tool results are visible to the agent, the oldest one is
 archived: it stays in the transcript with its content, but becomes agent-invisible
@@ -9,7 +9,7 @@ user-invisible) then describes what was archived.
 Strategies: ``heuristic`` (a local digest of the archived results, clipped to 800
 characters head+tail), ``llm`` (a ``summarize(prompt) -> str`` callable; its input is
 clipped to 12,000 characters and its output to 1,200; without a callable, or when it
-fails, the heuristic digest is used, as seed 000 falls back to it) and ``off``.
+fails, the heuristic digest is used, as the Go agent falls back to it) and ``off``.
 
 Counting. A *tool result* is one ``tool_result`` block in a message that carries only
 tool results (a ``tool`` message, or a user message of results). A message mixing
@@ -18,12 +18,12 @@ archived, so no user text is ever hidden. Archiving works on whole messages, old
 first; a message with several parallel results is archived as a unit.
 
 One archiver, two uses. The loop's archiving (``archive``, ``archive_messages``) and
-compaction's recent-window digest (seed 000 ``compactToolResultsInRecent``, ``--tool-digest``)
+compaction's recent-window digest (the Go agent ``compactToolResultsInRecent``, ``--tool-digest``)
 are this one function: same counting, same archived metadata, same digest; only the summary
 prefix differs (``[Archived tool results]`` here, ``[Compaction tool digest]`` after a
 compaction: ``DIGEST_PREFIX``).
 
-Placement. Seed 000 appends the summary after the tool execution of the current turn,
+Placement. The Go agent appends the summary after the tool execution of the current turn,
 i.e. at the end of the conversation as it stands. Offline, the conversation stands at
 the end of the transcript, so the summary is appended after its last entry. No kept
 message is touched: every message that is not archived is written back byte for byte.
@@ -57,11 +57,11 @@ from ..tokens.heuristic import estimate
 from .pairing import pair
 
 STRATEGIES = ("llm", "heuristic", "off")
-HEURISTIC_MAX_CHARS = 800  # seed 000: heuristic summary clipped to 800 runes (head+tail)
-LLM_INPUT_MAX_CHARS = 12_000  # seed 000: LLM input clipped to 12000 chars
-LLM_OUTPUT_MAX_CHARS = 1_200  # seed 000: LLM output clipped to 1200 runes
+HEURISTIC_MAX_CHARS = 800  # the Go agent: heuristic summary clipped to 800 runes (head+tail)
+LLM_INPUT_MAX_CHARS = 12_000  # the Go agent: LLM input clipped to 12000 chars
+LLM_OUTPUT_MAX_CHARS = 1_200  # the Go agent: LLM output clipped to 1200 runes
 SUMMARY_PREFIX = "[Archived tool results]"
-DIGEST_PREFIX = "[Compaction tool digest]"  # seed 000: the digest appended after a compaction
+DIGEST_PREFIX = "[Compaction tool digest]"  # the Go agent: the digest appended after a compaction
 LLM_PROMPT = (
     "Older tool results are being removed from an agent's context. Summarize them for the agent in a few "
     "short lines: which tools ran on what, the key facts, paths, numbers and errors it may still need. "
@@ -257,7 +257,7 @@ def describe(msgs: Sequence[Message], indices: Sequence[int]) -> list[dict[str, 
 
 
 def heuristic_summary(items: Sequence[dict[str, Any]], prefix: str = SUMMARY_PREFIX) -> str:
-    """Seed 000's local fallback: a digest of the archived results, clipped to 800 chars."""
+    """The Go agent's local fallback: a digest of the archived results, clipped to 800 chars."""
     n = len(items)
     head = (
         f"{prefix} {n} older tool result{'s' if n != 1 else ''} "
@@ -315,7 +315,7 @@ def build_summary(
         try:
             out = (summarize(llm_prompt(items)) or "").strip() if summarize is not None else ""
             why = None if out else ("no summarizer configured" if summarize is None else "summarizer returned nothing")
-        except Exception as e:  # noqa: BLE001 - seed 000 falls back to the local summary
+        except Exception as e:  # noqa: BLE001 - the Go agent falls back to the local summary
             out, why = "", f"summarizer failed: {e}"
         if out:
             out = out if out.startswith(prefix) else f"{prefix}\n{out}"
@@ -324,7 +324,7 @@ def build_summary(
 
 
 def summary_message(text: str) -> Message:
-    """The new agent-only summary message (seed 000)."""
+    """The new agent-only summary message (the Go agent)."""
     return Message(
         "user",
         [Block("text", text=text)],

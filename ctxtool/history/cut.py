@@ -1,4 +1,4 @@
-"""Where history can be cut (seed 003, with seed 000's rules).
+"""Where history can be cut (pi-style compaction, with the Go agent's rules).
 
 A cut before message ``i`` summarizes ``messages[:i]`` and keeps ``messages[i:]``
 verbatim. Valid cut points are user and assistant messages (a user message that only
@@ -83,7 +83,7 @@ def find_cut(
     tokenizer: Tokenizer | None = None,
     counts: Sequence[int] | None = None,
 ) -> CutPoint:
-    """Seed 003's backward walk; seed 000's message-count variant when no token budget is given
+    """Pi-style compaction's backward walk; the Go agent's message-count variant when no token budget is given
     and its clamp of the budget to half of the effective limit."""
     tok = tokenizer or get_tokenizer("heuristic")
     n = len(msgs)
@@ -124,7 +124,7 @@ def find_cut(
         if acc >= budget:
             candidate = i
             break
-    # Seed 003: the cut falls on a user message at or after the candidate (keeping at most
+    # Pi-style compaction: the cut falls on a user message at or after the candidate (keeping at most
     # the budget); when the newest turn alone is larger, mid-turn at an assistant message.
     for role in ("user", "assistant"):
         for i in range(max(candidate, 1), n):

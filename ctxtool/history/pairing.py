@@ -44,7 +44,7 @@ class Pairing:
         return [(ci, b) for ci, b, ri in self.pairs if ri is None]
 
     def trailing(self, msgs: Sequence[Message]) -> list[Block]:
-        """The unanswered calls of a trailing assistant message (seed 001 2.6.1): ``validate``
+        """The unanswered calls of a trailing assistant message (the tool-output cache spec): ``validate``
         reports them, ``repair`` strips them. A terminal call there ended the run: not one of them."""
         last = len(msgs) - 1
         if last < 0 or msgs[last].role != "assistant":

@@ -1,4 +1,4 @@
-"""Seed 004 history normalization: make every tool call and result pair up.
+"""adk-code history normalization: make every tool call and result pair up.
 
 In order, :func:`repair`
 
@@ -6,7 +6,7 @@ In order, :func:`repair`
    is dropped instead);
 2. drops a tool call reusing the id of an earlier call that is still unanswered;
 3. drops tool results without a call, and second results for an answered call;
-4. strips the unanswered tool calls of a trailing assistant message (seed 001: a message
+4. strips the unanswered tool calls of a trailing assistant message (the tool-output cache spec: a message
    left with no content is dropped), repeatedly;
 5. adds a result marked aborted (``is_error``, text ``aborted``) for every other call
    that has none, right after the results its message did get.
@@ -193,7 +193,7 @@ def repair(t: Transcript, *, strip_trailing: bool = True) -> RepairResult:
                 t.remove(doomed)
                 doomed.clear()
 
-    # 4. a trailing assistant's unanswered calls (seed 001 2.6.1)
+    # 4. a trailing assistant's unanswered calls (the tool-output cache spec)
     if strip_trailing:
         while True:
             msgs = t.messages

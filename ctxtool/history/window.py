@@ -1,13 +1,13 @@
-"""Seed 002 ``truncate``: keep a window of the history within a message and character budget.
+"""AgentCore.Context ``truncate``: keep a window of the history within a message and character budget.
 
 Strategies:
 
-``sliding``   keep the most recent messages that fit (seed 002 ``:sliding_window``).
+``sliding``   keep the most recent messages that fit (AgentCore.Context ``:sliding_window``).
 ``bookends``  keep the first and the last messages, drop the middle (``:keep_bookends``);
               the head gets half of each budget, the tail the rest.
 
 With ``keep_first_user`` (the default) the first user message is always kept. System
-messages are the system prompt, which seed 002 counts apart from the messages: they are
+messages are the system prompt, which AgentCore.Context counts apart from the messages: they are
 always kept and count against neither budget. A tool call and its result are kept or
 dropped together: the units of the window are the smallest runs of messages no tool
 pair crosses (:func:`ctxtool.history.pairing.closed_groups`). When even the newest unit is over
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..stats.fast import Tally
 
 STRATEGIES = ("sliding", "bookends")
-#: seed 002's defaults, as the settings table holds them (``window.*`` in :mod:`ctxtool.config`)
+#: AgentCore.Context's defaults, as the settings table holds them (``window.*`` in :mod:`ctxtool.config`)
 STRATEGY = str(BY_KEY["window.strategy"].default)
 MAX_MESSAGES = int(BY_KEY["window.max_messages"].default)
 MAX_CHARS = int(BY_KEY["window.max_chars"].default)
@@ -268,7 +268,7 @@ def window_messages(
     max_chars: int = MAX_CHARS,
     keep_first_user: bool = KEEP_FIRST_USER,
 ) -> tuple[list[Message], int]:
-    """Seed 002's ``truncate/2``: the kept messages and the dropped count."""
+    """AgentCore.Context's ``truncate/2``: the kept messages and the dropped count."""
     keep, _, _ = plan_window(
         msgs, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user
     )

@@ -1,5 +1,5 @@
 """The audit trail: one JSON line per truncation, spill, trim, cut or compaction
-(seed 004 truncate log, seed 002 telemetry, seed 000/003 compaction events)."""
+(adk-code truncate log, AgentCore.Context telemetry, the Go agent and pi-style compaction events)."""
 
 from __future__ import annotations
 

@@ -71,10 +71,6 @@ class Threshold:
     status: str = COMPACT  # the verdict once reached
 
     @property
-    def seed(self) -> str:  # the former name of ``origin``
-        return self.origin
-
-    @property
     def tokens(self) -> int:
         """Where it sits on a token axis (characters estimated as tokens)."""
         return estimate(self.value) if self.metric == "chars" else self.value
@@ -125,10 +121,6 @@ class Verdict:
     def compact(self) -> bool:
         return self.status in ACTING
 
-    @property
-    def seeds(self) -> str:  # the former name of ``origin``
-        return self.origin
-
     def to_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
@@ -167,7 +159,7 @@ class Policy:
     def evaluate(self, m: Measure, s: PolicySettings) -> Verdict:
         """The verdict: the status of the highest threshold reached, else ``limits().status``."""
         lim = self.limits(m.window, s)
-        origin = self.origin or getattr(self, "seeds", "")  # ``seeds``: the former name
+        origin = self.origin
         if not lim.thresholds:
             return Verdict(self.name, origin, lim.status, "tokens", m.tokens, None, lim.rule,
                            _pct(m.tokens, m.window), reason=lim.reason)

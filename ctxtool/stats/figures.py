@@ -1,5 +1,5 @@
 """The figures ``stats`` reports: per role, per tool output, recorded usage, per transcript
-and for a whole run (:class:`StatsReport`), with the seed 002 levels. How they are counted is
+and for a whole run (:class:`StatsReport`), with AgentCore.Context levels. How they are counted is
 :mod:`ctxtool.stats.transcript`."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 #: the rows of ``by_role``: the roles, with injected user-role lines apart
 STATS_ROWS = (*ROLES[:2], KIND_INJECTED, *ROLES[2:])
 
-# Seed 002 check_size defaults, in characters (the chars policy's settings: ctxtool.policies).
+# AgentCore.Context check_size defaults, in characters (the chars policy's settings: ctxtool.policies).
 WARNING_CHARS = int(BY_KEY["context.warning_chars"].default)
 CRITICAL_CHARS = int(BY_KEY["context.critical_chars"].default)
 LEVELS = ("ok", "warning", "critical")
@@ -214,7 +214,7 @@ class TranscriptStats:
 @dataclass(slots=True)
 class Overview:
     """What a report says of all its transcripts, counted as they come (so that it holds
-    when only some transcripts are kept): how many, how many at each seed 002 level, the
+    when only some transcripts are kept): how many, how many at each AgentCore.Context level, the
     models they record, their earliest and latest timestamps."""
 
     count: int = 0

@@ -48,7 +48,7 @@ def stats_files(
     use every core through tiktoken's threads.
     The window of each transcript and its context tokens come from :func:`ctxtool.tokens.context.resolve`
     (``context_window``/``model`` as the flags, then ``settings``, a ``Config``: default the
-    environment's); the seed 002 thresholds default to ``context.warning_chars`` /
+    environment's); AgentCore.Context thresholds default to ``context.warning_chars`` /
     ``context.critical_chars``. ``fast``: dataset records are tallied from their parsed
     values where that gives the same figures (:mod:`ctxtool.stats.fast`); False reads every
     transcript into the full model. ``engine``: each file run as shards

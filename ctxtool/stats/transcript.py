@@ -1,6 +1,6 @@
 """What is in a transcript: messages, characters and tokens by role, tool calls and
 outputs, thinking, images, system prompt, recorded usage, context percentage and the
-seed 002 warning/critical thresholds: how they are counted (the figures themselves:
+AgentCore.Context warning/critical thresholds: how they are counted (the figures themselves:
 :mod:`ctxtool.stats.figures`).
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> str:
-    """Seed 002 check_size (the ``chars`` policy): ``critical`` at/above the critical
+    """AgentCore.Context check_size (the ``chars`` policy): ``critical`` at/above the critical
     threshold, then ``warning``."""
     # lazy: start-up (loaded only when this runs: ..policies, ..policies.base, ..policies.settings)
     from ..policies import POLICIES

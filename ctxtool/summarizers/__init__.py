@@ -29,7 +29,7 @@ class SummaryRequest:
     read_files: Sequence[str] = ()
     modified_files: Sequence[str] = ()
     max_tokens: int = 4096
-    style: str = "structured"  # "structured" (seed 003 Markdown) or "retain" (seed 001 <retain>/<summary>)
+    style: str = "structured"  # "structured" (pi-style compaction Markdown) or "retain" (the tool-output cache spec <retain>/<summary>)
     options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,5 +1,5 @@
-"""What a summary model is given: the summary input (seeds 000/001), the prompts (seed 003's
-structured Markdown, seed 001's ``<retain>``/``<summary>`` protocol) and the file lists
+"""What a summary model is given: the summary input (the Go agent and the tool-output cache spec), the prompts (pi-style compaction's
+structured Markdown, the tool-output cache spec's ``<retain>``/``<summary>`` protocol) and the file lists
 ctxtool extracts itself from the tool calls (never left to the model).
 
 >>> from ctxtool.model import Message, Block
@@ -21,7 +21,7 @@ from ..text import lazyre
 from . import SummaryRequest
 
 SUMMARY_PREFIX = "[Previous conversation summary]"
-TOOL_RESULT_CLIP = 1800  # seed 000: tool results reduced to 1800 runes for the summary input
+TOOL_RESULT_CLIP = 1800  # the Go agent: tool results reduced to 1800 runes for the summary input
 TOOL_ARGS_CLIP = 600
 MESSAGE_CLIP = 20000  # one user/assistant text in the summary input
 SUMMARY_BUDGET = 3000  # tokens a summary should fit (about a product's compaction summary): --summary-budget
@@ -110,7 +110,7 @@ SPLIT_TURN_NOTE = (
     "verbatim after the summary. Summarize what was done so far for it under In Progress."
 )
 
-# seed 001: the interrupt message asking for <retain> and <summary>
+# the tool-output cache spec: the interrupt message asking for <retain> and <summary>
 RETAIN_SUMMARY_PROMPT = (
     "Summarize the conversation so far so that the work can continue from the summary alone. "
     "Write the summary inside <summary>...</summary> tags. Include the user's goal and constraints, "
@@ -127,14 +127,14 @@ def _bullets(items: Iterable[str]) -> str:
     return "\n".join(f"- {x}" for x in items)
 
 
-# -- summary input (seeds 000 and 001) --------------------------------------------------------
+# -- summary input (the Go agent and the tool-output cache spec) --------------------------------------------------------
 def visible_input(msgs: Sequence[Message]) -> list[Message]:
     """What a summary reads of ``msgs``: the agent-visible messages but the system prompt."""
     return [m for m in msgs if m.agent_visible and m.role != "system"]
 
 
 def trailing_calls(visible: Sequence[Message]) -> list[Block]:
-    """Seed 001 2.6.1: the tool calls of a trailing assistant message of the summary input
+    """The tool-output cache spec: the tool calls of a trailing assistant message of the summary input
     (:func:`visible_input`): every one of them, unanswered where the history was cut (a cut
     never splits a pair). Not :meth:`ctxtool.history.pairing.Pairing.trailing`, which keeps
     a call the provider ran or one that ended the run: those are dropped from a summary's input too."""
@@ -204,7 +204,7 @@ def serialize(msgs: Sequence[Message], tool_clip: int = TOOL_RESULT_CLIP, text_c
     return "\n\n".join(s for s in (serialize_message(m, tool_clip, text_clip) for m in msgs) if s)
 
 
-# -- file lists (seed 003) -------------------------------------------------------------------------
+# -- file lists (pi-style compaction) -------------------------------------------------------------------------
 READ_TOOLS = {"read", "read_file", "view", "readfile", "open_file", "cat", "notebookread", "read_many_files"}
 WRITE_TOOLS = {
     "write", "edit", "multiedit", "notebookedit", "write_file", "edit_file", "create_file", "str_replace",
@@ -383,12 +383,12 @@ def strip_prefix(summary: str) -> str:
     return s
 
 
-# -- seed 001 <retain>/<summary> ---------------------------------------------------------------------
+# -- the tool-output cache spec <retain>/<summary> ---------------------------------------------------------------------
 _TAG_RE = {t: lazyre.compile(rf"<{t}>\s*(.*?)\s*</{t}>", re.S) for t in ("retain", "summary")}
 
 
 def parse_retain(text: str) -> tuple[str, str]:
-    """``(retain, summary)`` from a seed 001 reply; without tags the whole reply is the summary."""
+    """``(retain, summary)`` from a tool-output cache spec reply; without tags the whole reply is the summary."""
     r = _TAG_RE["retain"].search(text or "")
     s = _TAG_RE["summary"].search(text or "")
     retain = r.group(1).strip() if r else ""

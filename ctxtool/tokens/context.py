@@ -6,7 +6,7 @@
 Window, first found wins (the source is reported):
 
 1. ``--context-window`` (``flag``), then ``--model`` (``registry:NAME``);
-2. the config: ``compaction.context_window``, then ``context_window`` (seed 003's order;
+2. the config: ``compaction.context_window``, then ``context_window`` (pi-style compaction's order;
    ``file:PATH`` or ``env:NAME``, where the value was set);
 3. what the transcript records: Codex's ``model_context_window`` (``transcript``);
 4. the registry entry of the last model the transcript records (``registry:NAME``), or the
@@ -22,7 +22,7 @@ Names given by the user (``--model``, the config's ``model``) must be in the reg
 (:func:`ctxtool.tokens.models.require`); a name recorded inside a transcript that the registry
 does not know leaves the window unknown.
 
-Tokens are the usage-aware estimate (seeds 000/003) over the current context
+Tokens are the usage-aware estimate (the Go agent and pi-style compaction) over the current context
 (:func:`view`): messages before the last compaction boundary (Claude Code's
 ``compact_boundary`` and its summary line, a pi ``compaction`` entry, a Codex
 ``compacted`` item, ctxtool's own ``[Previous conversation summary]`` message) are out of
@@ -311,7 +311,7 @@ class ContextInfo:
     usage_tokens: int
     trailing_tokens: int
     messages: int  # agent-visible messages in the current context
-    chars: int  # their characters (seed 002's metric; images at a fixed estimate)
+    chars: int  # their characters (AgentCore.Context's metric; images at a fixed estimate)
     boundary: str | None = None  # the last compaction boundary, if any
     tokenizer: str = "heuristic"
     extra: dict[str, Any] = field(default_factory=dict)

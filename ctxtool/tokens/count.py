@@ -1,4 +1,4 @@
-"""Token counting: the seeds' heuristic, exact tiktoken encodings (offline, :mod:`ctxtool.tokens.bpe`),
+"""Token counting: the ceil(chars / 4) heuristic, exact tiktoken encodings (offline, :mod:`ctxtool.tokens.bpe`),
 and the usage-aware context estimate."""
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def count_messages(msgs: Sequence[Message], tok: Tokenizer) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class ContextEstimate:
-    """Seeds 000/003: last provider usage plus an estimate of what came after it."""
+    """The Go agent and pi-style compaction: last provider usage plus an estimate of what came after it."""
 
     tokens: int
     usage_tokens: int

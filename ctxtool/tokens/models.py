@@ -1,4 +1,4 @@
-"""The model registry: context window, max output, prices and encoding per model (seed 004).
+"""The model registry: context window, max output, prices and encoding per model (adk-code).
 
 Prices are USD per 1M tokens: ``input_price``, ``output_price``, ``cache_write_price`` and
 ``cache_read_price`` (prompt-cache writes and reads; the input price when absent), and

@@ -1,9 +1,9 @@
-"""truncate, restore and trim over transcript files (seeds 000, 001, 004).
+"""truncate, restore and trim over transcript files (the Go agent, the tool-output cache spec and adk-code).
 
 Every changed message keeps what is needed to undo the change in the ref cache:
 
 * each cut output's full text is a ref (what ``refs show``/``grep`` read); the message
-  carries seed 001's ``output_ref`` (id, byte_size, line_count) in its metadata, and
+  carries the tool-output cache spec's ``output_ref`` (id, byte_size, line_count) in its metadata, and
   ``output_refs`` (one per changed block) in its extra metadata;
 * the message's original source lines and metadata are stashed as one more ref,
   named by ``source_ref``, so ``restore`` puts back exactly what was read.

@@ -1,15 +1,15 @@
-"""Tool output truncation: the pure algorithms of seeds 000, 001 and 004.
+"""Tool output truncation: the pure algorithms of the Go agent, the tool-output cache spec and adk-code.
 
 Everything here works on ``str`` and never splits a character: a byte limit cuts
 at the last UTF-8 character boundary that fits.
 
-Processing order (seed 000 ``truncateToolContent``):
+Processing order (the Go agent ``truncateToolContent``):
 
 1. spill: more than ``spill_threshold`` characters (runes) and the whole output
    leaves the context (the caller keeps only a notice);
-2. each line cut at ``max_line_length`` characters (seed 001);
+2. each line cut at ``max_line_length`` characters (the tool-output cache spec);
 3. lines: ``head`` keeps the first ``max_lines``; ``head_tail`` keeps the first and
-   last lines around the marker ``[... omitted X of Y lines ...]`` (seed 004);
+   last lines around the marker ``[... omitted X of Y lines ...]`` (adk-code);
 4. characters (``max_chars``), then bytes (``max_bytes``); ``head_tail`` keeps the
    start and the end around the same marker, ``head`` keeps the start.
 
@@ -62,7 +62,7 @@ register_mode = MODES.register_instance_of
 
 @register_mode
 class Head(TruncationMode):
-    """Seeds 000/001: keep the start."""
+    """The Go agent and the tool-output cache spec: keep the start."""
 
     name = "head"
     description = "keep the first lines and characters"
@@ -77,7 +77,7 @@ class Head(TruncationMode):
 
 @register_mode
 class HeadTail(TruncationMode):
-    """Seeds 000/004: keep the start and the end around ``[... omitted X of Y lines ...]``."""
+    """The Go agent and adk-code: keep the start and the end around ``[... omitted X of Y lines ...]``."""
 
     name = "head_tail"
     description = "keep the first and the last lines around an omission marker"
@@ -85,7 +85,7 @@ class HeadTail(TruncationMode):
     def line_split(self, limits: Limits) -> tuple[int, int]:
         if limits.head_lines or limits.tail_lines:
             return limits.head_lines, limits.tail_lines
-        if limits.max_lines < 4:  # seed 000: marker only when limit >= 4
+        if limits.max_lines < 4:  # the Go agent: marker only when limit >= 4
             return limits.max_lines, 0
         head = limits.max_lines // 2
         return head, limits.max_lines - head
@@ -118,7 +118,7 @@ class HeadTail(TruncationMode):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Seed 000 ``ToolOutputLimits`` plus seed 001's line length and seed 004's head/tail split."""
+    """The Go agent ``ToolOutputLimits`` plus the tool-output cache spec's line length and adk-code's head/tail split."""
 
     max_lines: int = 2000
     max_bytes: int = 50 * 1024
@@ -373,7 +373,7 @@ def truncate_text(text: str, limits: Limits) -> Cut:
 
 
 def truncation_notice(cut: Cut, ref: str, tokens: int) -> str:
-    """Seed 000's stats notice / seed 001's continuation note: what was cut and where the rest is."""
+    """The Go agent's stats notice / the tool-output cache spec's continuation note: what was cut and where the rest is."""
     what = []
     if "line_length" in cut.reasons:
         what.append(f"{cut.long_lines_cut:,} long line{'s' if cut.long_lines_cut != 1 else ''} cut")
@@ -387,7 +387,7 @@ def truncation_notice(cut: Cut, ref: str, tokens: int) -> str:
 
 
 def spill_notice(cut: Cut, ref: str, tokens: int) -> str:
-    """Seed 000's spill notice: the output moved out of the context, with its checksum."""
+    """The Go agent's spill notice: the output moved out of the context, with its checksum."""
     return (
         f"[ctxtool: tool output too large for the context ({cut.orig_chars:,} characters > spill threshold): "
         f"{cut.orig_lines:,} lines, {cut.orig_bytes:,} bytes, ~{tokens:,} tokens saved to the tool output cache; "
@@ -397,7 +397,7 @@ def spill_notice(cut: Cut, ref: str, tokens: int) -> str:
 
 
 def trim_placeholder(ref: str) -> str:
-    """Seed 001 1.7 placeholder, naming the tool that expands it (seed 001 1.8)."""
+    """The tool-output cache spec placeholder, naming the tool that expands it (the tool-output cache spec)."""
     return f"[tool output trimmed; ref={ref}; read it with {READ}]"
 
 

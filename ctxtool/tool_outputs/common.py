@@ -138,7 +138,7 @@ def parse_include(spec: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def default_budget(context_window: int | None) -> int | None:
-    """Seed 001 1.3: clamp(context_window * 0.25, 20k, 60k)."""
+    """The tool-output cache spec: clamp(context_window * 0.25, 20k, 60k)."""
     if not context_window:
         return None
     return int(min(BUDGET_MAX, max(BUDGET_MIN, context_window * BUDGET_SHARE)))

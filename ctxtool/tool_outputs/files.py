@@ -92,7 +92,7 @@ class TruncateOp(_CacheOp):
 
 @dataclass(frozen=True)
 class TrimOp(_CacheOp):
-    """Seed 001 1.7; ``budget`` None: from each transcript's window."""
+    """The tool-output cache spec; ``budget`` None: from each transcript's window."""
 
     name: ClassVar[str] = "trim"
     budget: int | None = None
@@ -204,7 +204,7 @@ def trim_file(
     hint: bool = False,
 ) -> OpsReport:
     """``ctxtool trim``: per transcript, trim the oldest tool outputs down to ``budget`` tokens
-    (None: seed 001's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
+    (None: the tool-output cache spec's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
     :mod:`ctxtool.tokens.context` from ``context``: flags and config, then what the transcript records);
     ``hint`` as for :func:`truncate_file`."""
     if budget is not None and budget < 0:

@@ -1,4 +1,4 @@
-"""truncate (seeds 000/004) and trim (seed 001 1.7) of one transcript, in place."""
+"""truncate (the Go agent and adk-code) and trim (the tool-output cache spec) of one transcript, in place."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def _with_text(b: Block, text: str) -> Block:
     return nb
 
 
-# -- trim (seed 001 1.7) -----------------------------------------------------------------------
+# -- trim (the tool-output cache spec) -----------------------------------------------------------------------
 
 
 def is_trimmed(text: str) -> bool:
@@ -176,7 +176,7 @@ def trim_transcript(
     events: EventLog | None = None,
     report: OpsReport | None = None,
 ) -> OpsReport:
-    """While the tool outputs exceed ``budget`` tokens, replace the oldest by the seed 001
+    """While the tool outputs exceed ``budget`` tokens, replace the oldest by the tool-output cache spec
     placeholder (its full text in the cache). The newest output is always kept."""
     report = report or OpsReport("trim", t.path, format=t.format, budget=budget)
     ctx = Ctx("trim", cache, tok or get_tokenizer("heuristic"), events, report)
@@ -186,7 +186,7 @@ def trim_transcript(
 
 
 def trim(ctx: Ctx, t: Transcript, budget: int | None, context: ContextSettings | None = None) -> None:
-    """``budget`` None: seed 001's default from the transcript's window (:mod:`ctxtool.tokens.context`:
+    """``budget`` None: the tool-output cache spec's default from the transcript's window (:mod:`ctxtool.tokens.context`:
     ``context``'s flags and config, else what the transcript records or its model's)."""
     rep = ctx.report
     if budget is None:

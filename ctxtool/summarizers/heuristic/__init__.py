@@ -399,7 +399,7 @@ def _keys(text: str) -> set[str]:
 
 
 def retain_section(msgs: Sequence[Message], directives: Sequence[str], previous_summary: str | None) -> str:
-    """Seed 001 <retain>: tool output refs, failed commands, and what the directives ask for."""
+    """The tool-output cache spec <retain>: tool output refs, failed commands, and what the directives ask for."""
     out: list[str] = []
     if previous_summary:
         r, _ = parse_retain(previous_summary)
