@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,6 +184,39 @@ def test_the_commands_docs_distributed_shows(cluster: None, s3_server: str, tmp_
     for k in range(2):
         name = f"data/train-0000{k}-of-00002.parquet"
         assert pl.read_parquet(tmp_path / "back" / name).equals(pl.read_parquet(tmp_path / "swe" / name))
+
+
+def test_what_the_cluster_reports_stays_off_stdout(cluster: None, tmp_path: Path) -> None:  # noqa: F811
+    """The raylet's "N PYTHON worker processes have been started ..." warning travels on the
+    cluster's error channel to every driver, whose listener thread printed it on stdout whatever
+    ``log_to_driver`` said: ahead of ``stats --json``'s document. Messages published on that
+    channel all through a run reach the run's stderr; its stdout is the JSON document alone."""
+    from ray._private.utils import publish_error_to_driver
+    from test_parquet import hf_layout
+
+    hf_layout(tmp_path / "swe", shards=2, rows=4)
+    gcs = ray._private.worker.global_worker.gcs_client
+    stop = threading.Event()
+
+    def warn() -> None:  # as the raylet's worker pool does (error type "worker_pool_large", to every driver)
+        k = 0
+        while not stop.is_set():
+            k += 1
+            publish_error_to_driver("worker_pool_large", f"WARNING: {k} PYTHON worker processes have been started "
+                                    "(sent by the test)", gcs)
+            stop.wait(0.2)
+
+    t = threading.Thread(target=warn, daemon=True)
+    t.start()
+    try:
+        r = ctxtool("stats", str(tmp_path / "swe"), "--json", "--engine", "ray", "--address", address())
+    finally:
+        stop.set()
+        t.join()
+    assert r.returncode == 0, r.stderr
+    assert "(sent by the test)" in r.stderr  # the run heard the cluster ...
+    assert "(sent by the test)" not in r.stdout  # ... and kept it off the data
+    assert json.loads(r.stdout)["totals"]["transcripts"] == 8 and r.stdout.startswith("{")
 
 
 # -- one head and two worker nodes, started with `ray start` ------------------------------------------

@@ -9,15 +9,20 @@ as that error, the first one in job order, not as a Ray exception.
 
 The limiter is an async actor holding a semaphore: every worker of the cluster asks it
 before a summary request, so a cluster never has more than ``--max-in-flight`` requests out.
+
+Ray's own output stays off stdout (the data: ``stats --json``'s document), whatever the
+cluster says (:func:`_init`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import pickle
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from ...errors import CtxtoolError, Failure
@@ -56,9 +61,9 @@ class RayEngine(Engine):
         if not ray.is_initialized():
             kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
             if self.address:
-                ray.init(address=self.address, **kw)
+                _init(ray, address=self.address, **kw)
             else:
-                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
+                _init(ray, num_cpus=self.workers or os.cpu_count() or 1, **kw)
                 self._started = True
         ctx = ray.data.DataContext.get_current()
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # after Ray Data's import set its own
@@ -96,6 +101,53 @@ class RayEngine(Engine):
 
             ray.shutdown()
             self._started = False
+
+
+def _init(ray: Any, **kw: Any) -> None:
+    """``ray.init(**kw)``, Ray's own output kept off stdout (the data), to stderr:
+
+    - a driver prints what its cluster reports on the error channel (the raylet's "WARNING:
+      N PYTHON worker processes have been started ...", published to every driver) from a
+      thread of its own, ``ray._private.worker.listen_error_messages``, to ``sys.stdout``,
+      whatever ``log_to_driver`` says: those lines are printed as Ray prints its workers'
+      stderr (:func:`_errors_to_stderr`);
+    - the processes ``ray.init`` starts (a local cluster: GCS, raylet, and the workers the
+      raylet starts) inherit stderr as their stdout (:func:`_stdout_to_stderr`)."""
+    _errors_to_stderr(ray)
+    with _stdout_to_stderr():
+        ray.init(**kw)
+
+
+def _errors_to_stderr(ray: Any) -> None:
+    """Ray's printer of the error channel, ``print_to_stdstream``, told that every line is
+    for stderr (``is_err``): the listener thread looks the function up at each message."""
+    worker: Any = getattr(getattr(ray, "_private", None), "worker", None)
+    show = getattr(worker, "print_to_stdstream", None)
+    if show is None or getattr(show, "__wrapped__", None) is not None:  # not there, or done already
+        return
+
+    @functools.wraps(show)
+    def to_stderr(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return show({**data, "is_err": True}, *args, **kwargs)
+
+    worker.print_to_stdstream = to_stderr
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 is stderr's while the block runs (the processes it starts keep it);
+    then stdout again."""
+    saved: int | None = None
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor 1 (closed, embedded use)
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 class RayLimiter:
