@@ -3,7 +3,8 @@
 loopback model that answers 429 above the limit, for every summarizer that sends requests;
 Parquet shards truncated, restored and counted on Ray; and a cluster of one head and two
 worker nodes started with ``ray start`` on this machine, where a ``compact`` killed halfway
-resumes without redoing finished shards or asking the model again for what it answered."""
+resumes without redoing finished shards or asking the model again for what it answered; and
+what the cluster reports to a run's driver kept off its stdout."""
 
 from __future__ import annotations
 
