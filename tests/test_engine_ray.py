@@ -186,3 +186,21 @@ def test_compact_on_ray_with_the_heuristic_and_a_remote_model(cluster: None, dat
             assert local_requests > 0 and len(llm.requests) == 2 * local_requests
     assert (tmp_path / "r.jsonl").read_bytes() == (tmp_path / "plain.jsonl").read_bytes()
     assert (tmp_path / "m_ray.jsonl").read_bytes() == (tmp_path / "m_local.jsonl").read_bytes()
+
+
+def test_processes_started_with_the_cluster_print_on_stderr() -> None:
+    """While ``ray.init`` runs (it starts a local cluster's GCS server and raylet), descriptor 1
+    is stderr's: a process started then prints on the run's stderr, and the run's own stdout is
+    stdout again afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import subprocess, sys\n"
+            "from ctxtool.run.engines.ray import _stdout_to_stderr\n"
+            "print('before', flush=True)\n"
+            "with _stdout_to_stderr():\n"
+            "    subprocess.run([sys.executable, '-c', 'print(\"child\")'], check=True)\n"
+            "print('after')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "before\nafter\n" and r.stderr == "child\n"
