@@ -11,8 +11,13 @@ The file is read and parsed once (orjson), before any loop. The first rows give 
 the same parsed records, the message dicts (what the peers' APIs take; LangChain turns them
 into its message objects inside each call, as its users' programs do): ctxtool's stats tally
 (:func:`ctxtool.stats.fast.tally_openai`, what ``stats`` and ``window`` read a dataset record
-with) and window plan. Then :func:`ctxtool.run.records.process` on each record's bytes (its API:
-the parse is inside ctxtool's time, not the peers'). Last, each library on its own objects,
+with) and window plan. Then :func:`ctxtool.run.records.process`, like against like: handed the
+same parsed records as the peers (the dict a pipeline holding dataset rows has; the format
+detected from each record, or named as ``fmt='openai'``: the peers assume OpenAI-style
+messages), and handed each record's bytes with the peer's loop parsing the same bytes
+(``orjson.loads``, as the peers' scripts do). The older rows, ``records.process`` on bytes
+against the peers on dicts parsed before their loop (the parse inside ctxtool's time only),
+are printed too, so labelled. Last, each library on its own objects,
 made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
 ``transcript_stats``, ``window_messages`` and ``count_messages``; LangChain's message objects
 (``convert_to_messages``) for its two functions. Each pair runs once untimed, then ``REPEAT``
@@ -50,11 +55,16 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object]]], repeat: int,
+def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] | None]], repeat: int,
           reset: Callable[[], None]) -> None:
     """Each row's two loops: once untimed, then ``repeat`` times in turn, ``reset`` called
-    (untimed) before each; one JSON line a row."""
+    (untimed) before each; one JSON line a row (ctxtool's loop None: a row this checkout's
+    API cannot run, said so)."""
     for name, peer_name, peer, ours in rows:
+        if ours is None:
+            print(json.dumps({"name": name, "peer": peer_name, "missing": "records.process takes bytes only here"}),
+                  flush=True)
+            continue
         peer()
         ours()
         pt: list[float] = []
@@ -84,6 +94,7 @@ def main(path: str, repeat: int) -> int:
 
     with open(path, "rb") as f:
         lines = [ln for ln in f if ln.strip()]
+    recs: list[Any] = [orjson.loads(ln) for ln in lines]  # the parsed records, given to both sides
     dicts: list[Any] = [orjson.loads(ln)["messages"] for ln in lines]
     lc = [convert_to_messages(m) for m in dicts]
     ts = list(formats.read(path))
@@ -104,8 +115,18 @@ def main(path: str, repeat: int) -> int:
 
     print(json.dumps({"records": n, "transcripts": len(ts)}), flush=True)
 
-    def process(op: Any) -> Callable[[], object]:
-        return lambda: [records.process(op, ln, path=path, line=i + 1) for i, ln in enumerate(lines)]
+    try:
+        records.process(stats_op, recs[0], path=path)
+        parsed_api = True
+    except (AttributeError, TypeError):  # an older checkout (bench/run.py's before and after runs)
+        parsed_api = False
+
+    def process(op: Any, given: list[Any] | None = None, fmt: str | None = None) -> Callable[[], object] | None:
+        """records.process over each record: its bytes (``given`` None) or its parsed value."""
+        if given is not None and not parsed_api:
+            return None
+        src = lines if given is None else given
+        return lambda: [records.process(op, r, path=path, line=i + 1, fmt=fmt) for i, r in enumerate(src)]
 
     def tally_tokens() -> list[int]:  # stats' tally of each record (stats_fast), its heuristic tokens
         out = []
@@ -139,6 +160,21 @@ def main(path: str, repeat: int) -> int:
         trim_messages(m, max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
                       include_system=True) for m in lc]
     lite = lambda: [litellm.token_counter(model="gpt-4o", messages=m) for m in dicts]  # noqa: E731
+    # like against like: the peers over the same parsed records, or parsing the same bytes
+    lc_count_recs = lambda: [count_tokens_approximately(r["messages"]) for r in recs]  # noqa: E731
+    lc_count_bytes = lambda: [count_tokens_approximately(orjson.loads(ln)["messages"]) for ln in lines]  # noqa: E731
+    lc_trim_recs = lambda: [  # noqa: E731
+        trim_messages(r["messages"], max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
+                      include_system=True) for r in recs]
+    lc_trim_bytes = lambda: [  # noqa: E731
+        trim_messages(orjson.loads(ln)["messages"], max_tokens=MAX_TOKENS, strategy="last",
+                      token_counter=count_tokens_approximately, include_system=True) for ln in lines]
+    lite_recs = lambda: [litellm.token_counter(model="gpt-4o", messages=r["messages"]) for r in recs]  # noqa: E731
+    lite_bytes = lambda: [litellm.token_counter(model="gpt-4o", messages=orjson.loads(ln)["messages"])  # noqa: E731
+                          for ln in lines]
+    same = "the same parsed records"
+    both = "each record's bytes, parsed in the loop (orjson)"
+    wnd = f"WindowOp(max_chars={MAX_CHARS})"
     pairs([
         ("stats_fast.tally_openai + heuristic tokens, on the parsed dicts", approx + " on the parsed dicts",
          lc_count, tally_tokens),
@@ -146,12 +182,34 @@ def main(path: str, repeat: int) -> int:
          lc_trim, tally_window),
         ("stats_fast.tally_openai + o200k_base count, on the parsed dicts", "token_counter (gpt-4o) on the parsed dicts",
          lite, tally_exact),
-        ("records.process(StatsOp()) on each record's bytes (parse inside)", approx + " on the parsed dicts",
-         lc_count, process(stats_op)),
-        (f"records.process(WindowOp(max_chars={MAX_CHARS})) on each record's bytes (parse inside, record written)",
-         trim + " on the parsed dicts", lc_trim, process(window_op)),
-        ("records.process(StatsOp(tokenizer='o200k_base')) on each record's bytes (parse inside)",
-         "token_counter (gpt-4o) on the parsed dicts", lite, process(exact_op)),
+        # like against like (issue 37): both sides given the same parsed records, or both parsing the same bytes
+        (f"records.process(StatsOp()) on {same} (format detected per record)", f"{approx} on {same}",
+         lc_count_recs, process(stats_op, recs)),
+        (f"records.process(StatsOp(), fmt='openai') on {same}", f"{approx} on {same}", lc_count_recs,
+         process(stats_op, recs, "openai")),
+        (f"records.process(StatsOp()) on {both} (format detected per record)", f"{approx} on {both}",
+         lc_count_bytes, process(stats_op)),
+        (f"records.process(StatsOp(), fmt='openai') on {both}", f"{approx} on {both}", lc_count_bytes,
+         process(stats_op, None, "openai")),
+        (f"records.process({wnd}) on {same} (format detected, record written)", f"{trim} on {same}",
+         lc_trim_recs, process(window_op, recs)),
+        (f"records.process({wnd}, fmt='openai') on {same} (record written)", f"{trim} on {same}",
+         lc_trim_recs, process(window_op, recs, "openai")),
+        (f"records.process({wnd}) on {both} (format detected, record written)", f"{trim} on {both}",
+         lc_trim_bytes, process(window_op)),
+        (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{trim} on {both}",
+         lc_trim_bytes, process(window_op, None, "openai")),
+        (f"records.process(StatsOp(tokenizer='o200k_base')) on {same} (format detected)",
+         f"token_counter (gpt-4o) on {same}", lite_recs, process(exact_op, recs)),
+        (f"records.process(StatsOp(tokenizer='o200k_base')) on {both} (format detected)",
+         f"token_counter (gpt-4o) on {both}", lite_bytes, process(exact_op)),
+        # the older rows: ctxtool given bytes, the peers given dicts parsed before their loop (unequal inputs)
+        ("records.process(StatsOp()) on each record's bytes (parse inside; old row: the peer's input parsed before its loop)",
+         approx + " on the parsed dicts", lc_count, process(stats_op)),
+        (f"records.process(WindowOp(max_chars={MAX_CHARS})) on each record's bytes (parse inside, record written; "
+         "old row: the peer's input parsed before its loop)", trim + " on the parsed dicts", lc_trim, process(window_op)),
+        ("records.process(StatsOp(tokenizer='o200k_base')) on each record's bytes (parse inside; old row: the peer's "
+         "input parsed before its loop)", "token_counter (gpt-4o) on the parsed dicts", lite, process(exact_op)),
         ("stats.transcript_stats (heuristic) on ctxtool's transcripts", approx + " on LangChain's messages",
          lc_count_own, lambda: [transcript_stats(t, None, heuristic) for t in ts]),
         (f"window.window_messages (max_chars {MAX_CHARS}) on ctxtool's transcripts", trim + " on LangChain's messages",

@@ -429,10 +429,15 @@ INJECTED_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+_INJECTED_STARTS = tuple(prefix for prefix, _ in INJECTED_PREFIXES)
+
+
 def injected_text(text: str) -> str | None:
     """The kind of injected content a user-role text is (see :data:`INJECTED_PREFIXES`), or
     None when it reads as the user's own words."""
     s = text.lstrip()
+    if not s.startswith(_INJECTED_STARTS):  # one test for all of them: most texts are the user's
+        return None
     return next((kind for prefix, kind in INJECTED_PREFIXES if s.startswith(prefix)), None)
 
 

@@ -219,6 +219,52 @@ def test_per_record_fast_read_is_the_full_model(dataset: Path) -> None:
                 assert [dataclasses.asdict(x) for x in a.report.items] == [dataclasses.asdict(x) for x in b.report.items], n
 
 
+def _same_result(a: records.RecordResult[Any], b: records.RecordResult[Any]) -> None:
+    assert (a.data, a.changed, a.format, a.skipped, a.events) == (b.data, b.changed, b.format, b.skipped, b.events)
+    if hasattr(a.report, "totals"):
+        assert a.report.totals.to_json() == b.report.totals.to_json()
+        assert [t.to_json() for t in a.report.kept()] == [t.to_json() for t in b.report.kept()]
+        assert a.report.largest == b.report.largest
+    else:
+        assert repr(a.report) == repr(b.report)
+
+
+def test_per_record_parsed_record_is_its_compact_bytes(dataset: Path, tmp_path: Path) -> None:
+    """records.process takes a record already parsed (the dict a pipeline holding dataset rows
+    has): the same result as its compact JSON bytes, byte for byte, and the caller's dict is
+    never changed (an operation that may change what it reads gets a copy)."""
+    import copy
+
+    from ctxtool.io.jsonl import dumps
+    from ctxtool.stats.op import StatsOp
+
+    lines = dataset.read_bytes().splitlines() + (ROOT / "samples" / "openai_dataset.jsonl").read_bytes().splitlines()
+    ops: list[Operation[Any]] = [
+        StatsOp(), StatsOp(fast=False), StatsOp(keep=1), window.WindowOp(max_messages=3),
+        window.WindowOp(max_messages=3, fast=False), window.WindowOp(max_chars=400), repair.RepairOp(),
+    ]
+    caches = iter(range(10**6))
+
+    def truncate() -> TruncateOp:  # a cache of its own each time: every call writes its refs
+        return TruncateOp(cache=str(tmp_path / f"c{next(caches)}"), limits=toolout.Limits(max_lines=50))
+
+    changed = 0
+    for n, rec in enumerate(lines, 1):
+        obj = json.loads(rec)
+        before = copy.deepcopy(obj)
+        for op in [*ops, None]:
+            for fmt in (None, "openai"):
+                a = records.process(op or truncate(), obj, path="d.jsonl", line=n, fmt=fmt)
+                b = records.process(op or truncate(), dumps(obj), path="d.jsonl", line=n, fmt=fmt)  # the bytes path
+                _same_result(a, b)
+                assert obj == before, (n, op)
+                changed += a.changed
+    assert changed  # some records were written changed (from the parsed value: in compact style)
+    rec2 = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    res = records.process(window.WindowOp(max_messages=1, keep_first_user=False), rec2, path="data.jsonl", line=7)
+    assert res.data == b'{"messages":[{"role":"assistant","content":"hello"}]}' and res.changed and len(rec2["messages"]) == 2
+
+
 def test_per_record_detection_scores_each_record_once(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """records.process detects the record's format, then its task's read asks again: the source
     keeps the answer (formats.detect), and a format detection picked needs no scores for the
@@ -245,6 +291,9 @@ def test_per_record_detection_scores_each_record_once(dataset: Path, monkeypatch
     calls.clear()
     records.process(StatsOp(fast=False), rec, path="d.jsonl", line=1, fmt="openai")  # named, and its own sniff says yes
     assert calls == []
+    for op in ops:  # a format named: stats' and window's fast reads ask only its own detection
+        b = records.process(op, rec, path="d.jsonl", line=1, fmt="openai")
+        assert calls == [] and (b.data, b.format) == (before[ops.index(op)].data, "openai")
 
 
 def test_per_record_errors_name_the_record() -> None:

@@ -121,3 +121,41 @@ def test_each_over_several_files_and_skipped_records(tmp_path: Path) -> None:
     streamed = stats_files([a, str(b)], on_error="skip", workers=1, each=lambda t: seen.append(t.label))
     assert seen == [t.label for t in full.transcripts] and len(seen) == 5
     assert streamed.skipped == full.skipped and streamed.skipped
+
+
+def test_output_lines_are_counted_when_first_read() -> None:
+    """An output made with its text counts its lines when they are first read (most never
+    are): the same value for every reader (the field, equality, repr, to_json, pickling,
+    dataclasses), and the text let go; a count set wins over a text not counted yet."""
+    import dataclasses
+    import pickle
+
+    from ctxtool.stats.figures import ToolOutput
+
+    def made() -> ToolOutput:
+        return ToolOutput("t", "m1", 3, "bash", 5, 11, 0, "a\nb\nc")
+
+    counted = ToolOutput("t", "m1", 3, "bash", 5, 11, 3)
+    assert made().lines == 3 and made() == counted and repr(made()) == repr(counted)
+    assert made().to_json() == counted.to_json() and dataclasses.asdict(made())["lines"] == 3
+    assert pickle.loads(pickle.dumps(made())) == counted
+    o = made()
+    assert o.text is not None and o.counted() is o and o.text is None and o.lines == 3
+    o = made()
+    o.lines = 7
+    assert o.lines == 7 and o.text is None
+
+
+def test_transcript_stats_reports_line_counts_of_its_outputs() -> None:
+    """transcript_stats leaves its outputs' lines to be counted when read: what a reader gets
+    is each output's own line count."""
+    from ctxtool.formats import read_source
+    from ctxtool.io.jsonl import open_source
+    from ctxtool.stats.transcript import transcript_stats
+    from ctxtool.tokens.count import get_tokenizer
+
+    root = Path(__file__).resolve().parent.parent
+    t = next(iter(read_source(open_source(root / "samples" / "openai_dataset.jsonl"))))
+    texts = {b.text for m in t.messages for b in m.content if b.type == "tool_result"}
+    s = transcript_stats(t, None, get_tokenizer("heuristic"))
+    assert s.largest and all(o.lines == next(x.count("\n") + 1 for x in texts if len(x) == o.chars) for o in s.largest)

@@ -254,6 +254,15 @@ def _fits(f: Format, sample: list[Any], src: Source) -> bool:
         return False
 
 
+def fits(f: Format, src: Source) -> bool:
+    """True when ``src`` (its first records) is sure to be read as ``f``, a format the user
+    named: detection picked it from this peek, or its own detection says yes. Only ``f`` is
+    asked (a record per line of a dataset whose format is named needs no other format's
+    detection); False: not known (the reader of ``f`` says what is wrong, or reads it)."""
+    sample = src.sample()
+    return bool(sample) and _fits(f, sample, src)
+
+
 def _read_forced(f: Format, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
     """Read with a format the user named. One that matches nothing in the file (no message
     read, and its detection says no) is an error naming the format detection would pick."""

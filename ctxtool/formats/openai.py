@@ -36,9 +36,7 @@ def _is_message(o: Any) -> bool:
 
 def _looks_openai(msgs: list[Any]) -> int:
     """Confidence that a list of dicts is OpenAI chat messages (not Anthropic blocks)."""
-    if not msgs or not all(isinstance(m, dict) for m in msgs[:50]):
-        return 0
-    if not all(_is_message(m) for m in msgs[:50]):
+    if not msgs or not all(_is_message(m) for m in msgs[:50]):  # each a dict: _is_message asks
         return 0
     for m in msgs[:200]:
         if m.get("tool_calls") or m.get("role") == "tool" or m.get("tool_call_id"):

@@ -33,22 +33,27 @@ def parse(value: Any) -> datetime | None:
     return None
 
 
-def raw_time(e: Entry) -> Any:
-    """The timestamp its first source line records, as written (``None`` if none)."""
+def _time(e: Entry) -> tuple[Any, datetime | None]:
+    """The timestamp its first source line records, as written and parsed ((None, None) if none)."""
     for ln in source_lines(e)[:1]:
         obj = ln.obj
         if isinstance(obj, dict):
             for k in _KEYS:
-                if k in obj and parse(obj[k]) is not None:
-                    return obj[k]
+                if k in obj and (d := parse(obj[k])) is not None:
+                    return obj[k], d
             inner = obj.get("message")
-            if isinstance(inner, dict) and parse(inner.get("timestamp")) is not None:
-                return inner["timestamp"]
-    return None
+            if isinstance(inner, dict) and (d := parse(inner.get("timestamp"))) is not None:
+                return inner["timestamp"], d
+    return None, None
+
+
+def raw_time(e: Entry) -> Any:
+    """The timestamp its first source line records, as written (``None`` if none)."""
+    return _time(e)[0]
 
 
 def entry_time(e: Entry) -> datetime | None:
-    return parse(raw_time(e))
+    return _time(e)[1]
 
 
 def iso(d: datetime | None) -> str | None:

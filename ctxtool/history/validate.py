@@ -189,6 +189,7 @@ class ValidateOp(Operation[ValidationReport]):
 
     name: ClassVar[str] = "validate"
     writes: ClassVar[bool] = False
+    shares_source: ClassVar[bool] = True  # reads only
     merge_files: ClassVar[bool] = False  # validate reports each file's unreadable records after its problems
 
     def start(self, ctx: RunContext) -> Task[ValidationReport]:

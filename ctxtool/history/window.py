@@ -346,6 +346,7 @@ class WindowOp(Operation[Results[WindowResult]]):
     output and the results are the same either way (the tests compare both)."""
 
     name: ClassVar[str] = "window"
+    shares_source: ClassVar[bool] = True  # drops whole messages: the record written is built from new lists
     strategy: str = STRATEGY
     max_messages: int = MAX_MESSAGES
     max_chars: int = MAX_CHARS

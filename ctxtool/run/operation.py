@@ -58,14 +58,15 @@ class Results(Generic[T]):
 class RunContext:
     """What a task may use while it runs: the input's name, the error policy (a record an
     operation cannot handle goes to ``policy.handle``), the event log, whether it runs
-    in a worker process (one of several: no threads of its own) and the output format the
-    user asked for (``to``; None: each transcript's own)."""
+    in a worker process (one of several: no threads of its own), the output format the
+    user asked for (``to``; None: each transcript's own) and whether the input is one record."""
 
     path: str
     policy: ErrorPolicy
     events: EventLog | None = None
     worker: bool = False
     to: str | None = None
+    record: bool = False  # one record (ctxtool.run.records.process): its report is that record's alone
 
 
 class Task(Generic[R]):
@@ -162,6 +163,10 @@ class Operation(Generic[R]):
     keep_failed: ClassVar[bool] = False
     #: True: ``Task.check`` validates the written output against the input (one process)
     checks_output: ClassVar[bool] = False
+    #: True: the operation never changes the parsed values it reads in place (it only reads
+    #: them, or builds its output from new values): :func:`ctxtool.run.records.process` hands
+    #: it a caller's parsed record as it is; False: a copy (the record's bytes parsed again)
+    shares_source: ClassVar[bool] = False
 
     #: the largest byte range a process is given (None: no limit): what a range's report
     #: holds until the parent takes it stays bounded however large the file

@@ -1,4 +1,5 @@
-"""One record at a time: a transcript record's bytes in, the result's bytes and report out.
+"""One record at a time: a transcript record's bytes (or its parsed value) in, the result's
+bytes and report out.
 
 For engines that spread a dataset over processes or machines (Ray, Dask, Spark): a
 record is one line of a dataset file (one whole transcript per line: OpenAI or Anthropic
@@ -7,6 +8,12 @@ messages datasets, ShareGPT, ctxtool records). The operation is any file operati
 ``RepairOp``, ``StatsOp``, ``CompactOp``...); operations, results and reports all pickle, and reports
 merge (:func:`ctxtool.run.operation.merge_reports`) into what a run over the whole file reports.
 A record the operation leaves unchanged comes back byte for byte.
+
+A pipeline that holds its records parsed already (Hugging Face ``datasets`` rows, polars
+rows as dicts, a ``json.loads`` of its own) passes the dict itself: it is processed as its
+compact JSON bytes (:func:`ctxtool.io.jsonl.dumps`) would be, with the same results, and is
+not parsed again. It is never changed: an operation that may change the values it reads in
+place (see :attr:`ctxtool.run.operation.Operation.shares_source`) works on its own copy.
 
 >>> from ctxtool.run import records
 >>> from ctxtool.history.window import WindowOp
@@ -53,7 +60,7 @@ class RecordResult(Generic[R]):
 
 def process(
     op: Operation[R],
-    record: bytes,
+    record: bytes | dict[str, Any] | list[Any],
     *,
     path: str = "-",
     line: int = 1,
@@ -62,24 +69,34 @@ def process(
     events: bool = False,
 ) -> RecordResult[R]:
     """Run ``op`` over one record (``path`` and ``line`` say where it came from: they name
-    it in errors, events and reports, as in a run over the file). ``fmt``: the dataset's
-    format (default: detected from this record)."""
-    record = record.rstrip(b"\r\n")
+    it in errors, events and reports, as in a run over the file). ``record``: its bytes, or
+    its parsed value (a dict: processed as :func:`ctxtool.io.jsonl.dumps` of it would be).
+    ``fmt``: the dataset's format (default: detected from this record; named, only that
+    format's own detection is asked whether the record is one)."""
     policy = ErrorPolicy(on_error)
     src = Source(path, "jsonl", first_index=line - 1)
-    try:
-        obj = jsonio.loads(record, path=path, line=line, exact=False)  # as a file's lines: made exact when written
-    except CtxtoolError as e:
-        policy.handle(e)
-        obj = None
+    obj: Any
+    raw: bytes | None
+    if isinstance(record, bytes):
+        raw = record = record.rstrip(b"\r\n")
+        try:
+            obj = jsonio.loads(record, path=path, line=line, exact=False)  # as a file's lines: made exact when written
+        except CtxtoolError as e:
+            policy.handle(e)
+            obj = None
+    else:
+        # its bytes only where they are needed (the output of an unchanged record, the
+        # style of a changed one); its values copied (parsed from them) unless shared safely
+        raw = jsonio.dumps(record) if op.writes or not op.shares_source else None
+        obj = record if op.shares_source else jsonio.loads(raw or b"", path=path, line=line, exact=False)
     if obj is not None:
-        src.peek.append(Line(obj, record, line))
+        src.peek.append(Line(obj, raw, line))
     f = formats.get_format(fmt) if fmt else formats.detect(src) if src.peek else None
     if f is not None and src.peek and not f.records_per_line(src):
         raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.run.runner.run_file",
                            path=path, line=line)
     log = EventLog(None) if events else None
-    task = op.start(RunContext(path, policy, log, worker=True))
+    task = op.start(RunContext(path, policy, log, worker=True, record=True))
     pairs: list[tuple[Transcript, Transcript]] | None = [] if op.checks_output else None
     stream = TaskStream(task, policy, read_first=op.read_first, keep_failed=op.keep_failed, pairs=pairs)
     try:
@@ -94,7 +111,7 @@ def process(
         data=data,
         report=report,
         format=stream.format,
-        changed=op.writes and data != record,
+        changed=op.writes and data != raw,
         skipped=[str(e) for e in policy.skipped],
         events=log.events if log is not None else [],
     )

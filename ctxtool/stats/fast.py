@@ -193,13 +193,16 @@ def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool
     if src.layout != "jsonl":
         return None
     f = formats.get_format(fmt) if isinstance(fmt, str) else fmt
-    if src.peek:  # a whole file (a byte range of one is a dataset already: the runner split it)
+    if src.peek and f is not None:  # a format named: only its own detection is asked
+        if not formats.fits(f, src) or not f.records_per_line(src):
+            return None  # the full reader reads it, or says why it fails
+    elif src.peek:  # a whole file (a byte range of one is a dataset already: the runner split it)
         try:
             detected = formats.detect(src)
         except CtxtoolError:
-            return None  # the full reader says why (or reads the format named)
-        if (f is not None and detected is not f) or not detected.records_per_line(src):
-            return None  # a format named against the detection: the full reader says why it fails
+            return None  # the full reader says why
+        if not detected.records_per_line(src):
+            return None
         f = detected
     if f is None:
         return None
@@ -265,10 +268,8 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     if tl.outputs:
         label = t.label
         names = tl.names
-        lazy = opts["keep"] is not None  # only a few transcripts are held: count lines when reported
         for n_out, i, text, cid, name, mid in heapq.nlargest(TOP_OUTPUTS, tl.outputs, key=lambda o: o[0]):
-            o = ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, 0, text)
-            largest.append(o if lazy else o.counted())
+            largest.append(ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
     return TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
 

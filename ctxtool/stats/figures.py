@@ -49,18 +49,19 @@ class ToolOutput:
     tool: str | None
     tokens: int
     chars: int
-    lines: int
+    lines: int  # counted from ``text`` when first read (see counted)
     text: str | None = field(default=None, repr=False, compare=False)  # lines not counted yet (see counted)
 
     def counted(self) -> ToolOutput:
         """Itself with ``lines`` counted from ``text``, which it then lets go: an output may
-        carry its text until it is known to be reported (most never are, on a large dataset)."""
+        carry its text until it is known to be reported (most never are, on a large dataset).
+        Reading ``lines`` counts them too: the value is the same whenever it is read."""
         if self.text is not None:
-            self.lines, self.text = self.text.count("\n") + 1, None
+            _LINES.__set__(self, self.text.count("\n") + 1)
+            self.text = None
         return self
 
     def to_json(self) -> dict[str, Any]:
-        self.counted()
         return {
             "transcript": self.transcript,
             "message_id": self.message_id,
@@ -70,6 +71,21 @@ class ToolOutput:
             "chars": self.chars,
             "lines": self.lines,
         }
+
+
+# ``lines`` of an output made with its text is counted when first read (by anyone: equality,
+# repr, to_json, pickling), not when the output is made: most outputs' lines are never asked
+# for. The slot keeps the count; the property in its place counts first, and a count set
+# (the dataclass's __init__ sets it before ``text``) lets go of any text not counted.
+_LINES: Any = ToolOutput.__dict__["lines"]  # the slot's descriptor
+
+
+def _set_lines(o: ToolOutput, n: int) -> None:
+    o.text = None
+    _LINES.__set__(o, n)
+
+
+setattr(ToolOutput, "lines", property(lambda o: _LINES.__get__(o.counted()), _set_lines))  # noqa: B010
 
 
 @dataclass(slots=True)

@@ -221,6 +221,9 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
                 warning_chars=opts["warning_chars"], critical_chars=opts["critical_chars"], rows=part.rows,
                 accuracy=opts["accuracy"],
             )
+        if opts["count_lines"]:
+            for o in ts.largest:
+                o.counted()  # every transcript held: its outputs' texts let go now
         part.add(ts)
         if ts.largest:
             top = part.largest
@@ -239,6 +242,7 @@ class StatsOp(Operation[StatsPart]):
 
     name: ClassVar[str] = "stats"
     writes: ClassVar[bool] = False
+    shares_source: ClassVar[bool] = True  # reads only
     collect_garbage: ClassVar[bool] = False  # its figures live to the end: nothing to collect
     max_range_bytes: ClassVar[int | None] = 128 << 20  # a range's transcripts, held until streamed or kept
     tokenizer: str = "heuristic"
@@ -285,7 +289,10 @@ class _StatsTask(Task[StatsPart]):
             self.tok.threads = 1  # one process per core already
         self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
                      "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
-                     "level": threshold_levels(op.warning_chars, op.critical_chars), "accuracy": op.accuracy}
+                     "level": threshold_levels(op.warning_chars, op.critical_chars), "accuracy": op.accuracy,
+                     # the lines of the largest outputs are counted when read (reported): held
+                     # until then, when only a few transcripts are held (keep) or one record's
+                     "count_lines": op.keep is None and not ctx.record}
         # per-message rows need the model, and so does an estimate calibrated to the transcript
         self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated" and not op.accuracy
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES

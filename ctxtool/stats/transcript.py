@@ -6,6 +6,7 @@ AgentCore.Context warning/critical thresholds: how they are counted (the figures
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -46,12 +47,20 @@ def threshold_level(chars: int, warning: int = WARNING_CHARS, critical: int = CR
 
 def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHARS) -> Callable[[int], str]:
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
-    status of the last one reached, as ``Policy.evaluate``): for one call per transcript."""
-    # lazy: start-up (loaded only when this runs: ..policies, ..policies.settings)
+    status of the last one reached, as ``Policy.evaluate``): for one call per transcript
+    (the same function again for the same policy and thresholds)."""
+    # lazy: start-up (loaded only when this runs: ..policies)
     from ..policies import POLICIES
+
+    return _levels(POLICIES.get("chars"), warning, critical)
+
+
+@functools.lru_cache(maxsize=32)
+def _levels(policy: Any, warning: int, critical: int) -> Callable[[int], str]:
+    # lazy: start-up (loaded only when this runs: ..policies.settings)
     from ..policies.settings import PolicySettings
 
-    lim = POLICIES.get("chars").limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
+    lim = policy.limits(None, PolicySettings(warning_chars=warning, critical_chars=critical))
 
     def level(chars: int) -> str:
         status = lim.status
@@ -167,11 +176,9 @@ def transcript_stats(
         label = t.label
         for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
-            largest.append(
-                ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, b.text.count("\n") + 1)
-            )
+            largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
-        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_level(ctx.chars, warning_chars, critical_chars), largest,
+        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars), largest,
         model=last_model(t),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
