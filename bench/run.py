@@ -180,7 +180,7 @@ def peer_whole(name: str, path: Path, repeat: int = REPEAT, warm: bool = True) -
 
 
 def floor_times(name: str, path: Path, repeat: int = REPEAT, warm: bool = True) -> list[float]:
-    """A floor of bench/floors.py (``truncate``, ``tokens``) timed as a whole process
+    """A floor of bench/floors.py (``truncate``, ``truncate_write``, ``tokens``) timed as a whole process
     (``warm``: run once untimed first, for the page cache)."""
     args = [sys.executable, "-m", "bench.floors", name, str(path)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

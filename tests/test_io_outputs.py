@@ -211,24 +211,31 @@ def test_dev_fd_naming_a_regular_file_is_written_in_place(tmp_path: Path) -> Non
     assert sorted(os.listdir(tmp_path)) == ["redirected.jsonl"]
 
 
+@pytest.mark.parametrize("checked", [True, False])
 @pytest.mark.parametrize("name", ["out.jsonl", "out.jsonl.gz", "fifo"])
-def test_an_output_started_with_a_part_holds_the_part_then_the_block(tmp_path: Path, name: str) -> None:
+def test_an_output_started_with_a_part_holds_the_part_then_the_block(tmp_path: Path, name: str, checked: bool) -> None:
     """atomic_output(start_with=part): the part (the first of a parallel run) begins the
-    output and is consumed: moved into place for a plain file, copied for anything else."""
+    output and is consumed: moved into place for a plain file (the part's own inode, checked
+    or not: truncate and window -o run without a check), copied for anything else."""
     part = tmp_path / "0.part"
     part.write_bytes(b'{"a": 1}\n')
-    checked: list[bytes] = []
+    inode = part.stat().st_ino
+    seen: list[bytes] = []
     if name == "fifo":
         out_path = tmp_path / "out.fifo"
         os.mkfifo(out_path)
         reader = FifoReader(out_path)
     else:
         out_path = tmp_path / name
-    with atomic_output(str(out_path), lambda tmp: checked.append(Path(tmp).read_bytes()), start_with=str(part)) as out:
+    check = (lambda tmp: seen.append(Path(tmp).read_bytes())) if checked else None
+    with atomic_output(str(out_path), check, start_with=str(part)) as out:
         out.write(b'{"b": 2}\n')
     data = reader.finish() if name == "fifo" else out_path.read_bytes()
     if name.endswith(".gz"):
         data = gzip.decompress(data)
-    assert data == checked[0] == b'{"a": 1}\n{"b": 2}\n'
+    assert data == b'{"a": 1}\n{"b": 2}\n'
+    assert seen == ([data] if checked else [])
     assert not part.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [out_path.name]
+    if name == "out.jsonl":
+        assert out_path.stat().st_ino == inode  # moved, not copied

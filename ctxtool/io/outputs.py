@@ -180,7 +180,7 @@ def _compressor(name: str | None, raw: Any) -> Any:
 def _writer(fd: int) -> Iterator[IO[bytes]]:
     """A buffered writer on ``fd``. When the block fails, it is closed without flushing again:
     a full disk is reported once, as the error that ended the block."""
-    fh = os.fdopen(fd, "wb")
+    fh = os.fdopen(fd, "wb", BUFFER)  # a record a write call: whole megabytes a system call, not two calls a record
     try:
         yield fh
     except BaseException:
@@ -191,10 +191,14 @@ def _writer(fd: int) -> Iterator[IO[bytes]]:
 
 
 @contextlib.contextmanager
-def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
-    """Where the bytes of an output go, committed when the block ends without an exception."""
+def _sink(path: str | Path | None, start_with: str | None = None) -> Iterator[IO[bytes]]:
+    """Where the bytes of an output go, committed when the block ends without an exception
+    (``start_with``: as :func:`atomic_output`'s, moved to be a regular file's temporary file
+    when it can be, else copied first)."""
     if path is None or str(path) == "-":
-        yield cast(IO[bytes], _Guarded(sys.stdout.buffer, path))
+        out = cast(IO[bytes], _Guarded(sys.stdout.buffer, path))
+        _copy_start(start_with, out)
+        yield out
         try:
             sys.stdout.buffer.flush()
         except BrokenPipeError:
@@ -211,7 +215,9 @@ def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
             raise output_error(e, path) from e
         try:
             comp = _compressor(name, raw)
-            yield cast(IO[bytes], _Guarded(comp or raw, path))
+            out = cast(IO[bytes], _Guarded(comp or raw, path))
+            _copy_start(start_with, out)
+            yield out
             try:
                 if comp is not None:
                     comp.close()
@@ -231,6 +237,8 @@ def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
     except OSError as e:
         raise output_error(e, path) from e
     try:
+        if start_with is not None and not _compressed_name(name) and (moved := _move_start(start_with, tmp, fd)) is not None:
+            fd, start_with = moved, None  # the first part of a parallel run: not copied again
         try:
             mode = os.stat(target).st_mode & 0o7777  # replacing a file keeps its mode
         except OSError:
@@ -238,7 +246,9 @@ def _sink(path: str | Path | None) -> Iterator[IO[bytes]]:
         os.chmod(tmp, mode)
         with _writer(fd) as fh:
             comp = _compressor(name, fh)
-            yield cast(IO[bytes], _Guarded(comp or fh, path))
+            out = cast(IO[bytes], _Guarded(comp or fh, path))
+            _copy_start(start_with, out)  # not moved (compressed, or another file system): copied
+            yield out
             try:
                 if comp is not None:
                     comp.close()
@@ -276,8 +286,7 @@ def atomic_output(
     if path is not None:
         path = urls.local(str(path))
     if check is None:
-        with _sink(path) as out:
-            _copy_start(start_with, out)
+        with _sink(path, start_with) as out:
             yield out
         return
     direct = path is not None and str(path) != "-" and not _compressed_name(str(path))
