@@ -22,8 +22,8 @@ from .render import Emitter, JsonlOpt
 POLICY_HELP = "; ".join(f"{p.name} ({p.help})" for p in policies.POLICIES.values())
 PolicyOpt = Annotated[
     str,
-    common.choice_option("--policy", "-p", names=policies.POLICIES.names, aliases=policies.POLICIES.aliases,
-                         help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
+    common.registry_option("--policy", "-p", registry=policies.POLICIES, show_default=False,
+                           help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
 ]
 
 

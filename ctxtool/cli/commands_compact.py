@@ -18,7 +18,7 @@ from ..summarizers import SUMMARIZERS, Closeable, get_summarizer
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
-from .console import err_line, out_line, stderr_console
+from .console import err_line, out_line, progress_bar
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -43,12 +43,12 @@ def compact(
     force: Annotated[bool, typer.Option("--force", help="Compact regardless of the trigger.")] = False,
     layout: Annotated[
         str | None,
-        typer.Option("--layout", click_type=common.Choice(LAYOUTS.names), help=f"{LAYOUT_HELP} (default {D.layout})."),
+        common.registry_option("--layout", registry=LAYOUTS, help=f"{LAYOUT_HELP} (default {D.layout})."),
     ] = None,
     keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", "-k", help=f"Tokens kept verbatim after the cut (default {D.keep_recent_tokens:,}).", min=0)] = None,
     retain_last_turns: Annotated[int | None, typer.Option("--retain-last-turns", help=f"Turns kept with --layout retain (default {D.retain_last_turns}).", min=0)] = None,
     keep_last_messages: Annotated[int | None, typer.Option("--keep-last-messages", help=f"Messages kept with --layout initial (default {D.keep_last_messages}).", min=0)] = None,
-    summarizer: Annotated[str | None, typer.Option("--summarizer", click_type=common.Choice(SUMMARIZERS.names), help=f"The summary model: {', '.join(SUMMARIZERS.names())} (default: heuristic, offline).")] = None,
+    summarizer: Annotated[str | None, common.registry_option("--summarizer", registry=SUMMARIZERS, help=f"The summary model: {', '.join(SUMMARIZERS.names())} (default: heuristic, offline).")] = None,
     summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (may differ from the agent's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
@@ -223,26 +223,12 @@ def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None =
 
 def _progress() -> tuple[Any, Any]:
     """A progress bar with ETA on stderr, only on a terminal and for more than one transcript."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    state: dict[str, Any] = {}
+    update, stop = progress_bar("compacting", "compact", least=2, eta=True)
+    if update is None:
+        return None, stop
 
     def cb(n: int, total: int, rep: RecordReport) -> None:
-        if total <= 1:
-            return
-        if "bar" not in state:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            bar = Progress(TextColumn("compacting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                           console=stderr_console(), transient=True)
-            state["task"] = bar.add_task("compact", total=total)
-            bar.start()
-            state["bar"] = bar
-        state["bar"].update(state["task"], completed=n)
-
-    def stop() -> None:
-        if "bar" in state:
-            state["bar"].stop()
+        update(n, total)
 
     return cb, stop
 
