@@ -524,17 +524,3 @@ def resolve_settings(
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     return cfg, info, get_tokenizer(tok)
-
-
-def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Callable[[Any], Any],
-          sink: Callable[[Any], None], jobs: int | None = None, messages_column: str | None = None) -> None:
-    """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
-    (nothing written), the records left out warned about at the end. ``op`` pickles (a
-    ``functools.partial`` of a module-level function): many small files run on every core
-    (:func:`ctxtool.run.manyfiles.each_result`)."""
-    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.formats.walk)
-    from ..formats.walk import iter_paths
-    from ..run.manyfiles import each_result
-
-    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,
-                             messages_column=messages_column))
