@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..compaction.layouts import LAYOUTS
-from ..compaction.settings import CompactOptions
+from ..compaction.settings import CompactOptions, summarizer_from_config
 from ..config import Config
 from ..errors import CtxtoolError, Failure
-from ..run.engines.base import ThreadLimiter
-from ..summarizers import SUMMARIZERS, Closeable, get_summarizer
+from ..summarizers import SUMMARIZERS, Closeable
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
@@ -147,7 +146,9 @@ def compact(
     try:
         sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
         # the bound on requests is the engine's (Ray: an actor every worker of the cluster asks), else this process's
-        summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
+        summ = None if dry_run else summarizer_from_config(
+            cfg, model=info.name if info else None, cache=not no_cache, max_in_flight=max_in_flight,
+            engine=sh.engine if sh is not None else None)
         report = compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
             events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
@@ -187,38 +188,6 @@ def _emit_json(report: Any, jsonl: bool) -> None:
         tail["skipped"] = d.pop("skipped_records")
     items = ({"transcript": r.pop("label"), **r} for r in records)
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
-
-
-def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
-    """The summary model the flags name; ``max_in_flight`` bounds its requests through
-    ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
-    kind = str(cfg["summarizer.kind"])
-    if kind == "heuristic":
-        return get_summarizer("heuristic")
-    inner = get_summarizer(
-        kind,
-        model=cfg["summarizer.model"] or (info.name if info else None) or None,
-        base_url=cfg["summarizer.base_url"] or None,
-        timeout=float(cfg["summarizer.timeout"]),
-        retries=int(cfg["summarizer.retries"]),
-        context_window=int(cfg["summarizer.context_window"]) or None,
-        max_tokens=int(cfg["summarizer.max_tokens"]),
-        command=cfg["summarizer.command"] or None,
-    )
-    if max_in_flight:  # inside the cache: a hit never waits for a slot
-        # lazy: start-up (`ctxtool --help` would load ctxtool.run.engines.limit)
-        from ..run.engines.limit import LimitedSummarizer
-
-        limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
-        inner = LimitedSummarizer(inner, limiter)
-    if no_cache:
-        return inner
-    # lazy: start-up (`ctxtool compact` would load ctxtool.cache, ctxtool.io.paths)
-    from ..io.paths import cache_dir
-    from ..summarizers.cache import CachedSummarizer
-
-    d = cfg["cache_dir"] or cache_dir()
-    return CachedSummarizer(inner, d)
 
 
 def _progress() -> tuple[Any, Any]:

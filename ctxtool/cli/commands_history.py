@@ -4,7 +4,7 @@ normalize it (adk-code)."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -52,12 +52,11 @@ def window(
     goes to stdout)."""
     # lazy: start-up (`ctxtool repair` would load ctxtool.config, ctxtool.formats.base)
     from ..config import Config
-    from ..history.window import normalize_strategy, window_file
+    from ..history.window import window_file, window_settings
 
     cfg = Config({"window.strategy": strategy, "window.max_messages": max_messages,
                   "window.max_chars": max_chars, "window.keep_first_user": keep_first_user})
-    kw: dict[str, Any] = {"strategy": normalize_strategy(cfg["window.strategy"]), "max_messages": int(cfg["window.max_messages"]),
-          "max_chars": int(cfg["window.max_chars"]), "keep_first_user": bool(cfg["window.keep_first_user"])}
+    kw = window_settings(cfg)
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)
     with run.sharding(path, None if dry_run else output) as sh:

@@ -52,15 +52,15 @@ def score_cmd(
     tok = get_tokenizer(tok_name)
     jm = None
     if judge is not None:
-        # lazy: start-up (`ctxtool score` would load ctxtool.cli.commands_check)
-        from .commands_compact import _summarizer
+        # lazy: start-up (`ctxtool score` would load ctxtool.compaction)
+        from ..compaction.settings import summarizer_from_config
 
         cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
                       "summarizer.command": command, "summarizer.timeout": timeout})
         if judge != "command" and not cfg["summarizer.model"]:
             raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
                                kind=Failure.USAGE)
-        jm = _summarizer(cfg, None, True)
+        jm = summarizer_from_config(cfg, cache=False)
     try:
         reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
         if as_json or as_jsonl:

@@ -137,30 +137,13 @@ def truncate(
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
     # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config)
-    from ..config import Config
-    from ..tool_outputs import algorithms as toolout
+    from ..tool_outputs.algorithms import limits_for
     from ..tool_outputs.files import truncate_file
 
     _, tok = resolve_model(model, tokenizer)
-    flags = {
-        "tool_output.max_lines": max_lines,
-        "tool_output.max_bytes": max_bytes,
-        "tool_output.max_chars": max_chars,
-        "tool_output.spill_threshold": spill_threshold,
-        "tool_output.mode": mode,
-        "tool_output.max_line_length": max_line_length,
-        "tool_output.head_lines": head_lines,
-        "tool_output.tail_lines": tail_lines,
-    }
-    if preset:
-        base = toolout.PRESETS.get(preset)
-    else:
-        cfg = Config()
-        base = toolout.Limits(**{k.split(".", 1)[1]: cfg[k] for k in flags})
-    over = {k.split(".", 1)[1]: v for k, v in flags.items() if v is not None}
-    if (head_lines or tail_lines) and mode is None:
-        over["mode"] = "head_tail"
-    limits = toolout.limits_with(base, **over)
+    limits = limits_for(preset, max_lines=max_lines, max_bytes=max_bytes, max_chars=max_chars,
+                        spill_threshold=spill_threshold, mode=mode, max_line_length=max_line_length,
+                        head_lines=head_lines, tail_lines=tail_lines)
     cache = _cache(cache_dir)
     with run.sharding(path, output) as sh:
         rep = truncate_file(
@@ -224,12 +207,11 @@ def trim(
     # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config, ctxtool.tokens)
     from ..config import Config
     from ..tokens.context import ContextSettings
-    from ..tool_outputs.files import trim_file
+    from ..tool_outputs.files import configured_budget, trim_file
 
     _, tok = resolve_model(model, tokenizer)
     cfg = Config()
-    if budget is None:
-        budget = cfg["tool_output.context_budget_tokens"] or None  # None: each transcript's window
+    budget = configured_budget(budget, cfg)
     context = ContextSettings.from_config(cfg, window=context_window, model=model)
     cache = _cache(cache_dir)
     with run.sharding(path, output) as sh:

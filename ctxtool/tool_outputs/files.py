@@ -166,6 +166,13 @@ def truncate_file(
     return run_ops(op, path, output, **run)
 
 
+def configured_budget(budget: int | None, config: Any) -> int | None:
+    """The budget ``ctxtool trim`` runs by: ``budget``, else ``tool_output.context_budget_tokens``
+    of ``config`` (a :class:`ctxtool.config.Config`); 0 or none: each transcript's window
+    (:func:`trim_file`'s None)."""
+    return budget if budget is not None else (config["tool_output.context_budget_tokens"] or None)
+
+
 def trim_file(
     path: str,
     output: str | None,
