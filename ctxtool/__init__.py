@@ -36,6 +36,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "write_path": ("ctxtool.formats", "write_path"),
     "detect": ("ctxtool.formats", "detect"),
     "convert_file": ("ctxtool.formats.convert", "convert_file"),
+    "survey_file": ("ctxtool.formats.survey", "survey_file"),
     # tokens
     "get_tokenizer": ("ctxtool.tokens.count", "get_tokenizer"),
     "estimate_context": ("ctxtool.tokens.count", "estimate_context"),
@@ -45,14 +46,20 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_messages": ("ctxtool.history.validate", "check_messages"),
     "find_cut": ("ctxtool.history.cut", "find_cut"),
     "cut_transcript": ("ctxtool.history.cut", "cut_transcript"),
+    "CutSettings": ("ctxtool.history.cut", "CutSettings"),
+    "cut_files": ("ctxtool.history.cut", "cut_files"),
+    "cut_file": ("ctxtool.history.cut", "cut_file"),
     "check_transcript": ("ctxtool.policies.check", "check_transcript"),
+    "check_files": ("ctxtool.policies.check", "check_files"),
     "replay_file": ("ctxtool.replay.core", "replay_file"),
     "compactions_files": ("ctxtool.stats.compactions", "compactions"),
     "usage_report": ("ctxtool.usage", "usage_report"),
-    # changing files (truncate, trim, restore, window, repair, archive, compact, redact, export)
+    # changing files (truncate, trim, restore, refs, window, repair, archive, compact, redact, export)
     "truncate_file": ("ctxtool.tool_outputs.files", "truncate_file"),
     "trim_file": ("ctxtool.tool_outputs.files", "trim_file"),
     "restore_file": ("ctxtool.tool_outputs.files", "restore_file"),
+    "RefCache": ("ctxtool.cache", "RefCache"),
+    "referenced_refs": ("ctxtool.tool_outputs.refs", "referenced_refs"),
     "window_file": ("ctxtool.history.window", "window_file"),
     "repair_file": ("ctxtool.history.repair", "repair_file"),
     "archive_file": ("ctxtool.history.archive", "archive_file"),
@@ -61,6 +68,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "compact_paths": ("ctxtool.compaction.run", "compact_paths"),
     "redact_files": ("ctxtool.redact", "redact_files"),
     "export_file": ("ctxtool.export", "export_file"),
+    "export_pages": ("ctxtool.export", "export_pages"),
+    "export_index": ("ctxtool.export.index", "export_index"),
     # scoring and the agent loop
     "score_files": ("ctxtool.score.core", "score_files"),
     "load_instructions": ("ctxtool.agent.instructions", "load_instructions"),
@@ -79,6 +88,7 @@ __all__ = sorted([*_EXPORTS, *_SUBPACKAGES, "__version__"])
 if TYPE_CHECKING:  # pragma: no cover
     from .agent.instructions import load_instructions as load_instructions
     from .agent.transform import make_transform as make_transform
+    from .cache import RefCache as RefCache
     from .compaction.run import compact_file as compact_file
     from .compaction.run import compact_paths as compact_paths
     from .compaction.settings import CompactOptions as CompactOptions
@@ -86,12 +96,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import CtxtoolError as CtxtoolError
     from .errors import Failure as Failure
     from .export import export_file as export_file
+    from .export import export_pages as export_pages
+    from .export.index import export_index as export_index
     from .formats import detect as detect
     from .formats import read as read
     from .formats import write as write
     from .formats import write_path as write_path
     from .formats.convert import convert_file as convert_file
+    from .formats.survey import survey_file as survey_file
     from .history.archive import archive_file as archive_file
+    from .history.cut import CutSettings as CutSettings
+    from .history.cut import cut_file as cut_file
+    from .history.cut import cut_files as cut_files
     from .history.cut import cut_transcript as cut_transcript
     from .history.cut import find_cut as find_cut
     from .history.repair import repair_file as repair_file
@@ -104,6 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Metadata as Metadata
     from .model import Transcript as Transcript
     from .model import Usage as Usage
+    from .policies.check import check_files as check_files
     from .policies.check import check_transcript as check_transcript
     from .redact import redact_files as redact_files
     from .replay.core import replay_file as replay_file
@@ -117,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tool_outputs.files import restore_file as restore_file
     from .tool_outputs.files import trim_file as trim_file
     from .tool_outputs.files import truncate_file as truncate_file
+    from .tool_outputs.refs import referenced_refs as referenced_refs
     from .usage import usage_report as usage_report
 
 

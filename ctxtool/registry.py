@@ -105,12 +105,15 @@ class Registry(Generic[T]):
     def values(self) -> list[T]:
         return [self.get(n) for n in self._entries]
 
-    def unknown(self, name: str) -> CtxtoolError:
-        """The error for a name that is not registered."""
-        close = difflib.get_close_matches(self.key(name), [*self._entries, *self.aliases], n=3)
+    def unknown(self, name: str, *, among: Iterable[str] | None = None, kind: str | None = None) -> CtxtoolError:
+        """The error for a name that is not registered (or not ``among`` the names a use of
+        the registry takes, those called ``kind``)."""
+        names = list(self._entries if among is None else among)
+        aliases = [a for a, n in self.aliases.items() if among is None or n in names]
+        close = difflib.get_close_matches(self.key(name), [*names, *aliases], n=3)
         close = list(dict.fromkeys(self.aliases.get(c, c) for c in close))
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-        return CtxtoolError(f"unknown {self.kind} {name!r}{hint}; choose one of: {', '.join(self._entries)}",
+        return CtxtoolError(f"unknown {kind or self.kind} {name!r}{hint}; choose one of: {', '.join(names)}",
                             kind=Failure.USAGE)
 
     def __repr__(self) -> str:

@@ -221,7 +221,7 @@ def test_bad_input_one_line_error(tmp_path: Path, content: bytes, needle: str, l
 
 def test_unknown_format_and_missing_file(tmp_path: Path, chat_jsonl: Path) -> None:
     r = invoke("stats", str(chat_jsonl), "--format", "nope")
-    assert r.exit_code == ExitCode.USAGE and "'nope' is not one of" in r.stderr and "'openai'" in r.stderr
+    assert r.exit_code == ExitCode.USAGE and "unknown format 'nope'" in r.stderr and "openai" in r.stderr
     r = invoke("stats", str(tmp_path / "missing.jsonl"))
     assert r.exit_code == ExitCode.NOT_FOUND and "no such file" in r.stderr
     empty = tmp_path / "empty_dir"

@@ -202,7 +202,7 @@ def test_cli_subprocess_and_errors(tmp_path: Path) -> None:
                        timeout=120)
     assert p.returncode == 2 and "one to one" in p.stderr and "Traceback" not in p.stderr
     r = runner.invoke(app, ["score", str(b), str(a), "--judge", "heuristic"])
-    assert r.exit_code == 2 and "'heuristic' is not one of 'openai', 'anthropic', 'command'" in r.stderr
+    assert r.exit_code == 2 and "unknown judge 'heuristic'; choose one of: openai, anthropic, command" in r.stderr
     r = runner.invoke(app, ["score", str(b), str(a), "--judge", "openai"], env={"CTXTOOL_SUMMARIZER_MODEL": ""})
     assert r.exit_code == 2 and "--judge-model" in r.stderr
 

@@ -31,7 +31,7 @@ runpy.run_module("ctxtool", run_name="__main__", alter_sys=True)
 
 FORMAT_MODULES = {f"ctxtool.formats.{m}" for m in (
     "canonical", "openai", "anthropic", "claude_code", "codex", "pi", "sharegpt", "cline", "responses", "inspect_log",
-    "inspect_eval", "atif", "gemini", "gemini_jsonl", "swe_agent", "mini_swe_agent", "openhands",
+    "atif", "gemini", "gemini_jsonl", "swe_agent", "mini_swe_agent", "openhands",
 )}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,37 +21,6 @@ SummaryStrategy = StrEnum("SummaryStrategy", {s: s for s in ARCHIVE_STRATEGIES})
 
 
 # -- archive ---------------------------------------------------------------------------------
-
-
-def _archive_summarizer(cfg: Any) -> Any:
-    """``summarize(prompt) -> str`` from the configured summarizer, or None for the heuristic."""
-    kind = str(cfg["summarizer.kind"] or "heuristic")
-    if kind == "heuristic":
-        return None
-    # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
-    from ..summarizers import SummaryRequest, get_summarizer
-
-    s = get_summarizer(kind, **_summarizer_options(cfg))
-
-    def summarize(prompt: str) -> str:
-        req = SummaryRequest(
-            system="You summarize archived tool output for a coding agent. Be brief and factual.",
-            prompt=prompt,
-            max_tokens=400,
-            style="tool_summary",
-        )
-        return str(s.summarize(req))
-
-    return summarize
-
-
-def _summarizer_options(cfg: Any) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    for key in ("model", "base_url", "command", "timeout", "retries", "context_window"):
-        v = cfg[f"summarizer.{key}"]
-        if v not in ("", 0, None):
-            opts[key] = v
-    return opts
 
 
 def archive_cmd(
@@ -78,7 +47,8 @@ def archive_cmd(
     the oldest is hidden from the agent (kept in the file, kind tool_result_archived) and one
     agent-only tool_summary message describing them is appended. Other messages are written
     back byte for byte."""
-    # lazy: start-up (`ctxtool archive` would load ctxtool.config)
+    # lazy: start-up (`ctxtool archive` would load ctxtool.config, ctxtool.compaction)
+    from ..compaction.settings import summarizer_from_config
     from ..config import Config
 
     cfg = Config({
@@ -91,7 +61,7 @@ def archive_cmd(
         raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", kind=Failure.USAGE)
     to_stdout = output is None or output == "-"
     json_needs_output(as_json or as_jsonl, dry_run, output)
-    summarize = _archive_summarizer(cfg) if strat == "llm" else None
+    summarize = ar.summarize_with(summarizer_from_config(cfg, cache=False)) if strat == "llm" else None
     log = EventLog(events)
     with common.sharding(None, [path], None if dry_run else output, None, join) as sh:
         report = ar.archive_file(

@@ -14,6 +14,7 @@ from .common import (
     short_label,
     stdout_console,
     table_rows,
+    warn_skipped,
 )
 from .exits import ExitCode
 from .render import Emitter, JsonlOpt
@@ -22,8 +23,8 @@ from .render import Emitter, JsonlOpt
 POLICY_HELP = "; ".join(f"{p.name} ({p.help})" for p in policies.POLICIES.values())
 PolicyOpt = Annotated[
     str,
-    common.choice_option("--policy", "-p", names=policies.POLICIES.names, aliases=policies.POLICIES.aliases,
-                         help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
+    common.registry_option("--policy", "-p", registry=policies.POLICIES, show_default=False,
+                           help=f"Which trigger decides (default {policies.DEFAULT}): {POLICY_HELP}."),
 ]
 
 
@@ -55,9 +56,7 @@ def check(
     Exit status: 0 when no compaction is needed, 5 when any transcript needs it under
     --policy (2 for a missing window under --policy ratio)."""
     # lazy: start-up (`ctxtool --help` would load ctxtool.policies.check, ctxtool.policies.settings, ctxtool.tokens.context)
-    from ..policies.check import check_transcript
-    from ..policies.settings import PolicySettings
-    from ..tokens.context import ContextSettings
+    from ..policies.check import check_files, check_settings
 
     cfg, _info, tok = common.resolve_settings(
         model=model,
@@ -70,11 +69,9 @@ def check(
             "compaction.threshold_ratio": threshold_ratio,
         },
     )
-    cs = ContextSettings.from_config(cfg)
-    w = cs.resolve(None)
-    s = PolicySettings.from_config(cfg, context_window=w.window, window_source=w.source)
-    one = functools.partial(check_transcript, settings=s.with_window(None, "none"), policy=policy, tokenizer=tok,
-                            context=cs)
+    s, _context = check_settings(cfg)
+    run = functools.partial(check_files, paths, config=cfg, policy=policy, tokenizer=tok, fmt=fmt,
+                            on_error=on_error.value, jobs=jobs)
     unknown: set[str | None] = set()  # models recorded but not in the registry (a warning each)
     if as_json or as_jsonl:
         totals = {"transcripts": 0, "compact": 0}
@@ -87,12 +84,12 @@ def check(
             totals["compact"] += r.compact
             em.item(r.to_json())
 
-        common.each_transcript(paths, fmt, on_error, one, item, jobs)
+        warn_skipped(run(item))
         em.finish({"totals": totals})
         needed = totals["compact"] > 0
     else:
         results: list[Any] = []
-        common.each_transcript(paths, fmt, on_error, one, results.append, jobs)
+        warn_skipped(run(results.append))
         _render_check(results, s, policy)
         needed = any(r.compact for r in results)
         unknown.update(r.context.model for r in results if not r.context.window)

@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..compaction.layouts import LAYOUTS
-from ..compaction.settings import CompactOptions
+from ..compaction.settings import CompactOptions, summarizer_from_config
 from ..config import Config
 from ..errors import CtxtoolError, Failure
-from ..run.engines.base import ThreadLimiter
-from ..summarizers import SUMMARIZERS, Closeable, get_summarizer
+from ..summarizers import SUMMARIZERS, Closeable
 from . import common, console
 from .commands_check import PolicyOpt
 from .common import resolve_model, warn_skipped
-from .console import err_line, out_line, stderr_console
+from .console import err_line, out_line, progress_bar
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -43,12 +42,12 @@ def compact(
     force: Annotated[bool, typer.Option("--force", help="Compact regardless of the trigger.")] = False,
     layout: Annotated[
         str | None,
-        typer.Option("--layout", click_type=common.Choice(LAYOUTS.names), help=f"{LAYOUT_HELP} (default {D.layout})."),
+        common.registry_option("--layout", registry=LAYOUTS, help=f"{LAYOUT_HELP} (default {D.layout})."),
     ] = None,
     keep_recent_tokens: Annotated[int | None, typer.Option("--keep-recent-tokens", "-k", help=f"Tokens kept verbatim after the cut (default {D.keep_recent_tokens:,}).", min=0)] = None,
     retain_last_turns: Annotated[int | None, typer.Option("--retain-last-turns", help=f"Turns kept with --layout retain (default {D.retain_last_turns}).", min=0)] = None,
     keep_last_messages: Annotated[int | None, typer.Option("--keep-last-messages", help=f"Messages kept with --layout initial (default {D.keep_last_messages}).", min=0)] = None,
-    summarizer: Annotated[str | None, typer.Option("--summarizer", click_type=common.Choice(SUMMARIZERS.names), help=f"The summary model: {', '.join(SUMMARIZERS.names())} (default: heuristic, offline).")] = None,
+    summarizer: Annotated[str | None, common.registry_option("--summarizer", registry=SUMMARIZERS, help=f"The summary model: {', '.join(SUMMARIZERS.names())} (default: heuristic, offline).")] = None,
     summary_model: Annotated[str | None, typer.Option("--summary-model", help="The summary model (may differ from the agent's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic summarizer.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --summarizer command (stdin: prompt, stdout: summary).")] = None,
@@ -147,7 +146,9 @@ def compact(
     try:
         sh = stack.enter_context(common.sharding(engine, [path], None if dry_run else output, address, join))
         # the bound on requests is the engine's (Ray: an actor every worker of the cluster asks), else this process's
-        summ = None if dry_run else _summarizer(cfg, info, no_cache, max_in_flight, sh.engine if sh is not None else None)
+        summ = None if dry_run else summarizer_from_config(
+            cfg, model=info.name if info else None, cache=not no_cache, max_in_flight=max_in_flight,
+            engine=sh.engine if sh is not None else None)
         report = compact_file(
             path, output, fmt=fmt, to=to, options=opts, summarizer=summ, jobs=jobs, on_error=on_error.value,
             events=events, dry_run=dry_run, progress=progress, engine=sh, messages_column=messages_column,
@@ -189,60 +190,14 @@ def _emit_json(report: Any, jsonl: bool) -> None:
     emit("compact", head, items=items, tail=tail, jsonl=jsonl)
 
 
-def _summarizer(cfg: Any, info: Any, no_cache: bool, max_in_flight: int | None = None, engine: Any = None) -> Any:
-    """The summary model the flags name; ``max_in_flight`` bounds its requests through
-    ``engine``'s limiter (shared by every worker of the engine; no engine: this process's threads)."""
-    kind = str(cfg["summarizer.kind"])
-    if kind == "heuristic":
-        return get_summarizer("heuristic")
-    inner = get_summarizer(
-        kind,
-        model=cfg["summarizer.model"] or (info.name if info else None) or None,
-        base_url=cfg["summarizer.base_url"] or None,
-        timeout=float(cfg["summarizer.timeout"]),
-        retries=int(cfg["summarizer.retries"]),
-        context_window=int(cfg["summarizer.context_window"]) or None,
-        max_tokens=int(cfg["summarizer.max_tokens"]),
-        command=cfg["summarizer.command"] or None,
-    )
-    if max_in_flight:  # inside the cache: a hit never waits for a slot
-        # lazy: start-up (`ctxtool --help` would load ctxtool.run.engines.limit)
-        from ..run.engines.limit import LimitedSummarizer
-
-        limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
-        inner = LimitedSummarizer(inner, limiter)
-    if no_cache:
-        return inner
-    # lazy: start-up (`ctxtool compact` would load ctxtool.cache, ctxtool.io.paths)
-    from ..io.paths import cache_dir
-    from ..summarizers.cache import CachedSummarizer
-
-    d = cfg["cache_dir"] or cache_dir()
-    return CachedSummarizer(inner, d)
-
-
 def _progress() -> tuple[Any, Any]:
     """A progress bar with ETA on stderr, only on a terminal and for more than one transcript."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    state: dict[str, Any] = {}
+    update, stop = progress_bar("compacting", "compact", least=2, eta=True)
+    if update is None:
+        return None, stop
 
     def cb(n: int, total: int, rep: RecordReport) -> None:
-        if total <= 1:
-            return
-        if "bar" not in state:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            bar = Progress(TextColumn("compacting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                           console=stderr_console(), transient=True)
-            state["task"] = bar.add_task("compact", total=total)
-            bar.start()
-            state["bar"] = bar
-        state["bar"].update(state["task"], completed=n)
-
-    def stop() -> None:
-        if "bar" in state:
-            state["bar"].stop()
+        update(n, total)
 
     return cb, stop
 

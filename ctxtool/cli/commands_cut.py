@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -13,30 +11,6 @@ from ..errors import CtxtoolError, Failure
 from . import common, console
 from .common import fmt_int, json_needs_output, short_label, stdout_console, table_rows, warn_skipped
 from .render import JsonlOpt, emit
-
-
-def _transform(
-    path: str,
-    fmt: str | None,
-    on_error: common.OnError,
-    output: str | None,
-    to: str | None,
-    dry_run: bool,
-    as_json: bool,
-    op: Callable[[Any], Any],
-    messages_column: str | None = None,
-) -> list[Any]:
-    """Run ``op`` (which changes a transcript in place and returns a report) over ``path``
-    with the runner, writing to ``output`` unless ``dry_run``; returns the reports."""
-    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
-    from ..run.operation import MapOp
-    from ..run.runner import run_file
-
-    json_needs_output(as_json, dry_run, output)
-    run = run_file(MapOp(op), path, None if dry_run else (output or "-"), fmt=fmt, to=to, on_error=on_error.value,
-                   messages_column=messages_column)
-    warn_skipped(run.skipped)
-    return run.report.items
 
 
 def cut(
@@ -71,9 +45,8 @@ def cut(
     MaxTokens). cut_index indexes the message list as `ctxtool convert --to ctxtool` orders
     it; null when nothing needs cutting. With -o, write the kept messages (and system
     prompts) unchanged."""
-    # lazy: start-up (`ctxtool --help` would load ctxtool.policies.settings)
-    from ..history.cut import cut_transcript
-    from ..policies.settings import PolicySettings
+    # lazy: start-up (`ctxtool --help` would load ctxtool.history.cut)
+    from ..history.cut import CutSettings, cut_file, cut_files
 
     if output and len(paths) != 1:
         raise CtxtoolError("-o takes one input file", kind=Failure.USAGE)
@@ -88,23 +61,23 @@ def cut(
             "compaction.max_tokens": max_tokens,
         },
     )
-    budget: int | None = int(cfg["compaction.keep_recent_tokens"])
-    if keep_recent is not None and keep_recent_tokens is None:
-        budget = None  # --keep-recent alone: the Go agent's message-count split
-    limit = PolicySettings.from_config(cfg).cut_limit(cfg)
-
-    op = functools.partial(cut_transcript, keep_recent_tokens=budget, keep_recent=int(cfg["compaction.keep_recent"]),
-                           effective_limit=limit, tokenizer=tok, apply=output is not None)
+    # --keep-recent alone: the Go agent's message-count split
+    settings = CutSettings.from_config(cfg, by_messages=keep_recent is not None and keep_recent_tokens is None)
 
     machine = as_json or as_jsonl
+    reports: list[Any] = []
     if output:
-        reports = _transform(paths[0], fmt, on_error, output, to, False, machine, op, messages_column)
+        json_needs_output(machine, False, output)
+        run = cut_file(paths[0], output, settings, tokenizer=tok, fmt=fmt, to=to, on_error=on_error.value,
+                       messages_column=messages_column)
+        warn_skipped(run.skipped)
+        reports = run.report.items
         if output == "-":
             _render_cut_summary(reports, console.PrintableStream(sys.stderr))
             return
     else:
-        reports = []
-        common.each_transcript(paths, fmt, on_error, op, reports.append, jobs, messages_column)
+        warn_skipped(cut_files(paths, reports.append, settings, tokenizer=tok, fmt=fmt, on_error=on_error.value,
+                               jobs=jobs, messages_column=messages_column))
     if not machine:
         _render_cut(reports)
         return
@@ -113,8 +86,8 @@ def cut(
         "need_cut": sum(1 for r in reports if r.cut.cut_index is not None),
         "messages_dropped": sum(r.messages_dropped for r in reports),
     }
-    head = {"keep_recent_tokens": budget, "keep_recent": int(cfg["compaction.keep_recent"]), "effective_limit": limit,
-            "tokenizer": tok.name, "output": output}
+    head = {"keep_recent_tokens": settings.keep_recent_tokens, "keep_recent": settings.keep_recent,
+            "effective_limit": settings.effective_limit, "tokenizer": tok.name, "output": output}
     emit("cut", head, items=(r.to_json() for r in reports), tail={"totals": totals}, jsonl=as_jsonl)
 
 

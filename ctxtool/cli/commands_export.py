@@ -9,12 +9,13 @@ import typer
 
 from ..errors import CtxtoolError, Failure
 from .commands_redact import RedactFlag, SecretsFromOpt, options
-from .common import FormatOpt, OutOpt
+from .common import FormatOpt, OutOpt, registry_option
 from .console import err_line
 
 ToExport = Annotated[
     str | None,
-    typer.Option("--to", help="markdown or html (default: from the -o suffix, .html/.htm or .md, else markdown)."),
+    registry_option("--to", registry="ctxtool.export:RENDERERS",
+                    help="The document's format (default: from the -o suffix, .html/.htm or .md, else markdown)."),
 ]
 CollapseOpt = Annotated[
     int | None,

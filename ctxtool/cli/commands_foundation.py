@@ -10,7 +10,7 @@ import typer
 
 from .. import formats
 from ..errors import CtxtoolError, Failure
-from ..formats import format_names
+from ..formats import FORMATS
 from . import common, console
 from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
@@ -344,7 +344,7 @@ def validate(
 
 def convert(
     path: common.OnePath,
-    to: Annotated[str, typer.Option("--to", click_type=common.Choice(format_names), help="Output format.")],
+    to: Annotated[str, common.registry_option("--to", registry=FORMATS, help="Output format.")],
     output: common.OutOpt = None,
     fmt: common.FormatOpt = None,
     on_error: common.OnErrorOpt = common.OnError.fail,

@@ -4,7 +4,7 @@ normalize it (adk-code)."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -31,6 +31,7 @@ def _to_stdout(output: str | None, dry_run: bool) -> bool:
 # -- window -----------------------------------------------------------------------------
 
 
+@common.run_flags
 def window(
     path: common.OnePath,
     output: common.OutOpt = None,
@@ -43,12 +44,7 @@ def window(
     dry_run: DryRunOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    on_error: common.OnErrorOpt = common.OnError.fail,
-    jobs: common.JobsOpt = None,
-    engine: common.EngineOpt = None,
-    address: common.AddressOpt = None,
-    join: common.JoinOpt = False,
-    messages_column: common.MessagesColumnOpt = None,
+    run: common.RunFlags = common.DEFAULT_RUN,
 ) -> None:
     """Keep a window of the history (AgentCore.Context's truncate) and write it to -o. A tool call and
     its result are dropped or kept together; system prompts are always kept; kept messages
@@ -56,17 +52,15 @@ def window(
     goes to stdout)."""
     # lazy: start-up (`ctxtool repair` would load ctxtool.config, ctxtool.formats.base)
     from ..config import Config
-    from ..history.window import normalize_strategy, window_file
+    from ..history.window import window_file, window_settings
 
     cfg = Config({"window.strategy": strategy, "window.max_messages": max_messages,
                   "window.max_chars": max_chars, "window.keep_first_user": keep_first_user})
-    kw: dict[str, Any] = {"strategy": normalize_strategy(cfg["window.strategy"]), "max_messages": int(cfg["window.max_messages"]),
-          "max_chars": int(cfg["window.max_chars"]), "keep_first_user": bool(cfg["window.keep_first_user"])}
+    kw = window_settings(cfg)
     machine = as_json or as_jsonl
     json_needs_output(machine, dry_run, output)
-    with common.sharding(engine, [path], None if dry_run else output, address, join, jobs) as sh:
-        rep = window_file(path, None if dry_run else (output or "-"), **kw, fmt=fmt, to=to, on_error=on_error.value,
-                          jobs=jobs, engine=sh, messages_column=messages_column)
+    with run.sharding(path, None if dry_run else output) as sh:
+        rep = window_file(path, None if dry_run else (output or "-"), **kw, fmt=fmt, to=to, **run.keywords(sh))
     warn_skipped(rep.skipped)
     reports = rep.transcripts
     if _to_stdout(output, dry_run):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import CtxtoolError, Failure
-from ..formats import format_names
+from ..formats import FORMATS
 from ..score.core import BUDGET, score_files, score_totals
 from ..summarizers import SUMMARIZERS, Closeable
 from ..tokens.count import get_tokenizer
@@ -20,17 +20,12 @@ if TYPE_CHECKING:
     from ..score.core import ScoreReport
 
 
-def _judges() -> list[str]:
-    """The registered summarizers but the heuristic (a judge answers questions)."""
-    return [n for n in SUMMARIZERS.names() if n != "heuristic"]
-
-
 def score_cmd(
     before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, - for stdin, or a directory of them).", show_default=False)],
     after: Annotated[str, typer.Argument(help="The same transcript after compaction (a directory: each file paired with BEFORE's of the same relative path).", show_default=False)],
     fmt: common.FormatOpt = None,
-    after_fmt: Annotated[str | None, typer.Option("--after-format", click_type=common.Choice(format_names), help="Format of AFTER (default: detected).")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", click_type=common.Choice(_judges), help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
+    after_fmt: Annotated[str | None, common.registry_option("--after-format", registry=FORMATS, help="Format of AFTER (default: detected).")] = None,
+    judge: Annotated[str | None, common.registry_option("--judge", registry=SUMMARIZERS, exclude=("heuristic",), what="judge", help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="The judge's model name.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the openai/anthropic judge.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Program for --judge command (stdin: prompt, stdout: answer).")] = None,
@@ -57,15 +52,15 @@ def score_cmd(
     tok = get_tokenizer(tok_name)
     jm = None
     if judge is not None:
-        # lazy: start-up (`ctxtool score` would load ctxtool.cli.commands_check)
-        from .commands_compact import _summarizer
+        # lazy: start-up (`ctxtool score` would load ctxtool.compaction)
+        from ..compaction.settings import summarizer_from_config
 
         cfg = Config({"summarizer.kind": judge, "summarizer.model": judge_model, "summarizer.base_url": base_url,
                       "summarizer.command": command, "summarizer.timeout": timeout})
         if judge != "command" and not cfg["summarizer.model"]:
             raise CtxtoolError(f"--judge {judge} needs a model: pass --judge-model or set summarizer.model",
                                kind=Failure.USAGE)
-        jm = _summarizer(cfg, None, True)
+        jm = summarizer_from_config(cfg, cache=False)
     try:
         reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
         if as_json or as_jsonl:

@@ -98,6 +98,7 @@ _PRESETS_HELP = "; ".join(f"{n} ({PRESET_HELP[n]})" for n in PRESETS)
 _MODES_HELP = "; ".join(f"{name} ({m.description})" for name, m in MODES.items())
 
 
+@common.run_flags
 def truncate(
     path: common.OnePath,
     output: common.OutOpt = None,
@@ -105,10 +106,10 @@ def truncate(
     to: common.ToOpt = None,
     preset: Annotated[
         str | None,
-        common.choice_option("--preset", names=PRESETS.names, aliases=PRESETS.aliases,
-                             help="A system's limits exactly: " + _PRESETS_HELP + ". Default: the tool_output settings (spill's values)."),
+        common.registry_option("--preset", registry=PRESETS, show_default=False,
+                               help="A system's limits exactly: " + _PRESETS_HELP + ". Default: the tool_output settings (spill's values)."),
     ] = None,
-    mode: Annotated[str | None, typer.Option("--mode", click_type=common.Choice(MODES.names), help=f"How cut outputs are kept: {_MODES_HELP}.")] = None,
+    mode: Annotated[str | None, common.registry_option("--mode", registry=MODES, help=f"How cut outputs are kept: {_MODES_HELP}.")] = None,
     max_lines: Annotated[int | None, typer.Option("--max-lines", min=0, help="Lines kept (default 2000, tool_output.max_lines; 0: off).")] = None,
     head_lines: Annotated[int | None, typer.Option("--head-lines", min=0, help="First lines kept (head-tail preset: 128).")] = None,
     tail_lines: Annotated[int | None, typer.Option("--tail-lines", min=0, help="Last lines kept (head-tail preset: 128).")] = None,
@@ -131,51 +132,28 @@ def truncate(
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    on_error: common.OnErrorOpt = common.OnError.fail,
-    jobs: common.JobsOpt = None,
-    engine: common.EngineOpt = None,
-    address: common.AddressOpt = None,
-    join: common.JoinOpt = False,
-    messages_column: common.MessagesColumnOpt = None,
+    run: common.RunFlags = common.DEFAULT_RUN,
 ) -> None:
     """Shorten every tool output over the limits (in the Go agent's order: lines, then characters,
     then bytes; spill above the threshold), keeping the full original in the ref cache."""
     # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config)
-    from ..config import Config
-    from ..tool_outputs import algorithms as toolout
+    from ..tool_outputs.algorithms import limits_for
     from ..tool_outputs.files import truncate_file
 
     _, tok = resolve_model(model, tokenizer)
-    flags = {
-        "tool_output.max_lines": max_lines,
-        "tool_output.max_bytes": max_bytes,
-        "tool_output.max_chars": max_chars,
-        "tool_output.spill_threshold": spill_threshold,
-        "tool_output.mode": mode,
-        "tool_output.max_line_length": max_line_length,
-        "tool_output.head_lines": head_lines,
-        "tool_output.tail_lines": tail_lines,
-    }
-    if preset:
-        base = toolout.PRESETS.get(preset)
-    else:
-        cfg = Config()
-        base = toolout.Limits(**{k.split(".", 1)[1]: cfg[k] for k in flags})
-    over = {k.split(".", 1)[1]: v for k, v in flags.items() if v is not None}
-    if (head_lines or tail_lines) and mode is None:
-        over["mode"] = "head_tail"
-    limits = toolout.limits_with(base, **over)
+    limits = limits_for(preset, max_lines=max_lines, max_bytes=max_bytes, max_chars=max_chars,
+                        spill_threshold=spill_threshold, mode=mode, max_line_length=max_line_length,
+                        head_lines=head_lines, tail_lines=tail_lines)
     cache = _cache(cache_dir)
-    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+    with run.sharding(path, output) as sh:
         rep = truncate_file(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
-            events=events, tokenizer=tok, on_error=on_error.value, jobs=jobs, records=as_json or as_jsonl, engine=sh,
-            messages_column=messages_column,
-            hint=agent_hint,
+            events=events, tokenizer=tok, records=as_json or as_jsonl, hint=agent_hint, **run.keywords(sh),
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
 
+@common.run_flags
 def restore(
     path: common.OnePath,
     output: common.OutOpt = None,
@@ -185,12 +163,7 @@ def restore(
     events: EventsOpt = None,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    on_error: common.OnErrorOpt = common.OnError.fail,
-    jobs: common.JobsOpt = None,
-    engine: common.EngineOpt = None,
-    address: common.AddressOpt = None,
-    join: common.JoinOpt = False,
-    messages_column: common.MessagesColumnOpt = None,
+    run: common.RunFlags = common.DEFAULT_RUN,
 ) -> None:
     """Put back the full outputs that truncate, spill and trim moved to the cache:
     the transcript comes back as it was read."""
@@ -198,14 +171,15 @@ def restore(
     from ..tool_outputs.files import restore_file
 
     cache = _cache(cache_dir)
-    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+    with run.sharding(path, output) as sh:
         rep = restore_file(
-            path, output or "-", cache=cache, fmt=fmt, to=to, events=events, on_error=on_error.value, jobs=jobs,
-            records=as_json or as_jsonl, engine=sh, messages_column=messages_column,
+            path, output or "-", cache=cache, fmt=fmt, to=to, events=events, records=as_json or as_jsonl,
+            **run.keywords(sh),
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"), as_jsonl)
 
 
+@common.run_flags
 def trim(
     path: common.OnePath,
     budget: Annotated[
@@ -223,12 +197,7 @@ def trim(
     agent_hint: HintOpt = False,
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
-    on_error: common.OnErrorOpt = common.OnError.fail,
-    jobs: common.JobsOpt = None,
-    engine: common.EngineOpt = None,
-    address: common.AddressOpt = None,
-    join: common.JoinOpt = False,
-    messages_column: common.MessagesColumnOpt = None,
+    run: common.RunFlags = common.DEFAULT_RUN,
 ) -> None:
     """Trim old tool outputs to a token budget (the tool-output cache spec's trimming): while the
     tool outputs exceed the budget, replace the oldest by
@@ -238,20 +207,17 @@ def trim(
     # lazy: start-up (`ctxtool mcp` would load ctxtool.agent, ctxtool.config, ctxtool.tokens)
     from ..config import Config
     from ..tokens.context import ContextSettings
-    from ..tool_outputs.files import trim_file
+    from ..tool_outputs.files import configured_budget, trim_file
 
     _, tok = resolve_model(model, tokenizer)
     cfg = Config()
-    if budget is None:
-        budget = cfg["tool_output.context_budget_tokens"] or None  # None: each transcript's window
+    budget = configured_budget(budget, cfg)
     context = ContextSettings.from_config(cfg, window=context_window, model=model)
     cache = _cache(cache_dir)
-    with common.sharding(engine, [path], output, address, join, jobs) as sh:
+    with run.sharding(path, output) as sh:
         rep = trim_file(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
-            on_error=on_error.value, jobs=jobs, context=context, records=as_json or as_jsonl, engine=sh,
-            messages_column=messages_column,
-            hint=agent_hint,
+            context=context, records=as_json or as_jsonl, hint=agent_hint, **run.keywords(sh),
         )
     _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
 

@@ -3,7 +3,6 @@ project or model (the library: :mod:`ctxtool.usage`)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -11,7 +10,7 @@ import typer
 from ..text import lazyre
 from . import common
 from .common import fmt_int, stdout_console
-from .console import err_line, stderr_console
+from .console import err_line, progress_bar
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -23,13 +22,6 @@ if TYPE_CHECKING:
 PROGRESS_FILES = 20  # a bar from this many session files, on a terminal
 
 
-def _groupings() -> tuple[str, ...]:
-    # lazy: start-up (loaded only when this runs: ..usage.report)
-    from ..usage.report import GROUPINGS
-
-    return GROUPINGS.names()
-
-
 def usage(
     paths: Annotated[
         list[str] | None,
@@ -39,7 +31,7 @@ def usage(
                        "$XDG_DATA_HOME) and pi (~/.pi/agent/sessions, $PI_CODING_AGENT_DIR).",
                        show_default=False),
     ] = None,
-    by: Annotated[str, typer.Option("--by", "-b", click_type=common.Choice(_groupings), help="One row per day, week (from Monday), month, 5-hour block (as "
+    by: Annotated[str, common.registry_option("--by", "-b", registry="ctxtool.usage.report:GROUPINGS", help="One row per day, week (from Monday), month, 5-hour block (as "
                                    "Claude plans meter usage, like ccusage's blocks), session, project, model or agent (the main agent and each subagent).")] = "day",
     breakdown: Annotated[bool, typer.Option("--breakdown", help="Each row's calls per model too (JSON: each row's "
                                             "\"breakdown\").")] = False,
@@ -73,26 +65,12 @@ def usage(
 
 def _progress() -> tuple[Any, Any]:
     """A bar on stderr while scanning a large store (a terminal only)."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    state: dict[str, Any] = {}
+    update, stop = progress_bar("scanning sessions", "usage", least=PROGRESS_FILES)
+    if update is None:
+        return None, stop
 
     def cb(done: int, total: int, path: str) -> None:
-        if total < PROGRESS_FILES:
-            return
-        if "bar" not in state:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            bar = Progress(TextColumn("scanning sessions"), BarColumn(), MofNCompleteColumn(),
-                           console=stderr_console(), transient=True)
-            state["task"] = bar.add_task("usage", total=total)
-            bar.start()
-            state["bar"] = bar
-        state["bar"].update(state["task"], completed=done)
-
-    def stop() -> None:
-        if "bar" in state:
-            state["bar"].stop()
+        update(done, total)
 
     return cb, stop
 

@@ -10,8 +10,9 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from typer._types import TyperChoice
@@ -19,11 +20,14 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import CtxtoolError, Failure
-from ..formats import format_names
+from ..formats import FORMATS
 from ..run.engines import ENGINES
 from ..run.engines import sharding as make
 from .console import err_line
 from .exits import ExitCode, exit_code
+
+if TYPE_CHECKING:
+    from ..registry import Registry
 
 
 class State:
@@ -242,9 +246,45 @@ class Choice(TyperChoice[str]):
         return super().convert(self.aliases.get(value, value), param, ctx)
 
 
-def choice_option(*decls: str, names: Any, aliases: dict[str, str] | None = None, help: str) -> Any:  # noqa: A002
-    """A ``typer.Option`` taking one of ``names`` (listed in help), former names accepted."""
-    return typer.Option(*decls, click_type=Choice(names, aliases), help=help, show_default=False)
+class RegistryChoice(Choice):
+    """The names of a registry (:class:`ctxtool.registry.Registry`), for an option whose value
+    names one of its entries: listed in help as ``<a|b|c>`` (what is registered when the
+    command is parsed or its help shown); a value is accepted as the registry accepts it (a
+    name, a former name, a spelling it folds: ``claude_code`` for ``claude-code``) and given
+    on as the registered name; another is a usage error naming the closest names and every
+    choice (:meth:`ctxtool.registry.Registry.unknown`). ``registry``: the registry, or
+    ``"module:NAME"`` where it is defined (imported on first use: start-up stays lean);
+    ``exclude``: registered names the option does not take, ``what`` then names its values."""
+
+    def __init__(self, registry: Any, exclude: Sequence[str] = (), what: str | None = None) -> None:
+        super().__init__(self.names)
+        self._registry = registry
+        self.exclude = frozenset(exclude)
+        self.what = what
+
+    def registry(self) -> Registry[Any]:
+        if isinstance(self._registry, str):
+            import importlib
+
+            module, _, name = self._registry.partition(":")
+            self._registry = getattr(importlib.import_module(module), name)
+        return cast("Registry[Any]", self._registry)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n in self.registry().names() if n not in self.exclude)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        reg = self.registry()
+        if value in reg and reg.key(value) not in self.exclude:
+            return reg.key(value)
+        self.fail(reg.unknown(value, among=self.names(), kind=self.what).message, param, ctx)
+
+
+def registry_option(*decls: str, registry: Any, help: str, exclude: Sequence[str] = (),  # noqa: A002
+                    what: str | None = None, **kw: Any) -> Any:
+    """A ``typer.Option`` whose value names an entry of ``registry`` (:class:`RegistryChoice`):
+    every option of the kind, so that what it accepts, lists and suggests is the registry's."""
+    return typer.Option(*decls, click_type=RegistryChoice(registry, exclude, what), help=help, **kw)
 
 
 class OnError(StrEnum):
@@ -261,11 +301,8 @@ OnePath = Annotated[
     str, typer.Argument(help="Transcript file (gzip/zstd too), FIFO, <(process substitution), - for stdin, or a directory "
                         "of transcripts (each written under its own name into -o DIR/).", show_default=False)
 ]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option("--format", "-f", click_type=Choice(format_names), help="Input format (default: detected)."),
-]
-ToOpt = Annotated[str | None, typer.Option("--to", click_type=Choice(format_names), help="Output format (default: the input's).")]
+FormatOpt = Annotated[str | None, registry_option("--format", "-f", registry=FORMATS, help="Input format (default: detected).")]
+ToOpt = Annotated[str | None, registry_option("--to", registry=FORMATS, help="Output format (default: the input's).")]
 OutOpt = Annotated[
     str | None,
     typer.Option(
@@ -274,16 +311,9 @@ OutOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-def _tokenizers() -> tuple[str, ...]:
-    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
-    from ..tokens.count import ESTIMATORS
-
-    return ESTIMATORS.names()
-
-
 TokenizerOpt = Annotated[
     str | None,
-    typer.Option("--tokenizer", "-t", click_type=Choice(_tokenizers, case_sensitive=False), help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline), or calibrated (fitted to the usage the transcript records). Default: heuristic, or the model's encoding with --model."),
+    registry_option("--tokenizer", "-t", registry="ctxtool.tokens.count:ESTIMATORS", help="heuristic (ceil(chars/4), fast), o200k_base or cl100k_base (exact, offline), or calibrated (fitted to the usage the transcript records). Default: heuristic, or the model's encoding with --model."),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model from the registry (an id or a listed alias, see `ctxtool models`): sets the context window and encoding.")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", help="Context window in tokens (overrides the model's).", min=1)]
@@ -294,7 +324,7 @@ JobsOpt = Annotated[
 ]
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", click_type=Choice(ENGINES.names), help="Where shards run (default local). Any engine but the default "
+    registry_option("--engine", registry=ENGINES, help="Where shards run (default local). Any engine but the default "
                  "(or --join, an input glob, an output directory) writes -o DIR as shards plus _report.json; a re-run skips finished shards."),
 ]
 AddressOpt = Annotated[
@@ -322,6 +352,67 @@ def sharding(engine: str | None, paths: list[str], output: str | None, address: 
     finally:
         if sh is not None:
             sh.engine.close()
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The flags a file command that rewrites a transcript runs by (--on-error, --jobs, --engine,
+    --address, --join, --messages-column), as one value: a command takes them as a parameter
+    ``run: RunFlags`` and :func:`run_flags` puts the six options in its place."""
+
+    on_error: OnError = OnError.fail
+    jobs: int | None = None
+    engine: str | None = None
+    address: str | None = None
+    join: bool = False
+    messages_column: str | None = None
+
+    def sharding(self, path: str, output: str | None) -> contextlib.AbstractContextManager[Any]:
+        """The shards the run of ``path`` into ``output`` takes (:func:`sharding`)."""
+        return sharding(self.engine, [path], output, self.address, self.join, self.jobs)
+
+    def keywords(self, engine: Any) -> dict[str, Any]:
+        """The library's keywords for these flags, ``engine`` the shards :meth:`sharding` gave."""
+        return {"on_error": self.on_error.value, "jobs": self.jobs, "engine": engine,
+                "messages_column": self.messages_column}
+
+
+DEFAULT_RUN = RunFlags()
+
+#: the options of :class:`RunFlags`, in the order a command lists them
+_RUN_FLAGS: dict[str, tuple[Any, Any]] = {
+    "on_error": (OnErrorOpt, OnError.fail),
+    "jobs": (JobsOpt, None),
+    "engine": (EngineOpt, None),
+    "address": (AddressOpt, None),
+    "join": (JoinOpt, False),
+    "messages_column": (MessagesColumnOpt, None),
+}
+
+
+def run_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command taking ``run: RunFlags`` as one taking its six options in that place (what
+    typer reads); each call packs them into the :class:`RunFlags` the command is given."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(command, eval_str=True)
+    params: list[inspect.Parameter] = []
+    for p in sig.parameters.values():
+        if p.name == "run":
+            params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=opt)
+                       for name, (opt, default) in _RUN_FLAGS.items()]
+        else:
+            params.append(p)
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        flags = RunFlags(**{name: kwargs.pop(name) for name in _RUN_FLAGS})
+        return command(**kwargs, run=flags)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
@@ -433,17 +524,3 @@ def resolve_settings(
     tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     return cfg, info, get_tokenizer(tok)
-
-
-def each_transcript(paths: list[str], fmt: str | None, on_error: OnError, op: Callable[[Any], Any],
-          sink: Callable[[Any], None], jobs: int | None = None, messages_column: str | None = None) -> None:
-    """``op``'s result for every transcript of ``paths`` passed to ``sink`` as each is known
-    (nothing written), the records left out warned about at the end. ``op`` pickles (a
-    ``functools.partial`` of a module-level function): many small files run on every core
-    (:func:`ctxtool.run.manyfiles.each_result`)."""
-    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base, ctxtool.formats.walk)
-    from ..formats.walk import iter_paths
-    from ..run.manyfiles import each_result
-
-    warn_skipped(each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error.value, jobs=jobs,
-                             messages_column=messages_column))

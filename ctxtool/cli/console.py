@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import sys
+from collections.abc import Callable
 from typing import Any
 
 #: C0 control characters but tab and newline, DEL and the C1 controls: text from a
@@ -77,3 +78,31 @@ def console_class() -> Any:
 
         _CONSOLE = DataConsole
     return _CONSOLE
+
+
+def progress_bar(label: str, task: str, *, least: int, eta: bool = False) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
+    """A bar on stderr, a terminal only: ``(update(done, total), stop)``, shown once
+    ``total`` reaches ``least``; ``eta``: with the time remaining. Not a terminal:
+    ``(None, stop)``, nothing to update."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if total < least:
+            return
+        if "bar" not in state:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), *((TimeRemainingColumn(),) if eta else ()))
+            bar = Progress(*columns, console=stderr_console(), transient=True)
+            state["task"] = bar.add_task(task, total=total)
+            bar.start()
+            state["bar"] = bar
+        state["bar"].update(state["task"], completed=done)
+
+    def stop() -> None:
+        if "bar" in state:
+            state["bar"].stop()
+
+    return update, stop

@@ -107,3 +107,42 @@ class CompactOptions:
             "fallback": self.fallback,
             "min_retention": self.min_retention,
         }
+
+
+def summarizer_from_config(config: Any, *, model: str | None = None, cache: bool = True,
+                           max_in_flight: int | None = None, engine: Any = None) -> Any:
+    """The summary model the settings name (``summarizer.*`` of ``config``, a
+    :class:`ctxtool.config.Config`); ``model``: the agent's, used when ``summarizer.model`` is
+    empty. A remote one is wrapped: ``max_in_flight`` bounds its requests through ``engine``'s
+    limiter (shared by every worker of the engine; None: this process's threads), then
+    ``cache`` keeps its summaries in the summary cache (``cache_dir``, else the user's)."""
+    # lazy: start-up (`ctxtool compact` would load ctxtool.summarizers.remote)
+    from ..summarizers import get_summarizer
+
+    kind = str(config["summarizer.kind"])
+    if kind == "heuristic":
+        return get_summarizer("heuristic")
+    inner = get_summarizer(
+        kind,
+        model=config["summarizer.model"] or model or None,
+        base_url=config["summarizer.base_url"] or None,
+        timeout=float(config["summarizer.timeout"]),
+        retries=int(config["summarizer.retries"]),
+        context_window=int(config["summarizer.context_window"]) or None,
+        max_tokens=int(config["summarizer.max_tokens"]),
+        command=config["summarizer.command"] or None,
+    )
+    if max_in_flight:  # inside the cache: a hit never waits for a slot
+        # lazy: start-up (`ctxtool --help` would load ctxtool.run.engines.limit)
+        from ..run.engines.base import ThreadLimiter
+        from ..run.engines.limit import LimitedSummarizer
+
+        limiter = engine.limiter(max_in_flight) if engine is not None else ThreadLimiter(max_in_flight)
+        inner = LimitedSummarizer(inner, limiter)
+    if not cache:
+        return inner
+    # lazy: start-up (`ctxtool compact` would load ctxtool.cache, ctxtool.io.paths)
+    from ..io.paths import cache_dir
+    from ..summarizers.cache import CachedSummarizer
+
+    return CachedSummarizer(inner, config["cache_dir"] or cache_dir())

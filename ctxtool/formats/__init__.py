@@ -27,7 +27,7 @@ LAYOUTS = ("jsonl", "json", "zip")  # what a Source may be (ctxtool.io.jsonl.Sou
 
 class Lazy(LazyEntry["Format"]):
     """A registered format whose module is not imported yet: the dotted name of the module
-    exposing it as ``FORMAT``, and the detection hints that let :func:`detect` pass it by
+    exposing it as ``FORMAT`` (or as ``attribute``), and the detection hints that let :func:`detect` pass it by
     without importing it. Each hint is a necessary condition of the format's own ``sniff``
     (a test checks them against every sample): ``layouts``, the source layouts its sniff
     accepts; ``keys``, top-level keys one of which its sampled values carry (a JSONL line, the
@@ -38,8 +38,8 @@ class Lazy(LazyEntry["Format"]):
     __slots__ = ("keys", "layouts", "module", "records")
 
     def __init__(self, module: str, layouts: Sequence[str] = LAYOUTS, keys: Sequence[str] = (), *,
-                 records: bool = False) -> None:
-        super().__init__(f"{module}:FORMAT")
+                 records: bool = False, attribute: str = "FORMAT") -> None:
+        super().__init__(f"{module}:{attribute}")
         self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
 
     def may_sniff(self, layout: str, present: Collection[str]) -> bool:
@@ -88,7 +88,7 @@ FORMATS.register(Lazy("ctxtool.formats.sharegpt", _DOCS, records=True), "sharegp
 FORMATS.register(Lazy("ctxtool.formats.cline", _DOCS, ("role",)), "cline")
 FORMATS.register(Lazy("ctxtool.formats.responses", _DOCS, ("input", "type", "role"), records=True), "responses")
 FORMATS.register(Lazy("ctxtool.formats.inspect_log", _JSON, ("eval",)), "inspect")
-FORMATS.register(Lazy("ctxtool.formats.inspect_eval", ("zip",)), "inspect-eval")
+FORMATS.register(Lazy("ctxtool.formats.inspect_log", ("zip",), attribute="EVAL_FORMAT"), "inspect-eval")
 FORMATS.register(Lazy("ctxtool.formats.atif", _JSON, ("schema_version",)), "atif")
 FORMATS.register(Lazy("ctxtool.formats.gemini", _JSON, ("sessionId",)), "gemini")
 FORMATS.register(Lazy("ctxtool.formats.gemini_jsonl", _JSONL, ("projectHash",)), "gemini-jsonl")

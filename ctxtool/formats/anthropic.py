@@ -181,7 +181,7 @@ class AnthropicFormat(DatasetFormat):
 
     * ``record_object``: one request body ``{model, max_tokens, system, messages, tools, ...}``
     * ``records_jsonl`` / ``records_array``: dataset records with messages under a key
-      (``messages``, ``conversations``, ... as in :data:`openai.MESSAGE_KEYS`)
+      (``messages``, ``conversations``, ... as in :data:`dataset.MESSAGE_KEYS`)
     * ``entries_jsonl`` / ``entries_array``: one message per line, or a JSON array of messages
 
     Every field other than the messages is kept. A record's ``system`` field (a

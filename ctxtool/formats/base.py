@@ -35,6 +35,12 @@ class ErrorPolicy:
             raise err
         self.skipped.append(err)
 
+    def reject(self, e: BaseException, path: str, line: int | None, what: str = "record") -> None:
+        """A record that could not be read (``e``: one of :data:`RECORD_ERRORS`) handled as
+        the error naming ``path`` and ``line``: ctxtool's own error placed there, any other
+        :func:`malformed`."""
+        self.handle(placed(e, path, line) if isinstance(e, CtxtoolError) else malformed(e, path, line, what))
+
 
 def placed(e: CtxtoolError, path: str, line: int | None) -> CtxtoolError:
     """``e`` with the file and line it came from, unless it names them already."""
@@ -50,6 +56,10 @@ def placed(e: CtxtoolError, path: str, line: int | None) -> CtxtoolError:
 STRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
     KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError,
 )
+
+#: what reading one record may raise: ctxtool's error, or a record of the wrong shape
+#: (:meth:`ErrorPolicy.reject` handles either)
+RECORD_ERRORS: tuple[type[BaseException], ...] = (CtxtoolError, *STRUCTURE_ERRORS)
 
 
 def malformed(e: BaseException, path: str, line: int | None, what: str = "record") -> CtxtoolError:
@@ -136,10 +146,8 @@ class Format:
             i = ln.lineno - 1 if ln.lineno else k
             try:
                 yield self.line_record(ln, src, i)
-            except CtxtoolError as e:
-                policy.handle(placed(e, src.path, ln.lineno))
-            except STRUCTURE_ERRORS as e:
-                policy.handle(malformed(e, src.path, ln.lineno))
+            except RECORD_ERRORS as e:
+                policy.reject(e, src.path, ln.lineno)
 
     def line_record(self, ln: Line, src: Source, i: int) -> Transcript:
         """The transcript of a JSON Lines record, the ``i``-th of its file."""

@@ -17,7 +17,7 @@ from ..errors import CtxtoolError
 from ..io import jsonl as jsonio
 from ..io.jsonl import Source
 from ..model import Block, Compaction, Cont, Line, Message, Metadata, Record, Transcript, Usage
-from .base import STRUCTURE_ERRORS, CompactionNote, ErrorPolicy, Format, exact_obj, malformed, placed
+from .base import RECORD_ERRORS, CompactionNote, ErrorPolicy, Format, exact_obj
 
 SCHEMA_VERSION = 1
 
@@ -120,10 +120,8 @@ class CanonicalFormat(Format):
                     cur.entries.append(c)
                 else:
                     raise CtxtoolError(f"unknown entry type {typ!r}", path=src.path, line=ln.lineno)
-            except CtxtoolError as e:
-                policy.handle(placed(e, src.path, ln.lineno))
-            except STRUCTURE_ERRORS as e:
-                policy.handle(malformed(e, src.path, ln.lineno, "entry"))
+            except RECORD_ERRORS as e:
+                policy.reject(e, src.path, ln.lineno, "entry")
         if cur is not None:
             yield cur
 

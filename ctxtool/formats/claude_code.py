@@ -494,4 +494,4 @@ class ClaudeCodeFormat(Format):
 
 FORMAT = ClaudeCodeFormat()
 
-__all__ = ["FORMAT", "ClaudeCodeFormat", "decode_content", "encode_content"]
+__all__ = ["FORMAT", "ClaudeCodeFormat"]

@@ -44,14 +44,12 @@ from ..model import (
     token_count,
 )
 from .base import (
-    STRUCTURE_ERRORS,
+    RECORD_ERRORS,
     CompactionNote,
     ErrorPolicy,
     Format,
     entry_items,
     exact_obj,
-    malformed,
-    placed,
     put_meta,
     read_meta,
     template,
@@ -262,10 +260,8 @@ class CodexFormat(Format):
                     t.entries.append(
                         Compaction(summary=msg if isinstance(msg, str) else text_of(msg), details=details, lines=[ln])
                     )
-            except CtxtoolError as e:
-                policy.handle(placed(e, src.path, ln.lineno))
-            except STRUCTURE_ERRORS as e:
-                policy.handle(malformed(e, src.path, ln.lineno, "Codex line"))
+            except RECORD_ERRORS as e:
+                policy.reject(e, src.path, ln.lineno, "Codex line")
         _event_prompts(t)
         event_messages(t)
         yield t

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import CtxtoolError
 from ..io.jsonl import Source
 from ..model import Line, Message, Record, Transcript
-from .base import STRUCTURE_ERRORS, ErrorPolicy, Format, assign_positional_ids, malformed, placed
+from .base import RECORD_ERRORS, ErrorPolicy, Format, assign_positional_ids, placed
 
 MESSAGE_KEYS = ("messages", "traj", "conversations", "conversation", "history", "trajectory", "chat", "dialog")
 RECORD_ID_KEYS = ("id", "task_id", "instance_id", "conversation_id", "uuid")
@@ -148,10 +148,8 @@ class DatasetFormat(Format):
                 continue
             try:
                 t.entries.append(self.decode(ln.obj, ln))
-            except CtxtoolError as e:
-                policy.handle(placed(e, src.path, ln.lineno))
-            except STRUCTURE_ERRORS as e:
-                policy.handle(malformed(e, src.path, ln.lineno))
+            except RECORD_ERRORS as e:
+                policy.reject(e, src.path, ln.lineno)
         assign_positional_ids(t.messages, self.id_prefix)
         t.extra["layout"] = "entries_jsonl"
         yield t

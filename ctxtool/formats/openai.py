@@ -22,9 +22,9 @@ from ..io import jsonl as jsonio
 from ..model import Block, Line, Message, Metadata, Transcript, Usage, token_count
 from . import images
 from .base import META_KEY, SERVER_TOOL, is_synthetic, put_meta, read_meta, template
-from .dataset import MESSAGE_KEYS, DatasetFormat
+from .dataset import DatasetFormat
 
-__all__ = ["FORMAT", "MESSAGE_KEYS", "OpenAIFormat", "decode_message", "render_message"]
+__all__ = ["FORMAT", "OpenAIFormat", "decode_message", "render_message"]
 
 PART = "openai_part"  # a content part kept whole (written back as it came)
 ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}

@@ -32,13 +32,11 @@ from ..io.jsonl import Source
 from ..model import Block, Compaction, Cont, Entry, Line, Message, Record, Transcript, Usage
 from . import images
 from .base import (
-    STRUCTURE_ERRORS,
+    RECORD_ERRORS,
     CompactionNote,
     ErrorPolicy,
     Format,
     exact_obj,
-    malformed,
-    placed,
     put_meta,
     read_meta,
     template,
@@ -182,10 +180,8 @@ class PiFormat(Format):
                     entry = c
                 else:
                     entry = Record(ln, kind=typ)
-            except CtxtoolError as e:
-                policy.handle(placed(e, src.path, ln.lineno))
-            except STRUCTURE_ERRORS as e:
-                policy.handle(malformed(e, src.path, ln.lineno, "pi entry"))
+            except RECORD_ERRORS as e:
+                policy.reject(e, src.path, ln.lineno, "pi entry")
             by_index.append(entry)
             if entry is None:
                 continue

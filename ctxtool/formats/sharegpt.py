@@ -3,7 +3,7 @@
 Layouts read and written back as they came: ``records_array`` (a JSON array of
 records, the usual shape), ``records_jsonl`` (one record per line) and
 ``record_object`` (one record as a JSON document). The turns sit under
-``conversations`` (or ``messages`` or another key of :data:`openai.MESSAGE_KEYS`)
+``conversations`` (or ``messages`` or another key of :data:`dataset.MESSAGE_KEYS`)
 as ``{from, value}`` items; every other field of a record and of a turn is kept.
 
 Turns (``from``):

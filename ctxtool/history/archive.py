@@ -444,6 +444,27 @@ def archive(
     return res
 
 
+def summarize_with(summarizer: Any) -> Summarize | None:
+    """``summarize(prompt)`` for the ``llm`` strategy from a summary model
+    (:class:`ctxtool.summarizers.Summarizer`): a short, factual summary of archived tool
+    output. None for the heuristic one (the archive's own digest is the heuristic summary)."""
+    if summarizer is None or getattr(summarizer, "name", None) == "heuristic":
+        return None
+    # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
+    from ..summarizers import SummaryRequest
+
+    def summarize(prompt: str) -> str:
+        req = SummaryRequest(
+            system="You summarize archived tool output for a coding agent. Be brief and factual.",
+            prompt=prompt,
+            max_tokens=400,
+            style="tool_summary",
+        )
+        return str(summarizer.summarize(req))
+
+    return summarize
+
+
 def archive_file(
     path: str | Path,
     output: str | Path | None,

@@ -9,13 +9,17 @@ an assistant message and the turn is flagged as split.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Message, Transcript, transcript_json
 from ..tokens.count import Tokenizer, count_messages, get_tokenizer
 from .pairing import closed_groups
+
+if TYPE_CHECKING:
+    from ..run.operation import FileRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,3 +228,79 @@ def apply_cut(t: Transcript, cut_index: int | None) -> int:
     doomed = {id(m) for m in msgs[:cut_index] if m.role != "system"}
     t.remove(doomed)
     return len(doomed)
+
+
+# -- over files ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CutSettings:
+    """What ``ctxtool cut`` cuts by: the tokens kept verbatim (None: the Go agent's
+    message-count split, ``keep_recent`` messages), and the limit that clamps that budget."""
+
+    keep_recent_tokens: int | None = 20000
+    keep_recent: int = 5
+    effective_limit: int | None = None
+
+    @classmethod
+    def from_config(cls, config: Any, *, by_messages: bool = False) -> CutSettings:
+        """From ``config`` (a :class:`ctxtool.config.Config`): ``compaction.keep_recent_tokens``
+        (``by_messages``: none, the message-count split), ``compaction.keep_recent``, and the
+        effective limit where one is known or configured
+        (:meth:`ctxtool.policies.settings.PolicySettings.cut_limit`)."""
+        # lazy: start-up (`ctxtool cut` would load ctxtool.policies)
+        from ..policies.settings import PolicySettings
+
+        return cls(None if by_messages else int(config["compaction.keep_recent_tokens"]),
+                   int(config["compaction.keep_recent"]), PolicySettings.from_config(config).cut_limit(config))
+
+    def cut(self, tokenizer: Tokenizer | None = None, apply: bool = False) -> Callable[[Transcript], CutReport]:
+        """:func:`cut_transcript` with these settings, as a function that pickles (for workers)."""
+        return functools.partial(cut_transcript, keep_recent_tokens=self.keep_recent_tokens,
+                                 keep_recent=self.keep_recent, effective_limit=self.effective_limit,
+                                 tokenizer=tokenizer, apply=apply)
+
+
+def cut_files(
+    paths: Sequence[str],
+    sink: Callable[[CutReport], None],
+    settings: CutSettings | None = None,
+    *,
+    tokenizer: Tokenizer | None = None,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+    messages_column: str | None = None,
+) -> list[str]:
+    """``ctxtool cut``: where every transcript of ``paths`` would be cut, each
+    :class:`CutReport` passed to ``sink`` in input order as it is known (nothing written);
+    returns the records and files ``on_error="skip"`` left out."""
+    # lazy: start-up (`ctxtool cut` would load ctxtool.formats.walk, ctxtool.run.manyfiles)
+    from ..formats.walk import iter_paths
+    from ..run.manyfiles import each_result
+
+    op = (settings or CutSettings()).cut(tokenizer)
+    return each_result(op, iter_paths(paths), sink, fmt=fmt, on_error=on_error, jobs=jobs,
+                       messages_column=messages_column)
+
+
+def cut_file(
+    path: str,
+    output: str | None,
+    settings: CutSettings | None = None,
+    *,
+    tokenizer: Tokenizer | None = None,
+    fmt: str | None = None,
+    to: str | None = None,
+    on_error: str = "fail",
+    messages_column: str | None = None,
+) -> FileRun[Any]:
+    """``ctxtool cut -o``: every transcript of ``path`` cut and written to ``output`` (``-``:
+    stdout; the kept messages and system prompts, unchanged); ``run.report.items`` holds each
+    :class:`CutReport`."""
+    # lazy: start-up (`ctxtool --help` would load ctxtool.formats.base)
+    from ..run.operation import MapOp
+    from ..run.runner import run_file
+
+    op = (settings or CutSettings()).cut(tokenizer, apply=True)
+    return run_file(MapOp(op), path, output, fmt=fmt, to=to, on_error=on_error, messages_column=messages_column)

@@ -93,6 +93,14 @@ def normalize_strategy(name: str) -> str:
     return s
 
 
+def window_settings(config: Any) -> dict[str, Any]:
+    """:func:`window_file`'s ``strategy``, ``max_messages``, ``max_chars`` and
+    ``keep_first_user`` from the ``window.*`` settings of ``config`` (a
+    :class:`ctxtool.config.Config`, flags over the environment over the file over defaults)."""
+    return {"strategy": normalize_strategy(config["window.strategy"]), "max_messages": int(config["window.max_messages"]),
+            "max_chars": int(config["window.max_chars"]), "keep_first_user": bool(config["window.keep_first_user"])}
+
+
 class WindowRows:
     """What the window needs of a transcript's messages, by position: each one's role, its
     characters toward the budget (a system message: 0, it is always kept) and its tool

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,3 +139,45 @@ def check_messages(
 ) -> CheckResult:
     """:func:`check_transcript` for a plain message list (the window comes from ``settings``)."""
     return _check(msgs, settings, ContextSettings(), policy, tokenizer, (label, path, index, id))
+
+
+# -- over files ------------------------------------------------------------------------------
+
+
+def check_settings(config: Any = None) -> tuple[PolicySettings, ContextSettings]:
+    """What ``ctxtool check`` decides by, from ``config`` (a :class:`ctxtool.config.Config`;
+    None: the user's settings): the policy settings with the window known before any
+    transcript is read (flags, config; else each transcript's), and the context settings
+    that resolve each transcript's window."""
+    if config is None:
+        # lazy: start-up (the CLI passes its Config)
+        from ..config import Config
+
+        config = Config()
+    cs = ContextSettings.from_config(config)
+    w = cs.resolve(None)
+    return PolicySettings.from_config(config, context_window=w.window, window_source=w.source), cs
+
+
+def check_files(
+    paths: Sequence[str],
+    sink: Callable[[CheckResult], None],
+    *,
+    config: Any = None,
+    policy: str = DEFAULT,
+    tokenizer: Tokenizer | None = None,
+    fmt: str | None = None,
+    on_error: str = "fail",
+    jobs: int | None = None,
+) -> list[str]:
+    """``ctxtool check``: every transcript of ``paths`` checked (:func:`check_transcript`, with
+    :func:`check_settings` of ``config``), each result passed to ``sink`` in input order as it
+    is known; returns the records and files ``on_error="skip"`` left out."""
+    # lazy: start-up (`ctxtool check` would load ctxtool.formats.walk, ctxtool.run.manyfiles)
+    from ..formats.walk import iter_paths
+    from ..run.manyfiles import each_result
+
+    settings, context = check_settings(config)
+    one = functools.partial(check_transcript, settings=settings.with_window(None, "none"), policy=policy,
+                            tokenizer=tokenizer, context=context)
+    return each_result(one, iter_paths(paths), sink, fmt=fmt, on_error=on_error, jobs=jobs)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from .. import formats
 from ..errors import CtxtoolError, Failure
@@ -26,6 +26,20 @@ PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 
 
 FR = TypeVar("FR", bound=FileResults[Any])
+
+
+class FileKeywords(TypedDict, total=False):
+    """The keywords of :func:`run_file` a library file function passes on as they are (its
+    own defaults: :func:`run_file`'s): formats, events, the error policy, processes, shards
+    and a Parquet dataset's conversation column."""
+
+    fmt: str | None
+    to: str | None
+    events: EventLog | str | Path | None
+    on_error: str
+    jobs: int | None
+    engine: Sharding | None
+    messages_column: str | None
 
 
 def run_each(cls: type[FR], op: Operation[Results[Any]], path: str, output: str | None = None, **kw: Any) -> FR:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -244,30 +244,27 @@ def split_summary(text: str) -> tuple[str, dict[str, str]]:
 
 def head(text: str, budget: int, tok: Tokenizer) -> str:
     """The longest prefix of ``text`` within ``budget`` tokens."""
-    if tok.count(text) <= budget:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tok.count(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
+    return _longest(text, budget, tok, lambda n: text[:n])
 
 
 def tail(text: str, budget: int, tok: Tokenizer) -> str:
     """The longest suffix of ``text`` within ``budget`` tokens."""
+    return _longest(text, budget, tok, lambda n: text[len(text) - n:])
+
+
+def _longest(text: str, budget: int, tok: Tokenizer, part: Callable[[int], str]) -> str:
+    """``part(n)`` (``n`` characters of ``text``) for the largest ``n`` within ``budget``
+    tokens, found by halving (token counts grow with the characters)."""
     if tok.count(text) <= budget:
         return text
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if tok.count(text[-mid:]) <= budget:
+        if tok.count(part(mid)) <= budget:
             lo = mid
         else:
             hi = mid - 1
-    return text[len(text) - lo:]
+    return part(lo)
 
 
 def probes_of(part: CompactionCut) -> list[Probe]:

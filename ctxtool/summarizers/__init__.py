@@ -10,11 +10,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import CtxtoolError, Failure
 from ..model import Message
 from ..registry import Registry
+
+S = TypeVar("S")
 
 
 @dataclass(slots=True)
@@ -85,6 +87,16 @@ def register_summarizer(kind: str, factory: Factory) -> None:
     """Add a summarizer: ``factory(**options)`` (or a module's ``create(kind, **options)``)
     builds it; ``--summarizer`` offers every registered kind."""
     SUMMARIZERS.register(factory, kind)
+
+
+def built_from(cls: Callable[..., S], options: dict[str, Any], *args: Any) -> S:
+    """``cls(*args, ...)`` given the ``options`` its constructor takes: a module's ``create``
+    receives every summarizer's options (``--command`` and ``--base-url`` alike) and each kind
+    reads its own; the defaults are the constructor's."""
+    import inspect
+
+    accepted = inspect.signature(cls).parameters
+    return cls(*args, **{k: v for k, v in options.items() if k in accepted})
 
 
 def get_summarizer(kind: str, **options: Any) -> Summarizer:

@@ -16,26 +16,13 @@ from typing import Any
 
 from ..errors import CtxtoolError, Failure
 from ..tokens.context import called_model_window
-from . import SummaryRequest
+from . import SummaryRequest, built_from
 
 
-def create(
-    kind: str = "command",
-    *,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 120.0,
-    retries: int = 4,
-    context_window: int | None = None,
-    max_tokens: int = 4096,
-    command: str | list[str] | None = None,
-    **_ignored: Any,
-) -> CommandSummarizer:
-    del kind, base_url, api_key, retries
-    return CommandSummarizer(
-        command, model=model, timeout=timeout, context_window=context_window, max_tokens=max_tokens
-    )
+def create(kind: str = "command", **options: Any) -> CommandSummarizer:
+    """Build the command summarizer from the options it takes (``command``, ``model``,
+    ``timeout``, ``context_window``, ``max_tokens``); the others are ignored."""
+    return built_from(CommandSummarizer, options)
 
 
 def _argv(command: str | list[str] | tuple[str, ...] | None) -> list[str]:
@@ -63,7 +50,7 @@ class CommandSummarizer:
 
     def __init__(
         self,
-        command: str | list[str] | tuple[str, ...] | None,
+        command: str | list[str] | tuple[str, ...] | None = None,
         *,
         model: str | None = None,
         timeout: float = 120.0,

@@ -43,7 +43,7 @@ import httpx
 from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from ..tokens.context import called_model_window
-from . import ContextOverflowError, SummaryRequest
+from . import ContextOverflowError, SummaryRequest, built_from
 from .deadline import deadline_at, keep_deadlines
 
 log = logging.getLogger("ctxtool.summarizers")
@@ -72,45 +72,16 @@ class _Malformed(Exception):
     """A 2xx reply we cannot read a summary from."""
 
 
-def create(
-    kind: str,
-    *,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 120.0,
-    retries: int = 4,
-    context_window: int | None = None,
-    max_tokens: int = 4096,
-    command: str | list[str] | None = None,
-    **options: Any,
-) -> RemoteSummarizer:
-    """Build an ``openai`` or ``anthropic`` summarizer (see :class:`RemoteSummarizer`).
-
-    Extra keyword options: ``backoff_base`` (s, default 0.5), ``backoff_cap`` (s, default 8),
-    ``retry_after_cap`` (s, default 60), ``seed`` (jitter), ``max_connections`` (default 16),
-    ``total_timeout`` (s: the deadline for all tries of one summary, default
-    ``timeout × (retries + 1)``), ``sleep`` (a ``time.sleep`` stand-in). Unknown options are
-    ignored.
+def create(kind: str, **options: Any) -> RemoteSummarizer:
+    """Build an ``openai`` or ``anthropic`` summarizer (see :class:`RemoteSummarizer`) from the
+    options it takes: ``model``, ``base_url``, ``api_key``, ``timeout``, ``retries``,
+    ``context_window``, ``max_tokens``, ``backoff_base`` (s, default 0.5), ``backoff_cap`` (s,
+    default 8), ``retry_after_cap`` (s, default 60), ``seed`` (jitter), ``max_connections``
+    (default 16), ``total_timeout`` (s: the deadline for all tries of one summary, default
+    ``timeout × (retries + 1)``), ``sleep`` (a ``time.sleep`` stand-in). Other options (another
+    kind's) are ignored.
     """
-    del command  # only the command summarizer uses it
-    return RemoteSummarizer(
-        kind,
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        retries=retries,
-        context_window=context_window,
-        max_tokens=max_tokens,
-        backoff_base=float(options.get("backoff_base", 0.5)),
-        backoff_cap=float(options.get("backoff_cap", 8.0)),
-        retry_after_cap=float(options.get("retry_after_cap", 60.0)),
-        seed=options.get("seed"),
-        max_connections=int(options.get("max_connections", 16)),
-        sleep=options.get("sleep"),
-        total_timeout=options.get("total_timeout"),
-    )
+    return built_from(RemoteSummarizer, options, kind)
 
 
 class RemoteSummarizer:
@@ -120,7 +91,7 @@ class RemoteSummarizer:
         self,
         kind: str,
         *,
-        model: str | None,
+        model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
@@ -137,6 +108,8 @@ class RemoteSummarizer:
     ) -> None:
         if kind not in DEFAULT_BASE_URLS:
             raise CtxtoolError(f"unknown remote summarizer {kind!r}", kind=Failure.USAGE)
+        backoff_base, backoff_cap, retry_after_cap = float(backoff_base), float(backoff_cap), float(retry_after_cap)
+        max_connections = int(max_connections)
         if not model:
             raise CtxtoolError(
                 f"the {kind} summarizer needs a model: pass --model or set summarizer.model",

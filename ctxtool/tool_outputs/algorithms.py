@@ -170,6 +170,31 @@ def limits_with(base: Limits, **overrides: Any) -> Limits:
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
+#: the limits the ``tool_output.*`` settings give (``ctxtool truncate`` without ``--preset``)
+SETTING_FIELDS = ("max_lines", "max_bytes", "max_chars", "spill_threshold", "mode", "max_line_length", "head_lines",
+                  "tail_lines")
+
+
+def limits_for(preset: str | None = None, config: Any = None, **flags: Any) -> Limits:
+    """The limits ``ctxtool truncate`` cuts by: a preset's exactly, else the ``tool_output.*``
+    settings of ``config`` (a :class:`ctxtool.config.Config`; None: the user's); then each
+    flag given (a field of :class:`Limits`, None: not given). First or last lines asked for
+    without a mode keep both ends (``head_tail``)."""
+    if preset:
+        base = PRESETS.get(preset)
+    else:
+        if config is None:
+            # lazy: start-up (`ctxtool --help` would load ctxtool.config)
+            from ..config import Config
+
+            config = Config()
+        base = Limits(**{k: config[f"tool_output.{k}"] for k in SETTING_FIELDS})
+    over = {k: v for k, v in flags.items() if v is not None}
+    if (flags.get("head_lines") or flags.get("tail_lines")) and flags.get("mode") is None:
+        over["mode"] = "head_tail"
+    return limits_with(base, **over)
+
+
 @dataclass(slots=True)
 class Cut:
     """What :func:`truncate_text` did to one output."""

@@ -6,19 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
 from ..agent.tools import add_hint
 from ..cache import RefCache
 from ..errors import CtxtoolError, Failure
-from ..io.events import EventLog
 from ..model import Transcript
 from ..run.operation import Operation, RunContext, Task
-from ..run.runner import run_file
+from ..run.runner import FileKeywords, run_file
 from ..tokens.context import ContextSettings
 
 if TYPE_CHECKING:
-    from ..run.engines import Sharding
+    pass
 from ..tokens.count import TiktokenTokenizer, Tokenizer, get_tokenizer
 from .algorithms import Limits
 from .common import DEFAULT_INCLUDE, SUMMED, Ctx, OpsReport, as_cache, parse_include
@@ -132,28 +131,15 @@ def tokenizer_name(tokenizer: str | Tokenizer | None) -> str:
     return tokenizer if isinstance(tokenizer, str) else tokenizer.name if tokenizer is not None else "heuristic"
 
 
-def run_ops(
-    op: _CacheOp,
-    path: str,
-    output: str | None,
-    *,
-    fmt: str | None = None,
-    to: str | None = None,
-    events: EventLog | str | Path | None = None,
-    on_error: str = "fail",
-    jobs: int | None = None,
-    engine: Sharding | None = None,
-    messages_column: str | None = None,
-) -> OpsReport:
+def run_ops(op: _CacheOp, path: str, output: str | None, **run: Unpack[FileKeywords]) -> OpsReport:
     """Run a truncate/trim/restore operation over a file; the report names the files
     (``messages_column``: a Parquet dataset's conversation column, see :mod:`ctxtool.io.parquet`)."""
-    run = run_file(op, path, output, fmt=fmt, to=to, on_error=on_error, jobs=jobs, events=events, engine=engine,
-                   messages_column=messages_column)
-    rep = run.report
+    ran = run_file(op, path, output, **run)
+    rep = ran.report
     rep.path, rep.output = path, output
-    rep.format = rep.format or run.format
-    rep.skipped = run.skipped
-    rep.file_bytes_before, rep.file_bytes_after = run.file_bytes_before, run.file_bytes_after
+    rep.format = rep.format or ran.format
+    rep.skipped = ran.skipped
+    rep.file_bytes_before, rep.file_bytes_after = ran.file_bytes_before, ran.file_bytes_after
     return rep
 
 
@@ -164,25 +150,27 @@ def truncate_file(
     limits: Limits | None = None,
     include: Iterable[str] | str | None = None,
     cache: RefCache | str | Path | None = None,
-    fmt: str | None = None,
-    to: str | None = None,
-    events: EventLog | str | Path | None = None,
     tokenizer: str | Tokenizer | None = None,
-    on_error: str = "fail",
-    jobs: int | None = None,
     records: bool = False,
-    engine: Sharding | None = None,
-    messages_column: str | None = None,
     hint: bool = False,
+    **run: Unpack[FileKeywords],
 ) -> OpsReport:
     """``ctxtool truncate``: write ``path`` to ``output`` (``-`` stdout, None: discard) with
     every over-limit output cut and its full text in the cache. ``records``: keep each
     transcript's counts in ``report.items``; ``hint``: end each transcript with a system note
-    naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
+    naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`); ``run``: the
+    runner's keywords (:class:`ctxtool.run.runner.FileKeywords`: ``fmt``, ``to``, ``events``,
+    ``on_error``, ``jobs``, ``engine``, ``messages_column``)."""
     op = TruncateOp(cache_root(cache), tokenizer_name(tokenizer), limits or Limits(), parse_include(include),
                     records=records, hint=hint)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
-                   messages_column=messages_column)
+    return run_ops(op, path, output, **run)
+
+
+def configured_budget(budget: int | None, config: Any) -> int | None:
+    """The budget ``ctxtool trim`` runs by: ``budget``, else ``tool_output.context_budget_tokens``
+    of ``config`` (a :class:`ctxtool.config.Config`); 0 or none: each transcript's window
+    (:func:`trim_file`'s None)."""
+    return budget if budget is not None else (config["tool_output.context_budget_tokens"] or None)
 
 
 def trim_file(
@@ -191,27 +179,20 @@ def trim_file(
     *,
     budget: int | None = None,
     cache: RefCache | str | Path | None = None,
-    fmt: str | None = None,
-    to: str | None = None,
-    events: EventLog | str | Path | None = None,
     tokenizer: str | Tokenizer | None = None,
-    on_error: str = "fail",
-    jobs: int | None = None,
     context: ContextSettings | None = None,
     records: bool = False,
-    engine: Sharding | None = None,
-    messages_column: str | None = None,
     hint: bool = False,
+    **run: Unpack[FileKeywords],
 ) -> OpsReport:
     """``ctxtool trim``: per transcript, trim the oldest tool outputs down to ``budget`` tokens
     (None: the tool-output cache spec's clamp(window x 0.25, 20k, 60k) with each transcript's window, resolved by
     :mod:`ctxtool.tokens.context` from ``context``: flags and config, then what the transcript records);
-    ``hint`` as for :func:`truncate_file`."""
+    ``hint`` and ``run`` as for :func:`truncate_file`."""
     if budget is not None and budget < 0:
         raise CtxtoolError("--budget must be >= 0", kind=Failure.USAGE)
     op = TrimOp(cache_root(cache), tokenizer_name(tokenizer), budget, context, records=records, hint=hint)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
-                   messages_column=messages_column)
+    return run_ops(op, path, output, **run)
 
 
 def restore_file(
@@ -219,16 +200,10 @@ def restore_file(
     output: str | None,
     *,
     cache: RefCache | str | Path | None = None,
-    fmt: str | None = None,
-    to: str | None = None,
-    events: EventLog | str | Path | None = None,
-    on_error: str = "fail",
-    jobs: int | None = None,
     records: bool = False,
-    engine: Sharding | None = None,
-    messages_column: str | None = None,
+    **run: Unpack[FileKeywords],
 ) -> OpsReport:
-    """``ctxtool restore``: put back every truncated, spilled or trimmed message."""
+    """``ctxtool restore``: put back every truncated, spilled or trimmed message (``run`` as
+    for :func:`truncate_file`)."""
     op = RestoreOp(cache_root(cache), records=records)
-    return run_ops(op, path, output, fmt=fmt, to=to, events=events, on_error=on_error, jobs=jobs, engine=engine,
-                   messages_column=messages_column)
+    return run_ops(op, path, output, **run)

@@ -38,14 +38,13 @@ from ...tokens.heuristic import CHARS_PER_TOKEN
 from ..prompt import SUMMARY_BUDGET, clip, extract_files, format_retain, parse_retain
 from . import check, decisions, ledger, plan, requests, tools, values
 from .layout import MAX_REASONS, STATEMENT_CLIP, render
-from .previous import EARLIER, SECTIONS, Carried, Previous, parse_previous
-from .text import dedupe, items, parse_sections, parse_subsections, sentences, split_headings
+from .previous import EARLIER, Carried, Previous, parse_previous
+from .text import dedupe, items, sentences, split_headings
 
 if TYPE_CHECKING:
     from .. import SummaryRequest
 
-__all__ = ["SECTIONS", "Facts", "HeuristicSummarizer", "create", "facts", "parse_sections", "parse_subsections",
-           "retain_section", "structured_summary"]
+__all__ = ["Facts", "HeuristicSummarizer", "create", "facts", "retain_section", "structured_summary"]
 
 VERSION = 3
 GOAL_CLIP = 1500
