@@ -84,6 +84,23 @@ def test_every_command_and_seed_is_mapped() -> None:
     assert set(seeds) <= set(rows), "every seed has its mechanisms in the table"
 
 
+def test_every_module_is_on_the_map() -> None:
+    """Every module of the package is named on the page (its path, or a dotted name in it)."""
+    text = _text()
+    named = {".".join(m.split(".")[:i]) for s in _code_spans() for m in re.findall(r"\bctxtool(?:\.\w+)+", s)
+             for i in range(2, m.count(".") + 2)}
+    named |= {p.removesuffix(".py").removesuffix("/").replace("/", ".") for p in _paths()}
+    root = ROOT / "ctxtool"
+    missing = []
+    for p in sorted(root.rglob("*.py")):
+        parts = ["ctxtool", *p.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        if ".".join(parts) not in named and f"`{p.relative_to(ROOT)}`" not in text:
+            missing.append(str(p.relative_to(ROOT)))
+    assert not missing, f"modules docs/architecture.md does not name: {missing}"
+
+
 def package_of(module: str) -> str:
     """The node a module is drawn as: its package under ctxtool, or the top-level module
     (``ctxtool`` itself is the public API, ``ctxtool/__init__.py``)."""
