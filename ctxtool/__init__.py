@@ -1,14 +1,8 @@
-"""ctxtool: offline context management for LLM agent transcripts.
-
-Every command's operation is a function here, imported on first use (PEP 562) so that
-``import ctxtool`` stays cheap and needs neither typer nor rich::
-
-    import ctxtool
-    report = ctxtool.stats_files(["session.jsonl"])
-    ctxtool.compact_file("session.jsonl", "short.jsonl", options=ctxtool.CompactOptions(force=True))
-
-The packages and what each holds: docs/architecture.md.
-"""
+"""ctxtool: offline context management for LLM agent transcripts. Every command's operation is a
+function here, imported on first use (PEP 562), so ``import ctxtool`` stays cheap and needs
+neither typer nor rich: ``ctxtool.stats_files(["session.jsonl"])``,
+``ctxtool.compact_file("session.jsonl", "short.jsonl", options=ctxtool.CompactOptions(force=True))``.
+The packages and what each holds: docs/architecture.md."""
 
 from __future__ import annotations
 

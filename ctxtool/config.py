@@ -1,13 +1,8 @@
 """Settings with their defaults (each the value of the system it comes from), resolved in one place.
-
-Order (later wins): built-in defaults → ``ctxtool.toml`` (or ``[tool.ctxtool]`` in
-``pyproject.toml``) found in the working directory or its parents → ``CTXTOOL_*``
-environment variables → command-line flags. ``ctxtool config`` prints every value
-and where it came from.
-
-Keys are ``section.name``; the environment variable is ``CTXTOOL_SECTION_NAME``
-(e.g. ``CTXTOOL_COMPACTION_RESERVE_TOKENS=8192``).
-"""
+Later wins: built-in defaults, then ``ctxtool.toml`` (or ``[tool.ctxtool]`` in ``pyproject.toml``)
+in the working directory or its parents, then ``CTXTOOL_*`` variables, then flags. Keys are
+``section.name``, the variable ``CTXTOOL_SECTION_NAME`` (``CTXTOOL_COMPACTION_RESERVE_TOKENS=8192``);
+``ctxtool config`` prints every value and where it came from."""
 
 from __future__ import annotations
 

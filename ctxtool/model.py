@@ -1,15 +1,9 @@
-"""The transcript model: messages, content blocks, metadata, usage and source entries.
-
-A :class:`Transcript` is a list of *entries* in source order. Most entries are
-:class:`Message` objects (what the model saw or produced); the rest are
-:class:`Record` (bookkeeping lines kept verbatim for round trips),
-:class:`Cont` (a continuation line of a message split over several lines, as
-Claude Code writes them) and :class:`Compaction` (a persisted compaction summary).
-
-Every message remembers the source lines it was read from (``lines``); a writer
-emits them verbatim unless the message was changed (``dirty``), so writing a
-file back in its own format loses nothing.
-"""
+"""The transcript model: a :class:`Transcript` is a list of entries in source order,
+:class:`Message` (what the model saw or produced, of :class:`Block`), :class:`Record`
+(bookkeeping lines kept verbatim), :class:`Cont` (a continuation line of a message split over
+several lines) and :class:`Compaction`. Every message remembers its source lines; a writer emits
+them verbatim unless the message changed (``dirty``), so a file written back in its own format
+loses nothing."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""The AGENTS.md instruction hierarchy (adk-code ``internal/instructions/loader.go``).
-
-Three levels, merged in this order: the global file (``AGENTS.md`` in ctxtool's config
-directory, ``$CTXTOOL_CONFIG_DIR`` when set), the project root's ``AGENTS.md`` (the
-nearest directory at or above the working directory holding ``.git``, ``.hg``,
-``go.mod``, ``package.json`` or ``pyproject.toml``) and the working directory's. Files
-are joined with a blank line; the result is capped at ``instructions.max_bytes``
-(32 KiB) by cutting the end, never inside a UTF-8 character. When the working
-directory is the project root its file is read once.
-
->>> from ctxtool.agent.instructions import load_instructions   # doctest: +SKIP
->>> r = load_instructions("src/pkg")
->>> r.bytes, r.truncated, [s.level for s in r.sources if s.found]
-(2113, False, ['global', 'project', 'workdir'])
-"""
+"""The AGENTS.md instruction hierarchy (adk-code's ``internal/instructions/loader.go``): the global
+file (ctxtool's config directory, ``$CTXTOOL_CONFIG_DIR``), the project root's (the nearest
+directory at or above the working directory holding ``.git``, ``.hg``, ``go.mod``,
+``package.json`` or ``pyproject.toml``) and the working directory's, merged in that order with a
+blank line, read once when two are the same, capped at ``instructions.max_bytes`` (32 KiB) by
+cutting the end, never inside a UTF-8 character."""
 
 from __future__ import annotations
 

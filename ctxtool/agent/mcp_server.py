@@ -1,13 +1,8 @@
-"""``ctxtool mcp``: the tools of :mod:`ctxtool.agent.tools` served over the Model Context
-Protocol on stdio, with the official MCP Python SDK (the ``mcp`` extra: ``pip install
-'ctxtool[mcp]'``). Imported only by that command.
-
-A tool that fails returns an error result (``isError``) with one line saying why; the server
-goes on. Each call runs in a worker thread of the SDK, so one slow call does not hold up the
-others, and a client that goes away ends the server once the call in hand is done (every
-call is bounded: a page reads one output once, a search stops after
-:data:`ctxtool.agent.tools.GREP_SECONDS`).
-"""
+"""``ctxtool mcp``: the tools of :mod:`ctxtool.agent.tools` served over the Model Context Protocol
+on stdio with the official MCP SDK (the ``mcp`` extra), imported only by that command. A failing
+tool returns an error result with one line saying why; each call runs in an SDK worker thread,
+and every call is bounded (a page reads one output once, a search stops after
+:data:`ctxtool.agent.tools.GREP_SECONDS`), so a client that goes away ends the server."""
 
 # no "from __future__ import annotations": the SDK reads the tools' annotations, some local to build()
 

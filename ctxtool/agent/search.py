@@ -1,11 +1,7 @@
-"""Where in some transcripts a string appeared: which transcript, which message (its index in
-the transcript's message list and its line in the file), in which block, with a snippet.
-
-For an agent that reads a compacted transcript: the summary names a file or an error, this
-finds the messages it came from in the transcripts kept before the compaction. Plain,
-case-insensitive substring search over the text of every block: text, thinking, tool calls
-(name and arguments) and tool results; transcripts are read one at a time.
-"""
+"""Where in some transcripts a string appeared: which transcript, which message (its index and its
+line in the file), which block, with a snippet. For an agent reading a compacted transcript: the
+summary names a file or an error, this finds the messages it came from. Plain case-insensitive
+substring search over every block's text (text, thinking, calls, results), one transcript at a time."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""The tool output cache as tools an agent calls (the tool-output cache spec): ``tool_output_cache`` reads a
-ref by lines, numbered like a ``read`` tool; ``tool_output_cache_grep`` searches one ref or
-all; ``transcript_search`` finds where in some transcripts a string appeared.
-
-Each tool is a function of a :class:`ctxtool.cache.RefCache` returning the text the agent
-reads, or raising :class:`ctxtool.errors.CtxtoolError` (an error result). ``ctxtool mcp``
-(:mod:`ctxtool.agent.mcp_server`) serves them over the Model Context Protocol; nothing here needs
-the MCP SDK. Every tool only reads: a ref id is validated as ``refs show`` validates it
-(:meth:`ctxtool.cache.RefCache.resolve`) before a path is built, every read stays inside
-the cache, and a transcript is read only under a directory the server was given. Every
-result is capped as the in-context view is (:func:`view`: 50 KiB, lines cut at 2,000
-characters) and ends with a note telling how to get the next page.
-"""
+"""The tool output cache as tools an agent calls: ``tool_output_cache`` reads a ref by numbered
+lines, ``tool_output_cache_grep`` searches one ref or all, ``transcript_search`` finds where a
+string appeared. Each is a function of a :class:`ctxtool.cache.RefCache` returning the text, or
+raising :class:`ctxtool.errors.CtxtoolError`; each only reads (ids validated, reads inside the
+cache, transcripts only under a directory the server was given), capped as the in-context view
+is (:func:`view`: 50 KiB, lines of 2,000 characters), ending with how to get the next page."""
 
 from __future__ import annotations
 

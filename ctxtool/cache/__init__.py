@@ -1,37 +1,8 @@
-"""The tool output cache (the tool-output cache spec): content-addressed refs with a manifest.
-
-Layout under the cache directory (``--cache-dir``, else ``$CTXTOOL_CACHE_DIR``, else
-the user cache directory; a local path or an fsspec URL such as ``s3://bucket/cache``,
-:mod:`ctxtool.cache.objstore`)::
-
-    refs/<sha256>             the content as one zstd frame (level 1), mode 0600; refs written
-                              by older versions are zlib streams (as git stores loose objects),
-                              told apart by their first bytes and read alike
-    packs/<task>.<rand>.pack  the refs a truncate, trim or restore task made, many to a file (a file
-                              per ref costs a file creation each): each entry stored as a ref
-                              file is, found, read, verified and collected by its id alike
-                              (:mod:`ctxtool.cache.packs`)
-    manifest/<task>.jsonl     one JSON line per stored ref: hash, size, lines, kind, source;
-                              one shard per task (a process, a Ray task), written whole at its end
-    manifest.jsonl            the single manifest of older versions: still read, rewritten by gc
-
-A shard is never appended to, so several hosts can share a cache on NFS or object storage;
-readers merge the shards. A source names its input as the user gave it (a URL, or the
-driver's absolute path), never a worker's local copy.
-
-Directories are 0700. A ref id is the 64-hex sha256 of its (uncompressed) content; sizes
-in the manifest and in ``output_ref`` are of the content too. Tool outputs compress
-several times over, so the cache takes a fraction of the space and, on disks where many
-small writes are slow, of the time. Ids (or unique prefixes of at least
-8 hex digits) are validated before any path is built, so a ref can never name a
-file outside the cache; content is checked against its hash when read.
-
-Nothing inside the cache is reached through a link (:mod:`ctxtool.cache.privdir`):
-``refs/``, ``packs/`` and every file are opened relative to the open cache directory with
-``O_NOFOLLOW``, a ref that is a link, a directory or any other non-regular file is refused
-(``refs verify`` reports it as corrupted), and a hostile layout is a one-line error naming
-the path (exit 3).
-"""
+"""The tool output cache: content-addressed refs (sha256 of the content) with a manifest, under
+``--cache-dir``, ``$CTXTOOL_CACHE_DIR`` or the user cache directory (a local path or an fsspec
+URL, :mod:`ctxtool.cache.objstore`). Ids are validated before any path is built, content is
+checked against its hash when read, and nothing inside the cache is reached through a link.
+The layout on disk: docs/architecture.md, "The caches on disk"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""What a ref file is: its content compressed, checked against its sha256 whole on every
-read (``show``, ``grep``, restore, ``verify`` share :func:`iter_ref`, which streams it).
-
-New refs are one zstd frame (:func:`compress`, level 1: the size zlib's level 1 gives, in
-less than half the time, and faster to read). Refs written by older versions are one zlib
-stream; the first bytes tell them apart (zstd's magic number ``28 b5 2f fd``, which no zlib
-header has), and both are read, verified, shown, restored and collected alike.
-"""
+"""What a ref file is: its content compressed, checked against its sha256 whole on every read
+(``show``, ``grep``, restore and ``verify`` share :func:`iter_ref`, which streams it). New refs
+are one zstd frame (:func:`compress`); refs of older versions, one zlib stream, are told apart by
+their first bytes and read alike (docs/architecture.md, "The caches on disk")."""
 
 from __future__ import annotations
 

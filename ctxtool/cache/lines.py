@@ -1,11 +1,7 @@
-"""A ref's content as numbered lines, streamed from its pieces (:func:`ctxtool.cache.content.iter_ref`):
-an output of any size is read in flat memory, a page of it or every line of it.
-
-Lines are what ``text.split("\\n")`` gives (a ``\\r`` stays on its line), less the empty one
-after a final newline: ``"a\\nb\\n"`` is two lines, ``""`` none. A line longer than ``keep``
-bytes is held to its first ``keep`` bytes (its full length is still told), so that one
-gigabyte-long line is never held whole either.
-"""
+"""A ref's content as numbered lines, streamed from its pieces (:func:`ctxtool.cache.content.iter_ref`)
+in flat memory. Lines are what ``text.split("\\n")`` gives less the empty one after a final
+newline (``"a\\nb\\n"`` is two lines, ``""`` none); a line longer than ``keep`` bytes is held to
+its first ``keep`` bytes, its full length still told."""
 
 from __future__ import annotations
 

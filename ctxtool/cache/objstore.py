@@ -1,11 +1,7 @@
 """A cache directory on object storage or any fsspec filesystem (``s3://``, ``gs://``,
-``memory://``), with the interface of :class:`ctxtool.cache.privdir.PrivateDir` that the
-ref cache and the summary cache use, and :func:`open_root`, which picks one for a root.
-
-Object storage has no links, no modes and no partial objects: every write is one whole
-object (``pipe``), so a reader never sees half of one, and an object is never appended
-to: the ref manifest is written as one shard per task (``manifest/<task>.jsonl``).
-"""
+``memory://``) with the interface of :class:`ctxtool.cache.privdir.PrivateDir`, and
+:func:`open_root`, which picks one for a root. Every write is one whole object (``pipe``), never
+appended to: the ref manifest is one shard per task."""
 
 from __future__ import annotations
 

@@ -1,26 +1,7 @@
-"""Ref packs: the refs one task writes, many to a file (``packs/<task>.<random>.pack``).
-
-A file per ref costs a file creation each, and on a disk that is most of the time of a
-large ``truncate`` (thousands of refs). truncate, trim and restore therefore gather their
-new refs and write them as one pack whenever the pack reaches :data:`PACK_BYTES`, and when
-the task is flushed: before its output is seen (a file before it is renamed into place, a
-worker's part before it is joined, each chunk of stdout or a FIFO before it is passed on:
-:func:`ctxtool.run.serial.write_checked`). A transcript never names a ref that is not stored.
-A pack's name is its task's with a random suffix: a new pack never replaces one.
-
-A pack is written whole (a temporary file renamed, or one object) and never changed: gc
-writes a new pack of the refs it keeps and removes the old one. Layout::
-
-    MAGIC                     b"ctxtool-pack-1\\n"
-    entry ...                 each ref exactly as a ref file holds it (one zstd frame)
-    index                     JSON: [[ref, offset, length], ...], offsets from the file start
-    trailer                   the index's length (8 bytes, big-endian), then MAGIC again
-
-Each entry is checked like a ref file (:func:`ctxtool.cache.content.iter_ref`: a complete
-stream, nothing after it, the right sha256) on every read and by ``refs verify``; a pack
-whose index cannot be read is reported by ``refs verify`` and its refs are missing. Every
-ref in a pack is found, read, listed, verified and collected by its id like a ref file.
-"""
+"""Ref packs: the refs one task writes, many to a file (``packs/<task>.<random>.pack``), written
+whole when a pack reaches :data:`PACK_BYTES` and when the task is flushed, before its output is
+seen: a transcript never names a ref that is not stored. The file layout and why:
+docs/architecture.md, "The caches on disk"."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""A private directory whose entries are opened without ever following a link.
-
-The ref cache and the summary cache live under one root directory (``--cache-dir``,
-``$CTXTOOL_CACHE_DIR`` or the user cache directory). The root is the user's choice and
-is reached as given (a link to it is followed, like any path the user names). Everything
-*inside* it is opened relative to the root's open descriptor with ``O_NOFOLLOW``:
-sub-directories with ``O_DIRECTORY | O_NOFOLLOW``, files with ``O_NOFOLLOW`` and a check
-that they are regular files, so a link planted in the cache can neither make ctxtool
-read, write, append to or ``chmod`` anything outside it. Files are replaced by a rename
-inside the directory (which replaces a link, never its target); nothing is appended in
-place (the ref manifest is written as one shard per task).
-
-Every failure is a one-line :class:`~ctxtool.errors.CtxtoolError` naming the path:
-exit 3 (``INPUT``: the cache is not what ctxtool wrote), 8 (``IO``: a write failed: disk
-full, read-only, no permission), or 7 for a name that is absent.
-"""
+"""A private directory whose entries are opened without ever following a link: the root (the
+user's choice) is reached as given; everything inside it is opened relative to the root's open
+descriptor with ``O_NOFOLLOW``, files checked to be regular, replaced by a rename, never
+appended to. Every failure is one line naming the path (``INPUT``, ``IO`` or not found)."""
 
 from __future__ import annotations
 

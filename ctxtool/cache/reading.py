@@ -1,11 +1,7 @@
-"""Reading refs as text (the tool-output cache spec): ``show`` like a file reader, ``grep`` one or all refs.
-
-Both stream a ref line by line (:class:`ctxtool.cache.lines.Lines`), so an output of any
-size is read in flat memory; ``refs show``/``refs grep`` and the ``tool_output_cache`` tools of
-``ctxtool mcp`` are these two calls. A pattern is compiled by the ``regex`` module (Python
-``re`` syntax), whose matching can be bounded in time: a pattern that backtracks
-catastrophically is an error after ``time_limit`` seconds, not a hang.
-"""
+"""Reading refs as text: ``show`` like a file reader, ``grep`` one or all refs, both streaming a
+ref line by line (:class:`ctxtool.cache.lines.Lines`); ``refs show``/``refs grep`` and the
+cache's tools of ``ctxtool mcp`` are these two calls. Patterns are compiled by the ``regex``
+module, whose matching is bounded in time: a catastrophic pattern is an error, not a hang."""
 
 from __future__ import annotations
 

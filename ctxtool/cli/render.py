@@ -1,21 +1,8 @@
-"""The one place the CLI writes machine-readable output. Every command's ``--json`` is ONE
-object, whatever the number of transcripts (one session or a dataset of many records)::
-
-    {"command": "cut", "version": 1, ...settings..., "transcripts": [...], "totals": {...}, ...}
-
-``command`` and ``version`` (of the shape, :data:`JSON_VERSION`) come first, then the fields
-known before the work (settings), then the item list (``transcripts`` for commands that
-read transcripts; ``formats``, ``models``, ``refs`` ... for the others), then ``totals`` and
-what is only known at the end. Items are written one by one, so a long list never sits in
-memory as a whole and a stream of transcripts stays a stream.
-
-``--jsonl`` writes one compact object per line: one per item, ``{"type": "transcript",
-...}`` (the same object as in the ``--json`` list, plus ``type``), then a last line
-``{"type": "summary", "command": ..., "version": 1, ..., "totals": {...}}`` holding every
-other field of the ``--json`` object. The JSON Schema of each command's ``--json`` output
-is ``schemas/<command>.schema.json`` (``refs-ls``, ``refs-gc`` ... for sub-commands); its
-``$defs.item`` is the schema of one item (one ``--jsonl`` line less its ``type``).
-"""
+"""The one place the CLI writes machine-readable output. ``--json`` is ONE object per command,
+``command`` and ``version`` first, then the settings, then the item list written one by one (a
+stream stays a stream), then ``totals``; ``--jsonl`` one item per line and a last ``summary``
+line holding the rest. Each command's schema is ``schemas/<command>.schema.json`` (its
+``$defs.item`` one item). The shape in detail: docs/architecture.md, "Commands"."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""Tables and lines for people, on stdout: what rich prints, written without rich when rich
-would print it plainly.
-
-Into a pipe or a file, rich prints a table as plain text: no colour, no style, the columns as
-wide as their widest cell when the table fits the width; narrowed when it does not (the
-widest columns that may wrap first), a cell's words wrapped onto more lines and a word that
-no longer fits cut (``…``) or folded, as the column says; a line wider than the width wrapped
-at its words. ``ctxtool stats`` spent about as long importing rich and laying out its four
-small tables through it (35-40 ms) as reading a 20 MB dataset on two cores.
-:class:`Table` is the part of ``rich.table.Table`` ctxtool's commands use;
-:meth:`Table.plain` lays it out as rich would and gives the text, or None when only rich can
-(a character whose width is not known here: wide, combining, a tab; a column narrower than
-its padding). :class:`Out` prints a table or a line through :meth:`Table.plain` when it can,
-through rich otherwise: on a terminal (colours, bold headers, the terminal's width), for
-rich's own renderables, and for whatever :meth:`Table.plain` declines. The test suite holds
-the two to the same bytes (tests/test_cli_table.py, rich as the oracle).
-"""
+"""Tables and lines for people, on stdout: what rich prints, written without rich when rich would
+print it plainly (into a pipe or a file). :meth:`Table.plain` lays a table out as rich would, or
+declines (a character of unknown width, a column narrower than its padding); :class:`Out` prints
+through it when it can, through rich otherwise (a terminal, rich's own renderables).
+``tests/test_cli_table.py`` holds the two to the same bytes. Why: docs/architecture.md, "Commands"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""Layouts: where to cut and what stays around the summary, as registered classes.
-
-A layout names the summary style it asks for and finds the cut in the agent's context.
-Adding one is a class and a registry line::
-
-    @register_layout
-    class Tail(Layout):
-        name = "tail"
-        help = "summary + the last 3 messages"
-
-        def cut(self, ctx: CutContext) -> Cut:
-            return Cut(next((i for i in range(len(ctx.messages) - 3, 0, -1) if ctx.ok[i]), None))
-
-``--layout`` offers every registered layout.
-"""
+"""Layouts: where to cut and what stays around the summary, as registered classes. A layout names
+the summary style it asks for and finds the cut in the agent's context; adding one is a
+:class:`Layout` subclass with a ``cut(ctx) -> Cut`` and one :func:`register_layout` line
+(``tests/test_compact_registries.py`` shows one). ``--layout`` offers every registered layout."""
 
 from __future__ import annotations
 

@@ -1,21 +1,9 @@
-"""Compaction as a file operation of the one runner (:mod:`ctxtool.run.runner`).
-
-:class:`CompactOp` holds the options; its task compacts each transcript (on several threads
-with ``run_file(..., threads=N)``, for summary models that take their time) and asks the
-runner for what a compaction needs:
-
-* ``read_first``: the whole input is read before the first summary is asked for, so a bad
-  record or an empty input fails before any model call, and progress knows the total;
-* ``keep_failed``: under ``--on-error skip`` a transcript that cannot be compacted is
-  written unchanged and reported (status ``error``);
-* ``checks_output``: the written output is read back and validated before it replaces
-  anything; only problems the compaction introduced count (an input record that already
-  ends in an unanswered tool call is compacted and written with it). Under ``skip`` a
-  transcript whose output fails is written again as it was read, and reported.
-
-Events (``compaction_start``, ``compaction_end``, ``compaction``) are logged in input order
-once the output is final (a transcript rejected by the check logs its failure instead).
-"""
+"""Compaction as a file operation of the one runner: :class:`CompactOp` compacts each transcript
+(on several threads for slow models) and asks the runner for ``read_first`` (a bad record or an
+empty input fails before any model call), ``keep_failed`` (under ``skip`` a transcript that
+cannot be compacted is written unchanged and reported) and ``checks_output`` (the output is read
+back and validated; only problems the compaction introduced count). Events are logged in input
+order once the output is final."""
 
 from __future__ import annotations
 

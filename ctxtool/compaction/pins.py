@@ -1,12 +1,8 @@
-"""Pinned instructions (``compact --pin TEXT|@FILE``): standing rules (AGENTS.md / CLAUDE.md
-content, a user's rules) kept verbatim outside the summary, beside it, in every compaction.
-
-Each pin is one text behind :data:`PIN_PREFIX`; the output format records it
-(:meth:`ctxtool.formats.base.CompactionNote.pin_messages`: a user message after the summary,
-or a block of Claude Code's summary line). Pins found in the part a compaction removes are
-pinned again, so they survive later compactions; after the rebuild, and again after the output
-is read back, every pin must be in what the agent sees (:func:`missing`).
-"""
+"""Pinned instructions (``compact --pin TEXT|@FILE``): standing rules kept verbatim beside the
+summary in every compaction, each behind :data:`PIN_PREFIX` and recorded by the output format
+(:meth:`ctxtool.formats.base.CompactionNote.pin_messages`). Pins in the removed part are pinned
+again; after the rebuild and after the read-back every pin must be in what the agent sees
+(:func:`missing`)."""
 
 from __future__ import annotations
 

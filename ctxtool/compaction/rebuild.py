@@ -1,12 +1,8 @@
-"""Rebuild: the new transcript around the summary, recorded the way its format records one.
-
-The summarized messages (and anything an earlier compaction already summarized) go; the
-summary is recorded before the first kept message by the output format's
-:meth:`~ctxtool.formats.base.Format.record_compaction` (a pi ``compaction`` entry, Claude
-Code's boundary + summary lines, a Codex ``compacted`` item, summary messages in datasets).
-Kept messages are not touched, so writers copy their source lines byte for byte. With
-``tool_digest`` the kept part goes through the Go agent's archiver (:mod:`ctxtool.history.archive`).
-"""
+"""Rebuild: the new transcript around the summary. The summarized messages (and anything an
+earlier compaction summarized) go; the summary is recorded before the first kept message by the
+output format's :meth:`~ctxtool.formats.base.Format.record_compaction`; kept messages are not
+touched, so writers copy their source lines. ``tool_digest`` passes the kept part through the
+Go agent's archiver (:mod:`ctxtool.history.archive`)."""
 
 from __future__ import annotations
 

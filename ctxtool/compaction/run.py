@@ -1,11 +1,7 @@
-"""Files: :func:`compact_file` runs a :class:`~ctxtool.compaction.op.CompactOp` through the
-one runner (:func:`ctxtool.run.runner.run_file`) and returns the file's :class:`CompactReport`.
-
-The input is never modified; the output is written atomically after it was re-read and
-validated, or not at all. With ``on_error="skip"`` a record that fails (its summary, or the
-validation of its output) is written unchanged and reported, and unreadable records are
-reported as skipped.
-"""
+"""Files: :func:`compact_file` runs a :class:`~ctxtool.compaction.op.CompactOp` through the one
+runner and returns the file's :class:`CompactReport`. The input is never modified; the output is
+written atomically after it was re-read and validated, or not at all; with ``on_error="skip"`` a
+record that fails is written unchanged and reported."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""Summarization over the typed :class:`~ctxtool.summarizers.Summarizer` protocol.
-
-One request when the prompt fits the summary model's window; otherwise (or when the model
-reports a context overflow) the input is summarized in chunks, each merged into the running
-summary (pi-style compaction's incremental update). The input follows the Go agent and the tool-output cache spec: agent-visible
-messages only, tool results clipped, a trailing assistant's tool calls stripped (the tool-output cache spec
-2.6.1) and named to the model as calls that were still open.
-"""
+"""Summarization over the typed :class:`~ctxtool.summarizers.Summarizer` protocol: one request when
+the prompt fits the model's window, else (or on a reported overflow) in chunks, each merged into
+the running summary (pi-style's incremental update). The input is the summary input of
+:mod:`ctxtool.summarizers.prompt`; a trailing assistant's stripped calls are named to the model
+as calls still open."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Readable exports of a transcript file: markdown or one self-contained HTML file.
-
-    from ctxtool.export import export_file
-    result = export_file("session.jsonl", "session.html")  # the renderer from the suffix
-
-A transcript becomes a :class:`~ctxtool.export.walk.ExportedTranscript` (turns and compaction markers,
-decided once in :mod:`ctxtool.export.walk`); a registered renderer
-(:func:`~ctxtool.export.base.register`: ``markdown``, ``html``) draws the views as a stream
-of text, written through :func:`ctxtool.io.outputs.atomic_output`.
-"""
+"""Readable exports of a transcript file: markdown or one self-contained HTML file
+(:func:`export_file`, the renderer from the suffix). A transcript becomes an
+:class:`~ctxtool.export.walk.ExportedTranscript` (turns and compaction markers, decided once in
+:mod:`ctxtool.export.walk`); a registered renderer draws it as a stream of text, written through
+:func:`ctxtool.io.outputs.atomic_output`."""
 
 from __future__ import annotations
 

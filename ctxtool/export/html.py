@@ -1,15 +1,9 @@
-"""HTML: one self-contained file (inline CSS and one inline script, nothing fetched: a
-Content-Security-Policy forbids anything else, the script allowed by its hash), every piece
-of transcript text escaped. Long tool outputs, arguments and injected content sit in closed
-``<details>``; thinking and summaries are folded; images the transcript holds are shown
-from data URIs, others are named. An assistant's words are rendered as Markdown
-(markdown-it-py, raw HTML off: written out as text, ``javascript:`` links refused).
-
-To find one's way: a table of contents (each record of a dataset, each user turn and each
-compaction, linked), turns in pages of :attr:`ExportOptions.page_size` with a pager,
-expand-all and collapse-all, and a search that shows the turns holding a text. The script
-does only that; without it every page shows and every link still works.
-"""
+"""HTML: one self-contained file (inline CSS and one inline script allowed by its hash under a
+Content-Security-Policy, nothing fetched), every piece of transcript text escaped; long outputs,
+arguments and injected content in closed ``<details>``; an assistant's words as Markdown
+(markdown-it-py, raw HTML off, ``javascript:`` links refused). A table of contents, pages of
+:attr:`ExportOptions.page_size`, expand/collapse all and search: the script does only that;
+without it every page shows and every link still works."""
 
 from __future__ import annotations
 

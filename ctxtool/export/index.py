@@ -1,11 +1,7 @@
-"""Many sessions at once: one HTML page per session file and an ``index.html`` listing them
-(when, how many messages and compactions, the first words of the user), searchable.
-
-    from ctxtool.export.index import export_index
-    r = export_index(["~/.claude/projects"], "out/")   # None: the default session stores
-
-A file that cannot be read is listed with its error and left out; the others are written.
-"""
+"""Many sessions at once: one HTML page per session file and a searchable ``index.html`` listing
+them (when, how many messages and compactions, the user's first words); :func:`export_index`
+with no paths reads the default session stores. A file that cannot be read is listed with its
+error and left out."""
 
 from __future__ import annotations
 

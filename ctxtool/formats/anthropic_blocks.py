@@ -1,22 +1,7 @@
-"""One Anthropic content-block codec, used by the ``anthropic`` and ``claude-code`` formats.
-
-Reading (:func:`decode_content`, :func:`decode_block`):
-
-* ``text``; ``thinking`` (its ``signature`` in ``Block.extra``); ``redacted_thinking``
-  (a thinking block with empty text, ``data`` kept); ``tool_use`` (a tool call whose
-  arguments are ``input``); ``tool_result`` (text parts joined by newlines; the images inside it become image
-  blocks right after it, hint ``tool_result_image``); ``image`` and ``document`` (image
-  blocks whose ``data`` is the whole block);
-* any other block type, and a part that is not an object, is kept whole as a text
-  block (hint ``anthropic_block``) and written back as it came;
-* fields of a known block that ctxtool has no place for (``cache_control``,
-  ``citations``...) are kept in ``extra["anthropic"]`` and written back.
-
-Writing (:func:`render_content`): the inverse; a block whose text is unchanged is its
-source block; a tool call with the neutral hint ``server_tool`` (a provider-side tool,
-e.g. Codex web search) is a ``server_tool_use`` block. Tool arguments that are not a JSON object are wrapped as
-``{"input": ...}`` (the Messages API takes an object).
-"""
+"""One Anthropic content-block codec, used by the ``anthropic``, ``claude-code`` and ``cline`` formats:
+:func:`decode_content` / :func:`decode_block` read blocks, :func:`render_content` writes them back
+(an unchanged block as its source). Unknown block types and unknown fields are kept and written
+back as they came. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

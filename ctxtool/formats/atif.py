@@ -1,42 +1,9 @@
-"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.8``).
+"""Harbor's ATIF trajectories (Agent Trajectory Interchange Format, ``ATIF-v1.0`` ... ``v1.8``):
+one JSON document, the root trajectory and each embedded subagent one transcript each.
 
-One JSON document: ``schema_version``, ``session_id``, ``agent``, ``steps`` and optional
-``final_metrics``, ``extra``, ``subagent_trajectories`` (v1.7: embedded subagents, each a
-complete trajectory). The root trajectory is transcript 0; each embedded subagent is one
-more transcript (its ``trajectory_id`` is its id). Every other field is kept.
-
-A step (``source`` system/user/agent) is one message: ``message`` (a string, or content
-parts: v1.6 text and images, v1.8 audio) as text, ``reasoning_content`` as thinking,
-``tool_calls`` (``tool_call_id``, ``function_name``, ``arguments``) as calls, ``metrics`` as
-usage (``prompt_tokens`` includes the cached ones). Its ``observation.results`` answering the
-step's calls (``source_call_id``; a result without one answers the call at its position
-when the counts agree) follow as one tool message. An observation that answers no call (a
-parse-error notice, the summary of a context-management step) follows as a user message;
-a context-management step's (``extra.context_management``) is a compaction summary.
-
-v1.8 adds audio content parts (``{"type": "audio", "source": {"media_type", "path",
-"duration_sec"}}``: a file stored beside the trajectory, never inline). ctxtool does not open
-the file and cannot count its tokens: an audio part reads as a line of text naming it
-(``[audio audio/wav, 4.2 s: clips/q1.wav]``), which is what other formats get on conversion,
-and is written back to ATIF as the part it was. An audio part without a ``source`` holding
-``media_type`` and ``path`` is an error naming the step, as harbor's model rejects it.
-
-Loud about drift (:meth:`ATIFFormat.unknown_records`): a ``schema_version`` newer than the
-newest this reader knows, content parts of types no ATIF version defines, and step fields
-outside the v1.8 step model are counted and warned about; all are kept as they came.
-
-Writing: an unchanged step is written as it came; a changed one is rebuilt from its source
-object (its other fields, and each result's ``subagent_trajectory_ref`` and ``extra``, kept).
-A document made from another format is tagged ``ATIF-v1.6`` (the version that brought the
-content parts ctxtool may write; readers of v1.6 and later take it), or ``ATIF-v1.8`` when it
-holds an audio part. What ctxtool writes is what harbor's models (which reject any field
-they do not name) take: ctxtool's own metadata in a step's ``extra`` (an observation's: its
-first result's), tool arguments as objects, ids for calls that had none, an inline image as
-an image part whose path is a data URL, each result in the step of its call (another
-format's parallel calls written one message each are one step), and a ``trajectory_id`` on
-every embedded trajectory. Anthropic documents, which ATIF has no part for, ride in an image
-part and read back as the document.
-"""
+A step is one message, its observation's results one tool message after it; audio parts are
+named, never opened; drift is counted and warned about; what is written is what Harbor's models
+accept. The details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""ctxtool's own canonical JSONL (schema: ``schemas/transcript.schema.json``).
-
-One file holds one or more transcripts. Each starts with a ``transcript`` header
-line, followed by its entries: ``message``, ``record`` (a bookkeeping line of the
-source format), ``continuation`` (the next source line of a message split over
-several lines) and ``compaction``. Messages keep their verbatim source objects in
-``source`` (unless they were changed), so a file converted to ctxtool and back
-to its own format is reproduced.
-"""
+"""ctxtool's own canonical JSONL (schema: ``schemas/transcript.schema.json``): a ``transcript``
+header line per transcript, then its ``message``, ``record``, ``continuation`` and ``compaction``
+entries; messages keep their source objects, so a file converted to it and back is reproduced."""
 
 from __future__ import annotations
 

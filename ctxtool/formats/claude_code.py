@@ -1,24 +1,9 @@
-"""Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``).
+"""Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``): one JSON object
+per line; ``user`` and ``assistant`` lines with a ``message`` are messages, every other line a
+record kept verbatim.
 
-One file is one session, one JSON object per line. ``type`` is ``user``,
-``assistant``, ``system``, ``summary``, ``progress``, ``file-history-snapshot``
-or ``queue-operation``; only ``user`` and ``assistant`` lines carrying a
-``message`` are messages, every other line is kept verbatim as a :class:`Record`.
-
-Claude Code writes one API response over several lines: one content block per
-line, each with the same ``message.id`` and a copy of ``usage`` (whose
-``output_tokens`` grows up to the last line). Consecutive lines of one response
-become one :class:`Message` whose ``lines`` hold them all, with a :class:`Cont`
-at the position of each later line so progress lines interleaved with them stay
-where they were. When tool results interrupt a response (parallel tool calls are
-answered one by one), the rest of it starts a new message with the same
-``usage_key`` and the same :class:`Usage` object, so usage is counted once per
-API call.
-
-Tool results are ``tool_result`` blocks in user lines (role ``tool`` here);
-compaction stays in the log as a ``system`` ``compact_boundary`` line followed
-by a user line with ``isCompactSummary`` (metadata kind ``compaction_summary``).
-"""
+One API response written over several lines is one message (its usage counted once per call);
+compactions stay as ``compact_boundary`` lines. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,25 +1,9 @@
-"""Cline / Roo Code task histories (``tasks/<id>/api_conversation_history.json``).
+"""Cline / Roo Code task histories (``tasks/<id>/api_conversation_history.json``): Anthropic
+messages whose tool calls travel as XML-style tags in text and whose results are text blocks
+headed ``[tool for 'arg'] Result:``, paired by position.
 
-The file is a JSON array of Anthropic messages (``{role, content, ts?, ...}``), read with the
-Anthropic codec (:mod:`.anthropic_blocks`). Cline's tool protocol travels as text:
-
-* a tool call is an XML-style tag in an assistant text block, one element per parameter::
-
-      <read_file>
-      <path>src/app.ts</path>
-      </read_file>
-
-  read as a ``tool_call`` block (name = the tag, arguments = the parameters); the text
-  around it stays text;
-* its result is a user text block that starts ``[read_file for 'src/app.ts'] Result:``
-  (the output follows in the same block, or in the next one), read as a ``tool_result``.
-
-Calls and results carry no ids: they are paired by position (one tool use per message, as
-Cline asks of the model). Newer histories with native ``tool_use`` blocks are read as they
-are. An unchanged message is written back from its source object; a changed one is rendered
-with the calls as tags and the results as their header and text again, so a truncated output
-reads back as the same blocks.
-"""
+Read with the Anthropic codec (:mod:`.anthropic_blocks`); a changed message is rendered back as
+tags and headers. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

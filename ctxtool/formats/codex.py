@@ -1,24 +1,9 @@
-"""Codex CLI rollout files (``~/.codex/sessions/.../rollout-*.jsonl``).
+"""Codex CLI rollout files (``~/.codex/sessions/.../rollout-*.jsonl``): ``{"timestamp", "type",
+"payload"}`` lines (``session_meta``, ``response_item``, ``event_msg``, ``turn_context``,
+``compacted``), and the older layout without the ``payload`` wrapper.
 
-Every line is ``{"timestamp", "type", "payload"}`` with ``type`` one of:
-
-* ``session_meta``: the session header; its ``base_instructions.text`` (the system
-  prompt) becomes a ``system`` message whose source line is this header
-* ``response_item``: the conversation, one item per line, each read as one message:
-  ``message`` (developer/user/assistant), ``reasoning`` (a thinking block; the
-  ``encrypted_content`` stays in the raw line), ``function_call`` / ``custom_tool_call``
-  / ``local_shell_call`` / ``web_search_call`` (tool calls) and
-  ``function_call_output`` / ``custom_tool_call_output`` (tool results)
-* ``event_msg`` and ``turn_context``: UI events and per-turn settings, kept as records;
-  ``token_count`` events give the usage of the preceding API call and
-  ``turn_context.model`` the model of the following assistant items
-* ``compacted``: a compaction (``message`` = summary, ``replacement_history`` = the
-  items that replace the history)
-
-Rollouts written before the ``payload`` wrapper existed (a ``{"id", "timestamp",
-"instructions"}`` header followed by bare response items and ``{"record_type": "state"}``
-lines) are read and written back in that layout too.
-"""
+Response items are read by :mod:`ctxtool.formats.codex_items`; usage comes from ``token_count``
+events. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
-"""What the dataset formats share (``openai``, ``anthropic``, ``sharegpt``): messages alone
-or inside dataset records, in every layout, read and written back as they came.
+"""What the dataset formats share (``openai``, ``anthropic``, ``sharegpt``, ``responses``):
+messages alone or inside dataset records, in every layout (``entries_jsonl``, ``entries_array``,
+``records_jsonl``, ``records_array``, ``record_object``), read and written back as they came.
 
-* ``entries_jsonl``: one message per line; ``entries_array``: a JSON array of messages
-* ``records_jsonl``: one record per line, messages under a key (``messages``, ``traj``,
-  ``conversations``, ...: :data:`MESSAGE_KEYS`); every other field is kept
-* ``records_array``: a JSON array of such records; ``record_object``: one record as a
-  JSON document
-
-A subclass says what one message (item) of its format is (:meth:`DatasetFormat.is_item`,
-:meth:`DatasetFormat.score`, :meth:`DatasetFormat.decode`, :meth:`Format.render`) and,
-when its records carry a ``system`` field, how that field becomes a leading system
-message and back (:meth:`DatasetFormat.decode_system`, :meth:`DatasetFormat.system_value`).
-"""
+A subclass says what one item of its format is and how a record's ``system`` field becomes a
+leading system message and back."""
 
 from __future__ import annotations
 

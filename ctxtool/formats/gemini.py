@@ -1,21 +1,9 @@
-"""Gemini CLI session files (``~/.gemini/tmp/<project_hash>/chats/session-*.json``).
+"""Gemini CLI session files (``~/.gemini/tmp/<project_hash>/chats/session-*.json``): one JSON
+document whose ``messages`` are ``user``, ``gemini`` and notice records.
 
-One JSON document: ``sessionId``, ``projectHash``, ``startTime``, ``lastUpdated`` and
-``messages``; every other field is kept. A message record has ``id``, ``timestamp``,
-``type`` and ``content`` (a string, or a list of Gemini parts):
-
-* ``user`` -> a user message; ``gemini`` -> an assistant message: its ``thoughts``
-  (``subject``/``description``) as thinking, ``content`` as text, ``toolCalls``
-  (``id``, ``name``, ``args``) as calls, and the calls' ``result`` (Gemini parts: a
-  ``functionResponse`` whose ``response.output`` is the text) as one tool message after it
-  (``status: error`` makes a result an error);
-* ``info``, ``error``, ``warning`` records are kept in place, not messages.
-
-A call and its result live in the same record: the assistant message's source is the
-record without the results, the tool message's the results, so each changes alone.
-The newer JSONL session files (later lines update earlier records by id) are
-:mod:`ctxtool.formats.gemini_jsonl`, which shares this module's record codec.
-"""
+A call and its result share a record: the assistant message and its tool message each take
+their part of it as their source, so each changes alone. The newer JSONL files are
+:mod:`ctxtool.formats.gemini_jsonl`, which shares this record codec."""
 
 from __future__ import annotations
 

@@ -1,33 +1,9 @@
-"""Gemini CLI's JSONL session files (``~/.gemini/tmp/<project>/chats/session-*.jsonl``).
+"""Gemini CLI's JSONL session files (``~/.gemini/tmp/<project>/chats/session-*.jsonl``),
+where later lines update earlier records by id (``$set`` checkpoints, ``$rewindTo``).
 
-Gemini CLI (``chatRecordingService``) appends one JSON line per change, so later lines
-update earlier records by id:
-
-* a metadata line ``{sessionId, projectHash, startTime, lastUpdated, kind?, directories?}``;
-* message records (``id``, ``timestamp``, ``type``, ``content``, ... as in the JSON session
-  files, :mod:`ctxtool.formats.gemini`), written whole each time one changes (tokens
-  arrive, tool calls and their results are added): the last line with an id is the
-  record, kept where the id first appeared;
-* ``{"$set": {...}}`` metadata updates; one whose ``messages`` is a list is a checkpoint:
-  every record before it is dropped and the list is the conversation;
-* ``{"$rewindTo": id}``: that record and every one after it are dropped (all of them when
-  the id is unknown).
-
-Reading replays Gemini's own loader: the messages are the latest state of each record,
-in the order Gemini shows them. Every line is kept: metadata, updates, rewinds and
-rewound records as records; each record's versions as the source lines of one message
-(its tool message when it has results, else itself), so an unchanged file is written
-back byte for byte.
-
-Writing a changed record does what Gemini's writer does when a record changes (it writes
-the whole record again) without the stale copies: the new record, compact as
-``JSON.stringify`` writes it, takes the place of its first version (so the order is
-Gemini's), and its superseded versions are left out (a truncated output does not survive
-in an older copy). A record that first appeared in a checkpoint is changed inside that
-checkpoint line. A removed record leaves with all its versions (and leaves the
-checkpoints that hold it). New records get a deterministic uuid, and a transcript from
-another format a metadata line first. ``restore`` gives the versions back where they were.
-"""
+Reading replays Gemini's own loader and keeps every line; writing a changed record does what
+Gemini's writer does, without the stale copies. The record codec is :mod:`ctxtool.formats.gemini`'s;
+the details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""One image converter: an image block's ``data`` in the shape each format writes.
-
-Readers keep an image as its source object in :attr:`Block.data` (an Anthropic
-``{"type": "image", "source": ...}`` block, an OpenAI ``image_url`` part, a Codex
-``input_image`` part, a pi ``{"type": "image", "data", "mimeType"}`` part, an ATIF
-``{"type": "image", "source": {"media_type", "path"}}`` part, or a URL).
-Writers ask for their own shape: an image already in it is returned as it is; any
-other is converted through its URL or base64 payload.
-"""
+"""One image converter: an image block's ``data`` in the shape each format writes. Readers keep
+an image as its source object (Anthropic, OpenAI, Codex, pi or ATIF part, or a URL); writers get
+their own shape, an image in another converted through its URL or base64 payload."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""Inspect (UK AISI ``inspect_ai``) eval logs: ``.json`` documents and ``.eval`` zip archives.
+"""Inspect (UK AISI ``inspect_ai``) eval logs: ``.json`` documents and ``.eval`` zip archives;
+each sample is one transcript (its ``messages``), every other field kept.
 
-A log holds ``samples``; each sample is one transcript: its ``messages`` (Inspect's
-``ChatMessage`` list). Every other field of the sample (``input``, ``output``, ``scores``,
-``events``, ``attachments`` ...) and of the log (``eval``, ``plan``, ``results`` ...) is kept.
-
-Messages: ``role`` system/user/assistant/tool; ``content`` a string or a list of parts
-(``text``, ``reasoning`` -> thinking, ``image`` ...); an assistant's ``tool_calls`` are
-``{id, function, arguments}``; a tool message answers ``tool_call_id`` (its ``error``
-makes the result an error). Inspect moves long strings into the sample's ``attachments``
-and leaves ``attachment://<hash>`` in their place: reading resolves them; a message written
-anew puts the reference back wherever its text is still the attachment's.
-
-A ``.json`` log is written back as it came (the log's other samples and fields kept); a
-``.eval`` archive is read (``header.json`` and ``samples/*.json``) and converted with
-``--to`` (ctxtool does not write zip archives).
-"""
+``attachment://`` references are resolved on reading and put back on writing; ``.json`` logs are
+written back, ``.eval`` archives only read (converted with ``--to``)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
-"""mini-swe-agent trajectories (``.traj.json``).
+"""mini-swe-agent trajectories (``.traj.json``): a bare message array or an ``info`` +
+``messages`` record, both written back as they came.
 
-Two shapes, both read and written back as they came:
-
-* ``entries_array``: a bare JSON array of ``{role, content}`` messages (early versions);
-* ``record_object``: ``{"info": ..., "messages": [...], "trajectory_format":
-  "mini-swe-agent-1"}``; every field other than ``messages`` is kept.
-
-The agent speaks a text protocol: each assistant message holds one fenced block (``bash``, ``mswea_bash_command``...)
-(the action) and the environment answers with a user message starting with
-``<returncode>`` (the observation). Such a pair is read as a tool call and its result
-(synthetic ids, see :func:`swe_agent.pair_in_text`): the call stays in the assistant's text
-(no arguments, never written), the observation stays a user message, so ``truncate`` and
-``trim`` reach the observations and every other message is copied verbatim. Messages with
-real ``tool_calls`` / ``role: tool`` (later versions) are OpenAI chat messages.
-"""
+Its text protocol (a fenced action, answered by a ``<returncode>`` user message) is read as a
+call and its result paired by position, so ``truncate`` and ``trim`` reach the observations."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""OpenAI Chat Completions messages, alone or inside dataset records.
-
-Layouts read and written back as they came:
-
-* ``entries_jsonl``: one message per line
-* ``entries_array``: a JSON array of messages
-* ``records_jsonl``: one record per line, messages under a key (``messages``,
-  ``traj``, ``conversations``, ``history``, ...); every other field is kept
-* ``records_array``: a JSON array of such records
-* ``record_object``: one such record as a JSON document
-
-Content may be a string, ``null``, or a list of parts (``text``, ``image_url``,
-and the ``{"type": ..., "value": ...}`` blocks of LLaMA-Factory datasets).
-"""
+"""OpenAI Chat Completions messages, alone or inside dataset records, in every layout of
+:mod:`ctxtool.formats.dataset`; content a string, ``null`` or a list of parts (``text``,
+``image_url``, LLaMA-Factory's ``{"type", "value"}`` blocks)."""
 
 from __future__ import annotations
 

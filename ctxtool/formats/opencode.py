@@ -1,22 +1,8 @@
-"""opencode's session store (``~/.local/share/opencode/opencode.db``, opencode 1.2+), read only.
+"""opencode's session store (``~/.local/share/opencode/opencode.db``, opencode 1.2+), read only
+(``mode=ro``): one transcript per session, each assistant message cut into its steps, each step's
+results one tool message; converted with ``--to``.
 
-opencode keeps its sessions in a SQLite database (its schema: ``packages/opencode/src/session/
-session.sql.ts``): a ``session`` row per session (``parent_id``: the session that started it
-as a subagent), a ``message`` row per message (``data``: JSON, ``role`` user or assistant;
-an assistant's ``modelID``, ``tokens`` and ``summary``) and a ``part`` row per part of a
-message (``data``: JSON with ``type`` ``text``, ``reasoning``, ``tool``, ``file``,
-``step-start``, ``step-finish``, ``compaction``, ``subtask``, ``snapshot``, ``patch``, ...).
-
-The store is opened read only (``mode=ro``), never written. Each session is one transcript
-(its id the session's), in the order they were created. An assistant message is cut into its
-steps (``step-start`` parts): each step an assistant message (reasoning, text, the tool calls:
-a ``tool`` part's ``callID``, ``tool`` and ``state.input``) followed by a tool message with
-the results (``state.output``; ``state.error`` an error result; a call still pending has
-none). Each step's usage is its ``step-finish`` part's ``tokens`` (else the message's):
-``input``, ``output`` + ``reasoning``, ``cache.write``, ``cache.read``. An assistant message
-with ``summary`` is a compaction summary. Parts of other types are left out. Converted with
-``--to`` to any format ctxtool writes.
-"""
+The tables and parts it reads: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

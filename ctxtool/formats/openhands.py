@@ -1,31 +1,9 @@
-"""OpenHands event streams and evaluation outputs.
+"""OpenHands event streams and evaluation outputs (an event array, one event per line, or
+``output.jsonl`` records with the events under ``history``).
 
-Layouts read and written back as they came:
-
-* ``entries_array``: a JSON array of events (a saved trajectory, ``trajs/*.json``);
-* ``entries_jsonl``: one event per line;
-* ``records_jsonl``: an evaluation ``output.jsonl``, one instance per line with its events
-  under ``history``; every other field (``instance_id``, ``test_result``, ``metrics``...)
-  is kept. Older releases (the first openhands-resolver) wrote events without ``source``:
-  an action's arguments at its top level, its observation the next event (paired by
-  position), a ``message`` the user's until the agent acts.
-
-Events (``{id, timestamp, source, action|observation, ...}``) become:
-
-* ``action: message`` -> a user or assistant message (text ``args.content``);
-  ``action: system`` -> the system message;
-* an action with ``tool_call_metadata`` -> an assistant tool call (id ``tool_call_id``,
-  name ``function_name``, arguments ``args`` without ``thought``, which is the message's
-  text); the usage of ``model_response`` is counted once per response id;
-  ``finish`` is a call no observation answers (a terminal call, ``pairing.is_terminal``:
-  validate and repair expect no result for it; other formats write it as a call);
-* an observation with ``tool_call_metadata`` -> the tool result (text ``content``);
-* every other event (agent state changes, ``recall``, ``null`` observations) is kept
-  verbatim as a bookkeeping record.
-
-A changed event is its source event with ``content`` (observation) or ``args``
-(``content`` / ``thought``) replaced; every other field is kept.
-"""
+Message actions are messages, actions and observations with ``tool_call_metadata`` calls and
+results (``finish`` a terminal call), every other event a record kept verbatim; a changed event is
+its source with ``content`` or ``args`` replaced. Details: docs/architecture.md."""
 
 from __future__ import annotations
 

@@ -1,24 +1,9 @@
-"""pi coding-agent sessions (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``).
+"""pi coding-agent sessions (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``): one entry
+per line (``session``, ``message``, ``compaction`` and bookkeeping types).
 
-Every line has a ``type``:
-
-* ``session``: the header (``id``, ``timestamp``, ``cwd``; ``version`` 2+ in newer files)
-* ``message``: an ``AgentMessage`` under ``message`` with role ``user``, ``assistant``
-  (content ``text`` / ``thinking`` / ``toolCall`` blocks, ``usage``, ``model``),
-  ``toolResult`` (``toolCallId``, ``toolName``, ``isError``), ``bashExecution`` (a
-  command the user ran with ``!``; read as a user message ``$ command\\noutput``) and
-  ``custom`` / ``hookMessage`` (extension messages, read as user messages)
-* ``compaction``: ``summary``, ``tokensBefore`` and the first entry kept verbatim:
-  ``firstKeptEntryIndex`` (an index into the file's entries, version 1) or
-  ``firstKeptEntryId`` (versions 2+)
-* ``custom_message`` and ``branch_summary`` (context the model sees: user messages),
-  ``model_change``, ``thinking_level_change``, ``custom``, ``label``, ``session_info``
-  (records)
-
-Version 2+ entries carry ``id``/``parentId`` links (a tree). When messages are added or
-removed, the writer re-links a linear session so that each entry's ``parentId`` is the
-entry written before it, and keeps ``firstKeptEntryIndex`` pointing at the same entry.
-"""
+Version 2+ entries form a tree (``id``/``parentId``): when messages are added or removed the
+writer re-links a linear session and keeps the compaction's first kept entry. Entry types and
+how each is read: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

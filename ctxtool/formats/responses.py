@@ -1,22 +1,7 @@
-"""OpenAI Responses API item lists: what is sent to ``/v1/responses`` as ``input``.
-
-Layouts read and written back as they came (shared with the other dataset formats,
-:mod:`ctxtool.formats.dataset`): one item per line, a JSON array of items, or request
-bodies / dataset records with the items under ``input`` (or ``messages`` ...); every
-other field (``model``, ``instructions``, ``tools`` ...) is kept.
-
-Items (the codec is Codex's, :mod:`ctxtool.formats.codex_items`, whose rollouts carry
-the same items):
-
-* ``message`` (``role`` user/assistant/system/developer; ``content`` a string or
-  ``input_text``/``output_text``/``input_image`` parts), and the short form without
-  ``type`` (``{"role": "user", "content": "..."}``);
-* ``function_call`` / ``function_call_output`` paired by ``call_id`` (also the custom
-  and local-shell calls, and provider-side ``web_search_call``);
-* ``reasoning``: a thinking block (its summary text); ``encrypted_content`` kept;
-* ``compaction`` items and any item type not listed here are opaque: kept verbatim
-  in place as records, never counted as messages, written back as they came.
-"""
+"""OpenAI Responses API item lists (what is sent to ``/v1/responses`` as ``input``), in the dataset
+layouts of :mod:`ctxtool.formats.dataset`, read by Codex's item codec
+(:mod:`ctxtool.formats.codex_items`); item types it does not know are opaque records, written
+back as they came. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,9 @@
-"""ShareGPT datasets: ``{conversations: [{from, value}], system?, tools?}`` records.
+"""ShareGPT datasets: ``{conversations: [{from, value}], system?, tools?}`` records, in the
+dataset layouts of :mod:`ctxtool.formats.dataset`.
 
-Layouts read and written back as they came: ``records_array`` (a JSON array of
-records, the usual shape), ``records_jsonl`` (one record per line) and
-``record_object`` (one record as a JSON document). The turns sit under
-``conversations`` (or ``messages`` or another key of :data:`dataset.MESSAGE_KEYS`)
-as ``{from, value}`` items; every other field of a record and of a turn is kept.
-
-Turns (``from``):
-
-* ``human``/``user`` -> user; ``gpt``/``assistant``/``model`` -> assistant
-  (a leading ``<think>...</think>`` in the value becomes a thinking block);
-* ``system`` -> system; a record-level ``system`` field becomes a leading system
-  message with the hint ``sharegpt_system`` and is written back to that field;
-* ``function_call``/``tool_call`` -> an assistant tool call: the value is JSON
-  ``{"name", "arguments"}`` (or a list of them for parallel calls);
-* ``observation``/``tool``/``function``/``tool_response`` -> a tool result.
-
-ShareGPT has no call ids: calls and results pair by position
-(:func:`base.assign_positional_ids`); the synthetic ids are never written.
-Writing a changed message: an assistant message with text and calls becomes a
-``gpt`` turn followed by one ``function_call`` turn (a list value when it holds
-several calls); each tool result is an ``observation`` turn; image blocks have no
-place in a turn and are dropped.
-"""
+Turns map by ``from`` (human, gpt, system, function_call, observation ...); calls and results
+pair by position, their synthetic ids never written. The mapping: docs/architecture.md,
+"Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,26 +1,8 @@
-"""SWE-agent trajectories (``.traj``): one JSON document per run.
+"""SWE-agent trajectories (``.traj``): one JSON document per run; ``history`` is one transcript
+(OpenAI messages with SWE-agent's fields), ``trajectory`` (the per-step log) a second one.
 
-``{"environment", "trajectory": [steps], "history": [messages], "info", ...}``. The
-conversation is ``history``: OpenAI chat messages with SWE-agent's own fields (``agent``,
-``message_type``, ``thought``, ``action``, ``is_demo``...), all kept. Two generations:
-
-* function calling: assistant ``tool_calls`` answered by ``role: tool`` messages whose
-  ``tool_call_ids`` is a list (one message may answer several calls);
-* thought/action: no call ids; an assistant message with an ``action`` and the user
-  message after it (the observation) pair by position. The action stays in the
-  assistant's text (the call block is marked ``in_text`` and carries no arguments, so it
-  is neither counted twice nor written), and the observation is a tool result kept in
-  its user message.
-
-``trajectory`` (the per-step log: ``thought``, ``action``, ``observation``, ``response``,
-``state``...) is a second transcript of the same file (id ``<record id>/trajectory``): each
-step an assistant message (the thought, and the action as a call) answered by a tool
-message (the observation), so truncate, trim and restore reach the observations too.
-Every other field of a step (``response``, ``state``, ``messages``...) and of the document is
-kept verbatim; a step whose observation changed gets the new text in place, and ctxtool's
-metadata (the refs restore follows) under its ``ctxtool`` key. A message an operation adds
-to the trajectory (a summary) is written as a step without an action.
-"""
+Both generations are read: function calling, and thought/action pairs matched by position with
+the action kept in the assistant's text. Details: docs/architecture.md, "Formats as ctxtool reads them"."""
 
 from __future__ import annotations
 

@@ -1,40 +1,8 @@
-"""Tool-result archiving (the Go agent ``maybeSummarizeToolResults``).
-
-While more than ``cutoff`` tool results are visible to the agent, the oldest one is
-archived: it stays in the transcript with its content, but becomes agent-invisible
-(``agent_visible=False``, kind ``tool_result_archived``; its user visibility is kept).
-One summary message (role ``user``, kind ``tool_summary``, agent-visible,
-user-invisible) then describes what was archived.
-
-Strategies: ``heuristic`` (a local digest of the archived results, clipped to 800
-characters head+tail), ``llm`` (a ``summarize(prompt) -> str`` callable; its input is
-clipped to 12,000 characters and its output to 1,200; without a callable, or when it
-fails, the heuristic digest is used, as the Go agent falls back to it) and ``off``.
-
-Counting. A *tool result* is one ``tool_result`` block in a message that carries only
-tool results (a ``tool`` message, or a user message of results). A message mixing
-results with other content (an Anthropic user turn with text) is neither counted nor
-archived, so no user text is ever hidden. Archiving works on whole messages, oldest
-first; a message with several parallel results is archived as a unit.
-
-One archiver, two uses. The loop's archiving (``archive``, ``archive_messages``) and
-compaction's recent-window digest (the Go agent ``compactToolResultsInRecent``, ``--tool-digest``)
-are this one function: same counting, same archived metadata, same digest; only the summary
-prefix differs (``[Archived tool results]`` here, ``[Compaction tool digest]`` after a
-compaction: ``DIGEST_PREFIX``).
-
-Placement. The Go agent appends the summary after the tool execution of the current turn,
-i.e. at the end of the conversation as it stands. Offline, the conversation stands at
-the end of the transcript, so the summary is appended after its last entry. No kept
-message is touched: every message that is not archived is written back byte for byte.
-
->>> from ctxtool import formats
->>> from ctxtool.history import archive              # doctest: +SKIP
->>> t = next(formats.read("session.jsonl"))
->>> r = archive.archive(t, cutoff=10)
->>> r.archived_count, r.visible_after
-(38, 10)
-"""
+"""Tool-result archiving (the Go agent's ``maybeSummarizeToolResults``): while more than ``cutoff``
+tool results are visible, the oldest becomes agent-invisible (kept, user-visible) and one summary
+message describes what was archived (``heuristic`` digest, ``llm``, or ``off``). The same function
+is compaction's tool digest (``--tool-digest``), only the prefix differs (:data:`DIGEST_PREFIX`).
+What counts as a result, the limits and the placement: docs/architecture.md, "History"."""
 
 from __future__ import annotations
 

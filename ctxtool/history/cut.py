@@ -1,11 +1,8 @@
-"""Where history can be cut (pi-style compaction, with the Go agent's rules).
-
-A cut before message ``i`` summarizes ``messages[:i]`` and keeps ``messages[i:]``
-verbatim. Valid cut points are user and assistant messages (a user message that only
-carries tool results is a tool message); a cut never separates a tool call from its
-result. When even the newest turn is larger than the budget the cut lands mid-turn at
-an assistant message and the turn is flagged as split.
-"""
+"""Where history can be cut (pi-style compaction, with the Go agent's rules): a cut before message
+``i`` summarizes ``messages[:i]`` and keeps the rest verbatim. Valid cut points are user and
+assistant messages (a user message of only tool results is a tool message); a cut never separates
+a call from its result; when even the newest turn is over the budget the cut lands mid-turn at an
+assistant message and the turn is flagged as split."""
 
 from __future__ import annotations
 

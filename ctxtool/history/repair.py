@@ -1,27 +1,8 @@
-"""adk-code history normalization: make every tool call and result pair up.
-
-In order, :func:`repair`
-
-1. renames a message id already used by an earlier message (an exact duplicate message
-   is dropped instead);
-2. drops a tool call reusing the id of an earlier call that is still unanswered;
-3. drops tool results without a call, and second results for an answered call;
-4. strips the unanswered tool calls of a trailing assistant message (the tool-output cache spec: a message
-   left with no content is dropped), repeatedly;
-5. adds a result marked aborted (``is_error``, text ``aborted``) for every other call
-   that has none, right after the results its message did get.
-
-Each change is reported. Messages that are not changed are not touched, so writers copy
-their source lines verbatim. ``repair`` followed by ``validate`` is always clean.
-
-Repair only changes a transcript whose pairing it can trust. It refuses (one line naming
-the file and line, exit 4) a transcript holding a tool result with no call id: its reader
-could not tell which call the result answers (a file read as a format it only resembles,
-e.g. a SWE-agent ``.traj`` read with ``--format openai``, whose ``tool_call_ids`` the
-OpenAI reader does not know), so its "orphans" and "unanswered calls" are artefacts of
-the reading, and dropping or answering them would destroy real observations. Formats
-without ids pair by position and give every result a (synthetic) id.
-"""
+"""adk-code history normalization: make every tool call and result pair up (renamed duplicate
+ids, dropped duplicate calls and orphan results, a trailing assistant's unanswered calls
+stripped, an aborted result for every other unanswered call), each change reported; ``repair``
+then ``validate`` is clean. It refuses a transcript with a result that has no call id (exit 4):
+its pairing cannot be trusted. The steps and why: docs/architecture.md, "History"."""
 
 from __future__ import annotations
 

@@ -1,21 +1,9 @@
-"""AgentCore.Context ``truncate``: keep a window of the history within a message and character budget.
-
-Strategies:
-
-``sliding``   keep the most recent messages that fit (AgentCore.Context ``:sliding_window``).
-``bookends``  keep the first and the last messages, drop the middle (``:keep_bookends``);
-              the head gets half of each budget, the tail the rest.
-
-With ``keep_first_user`` (the default) the first user message is always kept. System
-messages are the system prompt, which AgentCore.Context counts apart from the messages: they are
-always kept and count against neither budget. A tool call and its result are kept or
-dropped together: the units of the window are the smallest runs of messages no tool
-pair crosses (:func:`ctxtool.history.pairing.closed_groups`). When even the newest unit is over
-the budget it is kept anyway (a window must end with the conversation's last message)
-and the result says ``over_limit``.
-
-Kept messages are not touched, so writers copy their source lines verbatim.
-"""
+"""AgentCore.Context's ``truncate``: a window of the history within a message and character budget,
+``sliding`` (the most recent messages that fit) or ``bookends`` (the first and last, the head
+given half of each budget). System messages are always kept and count against neither budget;
+the first user message is kept with ``keep_first_user``; a tool call and its result stay
+together (:func:`ctxtool.history.pairing.closed_groups`); a newest unit over the budget is kept
+and the result says ``over_limit``. Kept messages are written back verbatim."""
 
 from __future__ import annotations
 

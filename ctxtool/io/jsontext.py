@@ -1,16 +1,9 @@
-"""JSON text that keeps what it was: exact numbers and the source's style.
-
-orjson is fast but not lossless: it reads integers beyond 64 bits as floats and writes
-floats in its own shortest form (``0.000005`` comes back as ``5e-6``). This module
-decides, per document, whether orjson's reading is exact (:func:`needs_exact`): when it
-is not, the document is parsed by the standard library with every number keeping its
-source text (:class:`FloatText`, :class:`IntText`), and :func:`encode` writes that text
-back. Documents without such numbers keep the orjson fast path.
-
-:class:`Style` is how a JSON text was written (separators, ASCII escaping), detected
-from its bytes, so a record that an operation changes is written back the way its
-source was, and the unchanged parts inside it stay byte-identical.
-"""
+"""JSON text that keeps what it was: exact numbers and the source's style. orjson reads integers
+beyond 64 bits as floats and writes floats its own way (``0.000005`` as ``5e-6``): when
+:func:`needs_exact` says a document would change, it is parsed with every number keeping its
+source text (:class:`FloatText`, :class:`IntText`) and :func:`encode` writes that text back.
+:class:`Style` (separators, ASCII escaping) is detected from the bytes, so a changed record is
+written back the way its source was."""
 
 from __future__ import annotations
 

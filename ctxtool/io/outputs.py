@@ -1,11 +1,8 @@
-"""Outputs as ctxtool writes them (:func:`atomic_output`), never replacing what is not a
-regular file: a regular file or a new path is written to a temporary file beside it and
-renamed into place; a symlink is followed and its target replaced (the link stays); a FIFO,
-character device, ``/dev/stdout`` or ``/dev/fd/N`` is opened and written in place,
-streaming. A name ending in ``.gz`` or ``.zst`` is compressed. A write that fails (disk
-full, I/O error) is a :class:`CtxtoolError` naming the output, exit code ``IO``. An output
-URL (:mod:`ctxtool.io.urls`) is written to a local temporary file, checked, then uploaded whole.
-"""
+"""Outputs as ctxtool writes them (:func:`atomic_output`), never replacing what is not a regular
+file: a file or new path through a temporary file renamed into place; a symlink's target replaced
+(the link stays); a FIFO, device, ``/dev/stdout`` or ``/dev/fd/N`` written in place, streaming;
+``.gz``/``.zst`` compressed; a URL written locally, checked, then uploaded whole. A failed write
+is a :class:`CtxtoolError` naming the output (``IO``)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,8 @@
-"""Parquet datasets: one transcript per row, as the large public agent-trajectory sets are
-published (a file, a directory of shards in the Hugging Face layout
-``data/train-00000-of-00012.parquet``, or an fsspec URL).
-
-The conversation is one column (``--messages-column``; else found: the first column named
-as a dataset record's messages key (:data:`ctxtool.formats.dataset.MESSAGE_KEYS`), else the
-only list-of-structs column whose structs have ``role`` or ``from``). It may be OpenAI or
-ShareGPT shaped, a list of structs or a JSON string.
-
-A Parquet file runs as the dataset of JSON Lines it stands for: row N is the record
-``{"messages": <its conversation>}`` (with the row's id column, which names it in reports)
-on line N, written to a temporary JSON Lines file and run by :func:`ctxtool.run.runner.run_file`
-(errors name the Parquet file and the row as the line). The output is written row group by
-row group, each row's new conversation cast to the column's type; every other column, the
-schema (with its metadata), the row order and the row groups are kept; a row ``--on-error
-skip`` leaves out is left out. Memory holds a row group and :data:`BATCH_ROWS` rows as
-Python objects (:func:`run_tables`; Ray feeds it Ray Data's blocks: :mod:`ctxtool.run.engines.ray_parquet`).
-
-A directory of shards runs as shards (:mod:`ctxtool.run.engines.shards`): one shard per file,
-its output under the same relative name, so the output keeps the sharding.
-
-Reading and writing Parquet needs pyarrow (``pip install 'ctxtool[parquet]'``; Ray brings
-it); it is imported only for a Parquet input.
-"""
+"""Parquet datasets (a file, a directory of shards in the Hugging Face layout, or an fsspec URL):
+one transcript per row, its conversation one column (``--messages-column``, else found). A file
+runs as the JSON Lines dataset it stands for, its output written row group by row group with
+every other column kept; a directory runs as shards. Needs pyarrow, imported only for a Parquet
+input. How and why: docs/architecture.md, "Running, in more detail"."""
 
 from __future__ import annotations
 

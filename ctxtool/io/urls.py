@@ -1,16 +1,7 @@
-"""Paths anywhere: the one place that turns a path string into something to open.
-
-A local path (or ``file://`` URL) stays a local path, handled by :mod:`ctxtool.io.files` as
-before (the fast path: no fsspec import). Anything else with a ``scheme://`` prefix
-(``s3://``, ``gs://``, ``memory://``, ...) is an fsspec URL: opened through the
-filesystem fsspec registers for its scheme (``s3fs`` for ``s3://``: ``pip install
-'ctxtool[s3]'``). An output written to object storage is uploaded whole when it is
-complete, so it is atomic there too: nothing half-written ever appears under its name.
-
->>> from ctxtool.io import urls
->>> urls.is_url("s3://bucket/data.jsonl"), urls.is_url("data.jsonl"), urls.local("file:///tmp/a.jsonl")
-(True, False, '/tmp/a.jsonl')
-"""
+"""Paths anywhere: the one place that turns a path string into something to open. A local path
+(or ``file://`` URL) stays local (:mod:`ctxtool.io.files`, no fsspec import); anything else with a
+``scheme://`` prefix is an fsspec URL (``s3fs`` for ``s3://``: ``pip install 'ctxtool[s3]'``).
+An output to object storage is uploaded whole when complete, so it is atomic there too."""
 
 from __future__ import annotations
 

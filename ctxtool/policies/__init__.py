@@ -1,18 +1,8 @@
 """The trigger policy registry: when should a context be compacted (each system's rule).
-
-``check``, ``compact``, ``replay``, ``stats`` and the agent-loop transform all ask this
-registry, so every setting that configures a policy is honoured wherever it applies.
-A new policy is one class (:class:`Policy`: its name, origin, config keys and
-:meth:`~Policy.limits`) plus one line here, or a :func:`register` call::
-
-    class Half(Policy):
-        name, origin, help = "half", "-", "tokens >= window / 2"
-        def limits(self, window, s):
-            return Limits((Threshold("half", "tokens", window // 2, "50% of window", "-"),) if window else (),
-                          "tokens >= window / 2", NO_LIMIT if not window else OK)
-
-    policies.register(Half)
-"""
+``check``, ``compact``, ``replay``, ``stats`` and the agent-loop transform all ask it, so every
+policy setting is honoured wherever it applies. A new policy is one :class:`Policy` subclass (its
+name, origin, config keys and :meth:`~Policy.limits`) and one :func:`register` line
+(``tests/test_triggers.py`` shows one)."""
 
 from __future__ import annotations
 

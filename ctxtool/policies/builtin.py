@@ -1,19 +1,9 @@
 """The built-in trigger policies, each named by what it does and the system it comes from
-(``origin``; docs/architecture.md maps them to the specification).
-
-``effective-limit``  the Go agent's ``ShouldCompact`` (pkg/compact): when auto-compaction is
-                     on, compact once the estimated context reaches the effective token limit
-                     (context window minus reserve; else ``MaxTokens``); with neither, once
-                     the message count reaches ``MaxMessages``. Formerly ``seed000``.
-``reserve``          pi-style: ``context_tokens > context_window - reserve_tokens``; no known
-                     window means compaction is disabled.
-``ratio``            the tool-output cache spec: ``tokens >= context_limit * threshold_ratio``;
-                     a missing context limit is an error (its strict rule).
-``hard-stop``        adk-code: compact at >= 70% of the window, hard stop at >= 95%. Formerly
-                     ``seed004``.
-``chars``            AgentCore.Context ``check_size``: warning at 200,000 characters of
-                     agent-visible context, critical (truncate) at 400,000.
-"""
+(``origin``): ``effective-limit`` (the Go agent's ``ShouldCompact``: window minus reserve, else
+``MaxTokens``, else ``MaxMessages``), ``reserve`` (pi-style; no window, no compaction), ``ratio``
+(the tool-output cache spec; a missing limit is an error), ``hard-stop`` (adk-code: 70%, stop at
+95%), ``chars`` (AgentCore.Context: 200,000 / 400,000 characters). docs/architecture.md maps
+them to the specification."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""``ctxtool redact``: a transcript with its secrets replaced by typed placeholders, for sharing.
-
->>> from ctxtool.redact.detect import RedactOptions
->>> from ctxtool.redact import redact_files           # doctest: +SKIP
->>> rep = redact_files(["session.jsonl"], "shared.jsonl", RedactOptions(secrets_from=(".env",)))  # doctest: +SKIP
->>> rep.totals()["findings"]                                          # doctest: +SKIP
-
-Detection (:mod:`ctxtool.redact.detect`): detect-secrets' plugins, env-file values, ``--deny``
-patterns, ``--allow`` exceptions; each secret gets one placeholder per run
-(``[REDACTED:aws-access-key#3]``). Replacement (:mod:`ctxtool.redact.core`): every string of
-the raw records and of the model, in two passes; the output is the same format.
-"""
+"""``ctxtool redact``: a transcript with its secrets replaced by typed placeholders, for sharing
+(:func:`redact_files`). Detection (:mod:`ctxtool.redact.detect`): detect-secrets' plugins,
+env-file values, ``--deny`` and ``--allow``; each secret one placeholder per run
+(``[REDACTED:aws-access-key#3]``). Replacement (:mod:`ctxtool.redact.core`): every string of the
+raw records and of the model, in two passes; the output is the same format."""
 
 from __future__ import annotations
 

@@ -1,23 +1,8 @@
-"""Redaction of one transcript, in place, in two passes over every string it holds.
-
-The first pass finds the secrets (:class:`ctxtool.redact.detect.Detector`) and gives each a
-placeholder in the run's table (:class:`ctxtool.redact.detect.Secrets`); the second replaces
-every secret the table knows, in every form, wherever it is: so a key found in a config file
-the agent read is also replaced where it was pasted into a command, in a file path, or in
-the line's copy of the output, before or after that place.
-
-Both passes visit the raw records ctxtool keeps verbatim (each source line's parsed JSON, made
-exact first, and a dataset record's other fields) and the model (message text, thinking,
-tool arguments and outputs, images, metadata, compaction summaries). A source line that
-changed is written again from its redacted value in its own style (separators, escaping:
-:mod:`ctxtool.io.jsontext`); every other byte of the file stays as it was, so the output reads
-as the same format with every id, pair and parent link where it was.
-
-Base64 images and documents are not scanned (they are listed, and replaced by a placeholder
-with ``drop_binary``); thinking signatures and encrypted reasoning or compaction blobs are not
-scanned either, and are dropped unless ``keep_signatures``: they cannot be verified once the
-text they sign changed.
-"""
+"""Redaction of one transcript, in place, in two passes over every string it holds (raw records
+and model): the first finds the secrets and gives each a placeholder, the second replaces every
+known secret in every form wherever it is; a changed source line is written again in its own
+style, every other byte kept. Binary images and signatures are not scanned: docs/architecture.md,
+"Commands, in more detail"."""
 
 from __future__ import annotations
 

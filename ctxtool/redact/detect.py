@@ -1,16 +1,8 @@
-"""What is a secret, and what replaces it.
-
-:class:`Detector` finds secrets in a string: Yelp's detect-secrets plugins with their
-false-positive filters (AWS, Azure, GitHub, GitLab, Slack, Stripe, OpenAI, JWTs, private
-keys, basic-auth URLs, keyword assignments, high-entropy strings ...; plus the keys of
-:mod:`ctxtool.redact.plugins` it lacks: Anthropic, Google, Hugging Face), the exact values of
-env files (``--secrets-from``) and ``--deny`` patterns; ``--allow`` patterns drop known false
-positives. It also looks inside base64 and URL-encoded text: a secret found only there is
-found. :class:`Secrets` is a run's table: each secret gets one typed placeholder
-(``[REDACTED:aws-access-key#3]``, numbered per kind in the order found), and so do its
-base64, URL-encoded and JSON-escaped forms, so a secret is replaced wherever and however it
-is written.
-"""
+"""What is a secret, and what replaces it. :class:`Detector` finds secrets in a string
+(detect-secrets' plugins and filters, the keys of :mod:`ctxtool.redact.plugins`, env-file values,
+``--deny``; ``--allow`` drops false positives), inside base64 and URL-encoded text too.
+:class:`Secrets` is a run's table: one typed placeholder per secret (``[REDACTED:kind#N]``), for
+every encoded form of it."""
 
 from __future__ import annotations
 

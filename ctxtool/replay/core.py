@@ -1,36 +1,8 @@
-"""Replay a transcript turn by turn as its agent lived it (adk-code's token tracker).
-
-A *turn* is one assistant API call: a run of consecutive assistant messages (Claude
-Code splits one response over several messages sharing a ``usage_key``; Codex puts
-reasoning, text and calls in separate items and the usage on the last). For each turn:
-
-* ``input``: the prompt the call saw. From recorded usage when there is one
-  (``input + cache_creation + cache_read``), otherwise the context so far estimated
-  from the agent-visible messages (the Go agent's usage-aware estimate: the last recorded
-  usage plus estimates of everything after it).
-* ``output``: ``usage.output``, or the estimated size of the turn's own messages.
-* ``context``: input + output, the running total the next call starts from, with its
-  percentage of the window, the turn's growth, the average turn size (the growth of
-  turns 2 onward: the first prompt is paid once) and the turns left before the hard
-  limit (adk-code's ``📊 45K/1M (4.5%) ~450 turns left``).
-
-Thresholds come from the trigger policy registry (:mod:`ctxtool.policies`), as ``ctxtool
-check`` uses them: ``effective-limit`` (window − 16,384 reserve; without a window the Go
-agent's 8,000-token ``max_tokens``), ``reserve`` (pi-style: strictly above window − reserve),
-``ratio`` (tool-output cache spec: 0.8 × window), ``hard-stop`` (adk-code: 70 % of the window) and its
-``hard-limit`` (95 %), where the agent stops, and the ``chars`` policy's
-``chars-warning`` / ``chars-critical`` (AgentCore.Context: 200,000 / 400,000 characters of
-agent-visible context). The window and the current context come from the one resolver
-(:func:`ctxtool.tokens.context.resolve`), as ``stats`` and ``check`` report them. A policy *fires* at each turn where
-its metric goes from below its threshold to at-or-above it; recorded compactions
-(compaction entries, compaction-summary messages such as Claude Code's, or a recorded
-prompt a quarter smaller than the context before it) bring the context back down.
-
->>> from ctxtool import formats, replay               # doctest: +SKIP
->>> r = replay.replay(next(formats.read("session.jsonl")), context_window=200_000)
->>> r.policies["hard-stop"].first_turn, r.stopped_at
-(26, None)
-"""
+"""Replay a transcript turn by turn as its agent lived it (adk-code's token tracker): for each turn
+(one assistant API call) the input the call saw (recorded, else the usage-aware estimate), its
+output, the running context with its share of the window, growth and turns left, and where each
+trigger policy of :mod:`ctxtool.policies` fires; recorded compactions bring the context down.
+The figures and thresholds in detail: docs/architecture.md, "Commands, in more detail"."""
 
 from __future__ import annotations
 

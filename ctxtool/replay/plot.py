@@ -1,14 +1,6 @@
-"""The PNG chart of a replay, drawn by matplotlib (the ``charts`` extra).
-
-Context tokens per turn on the left axis, with the token thresholds as horizontal lines;
-agent-visible characters per turn on a right axis of their own, with the character
-thresholds (``chars-warning``, ``chars-critical``): a character threshold is never drawn
-on the token axis. Each threshold is named in the legend with its value and unit, under the
-plot (no label on the lines, so none overlaps); recorded compactions are dotted verticals,
-and a dot marks the turn where each threshold was first reached.
-
-matplotlib is imported here only (``replay --plot x.png``); SVG and HTML need nothing.
-"""
+"""The PNG chart of a replay, drawn by matplotlib (the ``charts`` extra, imported here only):
+context tokens and their thresholds on the left axis, agent-visible characters and theirs on a
+right axis of their own, thresholds named in the legend, recorded compactions as dotted lines."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""What an operation is: an :class:`Operation` bound to an input becomes a :class:`Task`, and
-reports merge.
-
-An :class:`Operation` is a picklable object holding its options as fields. ``start`` binds
-it to one input (a whole file, or one byte range of a dataset file in a worker process) and
-returns a :class:`Task`; the task changes each transcript in place (``apply``) and returns
-its report at the end (``finish``). Reports merge (``report.merge(other)``, or
-:func:`merge_reports`), so the parts of a file processed by several processes, or by
-engines on other machines, add up to the report of a serial run. :class:`MapOp` makes any
-function of a transcript an operation. :func:`ctxtool.run.runner.run_file` runs one.
-"""
+"""What an operation is: a picklable :class:`Operation` of options, bound to one input (a file, or
+a byte range in a worker) by ``start``, becomes a :class:`Task` that changes each transcript in
+place (``apply``) and reports at the end (``finish``). Reports merge (:func:`merge_reports`), so
+the parts of a file run by several processes or machines add up to a serial run's report.
+:class:`MapOp` makes any function of a transcript an operation."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""The process pool of the runner: workers forked from this process that die with it, even
-under ``kill -9``.
-
-Each worker is forked when the pool starts and reads its jobs from a pipe of its own: a job
-is ``fn(*args)``, pickled; the answer (the value, or the exception with its traceback's
-text) comes back pickled on a second pipe. Jobs go out in the order they were submitted,
-each to the next worker free, and this process reads the answers itself as it waits for
-one: no thread, no queue feeder, nothing of ``multiprocessing`` imported (that alone cost
-more than forking the workers). Where ``os.fork`` does not exist the standard library's
-process pool stands in.
-
-A worker ends when the pool closes its job pipe; when this process dies, the kernel kills it
-(Linux: ``PR_SET_PDEATHSIG``), and everywhere it exits when a pipe only this process holds
-open reads end-of-file.
-"""
+"""The process pool of the runner: workers forked when it starts, each reading pickled jobs
+(``fn(*args)``) from a pipe of its own and answering on another, that die with this process even
+under ``kill -9`` (``PR_SET_PDEATHSIG`` on Linux; everywhere, end-of-file on a pipe only this
+process holds). Without ``os.fork`` the standard library's pool stands in. Why no
+``multiprocessing``: docs/architecture.md, "Running, in more detail"."""
 
 from __future__ import annotations
 

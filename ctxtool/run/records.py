@@ -1,29 +1,9 @@
-"""One record at a time: a transcript record's bytes (or its parsed value) in, the result's
-bytes and report out.
-
-For engines that spread a dataset over processes or machines (Ray, Dask, Spark): a
-record is one line of a dataset file (one whole transcript per line: OpenAI or Anthropic
-messages datasets, ShareGPT, ctxtool records). The operation is any file operation of
-:mod:`ctxtool.run.runner` (``TruncateOp``, ``TrimOp``, ``RestoreOp``, ``WindowOp``,
-``RepairOp``, ``StatsOp``, ``CompactOp``...); operations, results and reports all pickle, and reports
-merge (:func:`ctxtool.run.operation.merge_reports`) into what a run over the whole file reports.
-A record the operation leaves unchanged comes back byte for byte.
-
-A pipeline that holds its records parsed already (Hugging Face ``datasets`` rows, polars
-rows as dicts, a ``json.loads`` of its own) passes the dict itself: it is processed as its
-compact JSON bytes (:func:`ctxtool.io.jsonl.dumps`) would be, with the same results, and is
-not parsed again. It is never changed: an operation that may change the values it reads in
-place (see :attr:`ctxtool.run.operation.Operation.shares_source`) works on its own copy.
-
->>> from ctxtool.run import records
->>> from ctxtool.history.window import WindowOp
->>> rec = b'{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}'
->>> res = records.process(WindowOp(max_messages=1, keep_first_user=False), rec, path="data.jsonl", line=7)
->>> res.data
-b'{"messages":[{"role":"assistant","content":"hello"}]}'
->>> res.report.items[0].dropped, res.report.items[0].index, res.format
-(1, 6, 'openai')
-"""
+"""One record at a time: a transcript record's bytes, or the record already parsed (a dict:
+processed as its compact JSON bytes would be, never changed), in; the result's bytes and report
+out, for engines that spread a dataset over processes or machines (Ray, Dask, Spark). The
+operation is any file operation of :mod:`ctxtool.run.runner`; operations, results and reports
+pickle, and reports merge into what a run over the whole file reports. A record the operation
+leaves unchanged comes back byte for byte (the README's example: ``process(WindowOp(...), rec)``)."""
 
 from __future__ import annotations
 

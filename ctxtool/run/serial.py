@@ -1,23 +1,8 @@
-"""The runner's serial part: the transcripts of one input through a task in input order
-(several in flight with ``threads``), then written, and checked before anything is replaced.
-
-:class:`TaskStream` is the one loop every run uses (a whole file here, a byte range in
-:mod:`ctxtool.run.parallel`, one record in :mod:`ctxtool.run.records`). What it does for a task
-(:class:`ctxtool.run.operation.Task`):
-
-* ``begin`` once, before the first transcript is applied, with what was read ahead: every
-  transcript for an operation that reads first (``Operation.read_first``), else the first
-  one, or none (an empty input: the task may refuse it before anything is written);
-* ``apply`` to each transcript (on several threads with ``threads`` > 1), which changes it
-  in place or returns the transcript to write instead;
-* in input order, ``commit`` after a success, ``failed`` after a :class:`CtxtoolError`; a
-  failed transcript goes to the error policy (``fail``: the run stops; ``skip``: it is
-  reported and left out, or written unchanged for an operation with ``keep_failed``).
-
-:func:`write_checked` writes the transcripts atomically; for an operation with
-``checks_output`` the task's ``check`` sees the written file before it replaces anything,
-and may ask for it to be written again with some transcripts as they were read.
-"""
+"""The runner's serial part: the transcripts of one input through a task in input order (several
+in flight with ``threads``), then written, and checked before anything is replaced.
+:class:`TaskStream` is the one loop every run uses (a whole file, a byte range, one record);
+:func:`write_checked` writes atomically. What the loop asks of a task, step by step:
+docs/architecture.md, "Running, in more detail"."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""False claims: what a summary says about the task's state, checked against what the
-transcript recorded up to the cut (runs with their exit status, plan and to-do records, the
-user's countermands).
-
-A summary line is a *done* claim when it says done, ok, passed, fixed ... (or is ticked
-``[x]``) and an *open* claim when it sits under a heading of next steps, pending or remaining
-work or in progress, or is an unticked ``[ ]`` item. Counted as false, each with the line
-quoted:
-
-* ``failed_called_done``  a done claim quoting a command (its first twelve words) whose last
-  run before the cut failed;
-* ``fixed_called_open``   an open claim, or a line calling it failing, naming an error whose
-  step a later run fixed before the cut;
-* ``done_called_next``    an open claim matching a plan item recorded done at the cut;
-* ``countermanded``       an open claim matching what the user told the agent not to do, or to
-  undo or stop, after the agent proposed it.
-"""
+"""False claims: what a summary says about the task's state, checked against what the transcript
+recorded up to the cut (runs with their exit status, plan and to-do records, the user's
+countermands): ``failed_called_done``, ``fixed_called_open``, ``done_called_next``,
+``countermanded``, each with the line quoted. The grader's definitions: docs/architecture.md,
+"The grader"."""
 
 from __future__ import annotations
 

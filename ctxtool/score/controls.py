@@ -1,12 +1,7 @@
-"""The controls every report scores beside the summary, on the same cut and at the same
-budget: what a real summary must beat.
-
-* ``none``          no summary at all;
-* ``content_free``  :data:`CONTENT_FREE`, section headings with nothing of the session in them;
-* ``identifiers``   the removed part's identifiers and values (:func:`ctxtool.score.records.values`),
-                    most used first, as one bag of words;
-* ``tail``          the removed part's last messages verbatim (its last budget tokens).
-"""
+"""The controls every report scores beside the summary, on the same cut and budget: what a real
+summary must beat: ``none`` (no summary), ``content_free`` (:data:`CONTENT_FREE`, headings with
+nothing of the session), ``identifiers`` (the removed part's identifiers and values, most used
+first, one bag of words) and ``tail`` (the removed part's last budget tokens verbatim)."""
 
 from __future__ import annotations
 

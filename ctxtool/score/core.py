@@ -1,15 +1,8 @@
-"""Score a compaction's summary at a fixed budget, beside controls on the same cut.
-
-BEFORE's context is split by the cut: the part the compaction removed (the messages AFTER no
-longer holds), the messages it kept, and what came after the cut (the kept messages, then any
-later turns of the session). Probes are drawn from the removed part (``kinds``), less what the
-kept messages still hold, and checked against the summary alone: its first ``budget`` tokens,
-with the lists the pipeline appends to every summary (``<read-files>``/``<modified-files>``,
-the read-set ledger) and pinned messages taken out and reported on their own, never credited.
-The same cut is scored for each control (``controls``) and the summary's false claims are
-listed (``claims``). Retention is the weighted mean over the kinds with probes (weights in
-``kinds``).
-"""
+"""Score a compaction's summary at a fixed budget, beside controls on the same cut: probes drawn
+from the part the compaction removed (less what the kept messages hold) are checked against the
+summary's first ``budget`` tokens, the appended file lists and pins taken out and never credited;
+the same cut is scored for each control, false claims are listed, and retention is the weighted
+mean over the kinds with probes."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""``score --judge``: a model answers questions about the work using only the summary (its
-first budget tokens, as scored); each answer is graded against the probes with the probes'
-own checks (probe-based compression evaluation: recall, artifacts, continuation, decisions).
-
-One question per category that has probes; the model is any registered summarizer backend
-(``openai``, ``anthropic``, ``command``), called through its ``summarize`` with the judge's
-own system prompt.
-"""
+"""``score --judge``: a model answers questions about the work from the summary alone (its first
+budget tokens, as scored), one per category that has probes, and each answer is graded with the
+probes' own checks. The model is any registered summarizer backend (``openai``, ``anthropic``,
+``command``), called through its ``summarize`` with the judge's own system prompt."""
 
 from __future__ import annotations
 

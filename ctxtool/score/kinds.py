@@ -1,29 +1,7 @@
-"""The built-in probe kinds and their weights (what losing one costs).
-
-=============  ======  =========================================================================
-kind           weight  drawn from
-=============  ======  =========================================================================
-goal           3       the user's first request with something to ask (four key words), when it
-                       was removed; when the context began with an earlier summary, that
-                       summary's goal section (the session's goal is there, not in a message)
-open_state     3       the last plan or to-do record removed (TodoWrite, update_plan ...): its
-                       items not done
-continuation   3       what the agent used after the cut that only the removed part held: files
-                       it opened or edited again, commands it re-ran
-continuation_  1.5     ... and the identifiers and values it typed (names, paths, ids in its
-value                  text and short call arguments, not code bodies)
-request        2       every later request of the user's own words with something to ask
-constraint     2       the user's constraints and corrections (one sentence each)
-failure        1.5     failed runs still unresolved at the cut (one per step and distinct error)
-file_modified  1       files the removed part modified
-identifier     0.5     identifiers and values the user gave, or the assistant used twice or more
-=============  ======  =========================================================================
-
-Hygiene: a passage probe needs three key words (two for a plan item) after stop words and
-reactions ("ok", "continue", "looks good") are dropped, so reactions and narration fragments
-are never probes; an error needs three words beyond "error", "exit", "code" and the like.
-Probes the kept messages still hold (the agent has them without the summary) are not drawn.
-"""
+"""The built-in probe kinds and their weights (what losing one costs): goal, open state and
+continuation weigh 3, a request or constraint 2, a continuation value or unresolved failure 1.5,
+a modified file 1, an identifier 0.5; passages need enough key words to be probes. The table of
+where each is drawn from: docs/architecture.md, "The grader"."""
 
 from __future__ import annotations
 

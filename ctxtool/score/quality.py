@@ -1,11 +1,7 @@
-"""The one rule set that rejects a summary, applied to every summarizer's output before it
-replaces anything (``ctxtool.compaction.core``).
-
-A summary is rejected when it is empty, when it echoes the prompt or only its section template
-(``ctxtool.summarizers.prompt``), when it only echoes its input (the conversation copied back),
-or when it repeats itself: a short cycle of lines (a small model stuck in a loop), or one
-line shape over and over with none of the requested sections.
-"""
+"""The one rule set that rejects a summary, applied to every summarizer's output before it replaces
+anything (``ctxtool.compaction.core``): empty, an echo of the prompt or of its section template
+(``ctxtool.summarizers.prompt``), an echo of its input, or a summary that repeats itself (a short
+cycle of lines, or one line shape over and over with none of the requested sections)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""What the transcript records, read by score's own rules: the files a tool call names, the
-command it ran, whether its run failed, the plan and to-do records, and the identifiers and
-values a text holds. No summarizer's rule and no part of compaction's, on purpose (a measure
-shares no code with what it measures): the summarizer's failure families, plans and user's
-words (ctxtool/summarizers/heuristic/) are read again here, independently.
-
-* A call's **arguments** are its JSON object (a JSON string is parsed).
-* Its **command** is the string (or the words of the list) under ``command``, ``cmd`` or
-  ``script``; its **family** is the program and its first argument that is not a flag.
-* The **files** it names are the string arguments whose key holds ``path`` or ``file``, and
-  the file headers of a patch (``*** Update File: x``, ``+++ b/x``); it **modifies** them when
-  its name says so (edit, write, patch, replace, create, insert, delete, move, rename).
-* A run **failed** when its result is marked an error or reports a non-zero exit status.
-* A **plan** is the last call of a to-do tool (TodoWrite, update_plan, write_todos ...):
-  its items with their status.
-"""
+"""What the transcript records, read by score's own rules: the files a tool call names, the command
+it ran and its family, whether its run failed, the plan and to-do records, and the identifiers
+and values a text holds. No summarizer's rule and no part of compaction's, on purpose (a measure
+shares no code with what it measures). The definitions: docs/architecture.md, "The grader"."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""Normalized matching of a probe against a summary: score's own word rules.
-
-Words are lower-cased runs of letters, digits and ``_``. A probe's *key words* are its
-content words (:data:`STOPWORDS` and :data:`REACTIONS` dropped, three letters or more,
-reduced by :func:`stem`), at most :data:`KEY_WORDS` of them, in order of first appearance.
-A passage (a request, a constraint, a plan item, an error) is kept when some window of the
-summary's content words holds :data:`PASSAGE_SHARE` of its key words: a paraphrase that
-names the same things counts, a bag of words spread over the whole summary does not. A value
-(a path, an id, a version) is kept when it appears, case aside.
-
-These rules are score's alone: no summarizer and no part of compaction uses them.
-"""
+"""Normalized matching of a probe against a summary, score's own word rules: words are lower-cased
+runs of letters, digits and ``_``; a probe's key words are its content words (stop words and
+reactions dropped, three letters or more, stemmed), at most :data:`KEY_WORDS`. A passage is kept
+when some window of the summary holds :data:`PASSAGE_SHARE` of its key words (a paraphrase
+counts, a bag of words spread over the summary does not); a value when it appears, case aside.
+No summarizer and no part of compaction uses these rules."""
 
 from __future__ import annotations
 

@@ -1,22 +1,8 @@
-"""Compaction forensics: every compaction a session recorded, how much it freed, and the
-signs of a compaction loop.
-
-The boundaries are the ones :func:`ctxtool.tokens.context.view` knows: Claude Code's
-``compact_boundary`` line (``compactMetadata``: ``trigger``, ``preTokens``, and in 2.1
-``postTokens``, ``cumulativeDroppedTokens`` and ``preservedMessages``; the summary message
-after it belongs to the same compaction), a pi ``compaction`` entry
-(``tokensBefore``), a Codex ``compacted`` item, and a summary message ctxtool wrote.
-
-For each compaction: when, ``auto``/``manual`` (where recorded), tokens before (recorded,
-else the usage-aware estimate of the context just before it) and after (recorded, else the
-context at the first model call after it, from its usage, else estimated: :func:`ctxtool.tokens.context.estimate`),
-the model turns since the previous compaction (a turn is one assistant API call,
-:func:`ctxtool.model.group_turns`) and the minutes since it. A compaction is a
-*loop* when it comes within ``loop_turns`` turns or ``loop_minutes`` minutes of the
-previous one. Files *read again* after a compaction are files a tool call reads after it
-(:func:`ctxtool.summarizers.prompt.extract_files`, the rule of the summary's ``<read-files>``)
-that a call had read before it, not modified in between.
-"""
+"""Compaction forensics: every compaction a session recorded (the boundaries
+:func:`ctxtool.tokens.context.view` knows), tokens before and after (recorded, else estimated),
+turns and minutes since the previous one, *loops* (within ``loop_turns`` turns or
+``loop_minutes`` minutes of the previous), and files read again after it. Sources of each figure:
+docs/architecture.md, "Commands, in more detail"."""
 
 from __future__ import annotations
 

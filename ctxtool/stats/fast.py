@@ -1,18 +1,8 @@
-"""``stats`` without the transcript model: a dataset record's figures tallied from its parsed
-JSON values, for the records whose figures need nothing else. ``window`` plans from the same
-tally and reads only the messages it keeps (:class:`ctxtool.history.window.WindowOp`).
-
-:class:`ctxtool.stats.op.StatsOp` reads JSON Lines dataset files through
-:meth:`FastTask.read`: each record a format's tally accepts becomes a :class:`Tally` (what
-:func:`ctxtool.stats.transcript.transcript_stats` would count, without building blocks, messages and
-source lines); every other record (one with usage, a model, timestamps, ctxtool metadata,
-content parts, calls paired by position, a compaction summary...) is read by its format
-into the full model, as before. The figures are the same either way: the tests compare both
-paths on every sample and corpus file and on generated datasets.
-
-A tally is registered per format class (:data:`TALLIES`); a format without one is always
-read in full.
-"""
+"""``stats`` without the transcript model: a dataset record's figures tallied from its parsed JSON
+values (:class:`Tally`, per format class in :data:`TALLIES`) when they need nothing else; any
+other record (usage, a model, timestamps, metadata, parts, positional pairs, a summary ...) is
+read into the full model. ``window`` plans from the same tally. The figures are the same either
+way: the tests compare both paths on every sample, corpus file and generated dataset."""
 
 from __future__ import annotations
 

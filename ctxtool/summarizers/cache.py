@@ -1,25 +1,7 @@
-"""A summary cache: the same request to the same summarizer is answered from disk.
-
-The key is the SHA-256 of the summarizer's :meth:`settings` less where it is reached
-(:data:`ADDRESS_KEYS`: the same model behind another host or port is the same model) and
-everything in the request that shapes the summary (system prompt, prompt, style, previous
-summary, file lists, max tokens); for a command summarizer, also the SHA-256 of the program's
-bytes (the executable and every argument naming a file: an edited script is another
-summarizer). A summary is stored only once it passed the quality rules every summary passes
-before it is used (:func:`ctxtool.score.quality.reject`): a rejected summary is never served
-again. A command whose program cannot be read is not cached at all (a warning says so).
-Summaries live as UTF-8 files under
-``<cache_dir>/summaries/<key>`` (the cache directory and ``summaries/`` 0700, files 0600,
-written atomically), so re-runs are free and deterministic and an interrupted dataset run
-resumes where it stopped. The cache directory may be an fsspec URL (``s3://...``): every
-worker of a cluster then shares one cache (an entry is one whole object).
-
-Like the ref cache, nothing inside the cache directory is reached through a link
-(:mod:`ctxtool.cache.privdir`): a link, or anything but a directory at ``summaries/`` or a
-regular file at an entry, is a one-line error naming it (exit 3), raised before the
-summarizer is asked. An entry that is not UTF-8 is a miss; a summary that cannot be
-written is still returned (with a warning): it has been paid for.
-"""
+"""A summary cache: the same request to the same summarizer is answered from disk
+(``<cache_dir>/summaries/<key>``), so re-runs are free and deterministic and an interrupted run
+resumes. Only a summary that passed the quality rules is stored; nothing inside the cache is
+reached through a link. The key and the rules: docs/architecture.md, "The caches on disk"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""A summary model behind any program: the prompt on stdin, the summary on stdout.
-
-The program runs without a shell (a string is split with :func:`shlex.split`). Its
-stdin is the system prompt, a blank line and the prompt; a few facts are passed in
-the environment (``CTXTOOL_SUMMARY_MAX_TOKENS``, ``CTXTOOL_SUMMARY_STYLE`` and, when
-set, ``CTXTOOL_SUMMARY_MODEL``). A non-zero exit, a timeout or an empty stdout is a
-:class:`~ctxtool.errors.CtxtoolError` with ``Failure.REMOTE``.
-"""
+"""A summary model behind any program, run without a shell: the system prompt, a blank line and the
+prompt on stdin, the summary on stdout, ``CTXTOOL_SUMMARY_MAX_TOKENS``, ``CTXTOOL_SUMMARY_STYLE``
+(and ``CTXTOOL_SUMMARY_MODEL``) in the environment. A non-zero exit, a timeout or an empty stdout
+is a :class:`~ctxtool.errors.CtxtoolError` (``Failure.REMOTE``)."""
 
 from __future__ import annotations
 

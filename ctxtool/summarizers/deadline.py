@@ -1,12 +1,7 @@
-"""Deadlines for whole HTTP requests: httpx's timeouts bound each socket operation, these
-bound the request.
-
-:func:`keep_deadlines` gives every connection pool of an ``httpx.Client`` a network backend
-whose connections look up the calling thread's deadline (set with :func:`deadline_at`) at
-each connect, read and write, and give that operation only the time left (raising
-httpcore's timeout when none is). Pools and connections stay shared between threads: each
-thread's request keeps its own deadline.
-"""
+"""Deadlines for whole HTTP requests: httpx's timeouts bound each socket operation, these bound
+the request. :func:`keep_deadlines` gives every connection pool of an ``httpx.Client`` a network
+backend whose connections give each connect, read and write only the time left before the
+calling thread's deadline (:func:`deadline_at`); pools stay shared between threads."""
 
 from __future__ import annotations
 

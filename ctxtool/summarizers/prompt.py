@@ -1,12 +1,7 @@
-"""What a summary model is given: the summary input (the Go agent and the tool-output cache spec), the prompts (pi-style compaction's
-structured Markdown, the tool-output cache spec's ``<retain>``/``<summary>`` protocol) and the file lists
-ctxtool extracts itself from the tool calls (never left to the model).
-
->>> from ctxtool.model import Message, Block
->>> msgs = [Message("user", [Block("text", text="Fix the bug in app.py")])]
->>> print(serialize(msgs))
-[User]: Fix the bug in app.py
-"""
+"""What a summary model is given: the summary input (agent-visible messages, tool results clipped,
+no trailing calls), the prompts (pi-style structured Markdown, the tool-output cache spec's
+``<retain>``/``<summary>`` protocol) and the file lists ctxtool extracts itself from the tool
+calls, never left to the model. :func:`serialize` writes messages as ``[User]: ...`` lines."""
 
 from __future__ import annotations
 

@@ -1,27 +1,9 @@
-"""Remote summary models over HTTP: the OpenAI chat-completions and Anthropic messages APIs.
-
-One ``httpx.Client`` per summarizer (thread-safe, pooled), so a compaction run with
-``--jobs 8`` shares its connections. Transient failures (429, 5xx, connection errors,
-timeouts, malformed bodies) are retried with exponential backoff and jitter, honouring
-``Retry-After``; a reply saying the prompt is too long raises
-:class:`~ctxtool.summarizers.ContextOverflowError` so the caller can chunk and retry.
-
-Deadlines. ``timeout`` is a wall-clock deadline for one whole request: connecting, sending,
-the status line and headers, and the entire body. httpx's own timeouts bound each socket
-operation, so a server sending a byte every half second would never trip them; here every
-connect, read and write of the client's connections is given only the time left before the
-request's deadline (:mod:`ctxtool.summarizers.deadline`), so the request ends within one socket
-operation of it, however the server trickles. The tries of one summary share an overall
-deadline, ``total_timeout`` (default ``timeout × (retries + 1)``): each try gets
-``min(timeout, time left)``, and a wait before the next try (backoff or ``Retry-After``)
-that would reach the overall deadline ends the retries at once with the last error.
-(Name resolution is the one step outside these deadlines: ``getaddrinfo`` cannot be
-interrupted.)
-
-The API key comes from ``api_key``, else ``$CTXTOOL_API_KEY``, else ``$OPENAI_API_KEY`` /
-``$ANTHROPIC_API_KEY``; it is sent only as a request header and is never part of an
-error message, a log line or :meth:`RemoteSummarizer.settings`.
-"""
+"""Remote summary models over HTTP (OpenAI chat completions, Anthropic messages): one pooled
+``httpx.Client`` per summarizer; transient failures retried with backoff and jitter, honouring
+``Retry-After``; a too-long prompt raises :class:`~ctxtool.summarizers.ContextOverflowError`.
+``timeout`` bounds one whole request, ``total_timeout`` all its tries. The API key is sent only as
+a header, never logged or shown. The deadlines in detail: docs/architecture.md, "Compaction and
+summaries"."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Regular expressions compiled on first use, so that a module's patterns cost nothing when it
-is imported: every ctxtool process imports modules whose patterns the run at hand never uses
-(a format's, a summary section's), and compiling them all was a visible part of start-up.
-
->>> from ctxtool.text import lazyre
->>> THINK = lazyre.compile(r"<think>(.*?)</think>", re.S)   # doctest: +SKIP
->>> THINK.match(text)                                        # doctest: +SKIP  (compiled here, once)
-
-The object stands for the :class:`re.Pattern` (and is typed as one): call its methods and read
-its attributes. It is not a ``re.Pattern`` instance: do not hand it to ``re.sub(PATTERN, ...)``
-or ``isinstance``; use ``re.compile`` where that is needed.
-"""
+"""Regular expressions compiled on first use (``THINK = lazyre.compile(r"...", re.S)``), so a
+module's patterns cost nothing when it is imported: every process imports patterns its run never
+uses, and compiling them all was a visible part of start-up. The object stands for the
+:class:`re.Pattern` (typed as one) but is not one: do not hand it to ``re.sub(PATTERN, ...)`` or
+``isinstance``; use ``re.compile`` there."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Plain-text helpers shared by the heuristic summarizer and the score: a one-line clip and
-the sentences of a text outside its code fences."""
+"""Plain-text helpers shared by the heuristic summarizer, compaction and the CLI (never the
+grader, which keeps its own rules): a one-line clip and the sentences of a text outside its code
+fences."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Exact token counting backends: what tiktoken's ``Encoding.encode_ordinary`` returns,
-counted by the fastest backend installed, loaded once per process.
-
-Each registered backend (:data:`EXACT_BACKENDS`, in order of preference) counts the official
-encodings of :data:`ctxtool.tokens.bpe.OFFICIAL_BPE` without building the list of ids where it
-can: ``bpe-openai`` (the ``fast-tokens`` extra) when installed, else tiktoken itself;
-``CTXTOOL_TOKENS_BACKEND`` names one. The tests hold every backend to tiktoken's counts
-(generated text, every sample and corpus file, both encodings); a backend that differs
-anywhere is not registered. :class:`ctxtool.tokens.count.TiktokenTokenizer` counts through
-:func:`exact_counter`.
-"""
+"""Exact token counting backends: what tiktoken's ``Encoding.encode_ordinary`` returns, counted
+by the fastest backend installed (:data:`EXACT_BACKENDS`, in order of preference: ``bpe-openai``
+of the ``fast-tokens`` extra, else tiktoken; ``CTXTOOL_TOKENS_BACKEND`` names one), loaded once
+per process. The tests hold every backend to tiktoken's counts; one that differs anywhere is not
+registered."""
 
 from __future__ import annotations
 

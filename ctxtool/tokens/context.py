@@ -1,39 +1,9 @@
 """One answer to "how full is this context?": the window, the tokens, and where each came from.
-
-``stats``, ``check``, ``replay``, ``trim`` and the agent-loop transform all ask
-:func:`resolve`, so they report the same window and the same context tokens.
-
-Window, first found wins (the source is reported):
-
-1. ``--context-window`` (``flag``), then ``--model`` (``registry:NAME``);
-2. the config: ``compaction.context_window``, then ``context_window`` (pi-style compaction's order;
-   ``file:PATH`` or ``env:NAME``, where the value was set);
-3. what the transcript records: Codex's ``model_context_window`` (``transcript``);
-4. the registry entry of the last model the transcript records (``registry:NAME``), or the
-   window the agent that wrote it runs that model with when its own rule says otherwise
-   (Claude Code: 200,000 for a Claude model named without the ``[1m]`` suffix,
-   ``claude-code:no [1m] suffix``; 1,000,000 when a recorded prompt went over 200,000,
-   ``transcript:prompt over 200,000``);
-5. the registry entry of the config's ``model`` (``registry:NAME``);
-6. unknown (``none``): reported as such, never a made-up number. A model ctxtool itself calls
-   (a summarizer, the judge) is given 128,000 instead (:func:`called_model_window`).
-
-Names given by the user (``--model``, the config's ``model``) must be in the registry
-(:func:`ctxtool.tokens.models.require`); a name recorded inside a transcript that the registry
-does not know leaves the window unknown.
-
-Tokens are the usage-aware estimate (the Go agent and pi-style compaction) over the current context
-(:func:`view`): messages before the last compaction boundary (Claude Code's
-``compact_boundary`` and its summary line, a pi ``compaction`` entry, a Codex
-``compacted`` item, ctxtool's own ``[Previous conversation summary]`` message) are out of
-the context, except system prompts and the messages the compaction kept, and usage
-recorded before the boundary is not trusted (the messages a Claude Code 2.1 boundary names
-in ``preservedMessages`` stay in the context). Nor is the usage of messages a compaction
-kept: when ctxtool writes a compaction it keeps recent messages verbatim after the summary
-(naming the first of them), so usage after such a summary predates it and the messages are
-estimated instead; an agent's own compaction (Claude Code's /compact, pi's entry after the
-kept messages, Codex's ``compacted``) is followed by fresh usage, which is trusted.
-"""
+``stats``, ``check``, ``replay``, ``trim`` and the agent-loop transform all ask :func:`resolve`,
+so they report the same figures. The window is the first found of flag, config, transcript,
+registry and agent rule, else unknown (never a made-up number); the tokens are the usage-aware
+estimate over the current context (:func:`view`). The order and which usage is trusted:
+docs/architecture.md, "Tokens and windows"."""
 
 from __future__ import annotations
 

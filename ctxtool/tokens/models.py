@@ -1,29 +1,9 @@
-"""The model registry: context window, max output, prices and encoding per model (adk-code).
-
-Prices are USD per 1M tokens: ``input_price``, ``output_price``, ``cache_write_price`` and
-``cache_read_price`` (prompt-cache writes and reads; the input price when absent), and
-``dated_prices``: ``[{"from": "YYYY-MM-DD", "until": "YYYY-MM-DD", ...prices}]``, prices
-that applied over a span of dates (``until`` excluded, optional). :meth:`ModelInfo.prices`
-gives the prices of one day.
-
-Three layers, each field of a later one winning (``ModelInfo.source`` says which gave the
-window and prices):
-
-1. ``ctxtool/data/litellm_models.json``: windows and prices from litellm's maintained
-   ``model_prices_and_context_window.json`` (MIT), vendored with the version it came from
-   (:data:`LITELLM_SOURCE`; ``make models`` refreshes it, :mod:`ctxtool.tokens.models_source`);
-2. ``ctxtool/data/models.json``: what litellm does not give (encodings, dated snapshots as
-   ``aliases``, ``dated_prices``) and models it no longer lists;
-3. the user's file (``$CTXTOOL_MODELS``, else ``<config dir>/models.json``, same shape).
-
-Names are strict: a name resolves to an entry when it is the entry's id or one of its
-``aliases`` (dated snapshots such as ``claude-3-7-sonnet-20250219`` are listed as aliases
-of their family's entry), after an optional ``provider/`` prefix is removed; Claude Code's
-``[1m]`` suffix names the entry with a 1,000,000-token window. Nothing is
-guessed from a prefix: ``gpt-4-o`` is not ``gpt-4``. :func:`require` (a name given by the
-user) raises a usage error naming the closest registered names; :func:`lookup` (a name
-recorded in a transcript) returns ``None``, so the window is reported unknown.
-"""
+"""The model registry: context window, max output, prices (USD per 1M tokens, dated where they
+changed: :meth:`ModelInfo.prices` gives one day's) and encoding per model. Three layers, each
+field of a later one winning (``ModelInfo.source`` says which): litellm's table
+(``ctxtool/data/litellm_models.json``), ctxtool's ``ctxtool/data/models.json``, the user's file.
+Names are strict (an id or an alias, never a prefix): :func:`require` for a user's name,
+:func:`lookup` for a recorded one. Details: docs/architecture.md, "Tokens and windows"."""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """The maintained source of the model registry's windows and prices: litellm's
-``model_prices_and_context_window.json`` (MIT licence, Berri AI), reduced to what ctxtool
-reads and vendored as ``ctxtool/data/litellm_models.json`` with the version it came from.
+``model_prices_and_context_window.json`` (MIT licence, Berri AI), reduced by :func:`reduce` to the
+chat models a transcript names and vendored as ``ctxtool/data/litellm_models.json`` with its
+version. ``make models`` refreshes it; nothing reads the network at run time::
 
-``make models`` refreshes it (it needs the network: ``pip download litellm``, the package
-that ships the file); nothing reads the network at run time. :func:`reduce` keeps the chat
-models a transcript names: the plain names (``claude-opus-4-7``, ``gpt-5.5``,
-``gpt-5.3-codex``), and the models of a few providers litellm lists only as
-``provider/name`` (``gemini/gemini-2.5-pro``, ``xai/grok-4``...) under their plain name.
-Prices become USD per 1M tokens; the window is litellm's ``max_input_tokens`` (else
-``max_tokens``), the tokens a request may hold.
-
-    python -m ctxtool.tokens.models_source LITELLM_WHEEL_OR_JSON [OUT]
-"""
+    python -m ctxtool.tokens.models_source LITELLM_WHEEL_OR_JSON [OUT]"""
 
 from __future__ import annotations
 

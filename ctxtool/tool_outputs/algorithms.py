@@ -1,24 +1,9 @@
-"""Tool output truncation: the pure algorithms of the Go agent, the tool-output cache spec and adk-code.
-
-Everything here works on ``str`` and never splits a character: a byte limit cuts
-at the last UTF-8 character boundary that fits.
-
-Processing order (the Go agent ``truncateToolContent``):
-
-1. spill: more than ``spill_threshold`` characters (runes) and the whole output
-   leaves the context (the caller keeps only a notice);
-2. each line cut at ``max_line_length`` characters (the tool-output cache spec);
-3. lines: ``head`` keeps the first ``max_lines``; ``head_tail`` keeps the first and
-   last lines around the marker ``[... omitted X of Y lines ...]`` (adk-code);
-4. characters (``max_chars``), then bytes (``max_bytes``); ``head_tail`` keeps the
-   start and the end around the same marker, ``head`` keeps the start.
-
-A limit of 0 is off.
-
->>> cut = truncate_text("\\n".join(str(i) for i in range(1000)), PRESETS.get("head-tail"))
->>> cut.kept_lines, cut.omitted_lines
-(256, 744)
-"""
+"""Tool output truncation: the pure algorithms of the Go agent, the tool-output cache spec and
+adk-code, on ``str``, never splitting a character (a byte limit cuts at a UTF-8 boundary). In the
+Go agent's order: spill past ``spill_threshold`` characters; each line cut at
+``max_line_length``; lines (``head``, or ``head_tail`` around ``[... omitted X of Y lines ...]``);
+then characters and bytes. A limit of 0 is off. Modes and presets are registries
+(:data:`MODES`, :data:`PRESETS`)."""
 
 from __future__ import annotations
 

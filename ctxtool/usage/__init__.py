@@ -1,14 +1,7 @@
-"""Usage and cost of people's own agent sessions (``ctxtool usage``).
-
->>> from ctxtool.usage import usage_report
->>> r = usage_report(by="model", since="7d", timezone="UTC")      # doctest: +SKIP
->>> for row in r.rows: print(row.key, row.tokens.total, row.cost_usd)  # doctest: +SKIP
-
-With no paths it reads the default session stores (:mod:`ctxtool.usage.stores`). Every
-API call is counted once across all files (:mod:`ctxtool.usage.events`), so a copied or
-resumed session adds nothing; cost comes from the model registry's prices of the call's day
-(:mod:`ctxtool.tokens.models`, overridable by the user's models file).
-"""
+"""Usage and cost of people's own agent sessions (``ctxtool usage``, :func:`usage_report`). With no
+paths it reads the default session stores (:mod:`ctxtool.usage.stores`); every API call is counted
+once across all files (:mod:`ctxtool.usage.events`), so a copied or resumed session adds nothing;
+cost comes from the model registry's prices of the call's day."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """One usage event per API call a transcript records, with the key that identifies the call
-across files (so a copied or resumed session is counted once).
-
-The key of each format is registered here (one function per format):
-
-* Claude Code: ``message.id`` and ``requestId``, as ccusage counts them (a message is
-  written over several lines that repeat its usage; the reader already shares one
-  :class:`~ctxtool.model.Usage` per message id, and a resumed session repeats the lines);
-* Codex: the time of the ``token_count`` event's assistant item and its figures (a resumed
-  or copied rollout repeats them);
-* pi: the entry id, its timestamps and figures (a forked session copies the entries; files
-  older than session version 2 have no entry ids);
-* any other format: the transcript id, the message id and timestamp, or the message's
-  file position when it has neither.
-"""
+across files, registered per format, so a copied or resumed session is counted once. The keys:
+docs/architecture.md, "Commands, in more detail"."""
 
 from __future__ import annotations
 

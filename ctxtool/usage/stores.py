@@ -1,18 +1,7 @@
-"""Where agents keep their sessions, and the files ``ctxtool usage`` reads.
-
-With no path, ``usage`` reads every default session store that exists:
-
-==============  ==========================================  ======================================
-agent           store                                       override
-==============  ==========================================  ======================================
-Claude Code     ``~/.claude/projects`` (and                 ``CLAUDE_CONFIG_DIR``: one directory or
-                ``~/.config/claude/projects``)              a comma-separated list, ``<dir>/projects``
-Codex           ``~/.codex/sessions`` and                   ``CODEX_HOME``: ``<dir>/sessions``,
-                ``~/.codex/archived_sessions``              ``<dir>/archived_sessions``
-opencode        ``~/.local/share/opencode/opencode.db``    ``XDG_DATA_HOME``: ``<dir>/opencode/opencode.db``
-pi              ``~/.pi/agent/sessions``                    ``PI_CODING_AGENT_DIR``: ``<dir>/sessions``
-==============  ==========================================  ======================================
-"""
+"""Where agents keep their sessions, and the files ``ctxtool usage`` reads: with no path, every
+default store that exists (Claude Code, Codex, opencode, pi), each with the environment variable
+that moves it. The table of stores and overrides: docs/architecture.md, "Commands, in more
+detail"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""Engines: where the shards of a run are processed (``--engine``).
-
-An engine is a registered class (:class:`ctxtool.run.engines.base.Engine`): ``local`` (this
-host's process pool; the default, nothing extra) and ``ray`` (a Ray cluster through Ray
-Data; ``pip install 'ctxtool[ray]'``, imported only when chosen). Either runs the same
-shards (:mod:`ctxtool.run.engines.shards`) through the same per-file and per-range code, so
-their outputs are byte for byte the same.
-
->>> from ctxtool.run.engines import Sharding, get_engine          # doctest: +SKIP
->>> from ctxtool.run.runner import run_file                        # doctest: +SKIP
->>> from ctxtool.history.window import WindowOp                        # doctest: +SKIP
->>> with get_engine("ray") as eng:                             # doctest: +SKIP
-...     run_file(WindowOp(max_messages=20), "s3://bucket/in/*.jsonl", "s3://bucket/out",
-...              engine=Sharding(eng))
-"""
+"""Engines: where the shards of a run are processed (``--engine``), each a registered
+:class:`ctxtool.run.engines.base.Engine`: ``local`` (this host's process pool, the default) and
+``ray`` (a Ray cluster through Ray Data, ``pip install 'ctxtool[ray]'``, imported only when
+chosen). Both run the same shards through the same code, so their outputs are the same bytes;
+a run on one: ``run_file(op, src, out, engine=Sharding(get_engine("ray")))``."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""``--engine ray``: the jobs as a Ray Data dataset, one block (one task) per shard.
-
-``address`` joins a running cluster (``ray://...`` or ``host:port``); without it a local
-cluster is started for the run and stopped after it. Each task asks for a fraction of a
-CPU (:data:`CPUS_PER_TASK`): asking for whole CPUs on a small cluster starves Ray Data's
-own scheduling (a 1-CPU-per-task pool hung on a 2-CPU cluster). Jobs and results travel
-pickled (cloudpickle: an operation defined in a notebook travels too); an error a job raises (bad input, an output that cannot be written) comes back
-as that error, the first one in job order, not as a Ray exception.
-
-The limiter is an async actor holding a semaphore: every worker of the cluster asks it
-before a summary request, so a cluster never has more than ``--max-in-flight`` requests out.
-
-Ray's own output stays off stdout (the data: ``stats --json``'s document), whatever the
-cluster says (:func:`_init`).
-"""
+"""``--engine ray``: the jobs as a Ray Data dataset, one block (one task) per shard, on a cluster
+at ``address`` or a local one started for the run. Jobs and results travel pickled
+(cloudpickle); a job's error comes back as that error, the first in job order. The limiter is
+an async actor holding a semaphore that every worker asks before a summary request
+(``--max-in-flight``). Ray's own output stays off stdout (:func:`_init`). Why a task asks for a
+fraction of a CPU: :data:`CPUS_PER_TASK`."""
 
 from __future__ import annotations
 

@@ -1,32 +1,8 @@
-"""``--engine ray`` over Parquet shards, with Ray Data's own Parquet I/O.
-
-Ray Data regroups rows into blocks of its own and names the files it writes; a dataset's
-sharding (``data/train-00000-of-00012.parquet`` ...) and its row numbers (a record's bytes
-depend on its row: message ids, restore's stash) must not change. So each input shard is
-its own Ray Data job:
-
-1. ``ray.data.read_parquet(shard)`` reads it (row order kept: ``preserve_order``) into blocks
-   in the object store (:meth:`ray.data.Dataset.to_arrow_refs`): only the conversation and
-   the id column when nothing is written (``stats``, ``validate``);
-2. one task runs the operation over those blocks in order (:func:`ctxtool.io.parquet.run_tables`:
-   the same code as a run on this host, so the rows come out the same), fetching one block
-   at a time, and yields the output blocks (a streaming generator: the driver owns them);
-3. ``Dataset.write_datasink`` writes them (``ray.data.from_arrow_refs``) with a datasink of
-   this module: all of a shard's blocks go to one write task (``min_rows_per_write``), which
-   streams them, in order, into one file with the input's schema and metadata, codec and
-   row-group size, in a temporary directory beside the output; the file is renamed to the
-   input shard's name when the write is complete (a shard is there whole or not at all).
-   Ray's own ``write_parquet`` is not used: it names its files itself, and it writes through
-   ``pyarrow.dataset.write_dataset(use_threads=True)`` without ``preserve_order``, which
-   pyarrow documents may change the order of rows (a test saw a shard's rows 18-19 and
-   20-21 swapped);
-4. the shard's ``_done`` entry is written, so a re-run skips it (:mod:`ctxtool.run.engines.shards`).
-
-Up to :func:`window` shards run at once, each task on :data:`~ctxtool.run.engines.ray.CPUS_PER_TASK`
-of a CPU, leaving room for Ray Data's read and write tasks. (Running each shard's read and
-write in a driver thread of its own was tried: no gain measured on a loaded 2-CPU host, and
-it starts many more worker processes, whose raylet warnings reach the driver's stdout.)
-"""
+"""``--engine ray`` over Parquet shards, with Ray Data's own Parquet I/O: each input shard is its
+own Ray Data job (read in order, one task running the operation over its blocks through
+:func:`ctxtool.io.parquet.run_tables`, one write task into one file renamed into place when
+complete, then its ``_done`` entry), so a dataset's sharding and row numbers never change. Why
+not Ray's ``write_parquet``: docs/architecture.md, "Running, in more detail"."""
 
 from __future__ import annotations
 

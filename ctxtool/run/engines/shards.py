@@ -1,21 +1,8 @@
 """A run as shards: inputs (globs, URLs) cut into shards (a whole file, or a byte range of a
-dataset file), each processed by the same code as a local run (:func:`ctxtool.run.runner.run_file`
-for a file, :func:`ctxtool.run.parallel.run_range` for a range), so the bytes are the same.
-
-The output is a directory (a local path or a URL)::
-
-    part-00000.jsonl ...     one per shard, each written atomically (uploaded whole)
-    _done/part-00000.json    written after its shard: settings hash, input and results
-    _report.json             at the end: engine, settings hash, per-shard results
-
-A re-run skips every shard whose ``_done`` entry has the same settings and input, so a run
-that died resumes where it stopped. With ``join`` the shards are written to
-``<output>.parts/`` and joined, in order, into the one file ``output`` (then removed).
-
-Byte ranges are found without reading the file on the driver (a seek per boundary); each
-range counts its own newlines where it runs, and the driver adds them up into first line
-numbers (a record's bytes depend on its line: restore stashes, ``call_{index}`` ids).
-"""
+dataset file), each run by the same code as a local run, so the bytes are the same. The output
+is a directory of ``part-NNNNN`` files, a ``_done`` entry per shard (a re-run skips it) and a
+``_report.json``; with ``join`` one file. The layout and the line numbering of ranges:
+docs/architecture.md, "Running, in more detail"."""
 
 from __future__ import annotations
 

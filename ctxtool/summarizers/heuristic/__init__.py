@@ -1,28 +1,8 @@
-"""The offline, deterministic summarizer: a handoff another agent can continue from, built
-from the transcript itself (agent-visible messages only) and fitted to a token budget.
-
-It says where the work stands and only what the transcript shows:
-
-* the goal as the user stated it (:mod:`.requests`: slash commands, task notifications and
-  injected content are never requests);
-* the current state from structure (:mod:`.plan`): the latest status of each item of the
-  agent's to-do tool, else the last plan the assistant wrote, marked as such; the latest user
-  request and what happened after it;
-* what was done, with evidence (:mod:`.tools`): a command is ok only when its result says so;
-  a failure is resolved only by a later success of the same step and is reported with its
-  error message; nothing that failed is done; commits with their message and files; test and
-  build runs with their last result;
-* decisions that are decisions (:mod:`.decisions`): explicit choices and approvals, rejected
-  alternatives marked, hypotheses and complaints left out;
-* each changed file once, relative to the session's directory, with the reason the assistant
-  gave near the edit; the values it relied on (:mod:`.values`); the files read (:mod:`.ledger`);
-* a previous summary reconciled (:mod:`.previous`): its open items that later work did are
-  marked done, the rest carried.
-
-Sections are filled in order of value until the budget (about ``budget`` tokens of four
-characters) is spent; what does not fit is left out with a mark, older user requests
-shortened before recent ones.
-"""
+"""The offline, deterministic summarizer: a handoff another agent can continue from, built from
+the transcript itself (agent-visible messages only) and fitted to a token budget. It says only
+what the transcript shows, one module per section (requests, plan, tools, decisions, values,
+ledger, previous), filled in order of value until the budget is spent. What each section holds
+and its evidence rules: docs/architecture.md, "Compaction and summaries"."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """A model's summary checked against the facts the transcript records (:class:`~.Facts`): the
-claims it makes about the task's state that the records contradict.
-
-A summary line *claims done* when it is ticked ``[x]`` or says done, ok, passed, fixed ...
-without a negation, and *claims open* when it sits under a heading of current, pending, next,
-remaining or blocked work, or is an unticked ``[ ]`` item. Disagreements, each with the line
-quoted and the fact it contradicts:
-
-* ``failed_called_done``  a done claim naming a step whose last run failed (no later success);
-* ``fixed_called_open``   an open claim naming the error of a failure a later run resolved;
-* ``done_called_next``    an open claim naming a plan item the plan records as completed;
-* ``countermanded``       an open claim naming what the user said not to do, or to remove.
-"""
+claims about the task's state the records contradict (``failed_called_done``,
+``fixed_called_open``, ``done_called_next``, ``countermanded``), each with the line quoted and
+the fact. A line claims done when ticked ``[x]`` or saying done, ok, passed, fixed ... without a
+negation; it claims open under a heading of current, pending, next, remaining or blocked work,
+or as an unticked ``[ ]`` item."""
 
 from __future__ import annotations
 
