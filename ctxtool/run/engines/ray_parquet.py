@@ -25,7 +25,7 @@ its own Ray Data job:
 Up to :func:`window` shards run at once, each task on :data:`~ctxtool.run.engines.ray.CPUS_PER_TASK`
 of a CPU, leaving room for Ray Data's read and write tasks. (Running each shard's read and
 write in a driver thread of its own was tried: no gain measured on a loaded 2-CPU host, and
-it starts many more worker processes, whose raylet warnings reach the driver's stdout.)
+it starts many more worker processes.)
 """
 
 from __future__ import annotations
