@@ -361,7 +361,7 @@ def _use_the_tail_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = json.loads((tmp_path / "o.jsonl").read_text())["messages"][3]["content"]
     assert out.startswith("[... omitted 299 of 301 lines ...]\nline 299 of output 1\nline 300 of output 1")
     bad = CliRunner().invoke(app, ["truncate", str(src), "--mode", "middle"])
-    assert bad.exit_code == 2 and "'head', 'head_tail', 'tail'" in bad.output  # the choices: the registry's
+    assert bad.exit_code == 2 and "choose one of: head, head_tail, tail" in bad.output  # the choices: the registry's
     assert toolout.register_mode(Tail) is Tail and "tail" in toolout.MODES
     assert toolout.MODES.names() == ("head", "head_tail", "tail")
 
