@@ -198,6 +198,13 @@ class Config:
     def source(self, key: str) -> str:
         return self._vals[key].source
 
+    def chosen(self, key: str, flag: Any = None) -> Any:
+        """What the user chose for ``key``: the flag's value, else the setting when a file or the
+        environment set it, else None (the caller's own rule decides, e.g. the model's encoding)."""
+        if flag:
+            return flag
+        return self[key] if self.source(key) != "default" else None
+
     def items(self) -> list[tuple[str, Resolved]]:
         return list(self._vals.items())
 

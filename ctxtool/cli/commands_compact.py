@@ -116,7 +116,7 @@ def compact(
         "cache_dir": cache_dir,
     }
     cfg = Config(flags)
-    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    tok_name = cfg.chosen("tokenizer", tokenizer)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     lay = str(cfg["compaction.layout"])
     if lay not in LAYOUTS:

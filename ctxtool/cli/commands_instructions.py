@@ -38,7 +38,7 @@ def instructions_cmd(
     from ..config import Config
 
     cfg = Config({"instructions.max_bytes": max_bytes})
-    tok = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None) or "heuristic"
+    tok = cfg.chosen("tokenizer", tokenizer) or "heuristic"
     res = load_instructions(directory, max_bytes=int(cfg["instructions.max_bytes"]), tokenizer=tok)
     if output:
         with atomic_output(output) as out:

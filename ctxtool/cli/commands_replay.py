@@ -47,7 +47,7 @@ def replay_cmd(
     from ..replay.core import replay_file
 
     cfg = Config({"compaction.context_window": context_window, "model": model})
-    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    tok_name = cfg.chosen("tokenizer", tokenizer)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     # lazy: start-up (`ctxtool --help` would load ctxtool.formats.walk)
     from ..formats.walk import iter_paths

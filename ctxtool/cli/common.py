@@ -521,6 +521,6 @@ def resolve_settings(
     f["compaction.context_window"] = context_window
     f["model"] = model
     cfg = Config(f)
-    tok_name = tokenizer or (cfg["tokenizer"] if cfg.source("tokenizer") != "default" else None)
+    tok_name = cfg.chosen("tokenizer", tokenizer)
     info, tok = resolve_model(model or cfg["model"] or None, tok_name)
     return cfg, info, get_tokenizer(tok)
