@@ -61,6 +61,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "compact_file": ("ctxtool.compaction.run", "compact_file"),
     "compact_paths": ("ctxtool.compaction.run", "compact_paths"),
     "redact_files": ("ctxtool.redact", "redact_files"),
+    "export_path": ("ctxtool.export", "export_path"),
     "export_file": ("ctxtool.export", "export_file"),
     "export_pages": ("ctxtool.export", "export_pages"),
     "export_index": ("ctxtool.export.index", "export_index"),
@@ -91,6 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import Failure as Failure
     from .export import export_file as export_file
     from .export import export_pages as export_pages
+    from .export import export_path as export_path
     from .export.index import export_index as export_index
     from .formats import detect as detect
     from .formats import read as read

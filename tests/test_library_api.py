@@ -35,7 +35,7 @@ COMMAND_API: dict[str, tuple[str, ...]] = {
     "compact": ("compact_file", "compact_paths", "CompactOptions"),
     "compactions": ("compactions_files",),
     "score": ("score_files",),
-    "export": ("export_file", "export_pages", "export_index"),
+    "export": ("export_path", "export_file", "export_pages", "export_index"),
     "usage": ("usage_report",),
     "redact": ("redact_files",),
 }

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..config import Config
 from ..errors import CtxtoolError, Failure
 from ..io import jsonl as jsonio
 from ..io.paths import cache_dir as user_cache
@@ -40,6 +41,12 @@ def default_dir(cache_dir: str | Path | None = None) -> Path | str:
         return cache_root(cache_dir)
 
     return user_cache()
+
+
+def configured_dir(cache_dir: str | Path | None = None) -> str | Path | None:
+    """The cache directory a command uses: ``cache_dir`` (its ``--cache-dir``), else the
+    ``cache_dir`` setting (a config file or ``CTXTOOL_CACHE_DIR``), else None (the user's)."""
+    return cache_dir or Config()["cache_dir"] or None
 
 
 MANIFEST_BATCH = 4 << 20  # bytes of manifest lines buffered before a shard is written

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CtxtoolError, Failure
 from .commands_redact import RedactFlag, SecretsFromOpt, options
 from .common import FormatOpt, OutOpt, registry_option
 from .console import err_line
@@ -47,53 +46,26 @@ def export(path: ExportPath = None, to: ToExport = None, output: OutOpt = None, 
     each user turn, compaction and record, the assistant's Markdown rendered, pages, search and
     expand/collapse all (one inline script its Content-Security-Policy allows; nothing fetched)."""
     # lazy: start-up (`ctxtool --help` would load ctxtool.export)
-    from ..export import export_file
+    from ..export import PAGES_INDEX, export_path
     from ..export.base import DEFAULT_COLLAPSE, DEFAULT_PAGE_SIZE, ExportOptions
+    from ..export.index import INDEX, IndexResult
 
     opts = ExportOptions(collapse=DEFAULT_COLLAPSE if collapse is None else collapse, title=title,
                          page_size=DEFAULT_PAGE_SIZE if page_size is None else page_size)
-    if path is None or os.path.isdir(path):
-        if output and not output.endswith("/") and not os.path.isdir(output) and os.path.splitext(output)[1]:
-            raise CtxtoolError("exporting many sessions writes a directory of pages and index.html, not one file: "
-                               f"give -o DIR/ (e.g. -o {os.path.splitext(output)[0]}/)", path=output,
-                               kind=Failure.USAGE)
-        if redact or secrets_from:
-            raise CtxtoolError("--redact exports one transcript at a time: redact a directory with `ctxtool redact DIR -o OUT` "
-                               "first, then export OUT", kind=Failure.USAGE)
-        _many(path, to, output, fmt, opts)
-        return
     secrets = options(secrets_from) if redact or secrets_from else None
-    if output and output != "-" and (output.endswith("/") or os.path.isdir(output)):  # a session as page files
-        # lazy: start-up (`ctxtool --help` would load ctxtool.export)
-        from ..export import PAGES_INDEX, export_pages
-
-        if to not in (None, "html"):
-            raise CtxtoolError(f"--to {to}: a directory output holds HTML pages", kind=Failure.USAGE)
-        res = export_pages(path, output, fmt=fmt, options=opts, redact=secrets)
+    res = export_path(path, output, to, fmt=fmt, options=opts, redact=secrets)
+    if isinstance(res, IndexResult):
+        for p in res.pages:
+            if p.error:
+                err_line(f"ctxtool: warning: skipped {p.error}" if p.source in p.error else
+                         f"ctxtool: warning: skipped {p.source}: {p.error}")
+        err_line(f"wrote {len(res.written):,} session page(s) and {os.path.join(str(output), INDEX)}")
+    elif res.pages:
         err_line(f"wrote {res.messages:,} message(s) in {res.transcripts:,} transcript(s) as HTML pages and "
-                 f"{os.path.join(output, PAGES_INDEX)} ({res.bytes:,} bytes)")
-        return
-    res = export_file(path, output, to, fmt=fmt, options=opts, redact=secrets)
-    if res.output:
+                 f"{os.path.join(str(output), PAGES_INDEX)} ({res.bytes:,} bytes)")
+    elif res.output:
         err_line(f"wrote {res.to} export of {res.messages:,} message(s) in {res.transcripts:,} transcript(s) "
                  f"to {res.output} ({res.bytes:,} bytes)")
-
-
-def _many(path: str | None, to: str | None, output: str | None, fmt: str | None, opts: object) -> None:
-    """A directory or the default session stores: a page per session and an index."""
-    # lazy: start-up (`ctxtool --help` would load ctxtool.export)
-    from ..export.index import INDEX, export_index
-
-    if to not in (None, "html"):
-        raise CtxtoolError(f"--to {to}: many sessions export as HTML pages with an index", kind=Failure.USAGE)
-    if not output or output == "-":
-        raise CtxtoolError("exporting many sessions writes a directory of pages: give -o DIR", kind=Failure.USAGE)
-    res = export_index([path] if path else None, output, fmt=fmt, options=opts)  # type: ignore[arg-type]
-    for p in res.pages:
-        if p.error:
-            err_line(f"ctxtool: warning: skipped {p.error}" if p.source in p.error else
-                     f"ctxtool: warning: skipped {p.source}: {p.error}")
-    err_line(f"wrote {len(res.written):,} session page(s) and {os.path.join(output, INDEX)}")
 
 
 def register(app: typer.Typer) -> None:

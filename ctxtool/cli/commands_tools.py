@@ -31,11 +31,9 @@ EventsOpt = Annotated[
 
 def _cache(cache_dir: str | None) -> Any:
     # lazy: start-up (`ctxtool --help` would load ctxtool.cache, ctxtool.config)
-    from ..cache import RefCache
-    from ..config import Config
+    from ..cache import RefCache, configured_dir
 
-    d = cache_dir or Config()["cache_dir"] or None
-    return RefCache(d)
+    return RefCache(configured_dir(cache_dir))
 
 
 _HEAD = ("path", "output", "format", "budget")

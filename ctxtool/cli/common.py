@@ -418,14 +418,10 @@ def run_flags(command: Callable[..., Any]) -> Callable[..., Any]:
 def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
     """Registry entry for ``--model`` and the tokenizer it implies (flag wins). The name is
     strict: an unknown one is a usage error naming the closest registered names."""
-    info = None
-    if model:
-        # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
-        from ..tokens.models import require
+    # lazy: start-up (`ctxtool --version` would load ctxtool.tokens)
+    from ..tokens.count import model_and_tokenizer
 
-        info = require(model)
-    tok = tokenizer or (info.encoding if info and tokenizer is None and model else None) or "heuristic"
-    return info, tok
+    return model_and_tokenizer(model, tokenizer)
 
 
 def stdout_console() -> Any:

@@ -22,6 +22,7 @@ from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
 from .base import RENDERERS, ExportOptions, plural, renderer_for_output
 from .html import PAGE_BREAK, HtmlRenderer, esc, head, tail
+from .index import IndexResult, export_index
 from .walk import ExportedTranscript, view
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class ExportResult:
     messages: int
     compactions: int
     bytes: int
+    pages: bool = False  # written as page files and their index in the directory ``output``
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "output": self.output, "to": self.to, "transcripts": self.transcripts,
@@ -155,7 +157,8 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
         with outputs.atomic_output(str(out / PAGES_INDEX)) as fh_index:
             fh_index.write(index.encode("utf-8", "replace"))
         written += (out / PAGES_INDEX).stat().st_size
-    return ExportResult(str(path), str(out), "html", tally.transcripts, tally.messages, tally.compactions, written)
+    return ExportResult(str(path), str(out), "html", tally.transcripts, tally.messages, tally.compactions, written,
+                        pages=True)
 
 
 def _read(path: str | Path, fmt: str | None, redactor: Redactor | None) -> Iterator[Transcript]:
@@ -188,6 +191,33 @@ def export_file(path: str | Path, output: str | Path | None = None, to: str | No
         with Redactor(redact) as r:
             return _export(path, output, to, fmt, options, r)
     return _export(path, output, to, fmt, options, None)
+
+
+def export_path(path: str | Path | None, output: str | Path | None = None, to: str | None = None, *,
+                fmt: str | None = None, options: ExportOptions | None = None,
+                redact: RedactOptions | None = None) -> ExportResult | IndexResult:
+    """What ``ctxtool export`` writes for ``path``: a directory, or None (the default session
+    stores), a page per session and ``index.html`` in the directory ``output``
+    (:func:`export_index`); one transcript with a directory output (``DIR/`` or an existing
+    directory), its pages as files (:func:`export_pages`); else one document (:func:`export_file`)."""
+    out = None if output is None else str(output)
+    if path is None or os.path.isdir(path):
+        if out and not out.endswith("/") and not os.path.isdir(out) and os.path.splitext(out)[1]:
+            raise CtxtoolError("exporting many sessions writes a directory of pages and index.html, not one file: "
+                               f"give -o DIR/ (e.g. -o {os.path.splitext(out)[0]}/)", path=out, kind=Failure.USAGE)
+        if redact is not None:
+            raise CtxtoolError("--redact exports one transcript at a time: redact a directory with `ctxtool redact DIR -o OUT` "
+                               "first, then export OUT", kind=Failure.USAGE)
+        if to not in (None, "html"):
+            raise CtxtoolError(f"--to {to}: many sessions export as HTML pages with an index", kind=Failure.USAGE)
+        if not out or out == "-":
+            raise CtxtoolError("exporting many sessions writes a directory of pages: give -o DIR", kind=Failure.USAGE)
+        return export_index([str(path)] if path else None, out, fmt=fmt, options=options)
+    if out and out != "-" and (out.endswith("/") or os.path.isdir(out)):
+        if to not in (None, "html"):
+            raise CtxtoolError(f"--to {to}: a directory output holds HTML pages", kind=Failure.USAGE)
+        return export_pages(path, out, fmt=fmt, options=options, redact=redact)
+    return export_file(path, output, to, fmt=fmt, options=options, redact=redact)
 
 
 def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: str | None,

@@ -106,6 +106,19 @@ for _encoding in OFFICIAL_BPE:
 ESTIMATORS.register(LazyEntry("ctxtool.calibration.accuracy:CalibratedTokenizer"), "calibrated")
 
 
+def model_and_tokenizer(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
+    """The model registry's entry for ``model`` (None without one) and the tokenizer to use:
+    ``tokenizer`` if given, else the encoding the model implies, else the heuristic. The model
+    name is strict: an unknown one is a usage error naming the closest registered names."""
+    info = None
+    if model:
+        # lazy: start-up (the model registry and its tables load only when a model is named)
+        from .models import require
+
+        info = require(model)
+    return info, tokenizer or (info.encoding if info is not None else None) or "heuristic"
+
+
 def get_tokenizer(name: str | None = "heuristic") -> Tokenizer:
     return ESTIMATORS.get(name or "heuristic")()
 
