@@ -12,7 +12,7 @@ class Failure(Enum):
     INPUT = "input"  # unreadable or malformed input file
     INVALID = "invalid"  # structural problems found (`validate`)
     THRESHOLD = "threshold"  # a threshold was crossed (`stats --fail-on`, `check` says compact)
-    REMOTE = "remote"  # a summary model or command failed
+    REMOTE = "remote"  # a summary model, a command or a Ray cluster failed
     NOT_FOUND = "not-found"  # a file, ref or record that does not exist
     IO = "io"  # an output could not be written (disk full, I/O error, no permission)
     SECRETS = "secrets"  # something would be redacted (`redact --check`)

@@ -333,3 +333,21 @@ def test_kill_and_resume_on_two_worker_nodes(two_nodes: tuple[str, dict[str, str
                       "openai", "--base-url", llm.openai_base, "--cache-dir", str(tmp_path / "cache2"))
         assert ref.returncode == 0, ref.stderr
     assert parts(tmp_path / "out") == parts(tmp_path / "ref") and len(parts(tmp_path / "ref")) == 6
+
+
+def test_a_cluster_that_cannot_start_is_a_clean_failure_not_a_bug(tmp_path: Path) -> None:
+    """A local cluster that cannot start (Ray's temporary directory is a file here) ends the
+    run with one line and status 6 (REMOTE), as a summary model that cannot be reached does;
+    before, it was an internal error (status 1)."""
+    src = tmp_path / "d.jsonl"
+    src.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    not_a_dir = tmp_path / "ray-tmp"
+    not_a_dir.write_text("a file, not a directory\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    run = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(src), "--engine", "ray"], capture_output=True,
+                         text=True, timeout=300, env={**env, "RAY_TMPDIR": str(not_a_dir)})
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("ctxtool:")]
+    assert run.returncode == 6, run.stderr
+    assert run.stdout == ""
+    assert len(lines) == 1 and "a local Ray cluster could not be started or reached" in lines[0], run.stderr
+    assert str(not_a_dir) in lines[0] and "Traceback" not in run.stderr

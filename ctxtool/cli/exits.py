@@ -17,7 +17,7 @@ class ExitCode(IntEnum):
     INPUT = 3  # unreadable or malformed input file
     INVALID = 4  # `validate` found structural problems
     THRESHOLD = 5  # a threshold was crossed (`stats --fail-on`, `check` says compact)
-    REMOTE = 6  # a summary model or command failed
+    REMOTE = 6  # a summary model, a command or a Ray cluster failed
     NOT_FOUND = 7  # a file, ref or record that does not exist
     IO = 8  # an output could not be written (disk full, I/O error, no permission)
     SECRETS = 9  # `redact --check` found something it would redact

@@ -103,10 +103,17 @@ def _init(ray: Any, **kw: Any) -> None:
       whatever ``log_to_driver`` says: those lines are printed as Ray prints its workers'
       stderr (:func:`_errors_to_stderr`);
     - the processes ``ray.init`` starts (a local cluster: GCS, raylet, and the workers the
-      raylet starts) inherit stderr as their stdout (:func:`_stdout_to_stderr`)."""
+      raylet starts) inherit stderr as their stdout (:func:`_stdout_to_stderr`).
+
+    A cluster that cannot be started or reached is a :class:`CtxtoolError` (``REMOTE``)."""
     _errors_to_stderr(ray)
+    where = f"the Ray cluster at {kw['address']}" if kw.get("address") else "a local Ray cluster"
     with _stdout_to_stderr():
-        ray.init(**kw)
+        try:
+            ray.init(**kw)
+        except (OSError, RuntimeError, ValueError) as e:  # no cluster there: the setting, not a bug
+            raise CtxtoolError(f"--engine ray: {where} could not be started or reached: {e}",
+                               kind=Failure.REMOTE) from e
 
 
 def _errors_to_stderr(ray: Any) -> None:
