@@ -6,7 +6,6 @@ way: the tests compare both paths on every sample, corpus file and generated dat
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -267,7 +266,8 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         label = t.label
         names = tl.names
         lineno = t.lineno
-        for n_out, i, text, cid, name, mid in heapq.nlargest(TOP_OUTPUTS, tl.outputs, key=_first):
+        # the largest first, the earlier among equals (heapq.nlargest's answer, sorted: faster on a few)
+        for n_out, i, text, cid, name, mid in sorted(tl.outputs, key=_first, reverse=True)[:TOP_OUTPUTS]:
             largest.append(ToolOutput(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
     return TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
