@@ -112,7 +112,7 @@ class DatasetFormat(Format):
         for rec in sample:
             key = self.messages_key(rec)
             if key is not None:
-                return self.score(rec[key], rec, False)
+                return self.score(rec[key], rec, False) if key else 0
         return 0
 
     def records_per_line(self, src: Source) -> bool:
