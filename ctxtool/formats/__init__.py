@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CtxtoolError, Failure
 from ..registry import LazyEntry, Registry
@@ -35,27 +36,39 @@ class Lazy(LazyEntry["Format"]):
     dataset record holds its messages under (:data:`ctxtool.formats.dataset.MESSAGE_KEYS`).
     No ``keys`` and no ``records``: any value of those layouts may be this format's."""
 
-    __slots__ = ("keys", "layouts", "module", "records")
+    __slots__ = ("_hints", "attribute", "keys", "layouts", "module", "records")
 
     def __init__(self, module: str, layouts: Sequence[str] = LAYOUTS, keys: Sequence[str] = (), *,
                  records: bool = False, attribute: str = "FORMAT") -> None:
         super().__init__(f"{module}:{attribute}")
         self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
+        self.attribute = attribute
+        self._hints: tuple[tuple[str, ...], bool, frozenset[str]] | None = None  # made on first use from keys, records
 
     def may_sniff(self, layout: str, present: Collection[str]) -> bool:
         """False when this format's sniff is known to say 0 (its module need not be imported);
         ``present``: the top-level keys of the sample's objects (:func:`_heads`)."""
         if layout not in self.layouts:
             return False
-        if not self.keys and not self.records:
-            return True
-        keys = self.keys
-        if self.records:
-            # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
-            from .dataset import MESSAGE_KEYS
+        made = self._hints
+        if made is None or made[0] is not self.keys or made[1] is not self.records:
+            keys = self.keys
+            if self.records:
+                # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
+                from .dataset import MESSAGE_KEYS
 
-            keys += MESSAGE_KEYS
-        return any(k in present for k in keys)
+                keys += MESSAGE_KEYS
+            made = self._hints = (self.keys, self.records, frozenset(keys))
+        hints = made[2]
+        return not hints or not hints.isdisjoint(present)
+
+    def load(self) -> Format:
+        # a module imported already is taken from sys.modules: what importlib would return,
+        # without its machinery on each lookup (detection asks once per record)
+        m = sys.modules.get(self.module)
+        if m is None or getattr(getattr(m, "__spec__", None), "_initializing", False):
+            return super().load()
+        return cast("Format", getattr(m, self.attribute))
 
 
 def _heads(sample: list[Any], layout: str) -> frozenset[str]:

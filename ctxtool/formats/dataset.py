@@ -108,9 +108,12 @@ class DatasetFormat(Format):
         if self.entries and self.is_item(sample[0]):
             return self.score(sample)
         # the first record holding a message list decides (one without, a bad record, is
-        # left to the error policy when read)
-        rec = next((r for r in sample if self.messages_key(r) is not None), sample[0])
-        return self._record_score(rec, single=False)
+        # left to the error policy when read; none: 0)
+        for rec in sample:
+            key = self.messages_key(rec)
+            if key is not None:
+                return self.score(rec[key], rec, False) if key else 0
+        return 0
 
     def records_per_line(self, src: Source) -> bool:
         sample = src.sample()

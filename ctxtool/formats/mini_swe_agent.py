@@ -47,11 +47,11 @@ class MiniSweAgentFormat(DatasetFormat):
         return _is_message(o)
 
     def score(self, items: list[Any], rec: dict[str, Any] | None = None, single: bool = False) -> int:
+        if rec is not None:  # a record names its format: asked first (the cheaper test)
+            fmt = rec.get("trajectory_format")
+            return 95 if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") and _looks_openai(items) else 0
         if not _looks_openai(items):
             return 0
-        if rec is not None:
-            fmt = rec.get("trajectory_format")
-            return 95 if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") else 0
         observed = any(
             isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)
             and OBSERVATION.match(m["content"])

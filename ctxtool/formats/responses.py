@@ -44,9 +44,11 @@ def score(items: list[Any]) -> int:
     """Confidence that ``items`` is a Responses item list: every item one, and at least one
     carrying a Responses item ``type`` (a chat message list has none)."""
     head = items[:200]
-    if not head or not all(is_item(o) for o in head) or any(_anthropic(o) for o in head):
+    if not any(isinstance(o, dict) and "type" in o for o in head):  # the cheaper test first
         return 0
-    return 93 if any("type" in o for o in head) else 0
+    if not all(is_item(o) for o in head) or any(_anthropic(o) for o in head):
+        return 0
+    return 93
 
 
 class ResponsesFormat(DatasetFormat):

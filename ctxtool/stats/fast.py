@@ -6,10 +6,10 @@ way: the tests compare both paths on every sample, corpus file and generated dat
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from .. import formats
@@ -21,6 +21,8 @@ from ..io.jsonl import Source
 from ..model import KIND_INJECTED, Line, Transcript, injected_text
 from ..tokens.context import SUMMARY_PREFIX, ContextSettings
 from ..tokens.count import FRAMING_PER_MESSAGE, FRAMING_PER_REPLY
+
+_first = itemgetter(0)
 
 #: where a read transcript carries its tally (a stand-in without messages: stats only reads)
 TALLY_KEY = "stats_tally"
@@ -231,13 +233,18 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
     # lazy: start-up (`ctxtool window` would load ctxtool.stats.figures)
-    from .figures import TOP_OUTPUTS, Figures, ToolOutput, TranscriptStats
+    from .figures import TOP_OUTPUTS, Figures, RoleStats, ToolOutput, TranscriptStats
 
     f = Figures()
     chars = tl.chars
-    add = f.add_message
-    for row, n, c in zip(tl.rows, counts, chars, strict=True):
-        add(row, n, c)
+    by_role = f.by_role
+    for row, n, c in zip(tl.rows, counts, chars, strict=True):  # Figures.add_message, inlined
+        rs = by_role.get(row)
+        if rs is None:
+            rs = by_role[row] = RoleStats()
+        rs.messages += 1
+        rs.tokens += n
+        rs.chars += c
     tokens = sum(counts)
     total_chars = sum(chars)
     sysr = f.by_role.get("system")
@@ -258,12 +265,22 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     if tl.outputs:
         label = t.label
         names = tl.names
-        for n_out, i, text, cid, name, mid in heapq.nlargest(TOP_OUTPUTS, tl.outputs, key=lambda o: o[0]):
-            largest.append(ToolOutput(label, mid, t.lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
+        lineno = t.lineno
+        # the largest first, the earlier among equals (heapq.nlargest's answer, sorted: faster on a few)
+        for n_out, i, text, cid, name, mid in sorted(tl.outputs, key=_first, reverse=True)[:TOP_OUTPUTS]:
+            largest.append(ToolOutput(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
     return TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
 
 
 def resolved_window(context: ContextSettings | None) -> Any:
     """The window of a record that names no model (every tallied record)."""
-    return (context or ContextSettings()).resolve(None)
+    global _NO_SETTINGS_WINDOW
+    if context is not None:
+        return context.resolve(None)
+    if _NO_SETTINGS_WINDOW is None:  # no flag, no config: the same (frozen) answer for every task
+        _NO_SETTINGS_WINDOW = ContextSettings().resolve(None)
+    return _NO_SETTINGS_WINDOW
+
+
+_NO_SETTINGS_WINDOW: Any = None

@@ -4,7 +4,6 @@ between processes as plain tuples) and the operation that folds transcripts into
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -38,6 +37,8 @@ from .figures import (
     ToolOutput,
     TranscriptStats,
     most_context,
+    output_size,
+    top_outputs,
 )
 from .transcript import threshold_levels, transcript_stats
 
@@ -125,7 +126,7 @@ class StatsPart:
         self.totals.add(other.totals)
         self.overview.merge(other.overview)
         self._hold(other.transcripts)
-        self.largest = heapq.nlargest(TOP_OUTPUTS, self.largest + other.largest, key=_size)
+        self.largest = top_outputs(self.largest + other.largest)
         self.skipped.extend(other.skipped)
         if self.rows is not None and other.rows:
             self.rows.extend(other.rows)
@@ -227,13 +228,9 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         part.add(ts)
         if ts.largest:
             top = part.largest
-            # nlargest keeps the earlier of equal keys: outputs no larger than the smallest kept change nothing
-            if len(top) < TOP_OUTPUTS or _size(max(ts.largest, key=_size)) > _size(top[-1]):
-                part.largest = heapq.nlargest(TOP_OUTPUTS, top + ts.largest, key=_size)
-
-
-def _size(o: ToolOutput) -> tuple[int, int]:
-    return (o.tokens, o.chars)
+            # the earlier of equal sizes is kept: outputs no larger than the smallest kept change nothing
+            if len(top) < TOP_OUTPUTS or output_size(max(ts.largest, key=output_size)) > output_size(top[-1]):
+                part.largest = top_outputs(top + ts.largest)
 
 
 @dataclass(frozen=True)
