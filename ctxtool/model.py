@@ -84,7 +84,8 @@ class Block:
         if t == "text" or t == "thinking" or t == "tool_result":
             return len(self.text)
         if t == "tool_call":
-            return len(self.name or "") + len(self.arguments_text())
+            a = self.arguments
+            return len(self.name or "") + (len(a) if isinstance(a, str) else len(self.arguments_text()))
         if t == "image":
             return IMAGE_CHARS
         return len(self.text)

@@ -148,8 +148,8 @@ def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str]
 def last_model(t: Transcript) -> str | None:
     """The last model the transcript records (an assistant message's, else the transcript's);
     Claude Code's ``<synthetic>`` stand-in is not a model."""
-    for m in reversed(t.messages):
-        if m.role == "assistant" and m.model and not m.model.startswith("<"):
+    for m in reversed(t.entries):
+        if isinstance(m, Message) and m.role == "assistant" and m.model and not m.model.startswith("<"):
             return m.model
     name = t.extra.get("model")
     return name if isinstance(name, str) and name else None
@@ -315,7 +315,8 @@ class ContextInfo:
 
 
 def _records_usage(t: Transcript | Sequence[Message]) -> bool:
-    return isinstance(t, Transcript) and any(m.usage is not None and m.usage.total > 0 for m in t.messages)
+    return isinstance(t, Transcript) and any(
+        isinstance(m, Message) and m.usage is not None and m.usage.total > 0 for m in t.entries)
 
 
 def _estimator(est: ContextEstimate, tok: Tokenizer, records: bool = False) -> str:
@@ -363,8 +364,11 @@ def resolve(
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
     records = est.source == "estimate" and _records_usage(t)
-    n_chars = len(v.summary) + (
-        sum(chars[i] for i in v.indices) if chars is not None else sum(v.messages[i].chars() for i in v.indices))
+    if chars is None:
+        n_chars = sum(v.messages[i].chars() for i in v.indices)
+    else:  # every message in the context (the usual case): all of them, summed at once
+        n_chars = sum(chars) if len(v.indices) == len(chars) else sum(chars[i] for i in v.indices)
+    n_chars += len(v.summary)
     return ContextInfo(
         w.window, w.source, w.model, w.model_source, est.tokens, est.source, est.usage_tokens, est.trailing_tokens,
         len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(est, tok, records),
