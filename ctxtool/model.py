@@ -444,7 +444,8 @@ def injected_kind(m: Message) -> str | None:
         return None
     if m.metadata.kind == KIND_COMPACTION_SUMMARY:
         return "summary"
-    kinds = [injected_text(b.text) for b in m.content if b.type == "text" and b.text.strip()]
+    # a text of only whitespace is not looked at (isspace: what strip() would leave nothing of, without a copy)
+    kinds = [injected_text(b.text) for b in m.content if b.type == "text" and b.text and not b.text.isspace()]
     if kinds and all(kinds):
         return kinds[0]
     return "meta" if m.extra.get("is_meta") else None
@@ -463,7 +464,8 @@ def is_injected(m: Message) -> bool:
 
 def source_lines(e: Entry) -> list[Line]:
     """The source lines an entry was read from (a continuation has none of its own)."""
-    if isinstance(e, (Message, Compaction)):
+    cls = type(e)
+    if cls is Message or cls is Compaction or isinstance(e, (Message, Compaction)):
         return e.lines
     if isinstance(e, Record):
         return [e.line]

@@ -20,7 +20,7 @@ from ..model import (
     Transcript,
     is_injected,
 )
-from ..tokens.context import ContextSettings, last_model, resolve
+from ..tokens.context import ContextInfo, ContextSettings, last_model, resolve
 from ..tokens.count import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
@@ -70,6 +70,9 @@ def _levels(policy: Any, warning: int, critical: int) -> Callable[[int], str]:
         return status
 
     return level
+
+
+_NO_SETTINGS = ContextSettings()  # no flag, no config (frozen: one for every call)
 
 
 def transcript_stats(
@@ -196,7 +199,8 @@ def transcript_stats(
     f.unknown_types = formats.unknown_records(t)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
-    ctx = resolve(t, settings=context or ContextSettings(window=context_window), tokenizer=tok, counts=all_counts,
+    settings = context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS)
+    ctx = resolve(t, settings=settings, tokenizer=tok, counts=all_counts,
                   chars=all_chars)
     largest: list[ToolOutput] = []
     if outputs:
@@ -207,12 +211,20 @@ def transcript_stats(
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
         t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars), largest,
-        model=last_model(t),
+        model=_recorded_model(t, ctx),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
+
+
+def _recorded_model(t: Transcript, ctx: ContextInfo) -> str | None:
+    """The last model ``t`` records (:func:`last_model`), as the context resolver found it: the
+    model in effect unless a flag named another (a recorded model comes before the config's)."""
+    if ctx.model_source == "flag":
+        return last_model(t)
+    return ctx.model if ctx.model_source == "transcript" else None
 
 
 def _accuracy(t: Transcript) -> Any:

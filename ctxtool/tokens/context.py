@@ -179,7 +179,7 @@ class ContextView:
 
 def is_summary(m: Message) -> bool:
     """A compaction summary written as a message (Claude Code's, ctxtool's in datasets)."""
-    if m.metadata.kind == KIND_COMPACTION_SUMMARY or m.extra.get(HINT_SUMMARY):
+    if m.metadata.kind == KIND_COMPACTION_SUMMARY or (m.extra and m.extra.get(HINT_SUMMARY)):
         return True
     if m.role != "user" or not m.content or m.content[0].type != "text":
         return False
@@ -195,12 +195,15 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
     kind = None
     at = 0  # messages before the marker
     kept: frozenset[str] = frozenset()  # Claude Code 2.1: the messages before its boundary it kept verbatim
+    visible: list[int] = []  # the agent-visible messages: the context when there is no marker
     for e in entries:
         if isinstance(e, Message):
             if is_summary(e) and not (kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
                 if not (kind == "boundary" and at == len(msgs)):  # not the summary of that boundary
                     kept = frozenset()
                 marker, kind, at = e, "summary", len(msgs)
+            if e.agent_visible:
+                visible.append(len(msgs))
             msgs.append(e)
         elif isinstance(e, Compaction):
             marker, kind, at, kept = e, "compaction", len(msgs), frozenset()
@@ -211,7 +214,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
             marker, kind, at = e, "boundary", len(msgs)
             kept = frozenset(boundary_info(e.line.obj).preserved)
     if marker is None:
-        return ContextView(msgs, [i for i, m in enumerate(msgs) if m.agent_visible])
+        return ContextView(msgs, visible)
     start, trust, summary = at, at, ""
     if isinstance(marker, Compaction):
         summary, target = read_compaction(source, marker, msgs)

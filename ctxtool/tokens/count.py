@@ -225,7 +225,7 @@ def estimate_context(
         if i < trust_from:
             break
         m = msgs[i]
-        if m.role == "assistant" and m.usage is not None and m.usage.total > 0:
+        if m.usage is not None and m.role == "assistant" and m.usage.total > 0:
             last = i
             break
     if last is None:
