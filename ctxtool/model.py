@@ -464,8 +464,7 @@ def is_injected(m: Message) -> bool:
 
 def source_lines(e: Entry) -> list[Line]:
     """The source lines an entry was read from (a continuation has none of its own)."""
-    cls = type(e)
-    if cls is Message or cls is Compaction or isinstance(e, (Message, Compaction)):
+    if isinstance(e, (Message, Compaction)):
         return e.lines
     if isinstance(e, Record):
         return [e.line]

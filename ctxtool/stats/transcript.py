@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import heapq
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
@@ -206,7 +207,7 @@ def transcript_stats(
     if outputs:
         names = tool_names(callers)
         label = t.label
-        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
+        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0)):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
