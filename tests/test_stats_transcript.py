@@ -10,7 +10,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtool.model import KIND_INJECTED, Block, Compaction, Line, Message, Metadata, Record, Transcript, Usage, is_injected
+from ctxtool.model import (
+    KIND_INJECTED,
+    Block,
+    Compaction,
+    Line,
+    Message,
+    Metadata,
+    Record,
+    Transcript,
+    Usage,
+    is_injected,
+)
 from ctxtool.stats.transcript import transcript_stats
 from ctxtool.tokens.context import ContextSettings, last_model
 from ctxtool.tokens.count import count_messages, get_tokenizer
