@@ -84,7 +84,8 @@ class Block:
         if t == "text" or t == "thinking" or t == "tool_result":
             return len(self.text)
         if t == "tool_call":
-            return len(self.name or "") + len(self.arguments_text())
+            a = self.arguments
+            return len(self.name or "") + (len(a) if isinstance(a, str) else len(self.arguments_text()))
         if t == "image":
             return IMAGE_CHARS
         return len(self.text)
@@ -443,7 +444,8 @@ def injected_kind(m: Message) -> str | None:
         return None
     if m.metadata.kind == KIND_COMPACTION_SUMMARY:
         return "summary"
-    kinds = [injected_text(b.text) for b in m.content if b.type == "text" and b.text.strip()]
+    # a text of only whitespace is not looked at (isspace: what strip() would leave nothing of, without a copy)
+    kinds = [injected_text(b.text) for b in m.content if b.type == "text" and b.text and not b.text.isspace()]
     if kinds and all(kinds):
         return kinds[0]
     return "meta" if m.extra.get("is_meta") else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import heapq
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
@@ -20,7 +21,7 @@ from ..model import (
     Transcript,
     is_injected,
 )
-from ..tokens.context import ContextSettings, last_model, resolve
+from ..tokens.context import ContextInfo, ContextSettings, last_model, resolve
 from ..tokens.count import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
@@ -72,6 +73,9 @@ def _levels(policy: Any, warning: int, critical: int) -> Callable[[int], str]:
     return level
 
 
+_NO_SETTINGS = ContextSettings()  # no flag, no config (frozen: one for every call)
+
+
 def transcript_stats(
     t: Transcript,
     counts: list[int] | None,
@@ -90,12 +94,16 @@ def transcript_stats(
     with every tokenizer and fits the calibration: asked for, not by default)."""
     msgs = t.messages
     f = Figures()
+    by_role = f.by_role
     outputs: list[tuple[int, int, Message, Any]] = []
     seen_usage: set[str] = set()
     heuristic = counts is None
     all_counts: list[int] = []
     all_chars: list[int] = []
-    calls_by_name = f.tool_calls_by_name
+    call_names: list[str] = []  # each call's tool, in order (counted by name at the end)
+    callers: list[Message] = []  # the messages that call tools (where the outputs' tools are named)
+    calling: Message | None = None
+    tool_results = tool_errors = saved = thinking_blocks = thinking_chars = thinking_tokens = images_n = documents = 0
     for i, m in enumerate(msgs):
         chars = 0
         images = 0
@@ -104,43 +112,51 @@ def transcript_stats(
             if bt == "text":
                 chars += len(b.text)
             elif bt == "tool_result":
-                n_out = len(b.text)
+                text = b.text
+                n_out = len(text)
                 chars += n_out
-                f.tool_results += 1
+                tool_results += 1
                 if b.is_error:
-                    f.tool_errors += 1
+                    tool_errors += 1
                 if n_out:
                     outputs.append((n_out, i, m, b))
-                    if b.text.startswith(SAVED_OPEN) and saved_output(b.text) is not None:
-                        f.saved_outputs += 1
+                    if text.startswith(SAVED_OPEN) and saved_output(text) is not None:
+                        saved += 1
             elif bt == "tool_call":
                 chars += b.chars()
-                f.tool_calls += 1
-                calls_by_name[b.name or "?"] += 1
+                call_names.append(b.name or "?")
+                if calling is not m:
+                    calling = m
+                    callers.append(m)
             elif bt == "thinking":
-                chars += len(b.text)
-                f.thinking_blocks += 1
-                f.thinking_chars += len(b.text)
-                if b.text:
-                    f.thinking_tokens += tok.count(b.text)
+                text = b.text
+                chars += len(text)
+                thinking_blocks += 1
+                thinking_chars += len(text)
+                if text:
+                    thinking_tokens += tok.count(text)
             elif bt == "image":
                 images += 1
                 if isinstance(b.data, dict) and b.data.get("type") == "document":  # formats.images.is_document
-                    f.documents += 1
+                    documents += 1
                 else:
-                    f.images += 1
+                    images_n += 1
             else:
                 chars += len(b.text)
         n = estimate(chars, images) if heuristic else counts[i]  # type: ignore[index]
         all_counts.append(n)
-        chars += images * IMAGE_CHARS
+        if images:
+            chars += images * IMAGE_CHARS
         all_chars.append(chars)
-        f.tokens += n
-        f.chars += chars
-        f.add_message(KIND_INJECTED if is_injected(m) else m.role, n, chars)
-        if m.role == "system":
-            f.system_prompt_chars += chars
-            f.system_prompt_tokens += n
+        role = m.role
+        row = KIND_INJECTED if role == "user" and is_injected(m) else role
+        rs = by_role.get(row)
+        if rs is None:  # a role beyond the usual rows: a row of its own
+            f.add_message(row, n, chars)
+        else:
+            rs.messages += 1
+            rs.tokens += n
+            rs.chars += chars
         if m.usage is not None:
             key = m.usage_key or f"#{i}"
             if key not in seen_usage:
@@ -164,27 +180,52 @@ def transcript_stats(
                     "tools": ",".join(b.name or "?" for b in m.content if b.type == "tool_call"),
                 }
             )
+    f.tokens = sum(all_counts)
+    f.chars = sum(all_chars)
+    f.tool_calls = len(call_names)
+    if call_names:
+        f.tool_calls_by_name.update(call_names)
+    f.tool_results = tool_results
+    f.tool_errors = tool_errors
+    f.saved_outputs = saved
+    f.thinking_blocks = thinking_blocks
+    f.thinking_chars = thinking_chars
+    f.thinking_tokens = thinking_tokens
+    f.images = images_n
+    f.documents = documents
+    system = by_role["system"]  # a system message's row is always its role's
+    f.system_prompt_chars = system.chars
+    f.system_prompt_tokens = system.tokens
     f.messages = len(msgs)
     f.unknown_types = formats.unknown_records(t)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
-    ctx = resolve(t, settings=context or ContextSettings(window=context_window), tokenizer=tok, counts=all_counts,
+    settings = context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS)
+    ctx = resolve(t, settings=settings, tokenizer=tok, counts=all_counts,
                   chars=all_chars)
     largest: list[ToolOutput] = []
     if outputs:
-        names = tool_names(msgs)
+        names = tool_names(callers)
         label = t.label
-        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=lambda o: o[0]):
+        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0)):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
         t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars), largest,
-        model=last_model(t),
+        model=_recorded_model(t, ctx),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
+
+
+def _recorded_model(t: Transcript, ctx: ContextInfo) -> str | None:
+    """The last model ``t`` records (:func:`last_model`), as the context resolver found it: the
+    model in effect unless a flag named another (a recorded model comes before the config's)."""
+    if ctx.model_source == "flag":
+        return last_model(t)
+    return ctx.model if ctx.model_source == "transcript" else None
 
 
 def _accuracy(t: Transcript) -> Any:

@@ -148,8 +148,8 @@ def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str]
 def last_model(t: Transcript) -> str | None:
     """The last model the transcript records (an assistant message's, else the transcript's);
     Claude Code's ``<synthetic>`` stand-in is not a model."""
-    for m in reversed(t.messages):
-        if m.role == "assistant" and m.model and not m.model.startswith("<"):
+    for m in reversed(t.entries):
+        if isinstance(m, Message) and m.role == "assistant" and m.model and not m.model.startswith("<"):
             return m.model
     name = t.extra.get("model")
     return name if isinstance(name, str) and name else None
@@ -179,7 +179,7 @@ class ContextView:
 
 def is_summary(m: Message) -> bool:
     """A compaction summary written as a message (Claude Code's, ctxtool's in datasets)."""
-    if m.metadata.kind == KIND_COMPACTION_SUMMARY or m.extra.get(HINT_SUMMARY):
+    if m.metadata.kind == KIND_COMPACTION_SUMMARY or (m.extra and m.extra.get(HINT_SUMMARY)):
         return True
     if m.role != "user" or not m.content or m.content[0].type != "text":
         return False
@@ -195,12 +195,15 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
     kind = None
     at = 0  # messages before the marker
     kept: frozenset[str] = frozenset()  # Claude Code 2.1: the messages before its boundary it kept verbatim
+    visible: list[int] = []  # the agent-visible messages: the context when there is no marker
     for e in entries:
         if isinstance(e, Message):
             if is_summary(e) and not (kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
                 if not (kind == "boundary" and at == len(msgs)):  # not the summary of that boundary
                     kept = frozenset()
                 marker, kind, at = e, "summary", len(msgs)
+            if e.agent_visible:
+                visible.append(len(msgs))
             msgs.append(e)
         elif isinstance(e, Compaction):
             marker, kind, at, kept = e, "compaction", len(msgs), frozenset()
@@ -211,7 +214,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
             marker, kind, at = e, "boundary", len(msgs)
             kept = frozenset(boundary_info(e.line.obj).preserved)
     if marker is None:
-        return ContextView(msgs, [i for i, m in enumerate(msgs) if m.agent_visible])
+        return ContextView(msgs, visible)
     start, trust, summary = at, at, ""
     if isinstance(marker, Compaction):
         summary, target = read_compaction(source, marker, msgs)
@@ -315,7 +318,8 @@ class ContextInfo:
 
 
 def _records_usage(t: Transcript | Sequence[Message]) -> bool:
-    return isinstance(t, Transcript) and any(m.usage is not None and m.usage.total > 0 for m in t.messages)
+    return isinstance(t, Transcript) and any(
+        isinstance(m, Message) and m.usage is not None and m.usage.total > 0 for m in t.entries)
 
 
 def _estimator(est: ContextEstimate, tok: Tokenizer, records: bool = False) -> str:
@@ -363,8 +367,11 @@ def resolve(
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
     records = est.source == "estimate" and _records_usage(t)
-    n_chars = len(v.summary) + (
-        sum(chars[i] for i in v.indices) if chars is not None else sum(v.messages[i].chars() for i in v.indices))
+    if chars is None:
+        n_chars = sum(v.messages[i].chars() for i in v.indices)
+    else:  # every message in the context (the usual case): all of them, summed at once
+        n_chars = sum(chars) if len(v.indices) == len(chars) else sum(chars[i] for i in v.indices)
+    n_chars += len(v.summary)
     return ContextInfo(
         w.window, w.source, w.model, w.model_source, est.tokens, est.source, est.usage_tokens, est.trailing_tokens,
         len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(est, tok, records),

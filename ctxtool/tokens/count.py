@@ -225,12 +225,14 @@ def estimate_context(
         if i < trust_from:
             break
         m = msgs[i]
-        if m.role == "assistant" and m.usage is not None and m.usage.total > 0:
+        if m.usage is not None and m.role == "assistant" and m.usage.total > 0:
             last = i
             break
     if last is None:
         # what the file does not hold (system prompt, tool schemas), when the tokenizer knows it
-        total = extra_tokens + sum(counts[i] for i in indices) + int(getattr(tok, "overhead", 0))
+        # every message in the context (the usual case): all of them, summed at once
+        in_context = sum(counts) if len(indices) == len(counts) else sum(counts[i] for i in indices)
+        total = extra_tokens + in_context + int(getattr(tok, "overhead", 0))
         return ContextEstimate(total, 0, total, "estimate")
     usage_tokens = msgs[last].usage.total  # type: ignore[union-attr]
     # Claude Code splits one API message over several messages sharing a usage key.

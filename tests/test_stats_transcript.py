@@ -1,0 +1,100 @@
+"""``transcript_stats`` folds a transcript in one pass: its figures must be what the model's own
+definitions give when each is asked for separately (a message's characters, the heuristic
+count of each message, the injected-text rule, the tools by name, the last recorded model)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxtool.model import (
+    KIND_INJECTED,
+    Block,
+    Compaction,
+    Line,
+    Message,
+    Metadata,
+    Record,
+    Transcript,
+    Usage,
+    is_injected,
+)
+from ctxtool.stats.transcript import transcript_stats
+from ctxtool.tokens.context import ContextSettings, last_model
+from ctxtool.tokens.count import count_messages, get_tokenizer
+
+TEXTS = st.sampled_from(["", " ", "\n\t", "\u3000", "hi", "  <system-reminder>x", "<command-name>/x",
+                         "[Previous conversation summary] s", "a\nb", "é" * 9])
+NAMES = st.sampled_from([None, "", "bash", "read"])
+
+
+@st.composite
+def blocks(draw: Any) -> Block:
+    kind = draw(st.sampled_from(["text", "thinking", "tool_call", "tool_result", "image", "other"]))
+    if kind == "tool_call":
+        args = draw(st.sampled_from([None, "", '{"a": 1}', {"cmd": "ls"}, {"x": ["é", 2]}]))
+        return Block(kind, id=draw(st.sampled_from([None, "c1", "c2"])), name=draw(NAMES), arguments=args)
+    if kind == "tool_result":
+        return Block(kind, id=draw(st.sampled_from([None, "c1", "c2"])), text=draw(TEXTS) * draw(st.integers(0, 40)),
+                     is_error=draw(st.booleans()))
+    if kind == "image":
+        return Block(kind, data=draw(st.sampled_from([None, {"type": "document"}, {"type": "base64"}])))
+    return Block(kind, text=draw(TEXTS) * draw(st.integers(0, 3)))
+
+
+@st.composite
+def messages(draw: Any) -> Message:
+    usage = draw(st.one_of(st.none(), st.builds(Usage, st.integers(0, 90), st.integers(0, 9))))
+    return Message(
+        draw(st.sampled_from(["system", "user", "assistant", "tool", "developer"])),
+        draw(st.lists(blocks(), max_size=4)),
+        metadata=Metadata(agent_visible=draw(st.sampled_from([None, False])),
+                          kind=draw(st.sampled_from([None, KIND_INJECTED, "compaction_summary"]))),
+        usage=usage,
+        usage_key=draw(st.sampled_from([None, "k1", "k2"])) if usage else None,
+        model=draw(st.sampled_from([None, "gpt-4o", "<synthetic>", "claude-sonnet-4-5"])),
+        lines=[Line({}, None, 1)],
+        extra=draw(st.sampled_from([{}, {"is_meta": True}])),
+    )
+
+
+@st.composite
+def transcripts(draw: Any) -> Transcript:
+    entries: list[Any] = draw(st.lists(st.one_of(messages(), messages(), messages(),
+                                                 st.builds(Record, st.just(Line({}, None, 1)), st.just("x")),
+                                                 st.builds(Compaction, st.just("summary"))), max_size=20))
+    return Transcript("openai", entries, extra=draw(st.sampled_from([{}, {"model": "gpt-4o"}])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=transcripts(), model=st.sampled_from([None, "gpt-4o"]), window=st.sampled_from([None, 0, 100_000]))
+def test_one_pass_gives_each_definition(t: Transcript, model: str | None, window: int | None) -> None:
+    tok = get_tokenizer("heuristic")
+    context = ContextSettings(window=window, model=model) if model else None
+    s = transcript_stats(t, None, tok, context=context, context_window=window)
+    f, msgs = s.figures, t.messages
+    counts = count_messages(msgs, tok)
+    assert f.messages == len(msgs)
+    assert f.tokens == sum(counts)
+    assert f.chars == sum(m.chars() for m in msgs)
+    rows: dict[str, list[int]] = {}
+    for m, n in zip(msgs, counts, strict=True):
+        r = rows.setdefault(KIND_INJECTED if is_injected(m) else m.role, [0, 0, 0])
+        r[0], r[1], r[2] = r[0] + 1, r[1] + n, r[2] + m.chars()
+    assert {k: [v.messages, v.tokens, v.chars] for k, v in f.by_role.items() if v.messages} == rows
+    calls = [b for m in msgs for b in m.content if b.type == "tool_call"]
+    assert f.tool_calls == len(calls)
+    assert list(f.tool_calls_by_name.items()) == list(Counter(b.name or "?" for b in calls).items())
+    system = [(n, m.chars()) for m, n in zip(msgs, counts, strict=True) if m.role == "system"]
+    assert (f.system_prompt_tokens, f.system_prompt_chars) == (sum(n for n, _ in system), sum(c for _, c in system))
+    assert s.model == last_model(t)
+
+
+@given(st.text())
+def test_whitespace_only_as_strip_says(s: str) -> None:
+    """The injected-text rule skips a text of only whitespace (``isspace``): what ``strip``
+    would leave nothing of."""
+    assert bool(s.strip()) == bool(s and not s.isspace())
