@@ -161,3 +161,28 @@ def test_buffered_output_is_written_once_not_again_by_each_worker(tmp_path: Path
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.count("before;") == 1 and sorted(out.split(";")) == ["after", "before", "job0", "job1"]
+
+
+def _gone(pid: int) -> bool:
+    """Whether the process ``pid`` has exited (a zombie not yet reaped, or reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_after_no_more_jobs_each_worker_exits_once_it_has_answered() -> None:
+    with worker_pool(2) as ex:
+        jobs = [ex.submit(_square, i) for i in range(5)]
+        ex.no_more_jobs()
+        with pytest.raises(RuntimeError, match="no_more_jobs"):
+            ex.submit(_square, 6)
+        got = [j.result() for j in jobs]
+        assert [x for x, _ in got] == [0, 1, 4, 9, 16]
+        pids = {pid for _, pid in got}
+        deadline = time.monotonic() + 60
+        while not all(_gone(p) for p in pids) and time.monotonic() < deadline:  # before close: no job pipe left open
+            time.sleep(0.01)
+        assert all(_gone(p) for p in pids)

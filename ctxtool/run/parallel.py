@@ -109,6 +109,7 @@ def run_parallel(
         ]
         with worker_pool(workers, gc_enabled=op.collect_garbage) as ex, gc_paused():
             futures = [ex.submit(_sent, run_range, job) for job in _numbered_jobs(jobs)]
+            _no_more_jobs(ex)
             results: list[RangeResult[R]] = []
 
             def reports() -> Iterator[R]:
@@ -131,6 +132,14 @@ def run_parallel(
     return FileRun(
         report, path, output, fmt, sum(r.transcripts for r in results), [e for r in results for e in r.errors], workers
     )
+
+
+def _no_more_jobs(ex: Any) -> None:
+    """Every job is submitted: each worker exits as soon as it has answered its last one
+    (:meth:`ctxtool.run.pool.ForkPool.no_more_jobs`), not all of them when the pool closes."""
+    done = getattr(ex, "no_more_jobs", None)  # the standard library's pool (no fork) has none
+    if done is not None:
+        done()
 
 
 def _sent(fn: Callable[..., Any], *args: Any) -> bytes:
@@ -186,6 +195,7 @@ def run_pooled(op: Operation[R], paths: list[str], sizes: list[int], fmt: str | 
     op.prepare()
     with worker_pool(min(n, len(batches)), gc_enabled=op.collect_garbage) as ex, gc_paused():
         futures = [ex.submit(_sent, _run_whole, op, batch, fmt, on_error) for batch in batches]
+        _no_more_jobs(ex)
         try:
             for f in futures:
                 for run in _received(f.result()):

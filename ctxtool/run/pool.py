@@ -81,6 +81,7 @@ class ForkPool:
         import select
 
         self._queue: deque[Job] = deque()
+        self._last = False  # no job will be submitted any more (no_more_jobs)
         self._workers: dict[int, _Worker] = {}  # by the answer pipe's descriptor
         self._idle: list[_Worker] = []
         self._poll = select.poll()
@@ -122,6 +123,8 @@ class ForkPool:
         self._idle.append(w)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Job:
+        if self._last:
+            raise RuntimeError("no_more_jobs() was called: no job may be submitted")
         job = Job(self, pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL))
         self._queue.append(job)
         self._dispatch()
@@ -130,6 +133,13 @@ class ForkPool:
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         jobs = [self.submit(fn, x) for x in items]
         return (j.result() for j in jobs)
+
+    def no_more_jobs(self) -> None:
+        """Every job is submitted: each worker is told (end-of-file on its job pipe) as soon
+        as none is left for it, and exits once it has answered, while the others still run,
+        instead of all of them at :meth:`close`."""
+        self._last = True
+        self._dispatch()
 
     def _dispatch(self) -> None:
         while self._queue and self._idle:
@@ -140,6 +150,11 @@ class ForkPool:
                 _send(w.jobs, data)
             except OSError:  # it died while idle
                 self._died(w)
+        if self._last and not self._queue:  # each worker has read all it will get
+            for w in self._workers.values():
+                if w.jobs >= 0:
+                    os.close(w.jobs)  # end-of-file: it exits once its job is answered
+                    w.jobs = -1
 
     def _answer_one(self) -> None:
         """Wait for the next answer from any worker, and give that worker the next job."""
@@ -195,7 +210,8 @@ class ForkPool:
             if w.job is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(w.pid, signal.SIGKILL)
-            os.close(w.jobs)  # end-of-file: an idle worker exits
+            if w.jobs >= 0:
+                os.close(w.jobs)  # end-of-file: an idle worker exits
             w.jobs = -1
         for w in list(self._workers.values()):  # every job pipe closed first: they exit together
             with contextlib.suppress(ChildProcessError):
