@@ -162,6 +162,7 @@ def _profile(path: Path, row: Callable[..., None], label: str = "", floor: float
     the writes (bench/floors.py) does that work too, the rest last; then a pooled run (one process
     per core) in this process, its parent's join of the workers' parts timed. ``floor``/``whole``:
     the floor with the writes' and truncate's whole-process medians of this run."""
+    import signal
     import time
 
     from ctxtool.run import parallel
@@ -169,6 +170,9 @@ def _profile(path: Path, row: Callable[..., None], label: str = "", floor: float
     from ctxtool.tool_outputs import files as tools_ops
 
     on = f" [{label}]" if label else ""
+    if not hasattr(signal, "setitimer"):  # pragma: no cover (no SIGPROF: Windows)
+        print(f"  (no cpu timer signal here: no profile of truncate{on})")
+        return
     shm = Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
 
