@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 
-def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], label: str = "") -> None:
+def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], label: str = "") -> float:
+    """truncate against stats over ``path``, whole processes, interleaved; returns truncate's median time."""
     import statistics
 
     from bench.run import CTXTOOL, REPEAT, ratios_of, run_process, spread
@@ -37,31 +38,46 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
         spread(ratios) + " of stats' speed",
         ">= 0.50x",
     )
+    return t_med
 
 
-#: the floors of bench/floors.py the truncate row is set against: (name, what the row says it does)
+#: the floors of bench/floors.py the truncate row is set against: (name, what the row says it does). Neither
+#: shares code with ctxtool: the standard library, orjson and zstandard, a plain head/tail cut of the same limits
 FLOORS = (
-    ("truncate", "floor: parse, cut (toolout.truncate_text), sha256 and zstd each output truncate cuts; no output"),
-    ("truncate_write", "floor with the writes: the same, each changed record written again in its source's style "
-     "(jsontext.encode), the others copied, the originals and each changed record's messages (a stash) in a pack"),
+    ("truncate", "floor (no ctxtool code): parse, count and cut each tool output (plain head/tail cut, the preset's "
+     "limits), sha256 each original cut, zstd each new one; no output"),
+    ("truncate_write", "floor with the writes (no ctxtool code): the same, each changed record re-encoded in its "
+     "source's separators (json.dumps), the others copied, the originals in a pack, an index line per cut"),
 )
 
 
-def _floor(path: Path, row: Callable[..., None], label: str = "", name: str = "truncate") -> None:
-    """The truncate row's floors (bench/floors.py): the work no truncate can skip, as a
-    whole process, against stats over the same file, interleaved; ``truncate_write`` with
-    the writes truncate must do (issue 37): the row between the floor and truncate's own is
-    what the transcript model, the stash and the cache's bookkeeping cost."""
+def _floor(path: Path, row: Callable[..., None], label: str = "", name: str = "truncate") -> float:
+    """The truncate row's floors (bench/floors.py, independent of ctxtool): the work any truncate
+    must do, as a whole process, against stats over the same file, interleaved; ``truncate_write``
+    with the writes (issue 37). Returns the floor's median time."""
+    import shutil
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, floor_times, ratios_of, run_process, spread
+    from bench.run import CTXTOOL, REPEAT, ROOT, ratios_of, run_process, spread
 
+    shm = Path("/dev/shm")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     st: list[float] = []
     fl: list[float] = []
-    floor_times(name, path, repeat=0)  # warm the page cache once
-    for _ in range(REPEAT):  # interleaved
-        st.append(run_process([*CTXTOOL, "stats", str(path)]))
-        fl.extend(floor_times(name, path, repeat=1, warm=False))
+    with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None) as work:
+
+        def floor() -> float:  # its output removed after it, untimed (as truncate's)
+            out = Path(work) / "out"
+            out.mkdir()
+            try:
+                return run_process([sys.executable, "-m", "bench.floors", name, str(path), str(out)], env=env)
+            finally:
+                shutil.rmtree(out)
+
+        floor()  # warm the page cache once
+        for _ in range(REPEAT):  # interleaved
+            st.append(run_process([*CTXTOOL, "stats", str(path)]))
+            fl.append(floor())
     ratios = ratios_of(st, fl)
     row(
         dict(FLOORS)[name] + (f" [{label}]" if label else ""),
@@ -70,27 +86,141 @@ def _floor(path: Path, row: Callable[..., None], label: str = "", name: str = "t
         spread(ratios) + " of stats' speed",
         "(the best the truncate row can read)",
     )
+    return statistics.median(fl)
 
 
-#: truncate's phases in the profile of :func:`_profile`: (what, module path suffix, function)
-PHASES = (
-    ("read and parse the records (formats: read_records)", "ctxtool/formats/base.py", "read_records"),
-    ("cut each output (toolout.truncate_text)", "ctxtool/tool_outputs/algorithms.py", "truncate_text"),
-    ("sha256 of each original", "~", "<built-in method _hashlib.openssl_sha256>"),
-    ("compress (zstd) and store each ref (cache: _put)", "ctxtool/cache/__init__.py", "_put"),
-    ("put the cut outputs in the messages (stash.apply_changes)", "ctxtool/tool_outputs/stash.py", "apply_changes"),
-    ("write each changed record (formats: changed_record)", "ctxtool/formats/base.py", "changed_record"),
+#: truncate's phases in the profile of :func:`_profile`: (what, whether the floor with the writes does that work
+#: too, the frames that mark it: (module path suffix, function[, text of the line it is at])). A sample goes to the
+#: first phase, in this order, that a frame of its stack marks (the stash's zstd is the stash's; the encoder's
+#: json.dumps is not the record's rebuild); one that none marks to "the rest".
+PHASES: tuple[tuple[str, str, tuple[tuple[str, ...], ...]], ...] = (
+    ("the stash of each changed message: build, JSON, sha256, zstd, manifest (apply_changes, flush_stashes)", "no",
+     (("ctxtool/tool_outputs/stash.py", "apply_changes"), ("ctxtool/tool_outputs/stash.py", "flush_stashes"))),
+    ("decode each record into the transcript model", "no", (("ctxtool/formats/base.py", "line_record"),)),
+    ("cut each output (truncate_text)", "yes", (("ctxtool/tool_outputs/algorithms.py", "truncate_text"),)),
+    ("zstd of each original", "yes", (("ctxtool/cache/content.py", "compress"),)),
+    ("store each original: the pack, the manifest line, the check of refs/ (put_output, less zstd)",
+     "its pack, not the manifest", (("ctxtool/tool_outputs/common.py", "put_output"),)),
+    ("encode each changed record's messages in its source's style (json.dumps)", "yes",
+     (("json/encoder.py", "encode"), ("json/encoder.py", "iterencode"))),
+    ("rebuild each changed record from the model: render, the splice's checks (changed_record, less json.dumps)", "no",
+     (("ctxtool/formats/base.py", "changed_record"),)),
+    ("read the lines and parse them (orjson)", "yes", (("ctxtool/io/jsonl.py", "lines"),)),
+    ("write the output (its write calls)", "yes", (("ctxtool/io/outputs.py", "write"),)),
+    ("sha256 of each original", "yes", (("ctxtool/tool_outputs/truncate.py", "truncate", "sha256"),)),
 )
+SAMPLE_EVERY = 0.001  # seconds of this process's cpu between two samples
 
 
-def _profile(path: Path, row: Callable[..., None], label: str = "") -> None:
-    """Where truncate's time goes (issue 37): one process (-j 1) under cProfile on ``path``,
-    writing to /dev/shm where it exists, its time split by the functions of :data:`PHASES`
-    (each one's cumulative time; none calls another), the rest last; then truncate and stats in
-    this process without the profiler (-j 1, interleaved): with the floor row, why the ratio
-    cannot reach the target."""
-    import cProfile
-    import pstats
+class _Sampler:
+    """A sampling profiler of this process's main thread, on its cpu time (``ITIMER_PROF``: the
+    other processes' load does not count): every :data:`SAMPLE_EVERY` seconds of cpu, the stack
+    goes to a phase of :data:`PHASES` (a C call's time goes to the Python line that made it).
+    No per-call cost, unlike cProfile's, which inflates the phases made of many small calls."""
+
+    def __init__(self) -> None:
+        import collections
+
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def __enter__(self) -> _Sampler:
+        import signal
+
+        self._old = signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, SAMPLE_EVERY, SAMPLE_EVERY)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, self._old)
+
+    def _sample(self, signum: int, frame: Any) -> None:
+        import linecache
+
+        stack = []
+        while frame is not None:
+            stack.append(frame)
+            frame = frame.f_back
+        for what, _, marks in PHASES:
+            for f in stack:
+                code = f.f_code
+                for m in marks:
+                    if code.co_name == m[1] and code.co_filename.endswith(m[0]) and (
+                            len(m) < 3 or m[2] in linecache.getline(code.co_filename, f.f_lineno or 0)):
+                        self.counts[what] += 1
+                        return
+        self.counts[""] += 1
+
+
+def _profile(path: Path, row: Callable[..., None], label: str = "", floor: float | None = None,
+             whole: float | None = None) -> None:
+    """Where truncate's time goes (issue 37), measured here: one process (-j 1) on ``path``,
+    writing to /dev/shm where it exists, sampled on its cpu time (:class:`_Sampler`), its time
+    split into the phases of :data:`PHASES`, each marked with whether the independent floor with
+    the writes (bench/floors.py) does that work too, the rest last; then a pooled run (one process
+    per core) in this process, its parent's join of the workers' parts timed. ``floor``/``whole``:
+    the floor with the writes' and truncate's whole-process medians of this run."""
+    import signal
+    import time
+
+    from ctxtool.run import parallel
+    from ctxtool.tool_outputs import algorithms as toolout
+    from ctxtool.tool_outputs import files as tools_ops
+
+    on = f" [{label}]" if label else ""
+    if not hasattr(signal, "setitimer"):  # pragma: no cover (no SIGPROF: Windows)
+        print(f"  (no cpu timer signal here: no profile of truncate{on})")
+        return
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+    def truncate(d: str, jobs: int | None = 1) -> None:
+        tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS.get("head-tail"),
+                                cache=Path(d) / "c", jobs=jobs)
+
+    with tempfile.TemporaryDirectory(dir=base) as d:
+        truncate(d)  # warm: imports, page cache
+    with tempfile.TemporaryDirectory(dir=base) as d, _Sampler() as sampler:
+        t0 = time.process_time()
+        truncate(d)
+        cpu = time.process_time() - t0
+    n = sum(sampler.counts.values()) or 1
+    beyond = 0.0  # the phases the floor does none of
+    rest = "the rest (the run's loop, counting, notices, the report)"
+    for what, in_floor, _ in (*PHASES, (rest, "no", ())):
+        share = sampler.counts["" if what == rest else what] / n
+        beyond += share if in_floor == "no" else 0
+        row(f"  truncate -j 1 profile{on}: {what}", f"{share * cpu:.2f} s", f"of {cpu:.2f} s cpu ({n:,} samples)",
+            f"{100 * share:.0f}%", f"(in the floor: {in_floor})")
+    joined: list[float] = []
+    join = parallel._join
+
+    def timed_join(parts: list[str], out: Any) -> None:
+        t1 = time.perf_counter()
+        join(parts, out)
+        joined.append(time.perf_counter() - t1)
+
+    parallel._join = timed_join  # timed, not changed
+    try:
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            t0 = time.perf_counter()
+            truncate(d, None)
+            pooled = time.perf_counter() - t0
+    finally:
+        parallel._join = join
+    row(f"  truncate pooled{on}: the parent's join of the workers' parts (one output file)", f"{sum(joined):.2f} s",
+        f"of {pooled:.2f} s (wall, {os.cpu_count() or 1} processes)", f"{100 * sum(joined) / pooled:.0f}%",
+        "(in the floor: no, one part a process)")
+    if floor and whole:
+        row(f"truncate's time beyond the floor with the writes{on}", f"truncate {whole:.2f} s",
+            f"floor with the writes {floor:.2f} s", f"{whole / floor:.2f}x the floor's time",
+            f"(profile: {100 * beyond:.0f}% in work the floor does not do)")
+
+
+def _in_process(path: Path, row: Callable[..., None], label: str = "") -> None:
+    """truncate and stats in this process without the profiler (-j 1, interleaved)."""
     import statistics
     import time
 
@@ -99,47 +229,26 @@ def _profile(path: Path, row: Callable[..., None], label: str = "") -> None:
     from ctxtool.tool_outputs import algorithms as toolout
     from ctxtool.tool_outputs import files as tools_ops
 
-    on = f" [{label}]" if label else ""
     shm = Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
 
-    def truncate(d: str) -> None:
-        tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS.get("head-tail"),
-                                cache=Path(d) / "c", jobs=1)
+    def truncate() -> None:
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            tools_ops.truncate_file(str(path), str(Path(d) / "o.jsonl"), limits=toolout.PRESETS.get("head-tail"),
+                                    cache=Path(d) / "c", jobs=1)
 
-    with tempfile.TemporaryDirectory(dir=base) as d:
-        truncate(d)  # warm: imports, page cache
-    with tempfile.TemporaryDirectory(dir=base) as d:
-        pr = cProfile.Profile(time.process_time)  # this process's cpu: the other processes' load does not count
-        pr.enable()
-        truncate(d)
-        pr.disable()
-    prof: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(pr).stats  # type: ignore[attr-defined]
-
-    def cum(where: str, name: str) -> float:
-        return sum(v[3] for k, v in prof.items() if k[0].endswith(where) and k[2] == name)
-
-    total = cum("ctxtool/tool_outputs/files.py", "truncate_file")
-    rest = total
-    for what, where, name in PHASES:
-        t = cum(where, name)
-        rest -= t
-        row(f"  truncate -j 1 profile{on}: {what}", f"{t:.2f} s", f"of {total:.2f} s profiled", f"{100 * t / total:.0f}%",
-            "(report)")
-    row(f"  truncate -j 1 profile{on}: the rest (counting, notices, the report, the run)", f"{rest:.2f} s",
-        f"of {total:.2f} s profiled", f"{100 * rest / total:.0f}%", "(report)")
     st: list[float] = []
     tr: list[float] = []
     stats.stats_files([str(path)], workers=1)
+    truncate()
     for _ in range(REPEAT):
         t0 = time.perf_counter()
         stats.stats_files([str(path)], workers=1)
         st.append(time.perf_counter() - t0)
-        with tempfile.TemporaryDirectory(dir=base) as d:
-            t0 = time.perf_counter()
-            truncate(d)
-            tr.append(time.perf_counter() - t0)
-    row(f"truncate -j 1 in-process, no profiler{on}", f"{statistics.median(tr):.2f} s",
+        t0 = time.perf_counter()
+        truncate()
+        tr.append(time.perf_counter() - t0)
+    row(f"truncate -j 1 in-process, no profiler [{label}]", f"{statistics.median(tr):.2f} s",
         f"stats -j 1 in-process {statistics.median(st):.2f} s", spread(ratios_of(st, tr)) + " of stats' speed",
         "(report: the whole-process row has the target)")
 
@@ -161,15 +270,13 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     shm = Path("/dev/shm")
     places = [("memory, /dev/shm", shm)] if shm.is_dir() and os.access(shm, os.W_OK) else []
     places.append(("disk", big.parent))
-    for name, _ in FLOORS:
-        _floor(big, row, name=name)
-    for where, base in places:
-        _versus_stats(big, where, base, row)
-    _profile(generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10), row, "20 MB")
+    floors = {name: _floor(big, row, name=name) for name, _ in FLOORS}
+    whole = [_versus_stats(big, where, base, row) for where, base in places]
+    _profile(big, row, f"{mb:.0f} MB", floors["truncate_write"], whole[0])
+    _in_process(generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10), row, "20 MB")
     if sessions is not None:
-        for name, _ in FLOORS:
-            _floor(sessions, row, sessions.name, name)
-        _versus_stats(sessions, *places[0], row, sessions.name)
+        floors = {name: _floor(sessions, row, sessions.name, name) for name, _ in FLOORS}
+        _profile(sessions, row, sessions.name, floors["truncate_write"], _versus_stats(sessions, *places[0], row, sessions.name))
 
     small = generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10)
     with tempfile.TemporaryDirectory() as cache:

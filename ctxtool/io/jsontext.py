@@ -294,7 +294,19 @@ class Style:
     @classmethod
     def detect(cls, raw: bytes) -> Style:
         """The style of a one-line JSON text (as Python's ``json.dumps`` writes by default:
-        ``", "``/``": "`` and ``\\uXXXX``; JavaScript, orjson and serde: compact, raw UTF-8)."""
+        ``", "``/``": "`` and ``\\uXXXX``; JavaScript, orjson and serde: compact, raw UTF-8).
+        The same bytes object asked again (a changed record: its stash, then its writer) is
+        answered from the last answer, not scanned again."""
+        last = _DETECTED[0]
+        if last is not None and last[0] is raw and cls is Style:
+            return last[1]
+        style = cls._detect(raw)
+        if cls is Style and type(raw) is bytes:  # immutable: the same object, the same text
+            _DETECTED[0] = (raw, style)
+        return style
+
+    @classmethod
+    def _detect(cls, raw: bytes) -> Style:
         key_sep = item_sep = None
         for m in _STRUCT.finditer(raw):
             c = m.group(0)
@@ -315,6 +327,8 @@ class Style:
 
 
 COMPACT = Style()
+#: the last text :meth:`Style.detect` read and its style (one: a record's bytes, held until the next)
+_DETECTED: list[tuple[bytes, Style] | None] = [None]
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
 # an array of numbers on one line (after a key, or alone on its line), and one an item a line
 _ONE_LINE_NUMBERS = re.compile(rb'(?:(?<!\\)": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')

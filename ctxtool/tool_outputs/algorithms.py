@@ -121,11 +121,12 @@ class Limits:
             if getattr(self, k) < 0:
                 raise CtxtoolError(f"{k.replace('_', '-')} must be >= 0", kind=Failure.USAGE)
 
-    def line_split(self) -> tuple[int, int] | None:
-        """(head, tail) lines kept by the line limit, or None when there is no line limit."""
+    def line_split(self, mode: TruncationMode | None = None) -> tuple[int, int] | None:
+        """(head, tail) lines kept by the line limit, or None when there is no line limit
+        (``mode``: this one's mode, when the caller has looked it up already)."""
         if not (self.head_lines or self.tail_lines or self.max_lines):
             return None
-        return MODES.get(self.mode).line_split(self)
+        return (mode or MODES.get(self.mode)).line_split(self)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -333,10 +334,11 @@ def _suffix(s: str, c: int, b: int) -> str:
     return _suffix_bytes(s, b) if b < _UNLIMITED else s
 
 
-def _cut_size(text: str, max_chars: int, max_bytes: int, mode: str, total_lines: int, kept_lines: int) -> tuple[str, int]:
+def _cut_size(text: str, max_chars: int, max_bytes: int, mode: TruncationMode, total_lines: int,
+              kept_lines: int) -> tuple[str, int]:
     """Fit ``text`` in ``max_chars`` characters and ``max_bytes`` bytes (0: no limit), as
     ``mode`` keeps it; returns (text, whole original lines kept)."""
-    return MODES.get(mode).cut_size(text, max_chars or _UNLIMITED, max_bytes or _UNLIMITED, total_lines, kept_lines)
+    return mode.cut_size(text, max_chars or _UNLIMITED, max_bytes or _UNLIMITED, total_lines, kept_lines)
 
 
 def _starts_line(text: str, pos: int) -> bool:
@@ -356,23 +358,24 @@ def truncate_text(text: str, limits: Limits) -> Cut:
         cut.reasons.append("spill")
         return cut
     cur = text
+    mode = MODES.get(limits.mode)  # once an output (a registry lookup costs as much as a short output's cut)
     if limits.max_line_length:
         cur, n = _cut_line_length(cur, limits.max_line_length)
         if n:
             cut.long_lines_cut = n
             cut.kept_lines -= n
             cut.reasons.append("line_length")
-    split = limits.line_split()
+    split = limits.line_split(mode)
     if split is not None and total > split[0] + split[1]:
         cur, kept = _cut_lines(cur, split, total)
         cut.kept_lines = min(cut.kept_lines, kept)
         cut.reasons.append("lines")
     if limits.max_chars and len(cur) > limits.max_chars:
-        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, 0, limits.mode, total, cut.kept_lines)
+        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, 0, mode, total, cut.kept_lines)
         cut.reasons.append("chars")
     if limits.max_bytes and utf8_len(cur) > limits.max_bytes:
         # the byte cut keeps the character limit too (a different split could exceed it)
-        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, limits.max_bytes, limits.mode, total, cut.kept_lines)
+        cur, cut.kept_lines = _cut_size(cur, limits.max_chars, limits.max_bytes, mode, total, cut.kept_lines)
         cut.reasons.append("bytes")
     cut.text = cur
     cut.truncated = bool(cut.reasons)
