@@ -272,6 +272,7 @@ class StatsOp(Operation[StatsPart]):
     def prepare(self) -> None:
         if self.tokenizer in OFFICIAL_BPE:
             exact_counter(self.tokenizer)  # once here; the forked workers share it
+        threshold_levels(self.warning_chars, self.critical_chars)  # the policies loaded once, before the fork
 
     def start(self, ctx: RunContext) -> Task[StatsPart]:
         return _StatsTask(self, ctx)
