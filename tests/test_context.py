@@ -107,6 +107,19 @@ def test_claude_code_boundary_discards_earlier_usage() -> None:
     assert info.tokens_source == "usage" and info.tokens == 2_000 + 100
 
 
+def test_a_claude_code_boundary_not_yet_followed_by_its_summary() -> None:
+    """A session cut right after its compact_boundary line (as one still being written is):
+    the context starts after the boundary, with nothing in it yet but the system prompt; the
+    usage before it is not trusted (this was an AttributeError, exit 1 from `stats`)."""
+    before = [_say("system", 400), _say("user", 40_000), _reply(400, total=150_000, key="a")]
+    boundary = Record(Line({"type": "system", "subtype": "compact_boundary"}), kind="system:compact_boundary")
+    info = resolve(Transcript("claude-code", entries=[*before, boundary]), settings=ContextSettings())
+    assert info.boundary == "boundary" and info.tokens_source == "estimate" and info.tokens == 100
+    # a message after it: counted, and usage recorded after the boundary is trusted
+    after = [_say("user", 400), _reply(40, total=2_000, key="b")]
+    info = resolve(Transcript("claude-code", entries=[*before, boundary, *after]), settings=ContextSettings())
+    assert info.tokens_source == "usage" and info.tokens == 2_000
+
 def test_pi_compaction_keeps_its_kept_messages_but_not_their_usage() -> None:
     kept = _say("user", 800, id="k1")
     msgs = [_say("system", 40), _say("user", 40_000), _reply(400, total=90_000, key="a"), kept,
@@ -145,3 +158,26 @@ def test_message_lists_too() -> None:
     msgs = [_say("user", 40_000), _reply(40, total=50_000),
             _say("user", 400, metadata=Metadata(kind="compaction_summary")), _reply(40, total=700)]
     assert resolve(msgs, settings=ContextSettings(window=1000)).tokens == 700
+
+
+def test_stats_on_a_session_cut_after_its_boundary_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Through the CLI: the Claude Code sample with a compact_boundary line appended (its
+    fields as Claude Code 2.1 writes them), as a session still being written is read."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "claude_code_session.jsonl"
+    last = json.loads(sample.read_text().splitlines()[-1])
+    boundary = {"parentUuid": None, "logicalParentUuid": last["uuid"], "isSidechain": False, "userType": "external",
+                "cwd": last["cwd"], "sessionId": last["sessionId"], "version": "2.1.39", "type": "system",
+                "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
+                "timestamp": "2026-02-12T14:48:36.922Z", "uuid": "434dc859-6299-4713-8613-d28662692f06",
+                "level": "info", "compactMetadata": {"trigger": "manual", "preTokens": 4187}}
+    cut = tmp_path / "session.jsonl"
+    cut.write_text(sample.read_text() + json.dumps(boundary) + "\n")
+    run = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(cut), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    (t,) = json.loads(run.stdout)["transcripts"]
+    assert t["context"]["tokens"] == 0 and t["context"]["source"] == "estimate"  # nothing after the boundary yet

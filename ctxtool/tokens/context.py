@@ -224,7 +224,7 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
             kept_after = start >= at
         if kept_after or marker.details.get("kept_after"):
             trust = len(msgs)  # kept messages written after the entry: their usage predates it
-    elif marker.metadata.extra.get("first_kept_id") is not None or not marker.metadata.kind:
+    elif kind == "summary" and (marker.metadata.extra.get("first_kept_id") is not None or not marker.metadata.kind):
         # a summary ctxtool wrote (it names the first kept message, or only its prefix marks
         # it): the messages after it were kept from before the compaction
         trust = len(msgs)
