@@ -394,3 +394,51 @@ def test_cli_check_says_which_estimator_and_the_calibrated_one_after_a_compactio
     assert "after a compaction" in cal["estimate_error"]["basis"]
     # the heuristic alone misses what the file does not hold; the next recorded turn was 25,739
     assert ck["used_tokens"] < 20_000 and 23_000 < cal["used_tokens"] < 28_000
+
+
+def _nnls_by_loops(rows, ys, weights, prior, strength, sweeps=400, upper=None):  # type: ignore[no-untyped-def]
+    """The coordinate descent of :func:`nnls` as plain loops (its form before the sweep was
+    made in C): the answers must be the same floats."""
+    n = len(prior)
+    g = [[0.0] * n for _ in range(n)]
+    b = [0.0] * n
+    for x, y, w in zip(rows, ys, weights, strict=True):
+        for i in range(n):
+            xi = x[i] * w
+            if xi == 0.0:
+                continue
+            b[i] += xi * y
+            for j in range(n):
+                g[i][j] += xi * x[j]
+    for j in range(n):
+        pull = strength * (g[j][j] if g[j][j] > 0 else 1.0)
+        g[j][j] += pull
+        b[j] += pull * prior[j]
+    c = list(prior)
+    for _ in range(sweeps):
+        moved = 0.0
+        for j in range(n):
+            if g[j][j] <= 0:
+                continue
+            v = max((b[j] - sum(g[j][k] * c[k] for k in range(n) if k != j)) / g[j][j], 0.0)
+            if upper is not None:
+                v = min(v, upper[j])
+            moved = max(moved, abs(v - c[j]) / (abs(c[j]) + 1e-9))
+            c[j] = v
+        if moved < 1e-9:
+            break
+    return c
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_nnls_gives_the_plain_loops_floats(data: st.DataObject) -> None:
+    n = data.draw(st.integers(1, 9))
+    value = st.one_of(st.just(0.0), st.floats(1e-3, 1e5))
+    rows = data.draw(st.lists(st.lists(value, min_size=n, max_size=n), max_size=40))
+    ys = [data.draw(st.floats(1.0, 1e5)) for _ in rows]
+    weights = [1.0 / (y * y) for y in ys]
+    prior = data.draw(st.lists(st.floats(0.0, 2.0), min_size=n, max_size=n))
+    upper = data.draw(st.one_of(st.none(), st.lists(st.sampled_from([math.inf, 0.05, 0.3, 1.0]), min_size=n, max_size=n)))
+    assert nnls(rows, ys, weights, prior, 0.002, upper=upper) == _nnls_by_loops(rows, ys, weights, prior, 0.002,
+                                                                                 upper=upper)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import mul
 from typing import Any
 
 from ..tokens.heuristic import CHARS_PER_TOKEN, IMAGE_TOKENS
@@ -158,16 +160,24 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
         g[j][j] += pull
         b[j] += pull * prior[j]
     c = list(prior)
+    # each column's sweep step, made once: its row of g without the diagonal and which of c it
+    # multiplies (the sum over k != j in C: its terms and their order a loop's), its diagonal,
+    # b, its bound. The comparisons below answer as max() and min() did, -0.0 and NaN included.
+    top = [math.inf] * n if upper is None else list(upper)
+    steps = [(j, b[j], g[j][j], [g[j][k] for k in range(n) if k != j], [k != j for k in range(n)], top[j])
+             for j in range(n) if g[j][j] > 0]
     for _ in range(sweeps):
         moved = 0.0
-        for j in range(n):
-            if g[j][j] <= 0:
-                continue
-            r = b[j] - sum(g[j][k] * c[k] for k in range(n) if k != j)
-            v = max(r / g[j][j], 0.0)
-            if upper is not None:
-                v = min(v, upper[j])
-            moved = max(moved, abs(v - c[j]) / (abs(c[j]) + 1e-9))
+        for j, bj, gjj, row, mask, hi in steps:
+            v = (bj - sum(map(mul, row, compress(c, mask)))) / gjj
+            if v < 0.0:
+                v = 0.0
+            if hi < v:
+                v = hi
+            old = c[j]
+            d = abs(v - old) / (abs(old) + 1e-9)
+            if d > moved:
+                moved = d
             c[j] = v
         if moved < 1e-9:
             break
