@@ -37,6 +37,7 @@ from ctxtool.calibration.fit import (
     fit,
     heuristic_calibration,
     nnls,
+    normal_equations,
     split,
 )
 from ctxtool.model import Block, Compaction, Message, Transcript, Usage
@@ -400,20 +401,7 @@ def _nnls_by_loops(rows, ys, weights, prior, strength, sweeps=400, upper=None): 
     """The coordinate descent of :func:`nnls` as plain loops (its form before the sweep was
     made in C): the answers must be the same floats."""
     n = len(prior)
-    g = [[0.0] * n for _ in range(n)]
-    b = [0.0] * n
-    for x, y, w in zip(rows, ys, weights, strict=True):
-        for i in range(n):
-            xi = x[i] * w
-            if xi == 0.0:
-                continue
-            b[i] += xi * y
-            for j in range(n):
-                g[i][j] += xi * x[j]
-    for j in range(n):
-        pull = strength * (g[j][j] if g[j][j] > 0 else 1.0)
-        g[j][j] += pull
-        b[j] += pull * prior[j]
+    g, b = normal_equations(rows, ys, weights, prior, strength)
     c = list(prior)
     for _ in range(sweeps):
         moved = 0.0

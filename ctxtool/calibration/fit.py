@@ -144,21 +144,7 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
     by cyclic coordinate descent on the normal equations (a convex problem of a few
     columns: it converges to the one minimum)."""
     n = len(prior)
-    g = [[0.0] * n for _ in range(n)]
-    b = [0.0] * n
-    for x, y, w in zip(rows, ys, weights, strict=True):
-        for i in range(n):
-            xi = x[i] * w
-            if xi == 0.0:
-                continue
-            b[i] += xi * y
-            gi = g[i]
-            for j in range(n):
-                gi[j] += xi * x[j]
-    for j in range(n):
-        pull = strength * (g[j][j] if g[j][j] > 0 else 1.0)
-        g[j][j] += pull
-        b[j] += pull * prior[j]
+    g, b = normal_equations(rows, ys, weights, prior, strength)
     c = list(prior)
     # each column's sweep step, made once: its row of g without the diagonal and which of c it
     # multiplies (the sum over k != j in C: its terms and their order a loop's), its diagonal,
@@ -182,6 +168,28 @@ def nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence
         if moved < 1e-9:
             break
     return c
+
+
+def normal_equations(rows: Sequence[Sequence[float]], ys: Sequence[float], weights: Sequence[float],
+                     prior: Sequence[float], strength: float) -> tuple[list[list[float]], list[float]]:
+    """:func:`nnls`'s normal equations ``g c = b``, with the pull towards ``prior`` added."""
+    n = len(prior)
+    g = [[0.0] * n for _ in range(n)]
+    b = [0.0] * n
+    for x, y, w in zip(rows, ys, weights, strict=True):
+        for i in range(n):
+            xi = x[i] * w
+            if xi == 0.0:
+                continue
+            b[i] += xi * y
+            gi = g[i]
+            for j in range(n):
+                gi[j] += xi * x[j]
+    for j in range(n):
+        pull = strength * (g[j][j] if g[j][j] > 0 else 1.0)
+        g[j][j] += pull
+        b[j] += pull * prior[j]
+    return g, b
 
 
 PRIOR_STRENGTH = 0.002
