@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -481,6 +482,34 @@ def bench_startup() -> None:
         f"python -c 'import typer' {statistics.median(base) * 1000:.0f} ms", spread(ratios), "<= 1.0x (+ noise)")
 
 
+def bench_plain_tables(small: Path) -> None:
+    """The README's claim that tables into a pipe are quicker without rich: each command run
+    as it is (plain text, rich not imported) and through rich (``bench/via_rich.py``: the same
+    text, laid out by rich), in turn, 10 pairs; the figure is the median of the pairs'
+    differences (through rich minus plain), their spread in brackets. The outputs are compared
+    first: a row whose two texts differ says so instead of a figure."""
+    session = ROOT / "samples" / "claude_code_session.jsonl"
+    with tempfile.TemporaryDirectory(prefix="ctxtool-bench-") as d:
+        out = str(Path(d) / "out.jsonl")
+        for label, args in ((f"stats, {session.name}", ["stats", str(session)]),
+                            (f"stats, {small.name}", ["stats", str(small)]),
+                            (f"window --max-chars 32000 -o OUT, {small.name}",
+                             ["window", "--max-chars", "32000", str(small), "-o", out])):
+            texts = [subprocess.run(cmd, capture_output=True, check=True)
+                     for cmd in ([*CTXTOOL, *args], [sys.executable, str(ROOT / "bench" / "via_rich.py"), *args])]
+            if (texts[0].stdout, texts[0].stderr) != (texts[1].stdout, texts[1].stderr):
+                row(f"tables without rich: {label}", "-", "-", "the two texts differ: no figure", "same text")
+                continue
+            plain_cmd = [*CTXTOOL, *args]
+            rich_cmd = [sys.executable, str(ROOT / "bench" / "via_rich.py"), *args]
+            plain, rich = paired(partial(run_process, plain_cmd), partial(run_process, rich_cmd), repeat=10)
+            diffs = [(r - p) * 1000 for p, r in zip(plain, rich, strict=True)]
+            row(f"tables without rich: {label}", f"{statistics.median(plain) * 1000:.0f} ms",
+                f"through rich {statistics.median(rich) * 1000:.0f} ms",
+                f"{statistics.median(diffs):.0f} ms quicker (pairs {min(diffs):.0f} to {max(diffs):.0f})",
+                "README: 15-40 ms quicker")
+
+
 def main() -> int:
     print(f"ctxtool benchmarks ({os.cpu_count()} cores, {REPEAT} runs a row); each figure beside its baseline, same run\n",
           flush=True)
@@ -496,7 +525,7 @@ def main() -> int:
         ("stats against the parse limit", [lambda: bench_stats_vs_parse(big), lambda: bench_stats_tiktoken(small)]),
         ("against the peers (their loop, ctxtool's whole process)",
          [lambda: bench_peers(small, small.name), lambda: bench_window_read(small, small.name)]),
-        ("scaling", [lambda: bench_scaling(scaling), bench_many_files, bench_startup]),
+        ("scaling", [lambda: bench_scaling(scaling), bench_many_files, bench_startup, lambda: bench_plain_tables(small)]),
     ]
     try:
         from bench import tools as tools_bench
