@@ -92,6 +92,26 @@ class Browser:
             raise RuntimeError(f"{expression}: {r['exceptionDetails']}")
         return r["result"].get("value")
 
+    def until(self, expression: str, want: Any = True, timeout: float = 15) -> Any:
+        """The expression's value once it equals ``want`` (asked every 0.1 s, ``timeout`` s at
+        most; then its last value, for the caller's assert). A click's effects land after the
+        click's events return, and a busy machine makes them late; while a click navigates, an
+        answer may be "target navigated": asked again."""
+        deadline = time.monotonic() + timeout
+        value: Any = None
+        while True:
+            try:
+                value = self.js(expression)
+            except RuntimeError as e:
+                if "navigated" not in str(e) and "context" not in str(e).lower():
+                    raise
+            else:
+                if value == want:
+                    return value
+            if time.monotonic() > deadline:
+                return value
+            time.sleep(0.1)
+
     def click(self, selector: str) -> None:
         """A mouse click in the middle of the element's first line box (scrolled into view first)."""
         box = self.js(f"(function(){{var e=document.querySelector({json.dumps(selector)});e.scrollIntoView({{block:'center'}});"

@@ -468,23 +468,23 @@ def test_html_in_a_headless_browser(tmp_path: Path) -> None:
         # a click on the last user turn's link: its page is shown and the turn is in view
         last = b.js("[].slice.call(document.querySelectorAll('nav.toc a')).pop().getAttribute('href')")
         b.click(f'nav.toc a[href="{last}"]')
-        assert b.js("location.hash") == last
-        assert b.js("document.getElementById('pageinfo').textContent") == "page 4 of 4"
+        assert b.until("location.hash", last) == last
+        assert b.until("document.getElementById('pageinfo').textContent", "page 4 of 4") == "page 4 of 4"
         top = b.js(f"document.getElementById('{last[1:]}').getBoundingClientRect().top")
         assert 0 <= top < 900
         # the compaction's link
         b.click('nav.toc li.c a')
         mark = b.js("document.querySelector('nav.toc li.c a').getAttribute('href')")
-        assert b.js("location.hash") == mark and b.js(f"document.getElementById('{mark[1:]}').offsetParent !== null")
-        assert b.js("document.getElementById('pageinfo').textContent") == "page 1 of 4"
+        assert b.until("location.hash", mark) == mark and b.js(f"document.getElementById('{mark[1:]}').offsetParent !== null")
+        assert b.until("document.getElementById('pageinfo').textContent", "page 1 of 4") == "page 1 of 4"
         # expand all, collapse all
         b.click("#expand")
-        assert b.js("[].every.call(document.querySelectorAll('main details'), function(d){return d.open})")
+        assert b.until("[].every.call(document.querySelectorAll('main details'), function(d){return d.open})")
         b.click("#collapse")
-        assert b.js("[].every.call(document.querySelectorAll('main details'), function(d){return !d.open})")
+        assert b.until("[].every.call(document.querySelectorAll('main details'), function(d){return !d.open})")
         # search: the turns holding the words, on every page
         b.js("var q=document.getElementById('q'); q.value='case 27'; q.dispatchEvent(new Event('input'))")
-        assert b.js("document.getElementById('hits').textContent") == "2 matching"
+        assert b.until("document.getElementById('hits').textContent", "2 matching") == "2 matching"
         assert b.js("document.querySelectorAll('.item:not(.miss)').length") == 2
         assert "alert" not in json.dumps(b.events)  # nothing from the transcript ran
         assert b.console_errors() == []
@@ -495,23 +495,15 @@ def test_html_in_a_headless_browser(tmp_path: Path) -> None:
         assert main(["export", str(d), "-o", str(tmp_path / "site")]) == 0
         b.open((tmp_path / "site" / "index.html").as_uri())
         b.click('table.index a')
-        for _ in range(50):
-            if b.js("location.pathname").endswith("a.jsonl.html"):
-                break
-            __import__("time").sleep(0.1)
-        assert b.js("location.pathname").endswith("a.jsonl.html")
-        assert b.js("document.querySelector('h1').textContent") == "a.jsonl"
+        assert _wait_for_path(b, "a.jsonl.html").endswith("a.jsonl.html")
+        assert b.until("document.querySelector('h1').textContent", "a.jsonl") == "a.jsonl"
     finally:
         b.close()
 
 
 def _wait_for_path(b: Any, end: str) -> str:
     """The page's path once a click's navigation has reached ``end`` (a new document loads)."""
-    for _ in range(100):
-        p = str(b.js("location.pathname"))
-        if p.endswith(end) and b.js("document.readyState") == "complete":
-            return p
-        __import__("time").sleep(0.1)
+    b.until(f"location.pathname.endsWith({json.dumps(end)}) && document.readyState === 'complete'")
     return str(b.js("location.pathname"))
 
 
