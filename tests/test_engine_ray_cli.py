@@ -351,3 +351,22 @@ def test_a_cluster_that_cannot_start_is_a_clean_failure_not_a_bug(tmp_path: Path
     assert run.stdout == ""
     assert len(lines) == 1 and "a local Ray cluster could not be started or reached" in lines[0], run.stderr
     assert str(not_a_dir) in lines[0] and "Traceback" not in run.stderr
+
+
+def test_an_address_where_nothing_listens_ends_the_run_at_once(tmp_path: Path) -> None:
+    """``--address`` of a port where nothing listens: one line and status 6 (REMOTE), before
+    Ray's own retries (minutes of a warning every 5 s); stdout stays empty."""
+    import socket
+
+    src = tmp_path / "d.jsonl"
+    src.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    with socket.socket() as s:  # a port that was free a moment ago, closed again: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        run = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(src), "--engine", "ray", "--address", address],
+                             capture_output=True, text=True, timeout=120)
+        lines = [ln for ln in run.stderr.splitlines() if ln.startswith("ctxtool:")]
+        assert run.returncode == 6, run.stderr
+        assert run.stdout == "" and "Traceback" not in run.stderr
+        assert len(lines) == 1 and f"the Ray cluster at {address} could not be reached" in lines[0], run.stderr

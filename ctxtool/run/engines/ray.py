@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import pickle
+import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -20,6 +21,10 @@ from ...errors import CtxtoolError, Failure
 from .base import Engine, J, Limiter, T
 
 CPUS_PER_TASK = 0.5
+
+#: seconds a cluster's address has to take a connection before the run ends (Ray itself tries
+#: again for minutes, printing a warning every few seconds)
+REACH_TIMEOUT = 10.0
 
 
 def import_ray() -> Any:
@@ -108,12 +113,42 @@ def _init(ray: Any, **kw: Any) -> None:
     A cluster that cannot be started or reached is a :class:`CtxtoolError` (``REMOTE``)."""
     _errors_to_stderr(ray)
     where = f"the Ray cluster at {kw['address']}" if kw.get("address") else "a local Ray cluster"
+    if kw.get("address"):
+        _reach(ray, kw["address"])
     with _stdout_to_stderr():
         try:
             ray.init(**kw)
         except (OSError, RuntimeError, ValueError) as e:  # no cluster there: the setting, not a bug
             raise CtxtoolError(f"--engine ray: {where} could not be started or reached: {e}",
                                kind=Failure.REMOTE) from e
+
+
+def _reach(ray: Any, address: str) -> None:
+    """A cluster address (``host:port``, ``ray://host:port``) where nothing takes a connection
+    within :data:`REACH_TIMEOUT` is a :class:`CtxtoolError` (``REMOTE``) at once. A loopback
+    host is also tried at this node's address, where Ray itself connects for it; ``auto`` and
+    an address Ray reads otherwise are left to Ray."""
+    client = address.startswith("ray://")
+    target = address.removeprefix("ray://")
+    if target in ("auto", "local") or "://" in target or "/" in target:
+        return
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        host, port = target, "10001" if client else "6379"
+    host = host.strip("[]")
+    hosts = [host]
+    if host in ("localhost", "127.0.0.1", "::1"):
+        with contextlib.suppress(Exception):  # Ray's answer for this node, when it has one
+            hosts.append(str(ray.util.get_node_ip_address()))
+    error: OSError | None = None
+    for h in hosts:
+        try:
+            with socket.create_connection((h, int(port)), timeout=REACH_TIMEOUT):
+                return
+        except OSError as e:
+            error = error or e
+    raise CtxtoolError(f"--engine ray: the Ray cluster at {address} could not be reached: nothing took a connection "
+                       f"at {host}:{port} ({error})", kind=Failure.REMOTE)
 
 
 def _errors_to_stderr(ray: Any) -> None:
