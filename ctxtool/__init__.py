@@ -67,6 +67,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "export_index": ("ctxtool.export.index", "export_index"),
     # scoring and the agent loop
     "score_files": ("ctxtool.score.core", "score_files"),
+    "score_recorded_files": ("ctxtool.score.recorded", "score_recorded_files"),
     "load_instructions": ("ctxtool.agent.instructions", "load_instructions"),
     "make_transform": ("ctxtool.agent.transform", "make_transform"),
     # running any operation
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .run.operation import merge_reports as merge_reports
     from .run.runner import run_file as run_file
     from .score.core import score_files as score_files
+    from .score.recorded import score_recorded_files as score_recorded_files
     from .stats.compactions import compactions as compactions_files  # noqa: F401 (a public name of its own)
     from .stats.files import stats_files as stats_files
     from .tokens.count import estimate_context as estimate_context

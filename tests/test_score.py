@@ -280,3 +280,57 @@ def test_the_sessions_own_compactions_are_scored_on_what_they_replaced() -> None
         assert rep.results and rep.tokens_before > 5 * rep.tokens_after and 0 < rep.retention < 1
         assert {p.kind for p in rep.lost} >= {"request", "identifier"}
         assert r.future and rep.continuation is not None  # what pi did next: continuation probes
+
+
+def _score_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ctxtool", "score", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_score_recorded_from_the_cli() -> None:
+    """``score SESSION --recorded``: each compaction the session recorded, scored as the library
+    scores it (labels PATH@N), through a real process; ``--compaction N`` one of them; the
+    wrong combinations are usage errors (exit 2, one line, nothing on stdout)."""
+    import json
+
+    from conftest import SAMPLES
+
+    from ctxtool.score.recorded import score_recorded
+
+    pi = str(SAMPLES / "pi_session.jsonl")
+    run = _score_cli(pi, "--recorded", "--json")
+    assert run.returncode == 0, run.stderr
+    d = check_json("score", "score", run.stdout)
+    assert d["after_path"] is None and len(d["transcripts"]) == 1
+    t = next(iter(formats.read(pi)))
+    want = [rep.to_json() for _, rep in score_recorded(t)]
+    assert d["transcripts"] == json.loads(json.dumps(want))
+    assert d["transcripts"][0]["before"].endswith("pi_session.jsonl@1 (before)")
+    assert d["transcripts"][0]["after"].endswith("pi_session.jsonl@1 (compaction)")
+    one = _score_cli(pi, "--recorded", "--compaction", "1", "--json")
+    assert one.returncode == 0 and json.loads(one.stdout)["transcripts"] == d["transcripts"]
+    for args, words in (((pi, "--recorded", "--compaction", "2"), "no session here recorded a compaction #2"),
+                        ((pi, pi, "--recorded"), "takes one path"),
+                        ((pi,), "score needs AFTER"),
+                        ((pi, pi, "--compaction", "1"), "--compaction N selects one")):
+        bad = _score_cli(*args)
+        lines = [ln for ln in bad.stderr.splitlines() if ln.startswith("ctxtool:")]
+        assert bad.returncode == 2 and bad.stdout == "" and len(lines) == 1 and words in lines[0], bad.stderr
+
+
+def test_score_recorded_finds_what_compactions_lists() -> None:
+    """On the corpus sessions that recorded compactions, ``score --recorded`` scores as many as
+    ``compactions`` lists (an independent count: stats.compactions vs the CLI's score path)."""
+    import json
+
+    from conftest import corpus_file
+
+    for path in (corpus_file("pi", "pi_before-compaction.jsonl"), corpus_file("claude_code", "spotter_ae4a77f8_main.jsonl")):
+        listed = subprocess.run([sys.executable, "-m", "ctxtool", "compactions", str(path), "--json"],
+                                capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 0, listed.stderr
+        n = json.loads(listed.stdout)["totals"]["compactions"]
+        run = _score_cli(str(path), "--recorded", "--json")
+        assert run.returncode == 0, run.stderr
+        reps = json.loads(run.stdout)["transcripts"]
+        assert n >= 1 and len(reps) == n
+        assert all(r["probes"] > 0 and r["retention"] is not None for r in reps)

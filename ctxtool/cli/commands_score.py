@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def score_cmd(
     before: Annotated[str, typer.Argument(help="The transcript before compaction (a file, - for stdin, or a directory of them).", show_default=False)],
-    after: Annotated[str, typer.Argument(help="The same transcript after compaction (a directory: each file paired with BEFORE's of the same relative path).", show_default=False)],
+    after: Annotated[str | None, typer.Argument(help="The same transcript after compaction (a directory: each file paired with BEFORE's of the same relative path). Not with --recorded.", show_default=False)] = None,
     fmt: common.FormatOpt = None,
     after_fmt: Annotated[str | None, common.registry_option("--after-format", registry=FORMATS, help="Format of AFTER (default: detected).")] = None,
     judge: Annotated[str | None, common.registry_option("--judge", registry=SUMMARIZERS, exclude=("heuristic",), what="judge", help="Also ask a model questions drawn from the probes, answered from AFTER only and graded against BEFORE.")] = None,
@@ -32,6 +32,8 @@ def score_cmd(
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per judge request (default 120).", min=1)] = None,
     max_lost: Annotated[int, typer.Option("--limit", help="How many lost probes to list per transcript (all with --json).", min=0)] = 20,
     budget: Annotated[int, typer.Option("--budget", help="Tokens of the summary scored: a longer summary is scored on its first BUDGET tokens, and so is each control.", min=1)] = BUDGET,
+    recorded: Annotated[bool, typer.Option("--recorded", help="Score the compactions BEFORE's sessions recorded themselves (Claude Code compact_boundary, pi compaction, Codex compacted), each on the part it replaced, with what the session did next as continuation probes; no AFTER.")] = False,
+    number: Annotated[int | None, typer.Option("--compaction", help="With --recorded: only the compaction of this number (as `ctxtool compactions` numbers them).", min=1)] = None,
     tokenizer: common.TokenizerOpt = None,
     model: common.ModelOpt = None,
     as_json: common.JsonOpt = False,
@@ -48,6 +50,14 @@ def score_cmd(
     # lazy: start-up (`ctxtool score` would load ctxtool.config)
     from ..config import Config
 
+    if recorded and after is not None:
+        raise CtxtoolError("score --recorded takes one path (the sessions), not AFTER", kind=Failure.USAGE)
+    if not recorded and after is None:
+        raise CtxtoolError("score needs AFTER (the transcript after compaction), or --recorded to score the "
+                           "compactions BEFORE recorded itself", kind=Failure.USAGE)
+    if number is not None and not recorded:
+        raise CtxtoolError("--compaction N selects one of the compactions --recorded scores", kind=Failure.USAGE)
+
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None
@@ -62,7 +72,13 @@ def score_cmd(
                                kind=Failure.USAGE)
         jm = summarizer_from_config(cfg, cache=False)
     try:
-        reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
+        if after is None:
+            # lazy: start-up (loaded only when this runs: ..score.recorded)
+            from ..score.recorded import score_recorded_files
+
+            reports = score_recorded_files(before, fmt=fmt, tok=tok, budget=budget, judge=jm, number=number)
+        else:
+            reports = score_files(before, after, fmt=fmt, after_fmt=after_fmt, tok=tok, budget=budget, judge=jm)
         if as_json or as_jsonl:
             done: list[ScoreReport] = []
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import CtxtoolError, Failure
 from ..model import Message, Transcript, source_lines
 from ..tokens.context import is_summary
 from ..tokens.count import Tokenizer
 from .core import BUDGET, ScoreReport, score
+
+if TYPE_CHECKING:
+    from ..summarizers import Summarizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +60,31 @@ def recorded(t: Transcript) -> Iterator[Recorded]:
         yield Recorded(c.number, c.kind, _prefix(t, at), _prefix(t, j), future)
 
 
-def score_recorded(t: Transcript, *, tok: Tokenizer | None = None,
-                   budget: int = BUDGET) -> Iterator[tuple[Recorded, ScoreReport]]:
-    """Each recorded compaction of ``t`` with its score."""
+def score_recorded(t: Transcript, *, tok: Tokenizer | None = None, budget: int = BUDGET,
+                   judge: Summarizer | None = None, number: int | None = None) -> Iterator[tuple[Recorded, ScoreReport]]:
+    """Each recorded compaction of ``t`` (``number``: that one only) with its score; the
+    report's labels name it: ``PATH@N (before)`` and ``PATH@N (KIND)``."""
     for r in recorded(t):
-        yield r, score(r.before, r.after, tok=tok, budget=budget, future=r.future)
+        if number is None or r.number == number:
+            rep = score(r.before, r.after, tok=tok, budget=budget, future=r.future, judge=judge)
+            rep.before, rep.after = f"{t.label}@{r.number} (before)", f"{t.label}@{r.number} ({r.kind})"
+            yield r, rep
+
+
+def score_recorded_files(path: str | Path, *, fmt: str | None = None, tok: Tokenizer | None = None,
+                         budget: int = BUDGET, judge: Summarizer | None = None,
+                         number: int | None = None) -> Iterator[ScoreReport]:
+    """The compactions the sessions of ``path`` (a file, ``-``, or a directory) recorded
+    themselves, each scored on the part it replaced (``number``: only each session's
+    compaction of that number; one that no session recorded is an error)."""
+    # lazy: start-up (loaded only when this runs: ..formats)
+    from ..formats import read
+
+    found = 0
+    for t in read(str(path), fmt):
+        for _, rep in score_recorded(t, tok=tok, budget=budget, judge=judge, number=number):
+            found += 1
+            yield rep
+    if number is not None and not found:
+        raise CtxtoolError(f"no session here recorded a compaction #{number} (`ctxtool compactions` lists them)",
+                           path=str(path), kind=Failure.USAGE)
