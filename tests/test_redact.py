@@ -247,3 +247,38 @@ def test_redact_without_detect_secrets_names_the_package(tmp_path: Path) -> None
     assert "detect-secrets" in r.stderr and "pip install detect-secrets" in r.stderr
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+def test_directory_runs_of_convert_redact_and_archive_resume(tmp_path: Path) -> None:
+    """A directory run of ``convert --redact`` or ``archive`` run again reuses its finished
+    files (the operation's settings are its options, not a function's address), and redoes
+    them when what they depend on changes: another env file's contents (a digest of them: the
+    values never reach ``_report.json``), another cutoff."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("claude_code_session.jsonl", "pi_session.jsonl"):
+        (src / name).write_bytes((SAMPLES / name).read_bytes())
+    env = tmp_path / "env"
+    env.write_text("API_TOKEN=sk-abcdefghijklmnop1234\n")
+
+    def reused(out: Path) -> list[bool]:
+        return [s["reused"] for s in json.loads((out / "_report.json").read_text())["shards"]]
+
+    conv = tmp_path / "conv"
+    convert = ("convert", str(src), "--to", "openai", "--redact", "--secrets-from", str(env), "-o", f"{conv}/")
+    ctxtool(*convert)
+    first = {p.name: p.read_bytes() for p in conv.glob("*.jsonl")}
+    assert reused(conv) == [False, False]
+    ctxtool(*convert)
+    assert reused(conv) == [True, True] and {p.name: p.read_bytes() for p in conv.glob("*.jsonl")} == first
+    assert "sk-abcdefghijklmnop1234" not in (conv / "_report.json").read_text()
+    env.write_text("API_TOKEN=sk-zzzzzzzzzzzzzzzz9999\n")
+    ctxtool(*convert)
+    assert reused(conv) == [False, False]
+    arch = tmp_path / "arch"
+    run = ctxtool("archive", str(src), "-o", f"{arch}/", "--tool-call-cutoff", "1")
+    assert reused(arch) == [False, False] and "wrote 2 transcript(s)" in run.stderr
+    again = ctxtool("archive", str(src), "-o", f"{arch}/", "--tool-call-cutoff", "1")
+    assert reused(arch) == [True, True] and "wrote 2 transcript(s)" in again.stderr and "2 of them by an earlier run" in again.stderr
+    ctxtool("archive", str(src), "-o", f"{arch}/", "--tool-call-cutoff", "2")
+    assert reused(arch) == [False, False]

@@ -103,7 +103,9 @@ def archive_cmd(
             f"archived; agent-visible tokens {j['tokens_before']:,} -> {j['tokens_after']:,}"
         )
     if not dry_run and not to_stdout:
-        err_line(f"wrote {len(report.results):,} transcript(s) to {output}")
+        reused = report.written - len(report.results)
+        err_line(f"wrote {report.written:,} transcript(s) to {output}"
+                 + (f" ({reused:,} of them by an earlier run, reused: its report is not repeated)" if reused > 0 else ""))
 
 
 # -- replay ----------------------------------------------------------------------------------

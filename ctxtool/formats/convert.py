@@ -56,4 +56,6 @@ def convert_file(
             r.redact(t)
             return _converted(t) if records else None
 
-        return run_file(MapOp(redacted, "convert"), path, output, fmt=fmt, to=to, on_error=on_error, engine=engine)
+        key = f"redact {redact.fingerprint()} records={records}"
+        return run_file(MapOp(redacted, "convert", key=key), path, output, fmt=fmt, to=to, on_error=on_error,
+                        engine=engine)

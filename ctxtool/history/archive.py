@@ -106,6 +106,7 @@ class ArchiveReport:
     output: str | None
     results: list[ArchiveResult] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    written: int = 0  # transcripts in the output: ``results``' and, in a resumed run, those of the shards reused
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -418,19 +419,31 @@ def summarize_with(summarizer: Any) -> Summarize | None:
     output. None for the heuristic one (the archive's own digest is the heuristic summary)."""
     if summarizer is None or getattr(summarizer, "name", None) == "heuristic":
         return None
-    # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
-    from ..summarizers import SummaryRequest
+    return _ModelSummary(summarizer)
 
-    def summarize(prompt: str) -> str:
+
+@dataclass(frozen=True, slots=True)
+class _ModelSummary:
+    """``summarize(prompt)`` through a summary model; ``key``: the model's settings (its repr,
+    stable across runs and without its API key), so that a sharded re-run resumes."""
+
+    summarizer: Any
+
+    @property
+    def key(self) -> str:
+        return repr(self.summarizer)
+
+    def __call__(self, prompt: str) -> str:
+        # lazy: start-up (`ctxtool archive` would load ctxtool.summarizers)
+        from ..summarizers import SummaryRequest
+
         req = SummaryRequest(
             system="You summarize archived tool output for a coding agent. Be brief and factual.",
             prompt=prompt,
             max_tokens=400,
             style="tool_summary",
         )
-        return str(summarizer.summarize(req))
-
-    return summarize
+        return str(self.summarizer.summarize(req))
 
 
 def archive_file(
@@ -460,7 +473,11 @@ def archive_file(
         return archive(t, cutoff=cutoff, strategy=strategy, summarize=summarize, events=events)
 
     target = None if dry_run else ("-" if output is None else str(output))
-    run = run_file(MapOp(one, "archive"), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1, engine=engine)
+    # a re-run reuses finished shards when the summaries come from a described model (or none)
+    model = None if summarize is None else getattr(summarize, "key", None)
+    key = f"cutoff={cutoff} strategy={strategy} model={model}" if summarize is None or model is not None else None
+    run = run_file(MapOp(one, "archive", key=key), str(path), target, fmt=fmt, to=to, on_error=on_error, jobs=1,
+                   engine=engine)
     report = ArchiveReport(str(path), None if output is None or dry_run else str(output))
-    report.results, report.skipped = run.report.items, run.skipped
+    report.results, report.skipped, report.written = run.report.items, run.skipped, run.transcripts
     return report

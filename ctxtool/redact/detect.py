@@ -10,6 +10,7 @@ import base64
 import binascii
 import contextlib
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -72,6 +73,18 @@ class RedactOptions:
     detectors: bool = True
     drop_binary: bool = False
     keep_signatures: bool = False
+
+    def fingerprint(self) -> str:
+        """What a redaction's output depends on, for a sharded run's settings (a re-run with the
+        same options and env files resumes): these options and a sha256 of each ``secrets_from``
+        file's bytes (a digest: never the values)."""
+        h = hashlib.sha256(repr(self).encode("utf-8", "surrogatepass"))
+        for p in self.secrets_from:
+            try:
+                h.update(hashlib.sha256(Path(p).read_bytes()).digest())
+            except OSError:
+                h.update(b"\0unreadable")
+        return h.hexdigest()
 
 
 def env_values(path: str) -> list[str]:

@@ -186,16 +186,22 @@ class MapOp(Operation[Results[T]]):
     """Any function of a transcript as an operation (its results are the report). Run in one
     process unless ``parallel``: a function that pickles (module-level, or a
     ``functools.partial`` of one with picklable arguments) may run on worker processes; a
-    closure does not pickle."""
+    closure does not pickle. ``key``: what the function does, as settings (its repr: a sharded
+    run's ``_done`` entries made under the same key are reused by a re-run); None: the
+    function's repr, which names its address, so a re-run redoes every shard."""
 
     name: ClassVar[str] = "each"
 
     def __init__(self, fn: Callable[[Transcript], T], name: str = "each", parallel: bool = False,
-                 sink: Callable[[T], None] | None = None) -> None:
+                 sink: Callable[[T], None] | None = None, key: str | None = None) -> None:
         self.fn = fn
         self.label = name
         self.parallel = parallel  # type: ignore[misc]  # per instance: whether fn pickles
         self.sink = sink  # given: the results go there in input order as they are known (the report holds none)
+        self.key = key
+
+    def __repr__(self) -> str:
+        return object.__repr__(self) if self.key is None else f"MapOp({self.label!r}, {self.key!r})"
 
     def __getstate__(self) -> dict[str, Any]:
         return dict(self.__dict__, sink=None)  # a callback stays in its process: the parent passes results on
