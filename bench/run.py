@@ -507,7 +507,7 @@ def bench_plain_tables(small: Path) -> None:
             row(f"tables without rich: {label}", f"{statistics.median(plain) * 1000:.0f} ms",
                 f"through rich {statistics.median(rich) * 1000:.0f} ms",
                 f"{statistics.median(diffs):.0f} ms quicker (pairs {min(diffs):.0f} to {max(diffs):.0f})",
-                "README: 15-40 ms quicker")
+                "README: about 30 ms quicker")
 
 
 def main() -> int:
