@@ -3,7 +3,10 @@ it for escapes when the answer does not depend on them."""
 
 import json
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxtool.io import jsontext
 
@@ -40,3 +43,50 @@ def test_detect_asked_again_answers_for_the_bytes_asked() -> None:
     assert jsontext.Style.detect(mutable) == want_compact  # type: ignore[arg-type]
     mutable[:] = python
     assert jsontext.Style.detect(mutable) == want_python  # type: ignore[arg-type]  # a mutable buffer: read each time
+
+
+# -- compact with non-ASCII escaped: orjson's text where it is the standard library's --------
+STYLES = [jsontext.Style(",", ":", True), jsontext.Style(", ", ": ", True), jsontext.Style(", ", ": ", False)]
+_chars = st.one_of(
+    st.characters(max_codepoint=0x7F),  # ASCII, control characters and DEL included
+    st.characters(codec=None, exclude_categories=()),  # any code point: lone surrogates, U+2028/2029 ...
+    st.sampled_from("\u2028\u2029\ud800\udfff\x00\x1f\x7f\"\\/\n,:[]{} "),
+)
+_text = st.text(_chars, max_size=12) | st.text(st.characters(max_codepoint=0x7F), max_size=12)
+_scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
+            | st.floats(allow_nan=True, allow_infinity=True) | _text)
+_values = st.recursive(_scalars, lambda kids: st.lists(kids, max_size=5) | st.dictionaries(_text, kids, max_size=5),
+                       max_leaves=30)
+
+
+def _standard(obj: object, style: jsontext.Style) -> bytes | None:
+    """What ``encode`` wrote in ``style`` before it asked orjson: the standard library's C encoder."""
+    return jsontext._c_encoded(obj, style, None)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_values, st.sampled_from(STYLES))
+def test_orjson_styled_is_the_standard_librarys_text(obj: object, style: jsontext.Style) -> None:
+    """Where :func:`jsontext._orjson_styled` answers (no float; escaped: orjson's text holds
+    only printable ASCII), its bytes are the standard library's text in the style, byte for
+    byte (what ``encode`` wrote before), and ``encode`` answers the same."""
+    fast = jsontext._orjson_styled(obj, style)
+    if fast is not None:
+        assert fast == _standard(obj, style)
+        assert fast == json.dumps(obj, ensure_ascii=style.ascii, separators=(style.item_sep, style.key_sep)).encode()
+        assert jsontext.encode(obj, style) == fast
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,
+                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4), max_leaves=20),
+       st.sampled_from(STYLES))
+def test_orjson_styled_answers_for_plain_values(obj: object, style: jsontext.Style) -> None:
+    """Not vacuous: every value without a float that orjson writes (escaped: as printable
+    ASCII) takes the fast way."""
+    try:
+        b = orjson.dumps(obj)
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return
+    if not style.ascii or (b.isascii() and b"\x7f" not in b):
+        assert jsontext._orjson_styled(obj, style) == _standard(obj, style)

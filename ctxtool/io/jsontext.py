@@ -367,6 +367,8 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
             return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_SUBCLASS)
         except (TypeError, orjson.JSONEncodeError):
             pass
+    if not exact and indent is None and not style.compact and (fast := _orjson_styled(obj, style)) is not None:
+        return fast
     if not exact and (fast := _c_encoded(obj, style, indent)) is not None:
         return fast
     parts: list[str] = []
@@ -384,6 +386,53 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _orjson_styled(obj: Any, style: Style) -> bytes | None:
+    """One line in ``style`` (compact, or Python's ``", "``/``": "``; non-ASCII escaped or
+    not) from orjson's text, when that text is the standard library's: ``obj`` holds no
+    float (the two write floats each their own way) and, where non-ASCII is escaped,
+    orjson's text holds no byte outside printable ASCII (nothing to escape; the standard
+    library escapes DEL, orjson does not). Python's separators come from orjson's indented
+    text: a newline there is always its own (one in a string is written ``\\n``), so each
+    newline and its indentation goes, after a comma for a space. Plain values only (orjson
+    is given no subclass). tests/test_jsontext_style.py compares it with the standard
+    library's encoder over arbitrary values."""
+    seps = (style.item_sep, style.key_sep)
+    if seps == (",", ":"):
+        opt = orjson.OPT_PASSTHROUGH_SUBCLASS
+    elif seps == (", ", ": "):
+        opt = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_INDENT_2
+    else:
+        return None
+    try:
+        b = orjson.dumps(obj, option=opt)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if (style.ascii and (not b.isascii() or b"\x7f" in b)) or not _plain(obj):
+        return None
+    if opt & orjson.OPT_INDENT_2:
+        b = _INDENTATION.sub(b"", _ITEM_BREAK.sub(b", ", b))
+    return b
+
+
+_ITEM_BREAK, _INDENTATION = re.compile(rb",\n *"), re.compile(rb"\n *")
+
+
+def _plain(obj: Any) -> bool:
+    """Whether ``obj`` holds only dicts, lists, strings, integers, booleans and None (exactly
+    those types: no float, no :class:`FloatText` or :class:`IntText`, no subclass)."""
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        t = type(o)
+        if t is dict:
+            stack.extend(o.values())
+        elif t is list:
+            stack.extend(o)
+        elif t is not str and t is not int and t is not bool and o is not None:
+            return False
+    return True
 
 
 def _c_encoded(obj: Any, style: Style, indent: int | None) -> bytes | None:
