@@ -90,3 +90,32 @@ def test_orjson_styled_answers_for_plain_values(obj: object, style: jsontext.Sty
         return
     if not style.ascii or (b.isascii() and b"\x7f" not in b):
         assert jsontext._orjson_styled(obj, style) == _standard(obj, style)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_values, _values, st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (", ", ":")]), st.booleans(), st.booleans())
+def test_source_style_writes_as_the_detected_style(source: object, obj: object, seps: tuple[str, str], escaped: bool,
+                                                  by_orjson: bool) -> None:
+    """:class:`jsontext.SourceStyle` writes any value as ``encode`` in ``Style.detect``'s
+    style of the source text does, whatever that text (any separators, escaped or raw UTF-8,
+    written by the standard library or by orjson; lone surrogates, DEL, U+2028/2029 ...),
+    reading its escaping only when needed."""
+    try:
+        raw = orjson.dumps(source) if by_orjson else json.dumps(source, separators=seps, ensure_ascii=escaped).encode(
+            "utf-8", "surrogatepass")
+    except (orjson.JSONEncodeError, ValueError):
+        return
+    want = jsontext.encode(obj, jsontext.Style.detect(raw)) if _encodable(obj) else None
+    if want is None:
+        return
+    ss = jsontext.SourceStyle(raw)
+    assert (ss.item_sep, ss.key_sep) == (jsontext.Style.detect(raw).item_sep, jsontext.Style.detect(raw).key_sep)
+    assert ss.encode(obj) == want
+
+
+def _encodable(obj: object) -> bool:
+    try:
+        jsontext.encode(obj)
+    except (TypeError, ValueError):
+        return False
+    return True

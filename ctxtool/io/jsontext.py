@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["COMPACT", "FloatText", "IntText", "Style", "encode", "needs_exact", "parse_exact"]
+__all__ = ["COMPACT", "FloatText", "IntText", "SourceStyle", "Style", "encode", "needs_exact", "parse_exact"]
 
 INT64_MIN = -(1 << 63)
 UINT64_MAX = (1 << 64) - 1
@@ -307,17 +307,7 @@ class Style:
 
     @classmethod
     def _detect(cls, raw: bytes) -> Style:
-        key_sep = item_sep = None
-        for m in _STRUCT.finditer(raw):
-            c = m.group(0)
-            if c == b":" and key_sep is None:
-                key_sep = ": " if raw[m.end() : m.end() + 1] == b" " else ":"
-            elif c == b"," and item_sep is None:
-                item_sep = ", " if raw[m.end() : m.end() + 1] == b" " else ","
-            if key_sep is not None and item_sep is not None:
-                break
-        key_sep = key_sep or (": " if item_sep == ", " else ":")
-        item_sep = item_sep or (", " if key_sep == ": " else ",")
+        item_sep, key_sep = _separators(raw)
         # nothing to tell: Python's json.dumps escapes by default, compact writers do not
         default = item_sep == ", "
         if default and raw.isascii() and b"\x7f" not in raw:
@@ -327,6 +317,55 @@ class Style:
 
 
 COMPACT = Style()
+
+
+def _separators(raw: bytes) -> tuple[str, str]:
+    """The item and key separators of a one-line JSON text (:meth:`Style.detect`'s): from
+    the first of each outside strings, else the other's writer's default."""
+    key_sep = item_sep = None
+    for m in _STRUCT.finditer(raw):
+        c = m.group(0)
+        if c == b":" and key_sep is None:
+            key_sep = ": " if raw[m.end() : m.end() + 1] == b" " else ":"
+        elif c == b"," and item_sep is None:
+            item_sep = ", " if raw[m.end() : m.end() + 1] == b" " else ","
+        if key_sep is not None and item_sep is not None:
+            break
+    key_sep = key_sep or (": " if item_sep == ", " else ":")
+    item_sep = item_sep or (", " if key_sep == ": " else ",")
+    return item_sep, key_sep
+
+
+class SourceStyle:
+    """Values written as :func:`encode` writes them in the style of a one-line JSON text
+    (:meth:`Style.detect` of ``raw``), reading ``raw`` only as far as they need: its
+    separators always; its escaping (a scan of all of it) only for a value whose text
+    depends on it. A value whose orjson text is printable ASCII, without a float, is
+    written the same escaped or not (:func:`_orjson_styled`): escaping unread."""
+
+    __slots__ = ("_escaped", "_style", "item_sep", "key_sep", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.item_sep, self.key_sep = _separators(raw)
+        self._escaped = Style(self.item_sep, self.key_sep, True)
+        self._style: Style | None = None
+
+    @property
+    def style(self) -> Style:
+        """All of :meth:`Style.detect`'s answer (its escaping read once, when first asked)."""
+        if self._style is None:
+            self._style = Style.detect(self.raw)
+        return self._style
+
+    def encode(self, obj: Any) -> bytes:
+        """``encode(obj, Style.detect(raw))``. The text orjson answers with here is the one
+        ``encode`` writes in either escaping: where ``Style.detect`` says escaped, ``encode``
+        asks :func:`_orjson_styled` the same question; where raw, it writes orjson's text
+        (compact) or asks :func:`_orjson_styled`, whose answer is orjson's (Python's
+        separators), the check of ASCII aside."""
+        fast = _orjson_styled(obj, self._escaped)
+        return fast if fast is not None else encode(obj, self.style)
 #: the last text :meth:`Style.detect` read and its style (one: a record's bytes, held until the next)
 _DETECTED: list[tuple[bytes, Style] | None] = [None]
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
