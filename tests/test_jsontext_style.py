@@ -64,7 +64,7 @@ def _standard(obj: object, style: jsontext.Style) -> bytes | None:
     return jsontext._c_encoded(obj, style, None)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_values, st.sampled_from(STYLES))
 def test_orjson_styled_is_the_standard_librarys_text(obj: object, style: jsontext.Style) -> None:
     """Where :func:`jsontext._orjson_styled` answers (no float; escaped: orjson's text holds
@@ -77,7 +77,7 @@ def test_orjson_styled_is_the_standard_librarys_text(obj: object, style: jsontex
         assert jsontext.encode(obj, style) == fast
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,
                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4), max_leaves=20),
        st.sampled_from(STYLES))
@@ -92,7 +92,7 @@ def test_orjson_styled_answers_for_plain_values(obj: object, style: jsontext.Sty
         assert jsontext._orjson_styled(obj, style) == _standard(obj, style)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(_values, _values, st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (", ", ":")]), st.booleans(), st.booleans())
 def test_source_style_writes_as_the_detected_style(source: object, obj: object, seps: tuple[str, str], escaped: bool,
                                                   by_orjson: bool) -> None:
