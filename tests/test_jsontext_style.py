@@ -59,37 +59,50 @@ _values = st.recursive(_scalars, lambda kids: st.lists(kids, max_size=5) | st.di
                        max_leaves=30)
 
 
-def _standard(obj: object, style: jsontext.Style) -> bytes | None:
-    """What ``encode`` wrote in ``style`` before it asked orjson: the standard library's C encoder."""
-    return jsontext._c_encoded(obj, style, None)
+def _reference(obj: object, style: jsontext.Style) -> bytes:
+    """``encode(obj, style)`` on one line as it was written before orjson's text was asked for
+    other styles: orjson for compact raw UTF-8, else the standard library's C encoder, else
+    the exact encoder."""
+    if style.compact:
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    fast = jsontext._c_encoded(obj, style, None)
+    return fast if fast is not None else jsontext._exact_encoded(obj, style, None)
+
+
+ALL_STYLES = [*STYLES, jsontext.COMPACT, jsontext.Style(",", ": ", True), jsontext.Style(", ", ":", False)]
 
 
 @settings(max_examples=500, deadline=None)
-@given(_values, st.sampled_from(STYLES))
-def test_orjson_styled_is_the_standard_librarys_text(obj: object, style: jsontext.Style) -> None:
-    """Where :func:`jsontext._orjson_styled` answers (no float; escaped: orjson's text holds
-    only printable ASCII), its bytes are the standard library's text in the style, byte for
-    byte (what ``encode`` wrote before), and ``encode`` answers the same."""
-    fast = jsontext._orjson_styled(obj, style)
-    if fast is not None:
-        assert fast == _standard(obj, style)
-        assert fast == json.dumps(obj, ensure_ascii=style.ascii, separators=(style.item_sep, style.key_sep)).encode()
-        assert jsontext.encode(obj, style) == fast
+@given(_values, st.sampled_from(ALL_STYLES))
+def test_encode_one_line_as_before(obj: object, style: jsontext.Style) -> None:
+    """``encode`` writes every value on one line, in every style, byte for byte as before
+    (orjson's text where it is the standard library's: no float; escaped: printable ASCII)."""
+    assert jsontext.encode(obj, style) == _reference(obj, style)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,
                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4), max_leaves=20),
-       st.sampled_from(STYLES))
-def test_orjson_styled_answers_for_plain_values(obj: object, style: jsontext.Style) -> None:
-    """Not vacuous: every value without a float that orjson writes (escaped: as printable
-    ASCII) takes the fast way."""
+       st.sampled_from([False, True]))
+def test_orjson_text_answers_for_plain_values(obj: object, python: bool) -> None:
+    """Not vacuous: every value without a float that orjson writes as printable ASCII is
+    written from orjson's text, escaped or not; and that text is the standard library's."""
+    b = jsontext._orjson_text(obj, python)
     try:
-        b = orjson.dumps(obj)
+        compact = orjson.dumps(obj)
     except orjson.JSONEncodeError:  # a lone surrogate
+        assert b is None
         return
-    if not style.ascii or (b.isascii() and b"\x7f" not in b):
-        assert jsontext._orjson_styled(obj, style) == _standard(obj, style)
+    assert b is not None
+    seps = (", ", ": ") if python else (",", ":")
+    if compact.isascii() and b"\x7f" not in compact:
+        text = jsontext._from_orjson(obj, b, python, True)
+        assert text is not None and text == jsontext._from_orjson(obj, b, python, False)
+        assert text == json.dumps(obj, separators=seps).encode()
+    assert jsontext._from_orjson(obj, b, python, False) == json.dumps(obj, separators=seps, ensure_ascii=False).encode()
 
 
 @settings(max_examples=400, deadline=None)
@@ -105,17 +118,8 @@ def test_source_style_writes_as_the_detected_style(source: object, obj: object, 
             "utf-8", "surrogatepass")
     except (orjson.JSONEncodeError, ValueError):
         return
-    want = jsontext.encode(obj, jsontext.Style.detect(raw)) if _encodable(obj) else None
-    if want is None:
-        return
+    want = _reference(obj, jsontext.Style.detect(raw))
     ss = jsontext.SourceStyle(raw)
     assert (ss.item_sep, ss.key_sep) == (jsontext.Style.detect(raw).item_sep, jsontext.Style.detect(raw).key_sep)
     assert ss.encode(obj) == want
 
-
-def _encodable(obj: object) -> bool:
-    try:
-        jsontext.encode(obj)
-    except (TypeError, ValueError):
-        return False
-    return True
