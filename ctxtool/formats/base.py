@@ -247,13 +247,12 @@ class Format:
         escaping): its source bytes with only the message list written again when that is
         all that changed (:func:`splice_messages`), else the record written whole with every
         number as its source wrote it (:func:`make_exact`)."""
-        style = source_style(t)
         if not t.extra.get("exact"):
-            spliced = splice_messages(t, self.build_record(t), style)
+            spliced = splice_messages(t, self.build_record(t))
             if spliced is not None:
                 return spliced
             make_exact(t)
-        return jsonio.dumps(self.build_record(t), style)
+        return jsonio.dumps(self.build_record(t), source_style(t))
 
     def record_unchanged(self, t: Transcript) -> bool:
         if "record_raw" not in t.extra or t.extra.get("entries_count") != len(t.entries):
@@ -349,9 +348,10 @@ def exact_obj(line: Line) -> Any:
     return line.obj
 
 
-def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -> bytes | None:
+def splice_messages(t: Transcript, rec: dict[str, Any]) -> bytes | None:
     """``rec``, the new value of a dataset record read fast, as its source bytes with the
-    message list alone written again (in ``style``), or None: write it whole. Only when
+    message list alone written again (in the source's style, :class:`jsontext.SourceStyle`:
+    its escaping read only when the text written depends on it), or None: write it whole. Only when
     every other field is as it was, the source's list was not empty and the source items of
     the messages still there hold no number it may write otherwise (:func:`jsontext.may_change`;
     a message dropped is not written, and what ctxtool adds has no source text): the other
@@ -369,13 +369,14 @@ def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -
         return None
     if jsontext.may_change([ln.obj for e in t.entries for ln in source_lines(e)]):
         return None
+    style = jsontext.SourceStyle(raw)
     keys = list(rec)
     after = keys.index(key) + 1
     stop = len(raw)
     if after < len(keys):  # the next field's key closes the list
-        stop = raw.rfind(style.item_sep.encode() + jsontext.encode(keys[after], style) + style.key_sep.encode())
+        stop = raw.rfind(style.item_sep.encode() + style.encode(keys[after]) + style.key_sep.encode())
     b = raw.rfind(b"]", 0, stop) if stop >= 0 else -1
-    head = jsontext.encode(key, style) + style.key_sep.encode()
+    head = style.encode(key) + style.key_sep.encode()
     want = {**rec, key: []}
     a = raw.find(head)
     for _ in range(4):  # the key's first places (a field before it may hold the same key)
@@ -389,7 +390,7 @@ def splice_messages(t: Transcript, rec: dict[str, Any], style: jsontext.Style) -
             except (orjson.JSONDecodeError, RecursionError):  # nested too deep to compare here: written whole
                 same = False
             if same:
-                return raw[:start] + jsontext.encode(items, style) + raw[b + 1 :]
+                return raw[:start] + style.encode(items) + raw[b + 1 :]
         a = raw.find(head, a + 1)
     return None
 

@@ -176,38 +176,32 @@ def plan_rows(
     strategy = normalize_strategy(strategy)
     if max_messages < 1 or max_chars < 1:
         raise CtxtoolError("--max-messages and --max-chars must be at least 1", kind=Failure.USAGE)
-    n = len(v.roles)
+    roles = v.roles
+    n = len(roles)
     chars = v.chars
-    if sum(1 for r in v.roles if r != "system") <= max_messages and sum(chars) <= max_chars:
+    if sum(chars) <= max_chars and n - roles.count("system") <= max_messages:
         return [True] * n, False, False  # all fit (none at all: nothing to drop)
-    keep = [r == "system" for r in v.roles]
-    units = _units(v.roles, group_starts(v.events))
-
-    def size(u: list[int]) -> tuple[int, int]:
-        return len(u), sum(chars[i] for i in u)
-
+    keep = [r == "system" for r in roles]
+    evs = v.events
+    units = _units(roles, group_starts(evs))
     used_n = used_c = 0
     chosen: set[int] = set()  # unit positions
 
     def take(k: int) -> None:
         nonlocal used_n, used_c
-        a, b = size(units[k])
+        u = units[k]
         chosen.add(k)
-        used_n += a
-        used_c += b
+        used_n += len(u)
+        used_c += sum([chars[i] for i in u])
 
     first_user_unit = None
     if keep_first_user:
-        for k, u in enumerate(units):
-            if any(v.roles[i] == "user" and not v.tool_counts((i,))[1] for i in u):
+        for k, u in enumerate(units):  # a user message that holds no tool result
+            if any(roles[i] == "user" and all(e[0] for e in evs[i]) for i in u):
                 first_user_unit = k
                 break
     if first_user_unit is not None:
         take(first_user_unit)
-
-    def fits(k: int, lim_n: int, lim_c: int) -> bool:
-        a, b = size(units[k])
-        return used_n + a <= lim_n and used_c + b <= lim_c
 
     last = len(units) - 1
     if strategy == "bookends":
@@ -215,19 +209,23 @@ def plan_rows(
         for k in range(len(units)):
             if k in chosen:
                 continue
-            if k == last or not fits(k, head_n, head_c):
+            u = units[k]
+            if k == last or used_n + len(u) > head_n or used_c + sum([chars[i] for i in u]) > head_c:
                 break
             take(k)
-    # the tail (sliding: the whole window) from the newest unit back
+    # the tail (sliding: the whole window) from the newest unit back; the conversation's
+    # last unit always stays, over the budget or not
     for k in range(last, -1, -1):
         if k in chosen:
             continue
-        if k == last and not fits(k, max_messages, max_chars):
-            take(k)  # the conversation's last message always stays
-            continue
-        if not fits(k, max_messages, max_chars):
+        u = units[k]
+        a = len(u)
+        b = sum([chars[i] for i in u])
+        if k != last and (used_n + a > max_messages or used_c + b > max_chars):
             break
-        take(k)
+        chosen.add(k)
+        used_n += a
+        used_c += b
     for k in chosen:
         for i in units[k]:
             keep[i] = True
@@ -306,9 +304,9 @@ def windowed(
     )
     chars = v.chars
     dropped = [i for i, k in enumerate(keep) if not k]  # never a system message
-    before_n = sum(1 for r in v.roles if r != "system")
+    before_n = len(v.roles) - v.roles.count("system")
     before_c = sum(chars)
-    calls, results = v.tool_counts(dropped)
+    calls, results = v.tool_counts(dropped) if dropped else (0, 0)
     return WindowResult(
         transcript=t.label,
         path=t.path,

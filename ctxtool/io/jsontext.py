@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["COMPACT", "FloatText", "IntText", "Style", "encode", "needs_exact", "parse_exact"]
+__all__ = ["COMPACT", "FloatText", "IntText", "SourceStyle", "Style", "encode", "needs_exact", "parse_exact"]
 
 INT64_MIN = -(1 << 63)
 UINT64_MAX = (1 << 64) - 1
@@ -167,6 +167,18 @@ def may_change(obj: Any) -> bool:
     float (written back in orjson's form, whatever its text was) or an integer 0 (``-0``
     reads as 0). Other integers are read exactly (one beyond 64 bits is never read fast);
     a value already exact (:class:`FloatText`, :class:`IntText`) counts too."""
+    return _holds_other(obj, True)
+
+
+def _plain(obj: Any) -> bool:
+    """Whether ``obj`` holds only dicts, lists, strings, integers, booleans and None (exactly
+    those types: no float, no :class:`FloatText` or :class:`IntText`, no subclass)."""
+    return not _holds_other(obj, False)
+
+
+def _holds_other(obj: Any, zero: bool) -> bool:
+    """Whether ``obj`` holds a value other than a dict, list, string, integer, boolean or
+    None, each of exactly that type (``zero``: or an integer 0)."""
     stack = [obj]
     while stack:
         o = stack.pop()
@@ -176,7 +188,7 @@ def may_change(obj: Any) -> bool:
         elif t is list:
             stack.extend(o)
         elif t is int:
-            if o == 0:
+            if zero and o == 0:
                 return True
         elif t is not str and t is not bool and o is not None:
             return True
@@ -307,17 +319,7 @@ class Style:
 
     @classmethod
     def _detect(cls, raw: bytes) -> Style:
-        key_sep = item_sep = None
-        for m in _STRUCT.finditer(raw):
-            c = m.group(0)
-            if c == b":" and key_sep is None:
-                key_sep = ": " if raw[m.end() : m.end() + 1] == b" " else ":"
-            elif c == b"," and item_sep is None:
-                item_sep = ", " if raw[m.end() : m.end() + 1] == b" " else ","
-            if key_sep is not None and item_sep is not None:
-                break
-        key_sep = key_sep or (": " if item_sep == ", " else ":")
-        item_sep = item_sep or (", " if key_sep == ": " else ",")
+        item_sep, key_sep = _separators(raw)
         # nothing to tell: Python's json.dumps escapes by default, compact writers do not
         default = item_sep == ", "
         if default and raw.isascii() and b"\x7f" not in raw:
@@ -327,6 +329,63 @@ class Style:
 
 
 COMPACT = Style()
+
+
+def _separators(raw: bytes) -> tuple[str, str]:
+    """The item and key separators of a one-line JSON text (:meth:`Style.detect`'s): from
+    the first of each outside strings, else the other's writer's default."""
+    key_sep = item_sep = None
+    for m in _STRUCT.finditer(raw):
+        c = m.group(0)
+        if c == b":" and key_sep is None:
+            key_sep = ": " if raw[m.end() : m.end() + 1] == b" " else ":"
+        elif c == b"," and item_sep is None:
+            item_sep = ", " if raw[m.end() : m.end() + 1] == b" " else ","
+        if key_sep is not None and item_sep is not None:
+            break
+    key_sep = key_sep or (": " if item_sep == ", " else ":")
+    item_sep = item_sep or (", " if key_sep == ": " else ",")
+    return item_sep, key_sep
+
+
+class SourceStyle:
+    """Values written as :func:`encode` writes them in the style of a one-line JSON text
+    (:meth:`Style.detect` of ``raw``), reading ``raw`` only as far as they need: its
+    separators always; its escaping (a scan of all of it) only for a value whose text
+    depends on it. A value whose orjson text is printable ASCII, without a float, is
+    written the same escaped or not (:func:`_from_orjson`): escaping unread."""
+
+    __slots__ = ("_python", "_style", "item_sep", "key_sep", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.item_sep, self.key_sep = _separators(raw)
+        self._python = _PYTHON_SEPS.get((self.item_sep, self.key_sep))  # None: separators orjson cannot give
+        self._style: Style | None = None
+
+    @property
+    def style(self) -> Style:
+        """All of :meth:`Style.detect`'s answer (its escaping read once, when first asked)."""
+        if self._style is None:
+            self._style = Style.detect(self.raw)
+        return self._style
+
+    def encode(self, obj: Any) -> bytes:
+        """``encode(obj, Style.detect(raw))``, from orjson's text where that is its answer:
+        a value without a float whose text is printable ASCII (escaped or not, the same:
+        :func:`_from_orjson`), or any text orjson writes in a style that does not escape
+        (compact: ``encode``'s own orjson text; Python's separators: only for a value
+        without a float). orjson is asked once."""
+        python = self._python
+        b = _orjson_text(obj, python) if python is not None else None
+        if b is None or python is None:
+            return encode(obj, self.style)
+        if _printable(b) and _plain(obj):  # the same escaped or not: escaping unread
+            return _spaced(b) if python else b
+        text = _from_orjson(obj, b, python, self.style.ascii)
+        return text if text is not None else _escaped(obj, self.style)
+
+
 #: the last text :meth:`Style.detect` read and its style (one: a record's bytes, held until the next)
 _DETECTED: list[tuple[bytes, Style] | None] = [None]
 _INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
@@ -367,8 +426,18 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
             return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_SUBCLASS)
         except (TypeError, orjson.JSONEncodeError):
             pass
+    elif indent is None and (python := _PYTHON_SEPS.get((style.item_sep, style.key_sep))) is not None:
+        b = _orjson_text(obj, python)
+        if b is not None:
+            text = _from_orjson(obj, b, python, style.ascii)
+            return text if text is not None else _escaped(obj, style)
     if not exact and (fast := _c_encoded(obj, style, indent)) is not None:
         return fast
+    return _exact_encoded(obj, style, indent)
+
+
+def _exact_encoded(obj: Any, style: Style, indent: int | None) -> bytes:
+    """The exact encoder's text (numbers as their source wrote them)."""
     parts: list[str] = []
     enc = _Encoder(style, indent, parts)
     try:
@@ -386,16 +455,65 @@ def encode(obj: Any, style: Style = COMPACT, indent: int | None = None) -> bytes
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _c_encoded(obj: Any, style: Style, indent: int | None) -> bytes | None:
+def _from_orjson(obj: Any, b: bytes, python: bool, escaped: bool) -> bytes | None:
+    """``encode``'s one-line text of ``obj`` from orjson's (``b``, :func:`_orjson_text`), or
+    None: the standard library's text differs. orjson's text is the standard library's for a
+    value without a float (the two write floats each their own way; compact raw UTF-8 is
+    orjson's own, floats and all) and, escaped, only where it holds no byte outside printable
+    ASCII (nothing to escape; the standard library escapes DEL, orjson does not).
+    tests/test_jsontext_style.py compares them over arbitrary values."""
+    if escaped and not _printable(b):
+        return None
+    if (python or escaped) and not _plain(obj):
+        return None
+    return _spaced(b) if python else b
+
+
+def _escaped(obj: Any, style: Style) -> bytes:
+    """One line escaped, for a value orjson writes (so plain: the C encoder writes it) whose
+    text is not orjson's: the standard library's."""
+    fast = _c_encoded(obj, style, None, accepted=True)
+    return fast if fast is not None else _exact_encoded(obj, style, None)
+
+
+def _orjson_text(obj: Any, python: bool) -> bytes | None:
+    """orjson's text of ``obj``: compact, or (``python``) indented, for :func:`_spaced`.
+    None: orjson refuses it (a subclass, an integer beyond 64 bits, a lone surrogate ...)."""
+    try:
+        return orjson.dumps(obj, option=_INDENTED if python else orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
+def _spaced(b: bytes) -> bytes:
+    """orjson's indented text on one line with Python's separators: a newline there is
+    always its own (one in a string is written ``\\n``), so each newline and its
+    indentation goes, after a comma for a space."""
+    return _INDENTATION.sub(b"", _ITEM_BREAK.sub(b", ", b)) if b"\n" in b else b
+
+
+def _printable(b: bytes) -> bool:
+    """Printable ASCII only: nothing an escaping writer escapes that orjson does not (DEL)."""
+    return b.isascii() and b"\x7f" not in b
+
+
+#: the one-line separators orjson's text gives: compact (False) and Python's (True)
+_PYTHON_SEPS = {(",", ":"): False, (", ", ": "): True}
+_INDENTED = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_INDENT_2
+_ITEM_BREAK, _INDENTATION = re.compile(rb",\n *"), re.compile(rb"\n *")
+
+
+def _c_encoded(obj: Any, style: Style, indent: int | None, accepted: bool = False) -> bytes | None:
     """Any other style through the standard library's C encoder, which writes what
     :class:`_Encoder` writes for plain values. orjson accepting ``obj`` with subclasses
     passed through proves the values are plain: no :class:`FloatText` or :class:`IntText`,
     no integer beyond 64 bits, no lone surrogate, no non-string key, no ``orjson.Fragment``
-    (None then: the exact encoder writes it)."""
-    try:
-        orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
-    except (TypeError, orjson.JSONEncodeError):
-        return None
+    (None then: the exact encoder writes it). ``accepted``: orjson accepted it already."""
+    if not accepted:
+        try:
+            orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        except (TypeError, orjson.JSONEncodeError):
+            return None
     if indent is None:
         seps = (style.item_sep, style.key_sep)
     else:
