@@ -25,7 +25,7 @@ from ..tokens.count import (
     get_tokenizer,
     message_texts,
 )
-from ..tokens.heuristic import estimate
+from ..tokens.heuristic import estimate, estimates
 from . import fast as stats_fast
 from .fast import TALLY_KEY, Tally
 from .figures import (
@@ -209,7 +209,7 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [estimate(c) for c in tl.chars]  # no images in a tally
+                counts = estimates(tl.chars)  # no images in a tally
                 thinking = sum(estimate(len(x)) for _, x in tl.thinking)
             else:
                 counts, thinking = exact[k]
