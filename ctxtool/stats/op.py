@@ -155,12 +155,17 @@ class StatsPart:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a worker's result crosses to the parent as plain tuples: several times cheaper to
-        # pickle and unpickle than thousands of small dataclass instances
+        # pickle and unpickle than thousands of small dataclass instances. Holding ``keep``,
+        # only its ``keep`` with most context can be reported (most_context of them and any
+        # others is most_context of all): the others' outputs need not have their lines counted.
+        held = self.transcripts
+        if self.keep is not None and len(held) > self.keep:
+            held = most_context(held, self.keep)
         return (
             _part_from,
             (
                 _pack_figures(self.totals),
-                [_pack_transcript(t) for t in self.transcripts],
+                [_pack_transcript(t) for t in held],
                 [_pack_output(o) for o in self.largest],
                 self.skipped,
                 self.rows,
