@@ -199,7 +199,9 @@ def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[in
         plans.append((spans, thinking))
     counts = tok.count_many(flat) if flat else []
     return [
-        ([sum(counts[a:b]) + estimate(0, images) for a, b, images in spans], sum(counts[k] for k in thinking))
+        # estimate(0, 0) is 0: a message without images (every tallied one) adds nothing to its texts' count
+        ([sum(counts[a:b]) + (estimate(0, images) if images else 0) for a, b, images in spans],
+         sum([counts[k] for k in thinking]) if thinking else 0)
         for spans, thinking in plans
     ]
 
@@ -215,7 +217,7 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         if tl is not None:
             if exact is None:
                 counts = estimates(tl.chars)  # no images in a tally
-                thinking = sum(estimate(len(x)) for _, x in tl.thinking)
+                thinking = sum(estimates([len(x) for _, x in tl.thinking])) if tl.thinking else 0
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])
