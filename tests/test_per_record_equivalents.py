@@ -71,3 +71,11 @@ def test_lazy_load_is_importlibs_answer() -> None:
             module, _, attribute = entry.target.partition(":")
             assert entry.load() is getattr(importlib.import_module(module), attribute), name
             assert formats.get_format(name) is entry.load()
+
+
+@given(st.lists(st.one_of(st.integers(-5, 10**6), st.integers(-(2**70), 2**70)), max_size=40))
+def test_estimates_is_estimate_of_each(chars: list[int]) -> None:
+    """A tally's heuristic tokens in one pass (stats' fold) are estimate() of each count."""
+    from ctxtool.tokens.heuristic import estimate, estimates
+
+    assert estimates(chars) == [estimate(c) for c in chars]

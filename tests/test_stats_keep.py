@@ -159,3 +159,30 @@ def test_transcript_stats_reports_line_counts_of_its_outputs() -> None:
     texts = {b.text for m in t.messages for b in m.content if b.type == "tool_result"}
     s = transcript_stats(t, None, get_tokenizer("heuristic"))
     assert s.largest and all(o.lines == next(x.count("\n") + 1 for x in texts if len(x) == o.chars) for o in s.largest)
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.integers(0, 40), max_size=4), k=st.integers(0, 6), reps=st.integers(1, 6))
+def test_a_pickled_part_sends_only_what_it_can_report(cuts: list[int], k: int, reps: int) -> None:
+    """A worker's part crosses as its ``keep`` with most context (their outputs' lines counted,
+    the others' not): merged, the parts report what the unpickled parts would (ties included)."""
+    import pickle
+
+    full = stats_files([str(Path(__file__).parent.parent / "samples" / "openai_dataset.jsonl")], workers=1)
+    ts = [t for _ in range(reps) for t in full.transcripts]
+    bounds = [0, *sorted(c % (len(ts) + 1) for c in cuts), len(ts)]
+    parts = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        p = StatsPart(Figures(), [], [], [], None, keep=k)
+        for t in ts[a:b]:
+            p.add(t)
+        parts.append(p)
+    sent = [pickle.loads(pickle.dumps(p)) for p in parts]
+    assert all(len(s.transcripts) <= k for s in sent)
+    direct, merged = StatsPart(Figures(), [], [], [], None, keep=k), StatsPart(Figures(), [], [], [], None, keep=k)
+    for p, s in zip(parts, sent, strict=True):
+        direct.merge(p)
+        merged.merge(s)
+    want = most_context(ts, k) if len(ts) > k else ts  # the table's rule (all, in input order, when no more than k)
+    assert [t.to_json() for t in merged.kept()] == [t.to_json() for t in direct.kept()] == [t.to_json() for t in want]
+    assert merged.totals.to_json() == direct.totals.to_json() and merged.overview == direct.overview

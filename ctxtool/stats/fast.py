@@ -232,10 +232,9 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    # lazy: start-up (`ctxtool window` would load ctxtool.stats.figures)
-    from .figures import TOP_OUTPUTS, Figures, RoleStats, ToolOutput, TranscriptStats
-
-    f = Figures()
+    fig = _FIGURES or _figures()
+    RoleStats, ToolOutput = fig.RoleStats, fig.ToolOutput
+    f = fig.Figures()
     chars = tl.chars
     by_role = f.by_role
     for row, n, c in zip(tl.rows, counts, chars, strict=True):  # Figures.add_message, inlined
@@ -261,16 +260,29 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         f.system_prompt_tokens = sysr.tokens
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     f.tool_calls_by_name = tl.calls_by_name
-    largest: list[ToolOutput] = []
+    largest: list[Any] = []  # ToolOutput
     if tl.outputs:
         label = t.label
         names = tl.names
         lineno = t.lineno
         # the largest first, the earlier among equals (heapq.nlargest's answer, sorted: faster on a few)
-        for n_out, i, text, cid, name, mid in sorted(tl.outputs, key=_first, reverse=True)[:TOP_OUTPUTS]:
+        for n_out, i, text, cid, name, mid in sorted(tl.outputs, key=_first, reverse=True)[:fig.TOP_OUTPUTS]:
             largest.append(ToolOutput(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
-    return TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
+    return fig.TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
+
+
+_FIGURES: Any = None
+
+
+def _figures() -> Any:
+    """:mod:`ctxtool.stats.figures`, imported on first use (start-up: `ctxtool window` would
+    load it) and kept: :func:`finish` runs once per record."""
+    global _FIGURES
+    from . import figures
+
+    _FIGURES = figures
+    return figures
 
 
 def resolved_window(context: ContextSettings | None) -> Any:

@@ -25,7 +25,7 @@ from ..tokens.count import (
     get_tokenizer,
     message_texts,
 )
-from ..tokens.heuristic import estimate
+from ..tokens.heuristic import estimate, estimates
 from . import fast as stats_fast
 from .fast import TALLY_KEY, Tally
 from .figures import (
@@ -155,12 +155,17 @@ class StatsPart:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a worker's result crosses to the parent as plain tuples: several times cheaper to
-        # pickle and unpickle than thousands of small dataclass instances
+        # pickle and unpickle than thousands of small dataclass instances. Holding ``keep``,
+        # only its ``keep`` with most context can be reported (most_context of them and any
+        # others is most_context of all): the others' outputs need not have their lines counted.
+        held = self.transcripts
+        if self.keep is not None and len(held) > self.keep:
+            held = most_context(held, self.keep)
         return (
             _part_from,
             (
                 _pack_figures(self.totals),
-                [_pack_transcript(t) for t in self.transcripts],
+                [_pack_transcript(t) for t in held],
                 [_pack_output(o) for o in self.largest],
                 self.skipped,
                 self.rows,
@@ -194,7 +199,9 @@ def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[in
         plans.append((spans, thinking))
     counts = tok.count_many(flat) if flat else []
     return [
-        ([sum(counts[a:b]) + estimate(0, images) for a, b, images in spans], sum(counts[k] for k in thinking))
+        # estimate(0, 0) is 0: a message without images (every tallied one) adds nothing to its texts' count
+        ([sum(counts[a:b]) + (estimate(0, images) if images else 0) for a, b, images in spans],
+         sum([counts[k] for k in thinking]) if thinking else 0)
         for spans, thinking in plans
     ]
 
@@ -209,8 +216,8 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
         tl: Tally | None = t.extra.get(TALLY_KEY)
         if tl is not None:
             if exact is None:
-                counts = [estimate(c) for c in tl.chars]  # no images in a tally
-                thinking = sum(estimate(len(x)) for _, x in tl.thinking)
+                counts = estimates(tl.chars)  # no images in a tally
+                thinking = sum(estimates([len(x) for _, x in tl.thinking])) if tl.thinking else 0
             else:
                 counts, thinking = exact[k]
             ts = stats_fast.finish(t, tl, counts, thinking, opts, opts["window"])

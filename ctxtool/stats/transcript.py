@@ -50,10 +50,20 @@ def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHAR
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript
     (the same function again for the same policy and thresholds)."""
-    # lazy: start-up (loaded only when this runs: ..policies)
+    return _levels((_POLICIES or _policies()).get("chars"), warning, critical)
+
+
+_POLICIES: Any = None
+
+
+def _policies() -> Any:
+    """The policy registry, imported on first use (start-up: loaded only when this runs) and
+    kept: :func:`threshold_levels` is asked once per task (one record's, with ``records.process``)."""
+    global _POLICIES
     from ..policies import POLICIES
 
-    return _levels(POLICIES.get("chars"), warning, critical)
+    _POLICIES = POLICIES
+    return POLICIES
 
 
 @functools.lru_cache(maxsize=32)

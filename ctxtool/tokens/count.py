@@ -3,6 +3,7 @@ and the usage-aware context estimate."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,13 @@ class HeuristicTokenizer:
         return [estimate(len(t)) for t in texts]
 
 
+@functools.cache
+def _cpus() -> int:
+    """The cores of this machine, asked once (``os.cpu_count`` reads /sys each time, ~6 µs:
+    a tokenizer is made per task, one per record with ``records.process``)."""
+    return os.cpu_count() or 1
+
+
 class TiktokenTokenizer:
     """An official tiktoken encoding, loaded offline on first use. It counts with the fastest
     exact backend installed (:func:`ctxtool.tokens.backends.exact_counter`: the same counts as
@@ -44,7 +52,7 @@ class TiktokenTokenizer:
 
     def __init__(self, name: str, threads: int | None = None) -> None:
         self.name = name
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or _cpus()
         self._enc: Any = None
         self._counter: Any = None  # token_backends.ExactCounter
         self._pool: Any = None
