@@ -219,6 +219,48 @@ def _profile(path: Path, row: Callable[..., None], label: str = "", floor: float
             f"(profile: {100 * beyond:.0f}% in work the floor does not do)")
 
 
+def _cut_versus_floor(path: Path, row: Callable[..., None], label: str = "") -> None:
+    """The cut alone, in this process (issue 37): ctxtool's ``truncate_text`` with the ``head-tail``
+    preset against the floor's plain cut of the same limits (bench/floors.py ``_cut``, no ctxtool
+    code), over the same tool outputs (what the floors read: each ``tool`` message's text),
+    interleaved, cpu time. The cut is truncate's largest phase that the floor does too: this row
+    says whether truncate does it at the floor's cost (the floor's cut also encodes each original
+    it cuts to bytes, which truncate does after its cut, to hash it: the row favours ctxtool by that)."""
+    import statistics
+    import time
+
+    import orjson
+
+    from bench.floors import _cut
+    from bench.run import REPEAT, ratios_of, spread
+    from ctxtool.tool_outputs import algorithms as toolout
+
+    limits = toolout.PRESETS.get("head-tail")
+    texts = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            for m in orjson.loads(line).get("messages") or ():
+                if m.get("role") == "tool" and isinstance(m.get("content"), str):
+                    texts.append(m["content"])
+    ours: list[float] = []
+    floor: list[float] = []
+    cut = sum(toolout.truncate_text(x, limits).changed for x in texts)  # warm, and counted
+    floor_cut = sum(_cut(x) is not None for x in texts)
+    for _ in range(REPEAT):
+        t0 = time.process_time()
+        for x in texts:
+            _cut(x)
+        floor.append(time.process_time() - t0)
+        t0 = time.process_time()
+        for x in texts:
+            toolout.truncate_text(x, limits)
+        ours.append(time.process_time() - t0)
+    row(f"the cut alone, in-process: truncate_text against the floor's plain cut [{label}]",
+        f"{statistics.median(ours):.2f} s cpu ({len(texts):,} outputs, {cut:,} cut)",
+        f"floor's cut {statistics.median(floor):.2f} s ({floor_cut:,} cut)",
+        spread(ratios_of(floor, ours)) + " of the floor's speed", "(report: 1.00x is the floor's cost)")
+
+
 def _in_process(path: Path, row: Callable[..., None], label: str = "") -> None:
     """truncate and stats in this process without the profiler (-j 1, interleaved)."""
     import statistics
@@ -273,6 +315,7 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     floors = {name: _floor(big, row, name=name) for name, _ in FLOORS}
     whole = [_versus_stats(big, where, base, row) for where, base in places]
     _profile(big, row, f"{mb:.0f} MB", floors["truncate_write"], whole[0])
+    _cut_versus_floor(big, row, f"{mb:.0f} MB")
     _in_process(generate(big.parent / "ds_tr_small.jsonl", big.stat().st_size // 10), row, "20 MB")
     if sessions is not None:
         floors = {name: _floor(sessions, row, sessions.name, name) for name, _ in FLOORS}

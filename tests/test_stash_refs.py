@@ -5,8 +5,19 @@ unstash_refs puts them back exactly."""
 import copy
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxtool.cache import RefCache
-from ctxtool.tool_outputs.stash import STASH_DEDUPE_CHARS, _BigTexts, _stash_refs, unstash_refs
+from ctxtool.io import jsontext
+from ctxtool.tool_outputs.stash import (
+    STASH_DEDUPE_CHARS,
+    _BigTexts,
+    _flat_without,
+    _stash_refs,
+    _without,
+    unstash_refs,
+)
 
 
 def test_big_texts_taken_out_and_put_back(tmp_path: Any) -> None:
@@ -36,3 +47,29 @@ def test_nothing_big_leaves_the_item_alone() -> None:
     big.add("y" * STASH_DEDUPE_CHARS, "0" * 64)
     _stash_refs(item, big)
     assert item["obj"] is obj and "refs_at" not in item
+
+
+BIG = ["a" * STASH_DEDUPE_CHARS, "b" * (STASH_DEDUPE_CHARS + 5), "c" * (STASH_DEDUPE_CHARS - 1)]
+_leaf = st.one_of(st.sampled_from(BIG), st.text(max_size=4), st.integers(), st.none(), st.booleans(), st.floats(),
+                  st.builds(jsontext.FloatText, st.sampled_from(["1.0", "1e5"])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["role", "content", "name", "id", "x"]),
+                       st.one_of(_leaf, st.lists(_leaf, max_size=2), st.dictionaries(st.just("text"), _leaf, max_size=1)),
+                       max_size=5),
+       st.lists(st.sampled_from(BIG), max_size=3))
+def test_a_flat_message_is_taken_apart_as_the_walk_does(obj: dict[str, Any], texts: list[str]) -> None:
+    """A dataset record's message (a dict of plain values) skips the walk: the same copy and the
+    same paths as :func:`_without`; a dict holding a container is left to the walk (None)."""
+    big = _BigTexts()
+    for k, text in enumerate(texts):
+        big.add(text, f"{k:064x}")
+    found_walk: list[list[Any]] = []
+    walked = _without(obj, big, [], found_walk)
+    found_flat: list[list[Any]] = []
+    flat = _flat_without(obj, big, found_flat)
+    if any(isinstance(v, dict | list) for v in obj.values()):
+        assert flat is None and found_flat == []
+        return
+    assert flat == walked and (flat is obj) == (walked is obj) and found_flat == found_walk

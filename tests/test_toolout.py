@@ -197,3 +197,62 @@ def test_head_bytes_is_a_prefix(text: str, n: int) -> None:
     assert len(cut.text.encode()) <= n
     if cut.changed:  # the longest prefix that fits: one more character would not
         assert len(text[: len(cut.text) + 1].encode()) > n
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab é€😀[.] omitted", min_size=2, max_size=60), min_size=3, max_size=80),
+    st.booleans(),
+    st.integers(min_value=0, max_value=10),
+    st.integers(min_value=0, max_value=10),
+    st.sampled_from([16, 40, 64, 100, 160, 400, 1000]),
+    st.sampled_from(["head", "head_tail"]),
+    st.integers(min_value=0, max_value=3),
+)
+def test_the_line_and_byte_cut_read_at_once(lines: list[str], nl: bool, head: int, tail: int, max_bytes: int,
+                                            mode_name: str, fewer: int) -> None:
+    """Where a mode reads the line cut and the byte cut from the whole text at once (the kept lines
+    never built), it gives what the byte cut of the kept lines gives, and those are over the byte
+    limit (so the byte cut runs on them); truncate_text then returns the same cut either way."""
+    text = "\n".join(lines) + ("\n" if nl else "")
+    mode = T.MODES.get(mode_name)
+    lim = T.Limits(max_lines=0, head_lines=head, tail_lines=tail, max_bytes=max_bytes, max_chars=0, spill_threshold=0,
+                   mode=mode_name) if head or tail else T.Limits(max_lines=8, max_bytes=max_bytes, max_chars=0,
+                                                                  spill_threshold=0, mode=mode_name)
+    split = lim.line_split(mode)
+    assert split is not None
+    total = T.count_lines(text)
+    if total <= split[0] + split[1]:
+        return
+    kept_lines = max(0, split[0] + split[1] - fewer)
+    both = mode.cut_lines_bytes(text, split, max_bytes, total, kept_lines)
+    if both is None:
+        return
+    kept_text, _ = T._cut_lines(text, split, total)
+    assert T.utf8_len(kept_text) > max_bytes
+    assert both == T._cut_size(kept_text, 0, max_bytes, mode, total, kept_lines)
+    cut = T.truncate_text(text, lim)
+    assert cut.reasons == ["lines", "bytes"] and cut.text == both[0]
+
+
+def test_the_line_and_byte_cut_read_at_once_examples() -> None:
+    """adk-code's preset on long lines: no kept-lines text; short lines or a tiny byte limit: built."""
+    ht, hd = T.MODES.get("head_tail"), T.MODES.get("head")
+    long_lines = "\n".join(f"{i:04d} " + "x" * 95 for i in range(300))
+    got = ht.cut_lines_bytes(long_lines, (128, 128), 10 * 1024, 300, 256)
+    kept_text, _ = T._cut_lines(long_lines, (128, 128), 300)
+    assert got is not None and got == T._cut_size(kept_text, 0, 10 * 1024, ht, 300, 256)
+    assert got[0].startswith("0000 ") and got[0].endswith("0299 " + "x" * 95)
+    assert hd.cut_lines_bytes(long_lines, (256, 0), 10 * 1024, 300, 256) is not None
+    short = "\n".join("x" for _ in range(3000))
+    assert ht.cut_lines_bytes(short, (128, 128), 10 * 1024, 3000, 256) is None  # the kept lines are under 10 KiB
+    assert ht.cut_lines_bytes(long_lines, (128, 0), 10 * 1024, 300, 128) is None  # no tail: no marker line
+    assert ht.cut_lines_bytes(long_lines, (128, 128), 40, 300, 256) is None  # no room beside the marker
+
+    class Other(T.HeadTail):  # cuts otherwise: no claim
+        def cut_size(self, text: str, max_chars: int, max_bytes: int, total_lines: int, kept_lines: int) -> tuple[str, int]:
+            return text[:1], 0
+
+    assert Other().cut_lines_bytes(long_lines, (128, 128), 10 * 1024, 300, 256) is None
+    cut = T.truncate_text(long_lines, T.PRESETS.get("head-tail"))
+    assert cut.reasons == ["lines", "bytes"] and (cut.text, cut.kept_lines) == got

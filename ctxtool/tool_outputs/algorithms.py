@@ -39,6 +39,14 @@ class TruncationMode:
         returns (text, whole original lines kept)."""
         raise NotImplementedError
 
+    def cut_lines_bytes(self, text: str, split: tuple[int, int], max_bytes: int, total_lines: int,
+                        kept_lines: int) -> tuple[str, int] | None:
+        """What :meth:`cut_size` to ``max_bytes`` bytes (no character limit) gives for the text
+        the line cut to ``split`` keeps of ``text``, read from ``text`` itself, where this mode
+        can show that the two are the same and that the kept text is over ``max_bytes`` (so the
+        byte cut runs): then the line cut's text is never built. None: build it."""
+        return None
+
 
 MODES: Registry[TruncationMode] = Registry("mode")
 #: add a truncation mode (a class decorator): ``Limits(mode=cls.name)`` and ``--mode`` accept it
@@ -58,6 +66,16 @@ class Head(TruncationMode):
     def cut_size(self, text: str, max_chars: int, max_bytes: int, total_lines: int, kept_lines: int) -> tuple[str, int]:
         out = _prefix(text, max_chars, max_bytes)
         return out, min(kept_lines, out.count("\n"))
+
+    def cut_lines_bytes(self, text: str, split: tuple[int, int], max_bytes: int, total_lines: int,
+                        kept_lines: int) -> tuple[str, int] | None:
+        # the byte cut reads the first max_bytes + 1 bytes; the kept lines hold more when fewer
+        # than all of them end within that many characters
+        if type(self).cut_size is not Head.cut_size or split[1] or split[0] <= 0:
+            return None  # (a subclass that cuts otherwise: no claim)
+        if text.count("\n", 0, max_bytes + 1) >= split[0]:
+            return None
+        return self.cut_size(text, _UNLIMITED, max_bytes, total_lines, kept_lines)
 
 
 @register_mode
@@ -82,23 +100,66 @@ class HeadTail(TruncationMode):
         room_b = max_bytes - utf8_len(mark)
         if room_c < 2 or room_b < 8:
             return MODES.get("head").cut_size(text, max_chars, max_bytes, total_lines, kept_lines)
-        head = _prefix(text, room_c // 2, room_b // 2)
-        if "\n" in head and not head.endswith("\n"):
-            head = head[: head.rindex("\n") + 1]
-        tail = _suffix(text, room_c - len(head), room_b - utf8_len(head))
-        if tail and not _starts_line(text, len(text) - len(tail)):
-            j = tail.find("\n")
-            if -1 < j < len(tail) - 1:
-                tail = tail[j + 1 :]
-        head_whole = head.count("\n")
-        tail_whole = count_lines(tail)
-        if tail and not _starts_line(text, len(text) - len(tail)):
-            tail_whole -= 1
-        # markers already in the kept text (an output cut before): none without a "["
-        markers = (head + tail).count("[... omitted ") if "[" in head or "[" in tail else 0
-        whole = max(0, min(kept_lines, head_whole + tail_whole - markers))
-        head_part = head if head.endswith("\n") or not head else head + "\n"
-        return head_part + marker(total_lines - whole, total_lines) + "\n" + tail, whole
+        head, tail = _head_tail(text, room_c, room_b)
+        return _joined(text, head, tail, total_lines, kept_lines)
+
+    def cut_lines_bytes(self, text: str, split: tuple[int, int], max_bytes: int, total_lines: int,
+                        kept_lines: int) -> tuple[str, int] | None:
+        # The line cut keeps KH (the first ``head`` lines) + its marker line + KT (the last
+        # ``tail`` lines). The byte cut of that reads its first room_b // 2 + 1 bytes and its
+        # last R bytes (R = room_b less the head kept), and the character before those: all of
+        # them inside KH and KT, the same bytes as in ``text``, when fewer than all of KH's line
+        # ends fall in that many first characters and fewer than ``tail`` line ends in the last R.
+        # The kept text's length, bounded below from the same counts, shows it is over max_bytes.
+        head_n, tail_n = split
+        mark = "\n" + marker(total_lines, total_lines) + "\n"
+        room_b = max_bytes - utf8_len(mark)
+        first = room_b // 2 + 1
+        if type(self).cut_size is not HeadTail.cut_size or not head_n or not tail_n or room_b < 8:
+            return None  # (a subclass that cuts otherwise: no claim)
+        in_first = text.count("\n", 0, first)
+        if in_first >= head_n:
+            return None
+        head, tail = _head_tail(text, _UNLIMITED - len(mark), room_b)
+        start = max(0, len(text) - (room_b - utf8_len(head)))
+        in_last = text.count("\n", start)
+        if in_last >= tail_n:
+            return None
+        # KH: the first characters and at least one more for each of its line ends after them;
+        # KT: the last characters and each of its line ends before them (it holds tail - 1 of
+        # them, or tail with a final newline)
+        kept_at_least = (first + head_n - in_first + len(marker(total_lines - head_n - tail_n, total_lines))
+                         + 1 + len(text) - start + tail_n - 1 + text.endswith("\n") - in_last)
+        if kept_at_least <= max_bytes:
+            return None
+        return _joined(text, head, tail, total_lines, kept_lines)
+
+
+def _head_tail(text: str, room_c: int, room_b: int) -> tuple[str, str]:
+    """:class:`HeadTail`'s ends of ``text``: a head of at most half the room ending at a line's
+    end when it holds one, and a tail of the room left starting at a line's start when it can."""
+    head = _prefix(text, room_c // 2, room_b // 2)
+    if "\n" in head and not head.endswith("\n"):
+        head = head[: head.rindex("\n") + 1]
+    tail = _suffix(text, room_c - len(head), room_b - utf8_len(head))
+    if tail and not _starts_line(text, len(text) - len(tail)):
+        j = tail.find("\n")
+        if -1 < j < len(tail) - 1:
+            tail = tail[j + 1 :]
+    return head, tail
+
+
+def _joined(text: str, head: str, tail: str, total_lines: int, kept_lines: int) -> tuple[str, int]:
+    """``head`` and ``tail`` of ``text`` around the omission marker, and the whole original lines they keep."""
+    head_whole = head.count("\n")
+    tail_whole = count_lines(tail)
+    if tail and not _starts_line(text, len(text) - len(tail)):
+        tail_whole -= 1
+    # markers already in the kept text (an output cut before): none without a "["
+    markers = (head + tail).count("[... omitted ") if "[" in head or "[" in tail else 0
+    whole = max(0, min(kept_lines, head_whole + tail_whole - markers))
+    head_part = head if head.endswith("\n") or not head else head + "\n"
+    return head_part + marker(total_lines - whole, total_lines) + "\n" + tail, whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +428,15 @@ def truncate_text(text: str, limits: Limits) -> Cut:
             cut.reasons.append("line_length")
     split = limits.line_split(mode)
     if split is not None and total > split[0] + split[1]:
+        both = None  # the line cut and the byte cut read from cur at once (the kept lines not built)
+        if limits.max_bytes and not limits.max_chars:
+            both = mode.cut_lines_bytes(cur, split, limits.max_bytes, total,
+                                        min(cut.kept_lines, split[0] + split[1]))
+        if both is not None:
+            cut.reasons += ("lines", "bytes")
+            cut.text, cut.kept_lines = both
+            cut.truncated = True
+            return cut
         cur, kept = _cut_lines(cur, split, total)
         cut.kept_lines = min(cut.kept_lines, kept)
         cut.reasons.append("lines")

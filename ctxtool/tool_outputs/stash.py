@@ -69,11 +69,35 @@ def _stash_refs(item: dict[str, Any], big: _BigTexts) -> None:
             item["cut"] = cuts
         return
     found: list[list[Any]] = []
-    with jsontext.deep():  # a source line nested as deeply as the readers accept
-        obj = _without(item.get("obj"), big, [], found)
+    obj = item.get("obj")
+    flat = _flat_without(obj, big, found) if type(obj) is dict else None  # a dataset record's message: no walk
+    if flat is not None:
+        obj = flat
+    else:
+        with jsontext.deep():  # a source line nested as deeply as the readers accept
+            obj = _without(obj, big, [], found)
     if found:
         item["obj"] = obj
         item["refs_at"] = found
+
+
+def _flat_without(o: dict[str, Any], big: _BigTexts, found: list[list[Any]]) -> dict[str, Any] | None:
+    """:func:`_without` of a dict none of whose values is a dict or a list (the same copy, the
+    same paths appended to ``found``); None, ``found`` untouched, for any other dict."""
+    hits = []
+    for k, v in o.items():
+        if isinstance(v, str):
+            if len(v) >= STASH_DEDUPE_CHARS and (ref := big.get(v)) is not None:
+                hits.append([k, ref])
+        elif isinstance(v, (dict, list)):
+            return None
+    if not hits:
+        return o
+    found.extend(hits)
+    new = dict(o)
+    for k, _ in hits:
+        new[k] = None
+    return new
 
 
 def _without(o: Any, big: _BigTexts, path: list[Any], found: list[list[Any]]) -> Any:
