@@ -10,10 +10,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxtool.formats.timestamps import entry_time, span
 from ctxtool.model import (
+    KIND_COMPACTION_SUMMARY,
     KIND_INJECTED,
     Block,
     Compaction,
+    Cont,
     Line,
     Message,
     Metadata,
@@ -23,8 +26,8 @@ from ctxtool.model import (
     is_injected,
 )
 from ctxtool.stats.transcript import transcript_stats
-from ctxtool.tokens.context import ContextSettings, last_model
-from ctxtool.tokens.count import count_messages, get_tokenizer
+from ctxtool.tokens.context import ContextSettings, is_summary, last_model
+from ctxtool.tokens.count import context_tokens, count_messages, estimate_context, get_tokenizer
 
 TEXTS = st.sampled_from(["", " ", "\n\t", "\u3000", "hi", "  <system-reminder>x", "<command-name>/x",
                          "[Previous conversation summary] s", "a\nb", "é" * 9])
@@ -98,3 +101,63 @@ def test_whitespace_only_as_strip_says(s: str) -> None:
     """The injected-text rule skips a text of only whitespace (``isspace``): what ``strip``
     would leave nothing of."""
     assert bool(s.strip()) == bool(s and not s.isspace())
+
+
+# -- the shortcuts of the pieces transcript_stats asks (timestamps, the context view, usage) --------
+
+LINE_OBJS = st.sampled_from([
+    {}, "x", [1], {"role": "user"}, {"timestamp": "2026-01-02T03:04:05Z"}, {"timestamp": "2026-01-02T03:04:05.5+02:00"},
+    {"timestamp": "2026-01-01T00:00:00"}, {"timestamp": "bad", "created_at": 1.7e9}, {"created_at": 1.7e12},
+    {"time": 1_700_000_000}, {"time": True}, {"timestamp": 10**30}, {"timestamp": ""}, {"timestamp": None},
+    {"message": {"timestamp": "2026-03-01T00:00:00Z"}}, {"message": {"timestamp": 1.7e12}}, {"message": "x"},
+])
+
+
+@st.composite
+def timed_entries(draw: Any) -> list[Any]:
+    out: list[Any] = []
+    for kind in draw(st.lists(st.sampled_from(["message", "record", "compaction", "cont"]), max_size=12)):
+        lines = [Line(o, None, 1) for o in draw(st.lists(LINE_OBJS, max_size=2))]
+        if kind == "record":
+            out.append(Record(Line(draw(LINE_OBJS), None, 1), "x"))
+        elif kind == "compaction":
+            out.append(Compaction("s", lines=lines))
+        elif kind == "cont" and out and isinstance(out[-1], Message):
+            out.append(Cont(out[-1], 1))
+        else:
+            out.append(Message("user", [], lines=lines))
+    return out
+
+
+@given(timed_entries())
+def test_span_is_the_earliest_and_latest_entry_time(entries: list[Any]) -> None:
+    """span reads each entry's first line in place and passes over dicts with none of the keys:
+    the answer of entry_time asked of every entry."""
+    times = [d for d in map(entry_time, entries) if d is not None]
+    expected = (min(times), max(times)) if times else (None, None)
+    assert span(entries) == expected
+    assert span(Transcript("pi", entries)) == expected
+
+
+@settings(max_examples=300)
+@given(messages())
+def test_a_summary_is_marked_or_a_user_message(m: Message) -> None:
+    """view asks is_summary only of a user message or one with a marked kind or hints."""
+    if is_summary(m):
+        assert m.role == "user" or m.extra or m.metadata.kind == KIND_COMPACTION_SUMMARY
+
+
+@given(st.builds(Usage, st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)))
+def test_a_usage_is_always_true(u: Usage) -> None:
+    """context_tokens and resolve find a message with usage by truth (``any(map(USAGE, ...))``)."""
+    assert bool(u)
+
+
+@settings(max_examples=200, deadline=None)
+@given(transcripts(), st.integers(0, 5))
+def test_context_tokens_are_estimate_contexts_figures(t: Transcript, trust_from: int) -> None:
+    msgs = t.messages
+    tok = get_tokenizer("heuristic")
+    counts = count_messages(msgs, tok)
+    e = estimate_context(msgs, tok, counts, trust_from=trust_from)
+    assert context_tokens(msgs, tok, counts, None, trust_from) == (e.tokens, e.usage_tokens, e.trailing_tokens, e.source)
