@@ -153,7 +153,7 @@ def last_model(t: Transcript) -> str | None:
     """The last model the transcript records (an assistant message's, else the transcript's);
     Claude Code's ``<synthetic>`` stand-in is not a model."""
     for m in reversed(t.entries):
-        if isinstance(m, Message) and m.role == "assistant" and m.model and not m.model.startswith("<"):
+        if isinstance(m, Message) and m.model and m.role == "assistant" and not m.model.startswith("<"):
             return m.model
     name = t.extra.get("model")
     return name if isinstance(name, str) and name else None
@@ -267,7 +267,8 @@ def estimate(v: ContextView, tok: Tokenizer | None = None, counts: Sequence[int]
     return ContextEstimate(*_estimate(v, tok or get_tokenizer("heuristic"), counts))
 
 
-def _estimate(v: ContextView, tok: Tokenizer, counts: Sequence[int] | None) -> tuple[int, int, int, str]:
+def _estimate(v: ContextView, tok: Tokenizer, counts: Sequence[int] | None,
+              any_usage: bool | None = None) -> tuple[int, int, int, str]:
     """:func:`estimate`'s figures as a plain tuple (see :func:`ctxtool.tokens.count.context_tokens`)."""
     if counts is None:
         sub = count_messages(v.context_messages, tok)
@@ -276,7 +277,7 @@ def _estimate(v: ContextView, tok: Tokenizer, counts: Sequence[int] | None) -> t
             full[i] = n
         counts = full
     extra = tok.count(v.summary) if v.summary else 0
-    return context_tokens(v.messages, tok, counts, v.indices, v.trust_from, extra)
+    return context_tokens(v.messages, tok, counts, v.indices, v.trust_from, extra, any_usage)
 
 
 # -- one answer ---------------------------------------------------------------------------------
@@ -371,13 +372,14 @@ def resolve(
                              cs.config_model)
     win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None)
     v = view(t)
-    tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts)
+    recorded = any(map(USAGE, v.messages))  # a Usage is always true
+    tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts, recorded)
     # The default where the file records usage: the last usage plus the count of what follows
     # it (ctxtool.calibration measures it: within ±10% on 99% of the corpus's turns). Where none
     # was recorded since the last compaction it is the tokenizer's count alone, which misses
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
-    records = source == "estimate" and _records_usage(t, v.messages)
+    records = source == "estimate" and recorded and _records_usage(t, v.messages)
     if chars is None:
         n_chars = sum(v.messages[i].chars() for i in v.indices)
     else:  # every message in the context (the usual case): all of them, summed at once

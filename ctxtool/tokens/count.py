@@ -229,16 +229,18 @@ def context_tokens(
     indices: Sequence[int] | None = None,
     trust_from: int = 0,
     extra_tokens: int = 0,
+    any_usage: bool | None = None,
 ) -> tuple[int, int, int, str]:
     """:func:`estimate_context`'s figures (tokens, usage tokens, trailing tokens, source), for a
-    caller that puts them in a result of its own."""
+    caller that puts them in a result of its own (``any_usage``: whether any of ``msgs``
+    records usage, if the caller knows)."""
     tok = tok or HeuristicTokenizer()
     if indices is None:
         indices = [i for i, m in enumerate(msgs) if m.agent_visible]
     if counts is None:
         counts = count_messages(msgs, tok)
     last = None
-    if any(map(USAGE, msgs)):  # a Usage is always true: most datasets record none, no message to look at
+    if any(map(USAGE, msgs)) if any_usage is None else any_usage:  # a Usage is always true: most datasets record none
         for i in reversed(indices):
             if i < trust_from:
                 break
