@@ -26,7 +26,7 @@ from ctxtool.model import (
     is_injected,
 )
 from ctxtool.stats.transcript import transcript_stats
-from ctxtool.tokens.context import ContextSettings, is_summary, last_model
+from ctxtool.tokens.context import ContextSettings, context_figures, is_summary, last_model, resolve
 from ctxtool.tokens.count import context_tokens, count_messages, estimate_context, get_tokenizer
 
 TEXTS = st.sampled_from(["", " ", "\n\t", "\u3000", "hi", "  <system-reminder>x", "<command-name>/x",
@@ -161,3 +161,19 @@ def test_context_tokens_are_estimate_contexts_figures(t: Transcript, trust_from:
     counts = count_messages(msgs, tok)
     e = estimate_context(msgs, tok, counts, trust_from=trust_from)
     assert context_tokens(msgs, tok, counts, None, trust_from) == (e.tokens, e.usage_tokens, e.trailing_tokens, e.source)
+
+
+@settings(max_examples=200, deadline=None)
+@given(transcripts(), st.sampled_from([None, 100_000]))
+def test_context_figures_are_resolves(t: Transcript, window: int | None) -> None:
+    """transcript_stats asks context_figures (no ContextInfo, no wording): resolve's figures."""
+    tok = get_tokenizer("heuristic")
+    cs = ContextSettings(window=window)
+    counts = count_messages(t.messages, tok)
+    chars = [m.chars() for m in t.messages]
+    for given_counts, given_chars in ((None, None), (counts, chars)):
+        ci = resolve(t, settings=cs, tokenizer=tok, counts=given_counts, chars=given_chars)
+        w, ws, m, ms, tokens, source, usage, trailing, v, n_chars, _ = context_figures(t, cs, tok, given_counts, given_chars)
+        assert (w, ws, m, ms, tokens, source, usage, trailing, len(v.indices), n_chars, v.boundary) == (
+            ci.window, ci.window_source, ci.model, ci.model_source, ci.tokens, ci.tokens_source, ci.usage_tokens,
+            ci.trailing_tokens, ci.messages, ci.chars, ci.boundary)

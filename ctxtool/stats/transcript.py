@@ -21,7 +21,7 @@ from ..model import (
     Transcript,
     is_injected,
 )
-from ..tokens.context import ContextInfo, ContextSettings, last_model, resolve
+from ..tokens.context import ContextSettings, context_figures, last_model
 from ..tokens.count import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
@@ -201,8 +201,11 @@ def transcript_stats(
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
     settings = context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS)
-    ctx = resolve(t, settings=settings, tokenizer=tok, counts=all_counts,
-                  chars=all_chars)
+    if not isinstance(settings, ContextSettings):  # a Config, as resolve takes it
+        settings = ContextSettings.from_config(settings)
+    # tokens.context.resolve's figures (its ContextInfo and wording of the estimator left out: not reported here)
+    window, _, model, model_source, ctx_tokens, ctx_source, _, _, _, ctx_chars, _ = context_figures(
+        t, settings, tok, all_counts, all_chars)
     largest: list[ToolOutput] = []
     if outputs:
         names = tool_names(callers)
@@ -211,8 +214,8 @@ def transcript_stats(
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
-        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars), largest,
-        model=_recorded_model(t, ctx),
+        t, f, ctx_tokens, ctx_source, window, threshold_levels(warning_chars, critical_chars)(ctx_chars), largest,
+        model=_recorded_model(t, model, model_source),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
@@ -220,12 +223,13 @@ def transcript_stats(
     )
 
 
-def _recorded_model(t: Transcript, ctx: ContextInfo) -> str | None:
-    """The last model ``t`` records (:func:`last_model`), as the context resolver found it: the
-    model in effect unless a flag named another (a recorded model comes before the config's)."""
-    if ctx.model_source == "flag":
+def _recorded_model(t: Transcript, model: str | None, model_source: str) -> str | None:
+    """The last model ``t`` records (:func:`last_model`), as the context resolver found it (the
+    model in effect and its source): the model in effect unless a flag named another (a
+    recorded model comes before the config's)."""
+    if model_source == "flag":
         return last_model(t)
-    return ctx.model if ctx.model_source == "transcript" else None
+    return model if model_source == "transcript" else None
 
 
 def _accuracy(t: Transcript) -> Any:

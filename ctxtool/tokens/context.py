@@ -370,22 +370,43 @@ def resolve(
     if window or model:
         cs = ContextSettings(window or cs.window, model or cs.model, cs.config_window, cs.config_window_source,
                              cs.config_model)
-    win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None)
-    v = view(t)
-    recorded = any(map(USAGE, v.messages))  # a Usage is always true
-    tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts, recorded)
+    (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
+     recorded) = context_figures(t, cs, tok, counts, chars)
     # The default where the file records usage: the last usage plus the count of what follows
     # it (ctxtool.calibration measures it: within ±10% on 99% of the corpus's turns). Where none
     # was recorded since the last compaction it is the tokenizer's count alone, which misses
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
     records = source == "estimate" and recorded and _records_usage(t, v.messages)
+    return ContextInfo(
+        win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens,
+        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(source, trailing_tokens, tok, records),
+    )
+
+
+#: :func:`context_figures`' answer: window, its source, the model in effect, its source (as
+#: :class:`WindowInfo`), tokens, their source, usage tokens, trailing tokens (as
+#: :class:`ContextInfo`), the view, the context's characters, whether any message records usage
+ContextFigures = tuple[int | None, str, str | None, str, int, str, int, int, ContextView, int, bool]
+
+
+def context_figures(
+    t: Transcript | Sequence[Message],
+    cs: ContextSettings,
+    tok: Tokenizer,
+    counts: Sequence[int] | None = None,
+    chars: Sequence[int] | None = None,
+) -> ContextFigures:
+    """:func:`resolve`'s figures as a plain tuple (settings and tokenizer given as objects), for
+    a caller that puts them in a result of its own (``stats``: one per transcript)."""
+    win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None)
+    v = view(t)
+    recorded = any(map(USAGE, v.messages))  # a Usage is always true
+    tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts, recorded)
     if chars is None:
         n_chars = sum(v.messages[i].chars() for i in v.indices)
     else:  # every message in the context (the usual case): all of them, summed at once
         n_chars = sum(chars) if len(v.indices) == len(chars) else sum(chars[i] for i in v.indices)
     n_chars += len(v.summary)
-    return ContextInfo(
-        win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens,
-        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(source, trailing_tokens, tok, records),
-    )
+    return (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
+            recorded)
