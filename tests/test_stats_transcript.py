@@ -177,3 +177,10 @@ def test_context_figures_are_resolves(t: Transcript, window: int | None) -> None
         assert (w, ws, m, ms, tokens, source, usage, trailing, len(v.indices), n_chars, v.boundary) == (
             ci.window, ci.window_source, ci.model, ci.model_source, ci.tokens, ci.tokens_source, ci.usage_tokens,
             ci.trailing_tokens, ci.messages, ci.chars, ci.boundary)
+
+
+@settings(max_examples=200, deadline=None)
+@given(transcripts())
+def test_last_model_given_the_messages(t: Transcript) -> None:
+    """last_model over the transcript's messages (skipped when none names a model) answers as over its entries."""
+    assert last_model(t, t.messages) == last_model(t)

@@ -21,7 +21,7 @@ from ..model import (
     Transcript,
     is_injected,
 )
-from ..tokens.context import ContextSettings, context_figures, last_model
+from ..tokens.context import ContextSettings, context_figures, last_model, view
 from ..tokens.count import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
@@ -92,7 +92,8 @@ def transcript_stats(
     counts; ``None`` means the heuristic (computed here from the characters). ``accuracy``:
     measure each estimate against the usage the transcript records (it counts the text again
     with every tokenizer and fits the calibration: asked for, not by default)."""
-    msgs = t.messages
+    v = view(t)  # the current context (asked below), its messages those of t
+    msgs = v.messages
     f = Figures()
     by_role = f.by_role
     outputs: list[tuple[int, int, Message, Any]] = []
@@ -205,7 +206,7 @@ def transcript_stats(
         settings = ContextSettings.from_config(settings)
     # tokens.context.resolve's figures (its ContextInfo and wording of the estimator left out: not reported here)
     window, _, model, model_source, ctx_tokens, ctx_source, _, _, _, ctx_chars, _ = context_figures(
-        t, settings, tok, all_counts, all_chars)
+        t, settings, tok, all_counts, all_chars, v)
     largest: list[ToolOutput] = []
     if outputs:
         names = tool_names(callers)

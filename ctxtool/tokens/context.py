@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from .models import ModelInfo
 
 SUMMARY_PREFIX = "[Previous conversation summary]"
+#: a message's model (None: none named)
+MODEL = attrgetter("model")
 #: Claude Code's boundary line, as its reader names the record
 BOUNDARY_RECORDS = ("system:compact_boundary",)
 
@@ -107,9 +110,12 @@ class ContextSettings:
         """The window for ``t`` (``None``: no transcript, flags and config only)."""
         return WindowInfo(*self.window_for(t))
 
-    def window_for(self, t: Transcript | None) -> tuple[int | None, str, str | None, str]:
-        """:meth:`resolve`'s answer as a plain tuple (window, source, model, model source)."""
-        recorded = last_model(t) if t is not None else None
+    def window_for(
+        self, t: Transcript | None, msgs: Sequence[Message] | None = None
+    ) -> tuple[int | None, str, str | None, str]:
+        """:meth:`resolve`'s answer as a plain tuple (window, source, model, model source);
+        ``msgs``: the messages of ``t``, if the caller has them (see :func:`last_model`)."""
+        recorded = last_model(t, msgs) if t is not None else None
         model, msrc = (self.model, "flag") if self.model else (recorded, "transcript") if recorded else (
             (self.config_model, "config") if self.config_model else (None, "none"))
         if self.window:
@@ -149,12 +155,14 @@ def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str]
         return None
 
 
-def last_model(t: Transcript) -> str | None:
+def last_model(t: Transcript, msgs: Sequence[Message] | None = None) -> str | None:
     """The last model the transcript records (an assistant message's, else the transcript's);
-    Claude Code's ``<synthetic>`` stand-in is not a model."""
-    for m in reversed(t.entries):
-        if isinstance(m, Message) and m.model and m.role == "assistant" and not m.model.startswith("<"):
-            return m.model
+    Claude Code's ``<synthetic>`` stand-in is not a model. ``msgs``: the messages of ``t`` (in
+    order), if the caller has them: the walk is skipped when none names a model (datasets)."""
+    if msgs is None or any(map(MODEL, msgs)):
+        for m in reversed(t.entries if msgs is None else msgs):
+            if isinstance(m, Message) and m.model and m.role == "assistant" and not m.model.startswith("<"):
+                return m.model
     name = t.extra.get("model")
     return name if isinstance(name, str) and name else None
 
@@ -396,11 +404,14 @@ def context_figures(
     tok: Tokenizer,
     counts: Sequence[int] | None = None,
     chars: Sequence[int] | None = None,
+    v: ContextView | None = None,
 ) -> ContextFigures:
     """:func:`resolve`'s figures as a plain tuple (settings and tokenizer given as objects), for
-    a caller that puts them in a result of its own (``stats``: one per transcript)."""
-    win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None)
-    v = view(t)
+    a caller that puts them in a result of its own (``stats``: one per transcript; ``v``: the
+    :func:`view` of ``t``, if the caller made it, e.g. for its messages)."""
+    if v is None:
+        v = view(t)
+    win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None, v.messages)
     recorded = any(map(USAGE, v.messages))  # a Usage is always true
     tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts, recorded)
     if chars is None:
