@@ -222,15 +222,9 @@ def estimate_context(
     return ContextEstimate(*context_tokens(msgs, tok, counts, indices, trust_from, extra_tokens))
 
 
-def context_tokens(
-    msgs: Sequence[Message],
-    tok: Tokenizer | None = None,
-    counts: Sequence[int] | None = None,
-    indices: Sequence[int] | None = None,
-    trust_from: int = 0,
-    extra_tokens: int = 0,
-    any_usage: bool | None = None,
-) -> tuple[int, int, int, str]:
+def context_tokens(msgs: Sequence[Message], tok: Tokenizer | None = None, counts: Sequence[int] | None = None,
+                   indices: Sequence[int] | None = None, trust_from: int = 0, extra_tokens: int = 0,
+                   any_usage: bool | None = None) -> tuple[int, int, int, str]:
     """:func:`estimate_context`'s figures (tokens, usage tokens, trailing tokens, source), for a
     caller that puts them in a result of its own (``any_usage``: whether any of ``msgs``
     records usage, if the caller knows)."""
