@@ -4,7 +4,9 @@ count of each message, the injected-text rule, the tools by name, the last recor
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 from hypothesis import given, settings
@@ -25,7 +27,8 @@ from ctxtool.model import (
     Usage,
     is_injected,
 )
-from ctxtool.stats.transcript import transcript_stats
+from ctxtool.stats.figures import TOP_OUTPUTS
+from ctxtool.stats.transcript import _largest, transcript_stats
 from ctxtool.tokens.context import ContextSettings, context_figures, is_summary, last_model, resolve
 from ctxtool.tokens.count import context_tokens, count_messages, estimate_context, get_tokenizer
 
@@ -184,3 +187,11 @@ def test_context_figures_are_resolves(t: Transcript, window: int | None) -> None
 def test_last_model_given_the_messages(t: Transcript) -> None:
     """last_model over the transcript's messages (skipped when none names a model) answers as over its entries."""
     assert last_model(t, t.messages) == last_model(t)
+
+
+@given(st.lists(st.integers(1, 9), max_size=700), st.sampled_from([1, 20, 600]))
+def test_largest_outputs_are_nlargests(sizes: list[int], repeat: int) -> None:
+    """transcript_stats picks its largest outputs by a sort up to _SORT_UP_TO and by heapq.nlargest
+    beyond: the same answer (ties: the earlier first)."""
+    outputs: list[Any] = [(n, i, None, None) for i, n in enumerate(sizes * (repeat if len(sizes) < 50 else 1))]
+    assert _largest(outputs) == heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))

@@ -105,6 +105,7 @@ def transcript_stats(
     callers: list[Message] = []  # the messages that call tools (where the outputs' tools are named)
     calling: Message | None = None
     tool_results = tool_errors = saved = thinking_blocks = thinking_chars = thinking_tokens = images_n = documents = 0
+    add_count, add_chars = all_counts.append, all_chars.append
     for i, m in enumerate(msgs):
         chars = 0
         images = 0
@@ -145,10 +146,10 @@ def transcript_stats(
             else:
                 chars += len(b.text)
         n = estimate(chars, images) if heuristic else counts[i]  # type: ignore[index]
-        all_counts.append(n)
+        add_count(n)
         if images:
             chars += images * IMAGE_CHARS
-        all_chars.append(chars)
+        add_chars(chars)
         role = m.role
         row = KIND_INJECTED if role == "user" and is_injected(m) else role
         rs = by_role.get(row)
@@ -211,7 +212,7 @@ def transcript_stats(
     if outputs:
         names = tool_names(callers)
         label = t.label
-        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0)):
+        for n_out, i, m, b in _largest(outputs):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
@@ -222,6 +223,19 @@ def transcript_stats(
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
+
+
+#: up to this many outputs a sort finds the largest sooner than heapq.nlargest (its heap wins beyond)
+_SORT_UP_TO = 500
+
+
+def _largest(outputs: list[tuple[int, int, Message, Any]]) -> list[tuple[int, int, Message, Any]]:
+    """The :data:`TOP_OUTPUTS` largest outputs (by characters, the earlier first among equals):
+    ``heapq.nlargest``'s answer, which its documentation states as this sort, by the cheaper
+    route for the count (a transcript has tens of outputs: the sort is 2-4x quicker)."""
+    if len(outputs) <= _SORT_UP_TO:
+        return sorted(outputs, key=itemgetter(0), reverse=True)[:TOP_OUTPUTS]
+    return heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))
 
 
 def _recorded_model(t: Transcript, model: str | None, model_source: str) -> str | None:
