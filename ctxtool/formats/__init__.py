@@ -210,11 +210,11 @@ def read_source(
 def unknown_records(t: Transcript) -> Counter[str]:
     """The records of ``t`` of types its format's reader does not know (see
     :attr:`ctxtool.formats.base.Format.known_records`): kept verbatim, counted as drift."""
-    from collections import Counter
-
     try:
         f = get_format(t.format)
     except CtxtoolError:
+        from collections import Counter
+
         return Counter()
     return f.unknown_records(t)
 

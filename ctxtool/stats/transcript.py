@@ -21,7 +21,7 @@ from ..model import (
     Transcript,
     is_injected,
 )
-from ..tokens.context import ContextInfo, ContextSettings, last_model, resolve
+from ..tokens.context import ContextSettings, context_figures, last_model, view
 from ..tokens.count import (
     FRAMING_PER_MESSAGE,
     FRAMING_PER_REPLY,
@@ -102,7 +102,8 @@ def transcript_stats(
     counts; ``None`` means the heuristic (computed here from the characters). ``accuracy``:
     measure each estimate against the usage the transcript records (it counts the text again
     with every tokenizer and fits the calibration: asked for, not by default)."""
-    msgs = t.messages
+    v = view(t)  # the current context (asked below), its messages those of t
+    msgs = v.messages
     f = Figures()
     by_role = f.by_role
     outputs: list[tuple[int, int, Message, Any]] = []
@@ -114,6 +115,7 @@ def transcript_stats(
     callers: list[Message] = []  # the messages that call tools (where the outputs' tools are named)
     calling: Message | None = None
     tool_results = tool_errors = saved = thinking_blocks = thinking_chars = thinking_tokens = images_n = documents = 0
+    add_count, add_chars = all_counts.append, all_chars.append
     for i, m in enumerate(msgs):
         chars = 0
         images = 0
@@ -154,10 +156,10 @@ def transcript_stats(
             else:
                 chars += len(b.text)
         n = estimate(chars, images) if heuristic else counts[i]  # type: ignore[index]
-        all_counts.append(n)
+        add_count(n)
         if images:
             chars += images * IMAGE_CHARS
-        all_chars.append(chars)
+        add_chars(chars)
         role = m.role
         row = KIND_INJECTED if role == "user" and is_injected(m) else role
         rs = by_role.get(row)
@@ -211,18 +213,21 @@ def transcript_stats(
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
     settings = context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS)
-    ctx = resolve(t, settings=settings, tokenizer=tok, counts=all_counts,
-                  chars=all_chars)
+    if not isinstance(settings, ContextSettings):  # a Config, as resolve takes it
+        settings = ContextSettings.from_config(settings)
+    # tokens.context.resolve's figures (its ContextInfo and wording of the estimator left out: not reported here)
+    window, _, model, model_source, ctx_tokens, ctx_source, _, _, _, ctx_chars, _ = context_figures(
+        t, settings, tok, all_counts, all_chars, v)
     largest: list[ToolOutput] = []
     if outputs:
         names = tool_names(callers)
         label = t.label
-        for n_out, i, m, b in heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0)):
+        for n_out, i, m, b in _largest(outputs):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
             largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
-        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars), largest,
-        model=_recorded_model(t, ctx),
+        t, f, ctx_tokens, ctx_source, window, threshold_levels(warning_chars, critical_chars)(ctx_chars), largest,
+        model=_recorded_model(t, model, model_source),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
@@ -230,12 +235,26 @@ def transcript_stats(
     )
 
 
-def _recorded_model(t: Transcript, ctx: ContextInfo) -> str | None:
-    """The last model ``t`` records (:func:`last_model`), as the context resolver found it: the
-    model in effect unless a flag named another (a recorded model comes before the config's)."""
-    if ctx.model_source == "flag":
+#: up to this many outputs a sort finds the largest sooner than heapq.nlargest (its heap wins beyond)
+_SORT_UP_TO = 500
+
+
+def _largest(outputs: list[tuple[int, int, Message, Any]]) -> list[tuple[int, int, Message, Any]]:
+    """The :data:`TOP_OUTPUTS` largest outputs (by characters, the earlier first among equals):
+    ``heapq.nlargest``'s answer, which its documentation states as this sort, by the cheaper
+    route for the count (a transcript has tens of outputs: the sort is 2-4x quicker)."""
+    if len(outputs) <= _SORT_UP_TO:
+        return sorted(outputs, key=itemgetter(0), reverse=True)[:TOP_OUTPUTS]
+    return heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))
+
+
+def _recorded_model(t: Transcript, model: str | None, model_source: str) -> str | None:
+    """The last model ``t`` records (:func:`last_model`), as the context resolver found it (the
+    model in effect and its source): the model in effect unless a flag named another (a
+    recorded model comes before the config's)."""
+    if model_source == "flag":
         return last_model(t)
-    return ctx.model if ctx.model_source == "transcript" else None
+    return model if model_source == "transcript" else None
 
 
 def _accuracy(t: Transcript) -> Any:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError
 from ..model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
-from .count import ContextEstimate, Tokenizer, count_messages, estimate_context, get_tokenizer
+from .count import USAGE, ContextEstimate, Tokenizer, context_tokens, count_messages, get_tokenizer
 
 if TYPE_CHECKING:
     from .models import ModelInfo
 
 SUMMARY_PREFIX = "[Previous conversation summary]"
+#: a message's model (None: none named)
+MODEL = attrgetter("model")
 #: Claude Code's boundary line, as its reader names the record
 BOUNDARY_RECORDS = ("system:compact_boundary",)
 
@@ -105,32 +108,39 @@ class ContextSettings:
 
     def resolve(self, t: Transcript | None) -> WindowInfo:
         """The window for ``t`` (``None``: no transcript, flags and config only)."""
-        recorded = last_model(t) if t is not None else None
+        return WindowInfo(*self.window_for(t))
+
+    def window_for(
+        self, t: Transcript | None, msgs: Sequence[Message] | None = None
+    ) -> tuple[int | None, str, str | None, str]:
+        """:meth:`resolve`'s answer as a plain tuple (window, source, model, model source);
+        ``msgs``: the messages of ``t``, if the caller has them (see :func:`last_model`)."""
+        recorded = last_model(t, msgs) if t is not None else None
         model, msrc = (self.model, "flag") if self.model else (recorded, "transcript") if recorded else (
             (self.config_model, "config") if self.config_model else (None, "none"))
         if self.window:
-            return WindowInfo(self.window, "flag", model, msrc)
+            return self.window, "flag", model, msrc
         if self.model:
             info = _lookup(self.model)
             assert info is not None
-            return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
+            return info.context_window, f"registry:{info.name}", model, msrc
         if self.config_window:
-            return WindowInfo(self.config_window, self.config_window_source, model, msrc)
+            return self.config_window, self.config_window_source, model, msrc
         if t is not None:
             cw = t.extra.get("context_window")
             if isinstance(cw, int) and not isinstance(cw, bool) and cw > 0:
-                return WindowInfo(cw, "transcript", model, msrc)
+                return cw, "transcript", model, msrc
             info = _lookup(recorded)
             if info is not None and info.context_window:
                 own = _agent_window(t, recorded, info.context_window) if recorded else None
                 if own is not None:
-                    return WindowInfo(own[0], own[1], model, msrc)
-                return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
+                    return own[0], own[1], model, msrc
+                return info.context_window, f"registry:{info.name}", model, msrc
         if self.config_model:
             info = _lookup(self.config_model)
             if info is not None and info.context_window:
-                return WindowInfo(info.context_window, f"registry:{info.name}", model, msrc)
-        return WindowInfo(None, "none", model, msrc)
+                return info.context_window, f"registry:{info.name}", model, msrc
+        return None, "none", model, msrc
 
 
 def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str] | None:
@@ -145,12 +155,14 @@ def _agent_window(t: Transcript, model: str, registered: int) -> tuple[int, str]
         return None
 
 
-def last_model(t: Transcript) -> str | None:
+def last_model(t: Transcript, msgs: Sequence[Message] | None = None) -> str | None:
     """The last model the transcript records (an assistant message's, else the transcript's);
-    Claude Code's ``<synthetic>`` stand-in is not a model."""
-    for m in reversed(t.entries):
-        if isinstance(m, Message) and m.role == "assistant" and m.model and not m.model.startswith("<"):
-            return m.model
+    Claude Code's ``<synthetic>`` stand-in is not a model. ``msgs``: the messages of ``t`` (in
+    order), if the caller has them: the walk is skipped when none names a model (datasets)."""
+    if msgs is None or any(map(MODEL, msgs)):
+        for m in reversed(t.entries if msgs is None else msgs):
+            if isinstance(m, Message) and m.model and m.role == "assistant" and not m.model.startswith("<"):
+                return m.model
     name = t.extra.get("model")
     return name if isinstance(name, str) and name else None
 
@@ -198,11 +210,14 @@ def view(source: Transcript | Sequence[Message]) -> ContextView:
     visible: list[int] = []  # the agent-visible messages: the context when there is no marker
     for e in entries:
         if isinstance(e, Message):
-            if is_summary(e) and not (kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
+            md = e.metadata
+            # is_summary asked only of what it can be true of (a marked kind or hint, a user text)
+            if (e.role == "user" or e.extra or md.kind == KIND_COMPACTION_SUMMARY) and is_summary(e) and not (
+                    kind == "summary" and at == len(msgs) - 1 and msgs[-1].role == e.role):
                 if not (kind == "boundary" and at == len(msgs)):  # not the summary of that boundary
                     kept = frozenset()
                 marker, kind, at = e, "summary", len(msgs)
-            if e.agent_visible:
+            if md.agent_visible is not False:  # Message.agent_visible, read in place
                 visible.append(len(msgs))
             msgs.append(e)
         elif isinstance(e, Compaction):
@@ -257,7 +272,12 @@ def read_compaction(source: Any, c: Compaction, msgs: list[Message]) -> tuple[st
 
 def estimate(v: ContextView, tok: Tokenizer | None = None, counts: Sequence[int] | None = None) -> ContextEstimate:
     """The usage-aware estimate of a view (``counts``: every message's tokens, if known)."""
-    tok = tok or get_tokenizer("heuristic")
+    return ContextEstimate(*_estimate(v, tok or get_tokenizer("heuristic"), counts))
+
+
+def _estimate(v: ContextView, tok: Tokenizer, counts: Sequence[int] | None,
+              any_usage: bool | None = None) -> tuple[int, int, int, str]:
+    """:func:`estimate`'s figures as a plain tuple (see :func:`ctxtool.tokens.count.context_tokens`)."""
     if counts is None:
         sub = count_messages(v.context_messages, tok)
         full = [0] * len(v.messages)
@@ -265,7 +285,7 @@ def estimate(v: ContextView, tok: Tokenizer | None = None, counts: Sequence[int]
             full[i] = n
         counts = full
     extra = tok.count(v.summary) if v.summary else 0
-    return estimate_context(v.messages, tok, counts, indices=v.indices, trust_from=v.trust_from, extra_tokens=extra)
+    return context_tokens(v.messages, tok, counts, v.indices, v.trust_from, extra, any_usage)
 
 
 # -- one answer ---------------------------------------------------------------------------------
@@ -317,15 +337,15 @@ class ContextInfo:
         }
 
 
-def _records_usage(t: Transcript | Sequence[Message]) -> bool:
-    return isinstance(t, Transcript) and any(
-        isinstance(m, Message) and m.usage is not None and m.usage.total > 0 for m in t.entries)
+def _records_usage(t: Transcript | Sequence[Message], msgs: Sequence[Message]) -> bool:
+    """Whether transcript ``t`` (its messages: ``msgs``) records any usage."""
+    return isinstance(t, Transcript) and any(u.total > 0 for u in filter(None, map(USAGE, msgs)))  # a Usage is always true
 
 
-def _estimator(est: ContextEstimate, tok: Tokenizer, records: bool = False) -> str:
-    """Which estimate gave a context's tokens, in plain words."""
-    if est.source == "usage":
-        return (f"last recorded usage + {tok.name} count of what follows" if est.trailing_tokens
+def _estimator(source: str, trailing_tokens: int, tok: Tokenizer, records: bool = False) -> str:
+    """Which estimate gave a context's tokens (its source, the tokens after the last usage), in plain words."""
+    if source == "usage":
+        return (f"last recorded usage + {tok.name} count of what follows" if trailing_tokens
                 else "last recorded usage, nothing after it")
     cal = getattr(tok, "calibration", None)
     if cal is None:
@@ -358,21 +378,46 @@ def resolve(
     if window or model:
         cs = ContextSettings(window or cs.window, model or cs.model, cs.config_window, cs.config_window_source,
                              cs.config_model)
-    w = cs.resolve(t if isinstance(t, Transcript) else None)
-    v = view(t)
-    est = estimate(v, tok, counts)
+    (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
+     recorded) = context_figures(t, cs, tok, counts, chars)
     # The default where the file records usage: the last usage plus the count of what follows
     # it (ctxtool.calibration measures it: within ±10% on 99% of the corpus's turns). Where none
     # was recorded since the last compaction it is the tokenizer's count alone, which misses
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
-    records = est.source == "estimate" and _records_usage(t)
+    records = source == "estimate" and recorded and _records_usage(t, v.messages)
+    return ContextInfo(
+        win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens,
+        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(source, trailing_tokens, tok, records),
+    )
+
+
+#: :func:`context_figures`' answer: window, its source, the model in effect, its source (as
+#: :class:`WindowInfo`), tokens, their source, usage tokens, trailing tokens (as
+#: :class:`ContextInfo`), the view, the context's characters, whether any message records usage
+ContextFigures = tuple[int | None, str, str | None, str, int, str, int, int, ContextView, int, bool]
+
+
+def context_figures(
+    t: Transcript | Sequence[Message],
+    cs: ContextSettings,
+    tok: Tokenizer,
+    counts: Sequence[int] | None = None,
+    chars: Sequence[int] | None = None,
+    v: ContextView | None = None,
+) -> ContextFigures:
+    """:func:`resolve`'s figures as a plain tuple (settings and tokenizer given as objects), for
+    a caller that puts them in a result of its own (``stats``: one per transcript; ``v``: the
+    :func:`view` of ``t``, if the caller made it, e.g. for its messages)."""
+    if v is None:
+        v = view(t)
+    win, win_source, in_effect, in_effect_source = cs.window_for(t if isinstance(t, Transcript) else None, v.messages)
+    recorded = any(map(USAGE, v.messages))  # a Usage is always true
+    tokens, usage_tokens, trailing_tokens, source = _estimate(v, tok, counts, recorded)
     if chars is None:
         n_chars = sum(v.messages[i].chars() for i in v.indices)
     else:  # every message in the context (the usual case): all of them, summed at once
         n_chars = sum(chars) if len(v.indices) == len(chars) else sum(chars[i] for i in v.indices)
     n_chars += len(v.summary)
-    return ContextInfo(
-        w.window, w.source, w.model, w.model_source, est.tokens, est.source, est.usage_tokens, est.trailing_tokens,
-        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(est, tok, records),
-    )
+    return (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
+            recorded)

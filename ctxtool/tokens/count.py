@@ -8,12 +8,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..model import Message
 from ..registry import LazyEntry, Registry
 from .bpe import OFFICIAL_BPE, load_encoding
 from .heuristic import estimate
+
+#: a message's recorded usage (None: none recorded)
+USAGE = attrgetter("usage")
 
 if TYPE_CHECKING:
     from .backends import ExactCounter
@@ -223,27 +227,37 @@ def estimate_context(
     recorded on a message before ``trust_from`` is not trusted (it was recorded before a
     compaction); ``extra_tokens`` is context held outside the messages (a compaction entry's
     summary). :func:`ctxtool.tokens.context.view` computes all three for a transcript."""
+    return ContextEstimate(*context_tokens(msgs, tok, counts, indices, trust_from, extra_tokens))
+
+
+def context_tokens(msgs: Sequence[Message], tok: Tokenizer | None = None, counts: Sequence[int] | None = None,
+                   indices: Sequence[int] | None = None, trust_from: int = 0, extra_tokens: int = 0,
+                   any_usage: bool | None = None) -> tuple[int, int, int, str]:
+    """:func:`estimate_context`'s figures (tokens, usage tokens, trailing tokens, source), for a
+    caller that puts them in a result of its own (``any_usage``: whether any of ``msgs``
+    records usage, if the caller knows)."""
     tok = tok or HeuristicTokenizer()
     if indices is None:
         indices = [i for i, m in enumerate(msgs) if m.agent_visible]
     if counts is None:
         counts = count_messages(msgs, tok)
     last = None
-    for i in reversed(indices):
-        if i < trust_from:
-            break
-        m = msgs[i]
-        if m.usage is not None and m.role == "assistant" and m.usage.total > 0:
-            last = i
-            break
+    if any(map(USAGE, msgs)) if any_usage is None else any_usage:  # a Usage is always true: most datasets record none
+        for i in reversed(indices):
+            if i < trust_from:
+                break
+            m = msgs[i]
+            if m.usage is not None and m.role == "assistant" and m.usage.total > 0:
+                last = i
+                break
     if last is None:
         # what the file does not hold (system prompt, tool schemas), when the tokenizer knows it
         # every message in the context (the usual case): all of them, summed at once
         in_context = sum(counts) if len(indices) == len(counts) else sum(counts[i] for i in indices)
         total = extra_tokens + in_context + int(getattr(tok, "overhead", 0))
-        return ContextEstimate(total, 0, total, "estimate")
+        return total, 0, total, "estimate"
     usage_tokens = msgs[last].usage.total  # type: ignore[union-attr]
     # Claude Code splits one API message over several messages sharing a usage key.
     key = msgs[last].usage_key
     trailing = sum(counts[i] for i in indices if i > last and not (key is not None and msgs[i].usage_key == key))
-    return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, "usage")
+    return usage_tokens + trailing, usage_tokens, trailing, "usage"
