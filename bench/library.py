@@ -28,6 +28,7 @@ counts use ctxtool's default threads (one per core) where the texts are many.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -58,7 +59,8 @@ def _timed(fn: Callable[[], object]) -> float:
 def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] | None]], repeat: int,
           reset: Callable[[], None]) -> None:
     """Each row's two loops: once untimed, then ``repeat`` times in turn, ``reset`` called
-    (untimed) before each; one JSON line a row (ctxtool's loop None: a row this checkout's
+    and the cyclic collector run (untimed) before each, so that a full collection of what the
+    rows before left falls in no row's time, the peer's or ctxtool's; one JSON line a row (ctxtool's loop None: a row this checkout's
     API cannot run, said so)."""
     for name, peer_name, peer, ours in rows:
         if ours is None:
@@ -71,8 +73,10 @@ def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] 
         ot: list[float] = []
         for _ in range(repeat):
             reset()
+            gc.collect()
             pt.append(_timed(peer))
             reset()
+            gc.collect()
             ot.append(_timed(ours))
         print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot}), flush=True)
 

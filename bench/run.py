@@ -39,54 +39,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.common import CTXTOOL, REPEAT, ROOT, peak_rss_mb, ratios_of, run_process, spread, timed
 from bench.gen import from_corpus, generate
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
 CORPUS = ROOT.parent / "shared" / "corpus"
 BIG = int(os.environ.get("CTXTOOL_BENCH_BYTES", 200_000_000))
-REPEAT = int(os.environ.get("CTXTOOL_BENCH_REPEAT", 3))
 BIG_PEERS = os.environ.get("CTXTOOL_BENCH_BIG_PEERS") == "1"  # command against command on the large set too
 PEERS_PY = os.environ.get("CTXTOOL_BENCH_PEERS", str(ROOT / ".venv-bench" / "bin" / "python"))
 ROWS: list[tuple[str, str, str, str, str]] = []
-CTXTOOL = [sys.executable, "-m", "ctxtool"]
 
 
 def row(name: str, measured: str, baseline: str, figure: str, target: str) -> None:
     ROWS.append((name, measured, baseline, figure, target))
     print(f"  {name}: {measured} | baseline {baseline} | {figure} (target {target})", flush=True)
-
-
-def timed(fn: Callable[[], object], repeat: int = 1) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def run_process(args: Sequence[str], env: dict[str, str] | None = None) -> float:
-    """Wall seconds of one whole process."""
-    t = time.perf_counter()
-    subprocess.run(list(args), stdout=subprocess.DEVNULL, env=env, check=True)
-    return time.perf_counter() - t
-
-
-def peak_rss_mb(args: Sequence[str]) -> float:
-    """Peak RSS (MB) of a process and its workers, measured from a small parent (a child
-    forked from this one would count this process's pages until its exec)."""
-    code = (
-        "import resource, subprocess, sys;"
-        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True);"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip()) / 1024
-
-
-def spread(ratios: list[float]) -> str:
-    return f"{statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def peer_env() -> dict[str, str]:
@@ -144,11 +110,6 @@ def peer_once(name: str, path: Path, any_python: bool = False) -> float:
 def whole_once(name: str, path: Path) -> float:
     """One run of a baseline script as a whole process (see :func:`peer_whole`)."""
     return peer_whole(name, path, repeat=1, warm=False)[0][0]
-
-
-def ratios_of(peer: list[float], ours: list[float]) -> list[float]:
-    """How many times faster ours is, pair by pair."""
-    return [p / o for p, o in zip(peer, ours, strict=True)]
 
 
 def versus(name: str, ours_args: Sequence[str], peer: str, path: Path, label: str, target: str) -> float | None:

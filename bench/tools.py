@@ -14,7 +14,7 @@ def _versus_stats(path: Path, where: str, base: Path, row: Callable[..., None], 
     """truncate against stats over ``path``, whole processes, interleaved; returns truncate's median time."""
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, ratios_of, run_process, spread
+    from bench.common import CTXTOOL, REPEAT, ratios_of, run_process, spread
 
     mb = path.stat().st_size / 1e6
     cores = os.cpu_count() or 1
@@ -58,7 +58,7 @@ def _floor(path: Path, row: Callable[..., None], label: str = "", name: str = "t
     import shutil
     import statistics
 
-    from bench.run import CTXTOOL, REPEAT, ROOT, ratios_of, run_process, spread
+    from bench.common import CTXTOOL, REPEAT, ROOT, ratios_of, run_process, spread
 
     shm = Path("/dev/shm")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -231,8 +231,8 @@ def _cut_versus_floor(path: Path, row: Callable[..., None], label: str = "") -> 
 
     import orjson
 
+    from bench.common import REPEAT, ratios_of, spread
     from bench.floors import _cut
-    from bench.run import REPEAT, ratios_of, spread
     from ctxtool.tool_outputs import algorithms as toolout
 
     limits = toolout.PRESETS.get("head-tail")
@@ -266,7 +266,7 @@ def _in_process(path: Path, row: Callable[..., None], label: str = "") -> None:
     import statistics
     import time
 
-    from bench.run import REPEAT, ratios_of, spread
+    from bench.common import REPEAT, ratios_of, spread
     from ctxtool.stats import files as stats
     from ctxtool.tool_outputs import algorithms as toolout
     from ctxtool.tool_outputs import files as tools_ops
@@ -303,8 +303,8 @@ def run(big: Path, row: Callable[..., None], corpus: Path, sessions: Path | None
     # this machine's disk (synced before each timing), whose small-file writes vary from one
     # run to the next. ``sessions`` (real sessions, bench/gen.py from_corpus): the first row
     # again on them.
+    from bench.common import peak_rss_mb
     from bench.gen import generate
-    from bench.run import peak_rss_mb
     from ctxtool.tool_outputs import algorithms as toolout
     from ctxtool.tool_outputs import files as tools_ops
 
