@@ -72,6 +72,12 @@ def _reference(obj: object, style: jsontext.Style) -> bytes:
     return fast if fast is not None else jsontext._exact_encoded(obj, style, None)
 
 
+def _containers(kids: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4)
+
+
+#: values without a float, integers orjson writes
+_plain_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text, _containers, max_leaves=20)
 ALL_STYLES = [*STYLES, jsontext.COMPACT, jsontext.Style(",", ": ", True), jsontext.Style(", ", ":", False)]
 
 
@@ -84,9 +90,7 @@ def test_encode_one_line_as_before(obj: object, style: jsontext.Style) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,
-                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4), max_leaves=20),
-       st.sampled_from([False, True]))
+@given(_plain_values, st.sampled_from([False, True]))
 def test_orjson_text_answers_for_plain_values(obj: object, python: bool) -> None:
     """Not vacuous: every value without a float that orjson writes as printable ASCII is
     written from orjson's text, escaped or not; and that text is the standard library's."""
