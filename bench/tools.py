@@ -92,7 +92,7 @@ def _floor(path: Path, row: Callable[..., None], label: str = "", name: str = "t
 #: truncate's phases in the profile of :func:`_profile`: (what, whether the floor with the writes does that work
 #: too, the frames that mark it: (module path suffix, function[, text of the line it is at])). A sample goes to the
 #: first phase, in this order, that a frame of its stack marks (the stash's zstd is the stash's; the encoder's
-#: json.dumps is not the record's rebuild); one that none marks to "the rest".
+#: work, orjson's or json.dumps', is not the record's rebuild); one that none marks to "the rest".
 PHASES: tuple[tuple[str, str, tuple[tuple[str, ...], ...]], ...] = (
     ("the stash of each changed message: build, JSON, sha256, zstd, manifest (apply_changes, flush_stashes)", "no",
      (("ctxtool/tool_outputs/stash.py", "apply_changes"), ("ctxtool/tool_outputs/stash.py", "flush_stashes"))),
@@ -101,9 +101,10 @@ PHASES: tuple[tuple[str, str, tuple[tuple[str, ...], ...]], ...] = (
     ("zstd of each original", "yes", (("ctxtool/cache/content.py", "compress"),)),
     ("store each original: the pack, the manifest line, the check of refs/ (put_output, less zstd)",
      "its pack, not the manifest", (("ctxtool/tool_outputs/common.py", "put_output"),)),
-    ("encode each changed record's messages in its source's style (json.dumps)", "yes",
-     (("json/encoder.py", "encode"), ("json/encoder.py", "iterencode"))),
-    ("rebuild each changed record from the model: render, the splice's checks (changed_record, less json.dumps)", "no",
+    ("encode each changed record's messages in its source's style (ctxtool.io.jsontext.encode: orjson where its "
+     "text is the standard library's, else json.dumps)", "yes",
+     (("json/encoder.py", "encode"), ("json/encoder.py", "iterencode"), ("ctxtool/io/jsontext.py", "encode"))),
+    ("rebuild each changed record from the model: render, the splice's checks (changed_record, less the encode)", "no",
      (("ctxtool/formats/base.py", "changed_record"),)),
     ("read the lines and parse them (orjson)", "yes", (("ctxtool/io/jsonl.py", "lines"),)),
     ("write the output (its write calls)", "yes", (("ctxtool/io/outputs.py", "write"),)),
