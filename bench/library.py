@@ -17,7 +17,9 @@ detected from each record, or named as ``fmt='openai'``: the peers assume OpenAI
 messages), and handed each record's bytes with the peer's loop parsing the same bytes
 (``orjson.loads``, as the peers' scripts do). The older rows, ``records.process`` on bytes
 against the peers on dicts parsed before their loop (the parse inside ctxtool's time only),
-are printed too, so labelled. Last, each library on its own objects,
+are printed too, so labelled. The ``records.process(WindowOp)`` rows write the kept record;
+they run again against ``trim_messages`` writing its trimmed record too (its messages back as
+OpenAI dicts, ``orjson.dumps``), as the whole-process rows' script does. Last, each library on its own objects,
 made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
 ``transcript_stats``, ``window_messages`` and ``count_messages``; LangChain's message objects
 (``convert_to_messages``) for its two functions. Each pair runs once untimed, then ``REPEAT``
@@ -84,7 +86,7 @@ def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] 
 def main(path: str, repeat: int) -> int:
     import litellm
     import orjson
-    from langchain_core.messages import convert_to_messages, trim_messages
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages, trim_messages
     from langchain_core.messages.utils import count_tokens_approximately
 
     from ctxtool import formats
@@ -155,6 +157,7 @@ def main(path: str, repeat: int) -> int:
 
     approx = "count_tokens_approximately"
     trim = f"trim_messages (last, {MAX_TOKENS:,} tokens)"
+    trim_w = trim + ", the trimmed record written (convert_to_openai_messages, orjson.dumps)"
     lc_count = lambda: [count_tokens_approximately(m) for m in dicts]  # noqa: E731
     lc_trim = lambda: [  # noqa: E731
         trim_messages(m, max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
@@ -173,6 +176,23 @@ def main(path: str, repeat: int) -> int:
     lc_trim_bytes = lambda: [  # noqa: E731
         trim_messages(orjson.loads(ln)["messages"], max_tokens=MAX_TOKENS, strategy="last",
                       token_counter=count_tokens_approximately, include_system=True) for ln in lines]
+    # the peer writing what it kept, as ctxtool's "record written" rows do (the whole-process row's script writes it too):
+    # a new record (the caller's is not changed), its messages back as OpenAI dicts, its bytes
+    lc_trim_recs_written = lambda: [  # noqa: E731
+        orjson.dumps({**r, "messages": convert_to_openai_messages(trim_messages(
+            r["messages"], max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
+            include_system=True))}) for r in recs]
+
+    def lc_trim_bytes_written() -> list[bytes]:
+        out = []
+        for ln in lines:
+            r = orjson.loads(ln)
+            r["messages"] = convert_to_openai_messages(trim_messages(
+                r["messages"], max_tokens=MAX_TOKENS, strategy="last", token_counter=count_tokens_approximately,
+                include_system=True))
+            out.append(orjson.dumps(r))
+        return out
+
     lite_recs = lambda: [litellm.token_counter(model="gpt-4o", messages=r["messages"]) for r in recs]  # noqa: E731
     lite_bytes = lambda: [litellm.token_counter(model="gpt-4o", messages=orjson.loads(ln)["messages"])  # noqa: E731
                           for ln in lines]
@@ -203,6 +223,15 @@ def main(path: str, repeat: int) -> int:
          lc_trim_bytes, process(window_op)),
         (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{trim} on {both}",
          lc_trim_bytes, process(window_op, None, "openai")),
+        # the same four, the peer writing its trimmed record too (convert_to_openai_messages, orjson.dumps)
+        (f"records.process({wnd}) on {same} (format detected, record written)", f"{trim_w} on {same}",
+         lc_trim_recs_written, process(window_op, recs)),
+        (f"records.process({wnd}, fmt='openai') on {same} (record written)", f"{trim_w} on {same}",
+         lc_trim_recs_written, process(window_op, recs, "openai")),
+        (f"records.process({wnd}) on {both} (format detected, record written)", f"{trim_w} on {both}",
+         lc_trim_bytes_written, process(window_op)),
+        (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{trim_w} on {both}",
+         lc_trim_bytes_written, process(window_op, None, "openai")),
         (f"records.process(StatsOp(tokenizer='o200k_base')) on {same} (format detected)",
          f"token_counter (gpt-4o) on {same}", lite_recs, process(exact_op, recs)),
         (f"records.process(StatsOp(tokenizer='o200k_base')) on {both} (format detected)",
