@@ -199,6 +199,21 @@ def main(path: str, repeat: int) -> int:
     same = "the same parsed records"
     both = "each record's bytes, parsed in the loop (orjson)"
     wnd = f"WindowOp(max_chars={MAX_CHARS})"
+
+    def window_rows(peer: str, on_recs: Callable[[], object], on_bytes: Callable[[], object]) -> list[Any]:
+        """The four records.process(WindowOp) rows (the record written), against the peer's loop
+        over the same parsed records and over each record's bytes."""
+        return [
+            (f"records.process({wnd}) on {same} (format detected, record written)", f"{peer} on {same}",
+             on_recs, process(window_op, recs)),
+            (f"records.process({wnd}, fmt='openai') on {same} (record written)", f"{peer} on {same}",
+             on_recs, process(window_op, recs, "openai")),
+            (f"records.process({wnd}) on {both} (format detected, record written)", f"{peer} on {both}",
+             on_bytes, process(window_op)),
+            (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{peer} on {both}",
+             on_bytes, process(window_op, None, "openai")),
+        ]
+
     pairs([
         ("stats_fast.tally_openai + heuristic tokens, on the parsed dicts", approx + " on the parsed dicts",
          lc_count, tally_tokens),
@@ -215,23 +230,9 @@ def main(path: str, repeat: int) -> int:
          lc_count_bytes, process(stats_op)),
         (f"records.process(StatsOp(), fmt='openai') on {both}", f"{approx} on {both}", lc_count_bytes,
          process(stats_op, None, "openai")),
-        (f"records.process({wnd}) on {same} (format detected, record written)", f"{trim} on {same}",
-         lc_trim_recs, process(window_op, recs)),
-        (f"records.process({wnd}, fmt='openai') on {same} (record written)", f"{trim} on {same}",
-         lc_trim_recs, process(window_op, recs, "openai")),
-        (f"records.process({wnd}) on {both} (format detected, record written)", f"{trim} on {both}",
-         lc_trim_bytes, process(window_op)),
-        (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{trim} on {both}",
-         lc_trim_bytes, process(window_op, None, "openai")),
+        *window_rows(trim, lc_trim_recs, lc_trim_bytes),
         # the same four, the peer writing its trimmed record too (convert_to_openai_messages, orjson.dumps)
-        (f"records.process({wnd}) on {same} (format detected, record written)", f"{trim_w} on {same}",
-         lc_trim_recs_written, process(window_op, recs)),
-        (f"records.process({wnd}, fmt='openai') on {same} (record written)", f"{trim_w} on {same}",
-         lc_trim_recs_written, process(window_op, recs, "openai")),
-        (f"records.process({wnd}) on {both} (format detected, record written)", f"{trim_w} on {both}",
-         lc_trim_bytes_written, process(window_op)),
-        (f"records.process({wnd}, fmt='openai') on {both} (record written)", f"{trim_w} on {both}",
-         lc_trim_bytes_written, process(window_op, None, "openai")),
+        *window_rows(trim_w, lc_trim_recs_written, lc_trim_bytes_written),
         (f"records.process(StatsOp(tokenizer='o200k_base')) on {same} (format detected)",
          f"token_counter (gpt-4o) on {same}", lite_recs, process(exact_op, recs)),
         (f"records.process(StatsOp(tokenizer='o200k_base')) on {both} (format detected)",

@@ -319,7 +319,8 @@ def test_score_recorded_from_the_cli() -> None:
 
 def test_score_recorded_finds_what_compactions_lists() -> None:
     """On the corpus sessions that recorded compactions, ``score --recorded`` scores as many as
-    ``compactions`` lists (an independent count: stats.compactions vs the CLI's score path)."""
+    ``compactions`` lists. Not an independent count: both find the compactions with
+    stats.compactions; this checks that the CLI's score path drops none of them."""
     import json
 
     from conftest import corpus_file

@@ -27,8 +27,8 @@ from ctxtool.model import (
     Usage,
     is_injected,
 )
-from ctxtool.stats.figures import TOP_OUTPUTS
-from ctxtool.stats.transcript import _largest, transcript_stats
+from ctxtool.stats.figures import TOP_OUTPUTS, largest
+from ctxtool.stats.transcript import transcript_stats
 from ctxtool.tokens.context import ContextSettings, context_figures, is_summary, last_model, resolve
 from ctxtool.tokens.count import context_tokens, count_messages, estimate_context, get_tokenizer
 
@@ -191,7 +191,7 @@ def test_last_model_given_the_messages(t: Transcript) -> None:
 
 @given(st.lists(st.integers(1, 9), max_size=700), st.sampled_from([1, 20, 600]))
 def test_largest_outputs_are_nlargests(sizes: list[int], repeat: int) -> None:
-    """transcript_stats picks its largest outputs by a sort up to _SORT_UP_TO and by heapq.nlargest
-    beyond: the same answer (ties: the earlier first)."""
+    """The largest outputs (stats.figures.largest) are picked by a sort up to _SORT_UP_TO and by
+    heapq.nlargest beyond: the same answer (ties: the earlier first)."""
     outputs: list[Any] = [(n, i, None, None) for i, n in enumerate(sizes * (repeat if len(sizes) < 50 else 1))]
-    assert _largest(outputs) == heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))
+    assert largest(outputs, itemgetter(0)) == heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))

@@ -6,6 +6,7 @@ way: the tests compare both paths on every sample, corpus file and generated dat
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -232,7 +233,7 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     """The :class:`ctxtool.stats.figures.TranscriptStats` of a tallied record, given each message's
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
-    fig = _FIGURES or _figures()
+    fig = _figures()
     RoleStats, ToolOutput = fig.RoleStats, fig.ToolOutput
     f = fig.Figures()
     chars = tl.chars
@@ -265,34 +266,27 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         label = t.label
         names = tl.names
         lineno = t.lineno
-        # the largest first, the earlier among equals (heapq.nlargest's answer, sorted: faster on a few)
-        for n_out, i, text, cid, name, mid in sorted(tl.outputs, key=_first, reverse=True)[:fig.TOP_OUTPUTS]:
+        for n_out, i, text, cid, name, mid in fig.largest(tl.outputs, _first):
             largest.append(ToolOutput(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
     return fig.TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
 
 
-_FIGURES: Any = None
-
-
+@functools.cache
 def _figures() -> Any:
     """:mod:`ctxtool.stats.figures`, imported on first use (start-up: `ctxtool window` would
     load it) and kept: :func:`finish` runs once per record."""
-    global _FIGURES
     from . import figures
 
-    _FIGURES = figures
     return figures
 
 
 def resolved_window(context: ContextSettings | None) -> Any:
     """The window of a record that names no model (every tallied record)."""
-    global _NO_SETTINGS_WINDOW
-    if context is not None:
-        return context.resolve(None)
-    if _NO_SETTINGS_WINDOW is None:  # no flag, no config: the same (frozen) answer for every task
-        _NO_SETTINGS_WINDOW = ContextSettings().resolve(None)
-    return _NO_SETTINGS_WINDOW
+    return context.resolve(None) if context is not None else _no_settings_window()
 
 
-_NO_SETTINGS_WINDOW: Any = None
+@functools.cache
+def _no_settings_window() -> Any:
+    """No flag, no config: the same (frozen) answer for every task."""
+    return ContextSettings().resolve(None)

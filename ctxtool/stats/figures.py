@@ -4,10 +4,12 @@ and for a whole run (:class:`StatsReport`), with AgentCore.Context levels. How t
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import BY_KEY
 from ..model import KIND_INJECTED, ROLES, Usage
@@ -24,6 +26,7 @@ WARNING_CHARS = int(BY_KEY["context.warning_chars"].default)
 CRITICAL_CHARS = int(BY_KEY["context.critical_chars"].default)
 LEVELS = ("ok", "warning", "critical")
 TOP_OUTPUTS = 10
+T = TypeVar("T")
 BATCH_MESSAGES = 1024
 
 
@@ -33,11 +36,22 @@ def new_counter() -> Counter[str]:
     return Counter.__new__(Counter)
 
 
+#: up to this many items a sort finds the largest sooner than heapq.nlargest (its heap wins beyond)
+_SORT_UP_TO = 500
+
+
+def largest(items: list[T], key: Callable[[T], Any]) -> list[T]:
+    """The :data:`TOP_OUTPUTS` largest of ``items`` by ``key``, the earlier first among equals:
+    ``heapq.nlargest``'s answer, which its documentation states as this sort, by the cheaper
+    route for the count (a transcript or a record has tens of outputs: the sort is 2-4x quicker)."""
+    if len(items) <= _SORT_UP_TO:
+        return sorted(items, key=key, reverse=True)[:TOP_OUTPUTS]
+    return heapq.nlargest(TOP_OUTPUTS, items, key=key)
+
+
 def top_outputs(outputs: list[ToolOutput]) -> list[ToolOutput]:
-    """The :data:`TOP_OUTPUTS` largest (tokens, then characters), the earlier first among
-    equals: ``heapq.nlargest``'s answer (documented as this sort), several times faster on
-    the few outputs one record adds."""
-    return sorted(outputs, key=output_size, reverse=True)[:TOP_OUTPUTS]
+    """The :data:`TOP_OUTPUTS` largest (tokens, then characters), the earlier first among equals."""
+    return largest(outputs, output_size)
 
 
 @dataclass(slots=True)

@@ -7,7 +7,6 @@ AgentCore.Context warning/critical thresholds: how they are counted (the figures
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from ..tokens.count import (
 )
 from ..tokens.heuristic import IMAGE_CHARS, estimate
 from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
-from .figures import CRITICAL_CHARS, TOP_OUTPUTS, WARNING_CHARS, Figures, ToolOutput, TranscriptStats
+from .figures import CRITICAL_CHARS, WARNING_CHARS, Figures, ToolOutput, TranscriptStats, largest
 
 if TYPE_CHECKING:
     pass
@@ -50,19 +49,15 @@ def threshold_levels(warning: int = WARNING_CHARS, critical: int = CRITICAL_CHAR
     """:func:`threshold_level` with the ``chars`` policy's thresholds resolved once (the
     status of the last one reached, as ``Policy.evaluate``): for one call per transcript
     (the same function again for the same policy and thresholds)."""
-    return _levels((_POLICIES or _policies()).get("chars"), warning, critical)
+    return _levels(_policies().get("chars"), warning, critical)
 
 
-_POLICIES: Any = None
-
-
+@functools.cache
 def _policies() -> Any:
     """The policy registry, imported on first use (start-up: loaded only when this runs) and
     kept: :func:`threshold_levels` is asked once per task (one record's, with ``records.process``)."""
-    global _POLICIES
     from ..policies import POLICIES
 
-    _POLICIES = POLICIES
     return POLICIES
 
 
@@ -212,40 +207,24 @@ def transcript_stats(
     f.unknown_types = formats.unknown_records(t)
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
     first, last = span(t)
-    settings = context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS)
-    if not isinstance(settings, ContextSettings):  # a Config, as resolve takes it
-        settings = ContextSettings.from_config(settings)
+    settings = ContextSettings.of(context or (ContextSettings(window=context_window) if context_window else _NO_SETTINGS))
     # tokens.context.resolve's figures (its ContextInfo and wording of the estimator left out: not reported here)
-    window, _, model, model_source, ctx_tokens, ctx_source, _, _, _, ctx_chars, _ = context_figures(
-        t, settings, tok, all_counts, all_chars, v)
-    largest: list[ToolOutput] = []
+    ctx = context_figures(t, settings, tok, all_counts, all_chars, v)
+    top: list[ToolOutput] = []
     if outputs:
         names = tool_names(callers)
         label = t.label
-        for n_out, i, m, b in _largest(outputs):
+        for n_out, i, m, b in largest(outputs, itemgetter(0)):
             out_tokens = all_counts[i] if len(m.content) == 1 else (estimate(n_out) if heuristic else tok.count(b.text))
-            largest.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
+            top.append(ToolOutput(label, m.id, m.lineno, names.get(b.id or "", b.name), out_tokens, n_out, 0, b.text))
     return TranscriptStats.of(
-        t, f, ctx_tokens, ctx_source, window, threshold_levels(warning_chars, critical_chars)(ctx_chars), largest,
-        model=_recorded_model(t, model, model_source),
+        t, f, ctx.tokens, ctx.tokens_source, ctx.window, threshold_levels(warning_chars, critical_chars)(ctx.chars),
+        top, model=_recorded_model(t, ctx.model, ctx.model_source),
         first_timestamp=iso(first),
         last_timestamp=iso(last),
         accuracy=_accuracy(t) if accuracy and f.usage.calls else None,
         rate_limits=rl if isinstance(rl := t.extra.get("rate_limits"), dict) else None,
     )
-
-
-#: up to this many outputs a sort finds the largest sooner than heapq.nlargest (its heap wins beyond)
-_SORT_UP_TO = 500
-
-
-def _largest(outputs: list[tuple[int, int, Message, Any]]) -> list[tuple[int, int, Message, Any]]:
-    """The :data:`TOP_OUTPUTS` largest outputs (by characters, the earlier first among equals):
-    ``heapq.nlargest``'s answer, which its documentation states as this sort, by the cheaper
-    route for the count (a transcript has tens of outputs: the sort is 2-4x quicker)."""
-    if len(outputs) <= _SORT_UP_TO:
-        return sorted(outputs, key=itemgetter(0), reverse=True)[:TOP_OUTPUTS]
-    return heapq.nlargest(TOP_OUTPUTS, outputs, key=itemgetter(0))
 
 
 def _recorded_model(t: Transcript, model: str | None, model_source: str) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import CtxtoolError
 from ..model import HINT_SUMMARY, KIND_COMPACTION_SUMMARY, Compaction, Message, Record, Transcript
@@ -84,6 +84,12 @@ class ContextSettings:
                 from .models import require
 
                 require(name)  # a name the user gave: unknown is a usage error
+
+    @classmethod
+    def of(cls, settings: ContextSettings | Any = None) -> ContextSettings:
+        """``settings`` as a :class:`ContextSettings`: itself, or read from a ``Config`` (default:
+        the config loaded from the environment), as :func:`resolve` takes it."""
+        return settings if isinstance(settings, ContextSettings) else cls.from_config(settings)
 
     @classmethod
     def from_config(cls, cfg: Any = None, *, window: int | None = None, model: str | None = None) -> ContextSettings:
@@ -374,7 +380,7 @@ def resolve(
     from the environment); ``window``/``model`` act as the flags. ``counts`` and ``chars`` are
     the tokens and characters of every message of ``t`` when the caller has them already."""
     tok = get_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, str) else tokenizer
-    cs = settings if isinstance(settings, ContextSettings) else ContextSettings.from_config(settings)
+    cs = ContextSettings.of(settings)
     if window or model:
         cs = ContextSettings(window or cs.window, model or cs.model, cs.config_window, cs.config_window_source,
                              cs.config_model)
@@ -392,10 +398,21 @@ def resolve(
     )
 
 
-#: :func:`context_figures`' answer: window, its source, the model in effect, its source (as
-#: :class:`WindowInfo`), tokens, their source, usage tokens, trailing tokens (as
-#: :class:`ContextInfo`), the view, the context's characters, whether any message records usage
-ContextFigures = tuple[int | None, str, str | None, str, int, str, int, int, ContextView, int, bool]
+class ContextFigures(NamedTuple):
+    """:func:`context_figures`' answer: the fields of :class:`WindowInfo` and of
+    :class:`ContextInfo` that :func:`resolve` computes, a plain tuple with names."""
+
+    window: int | None
+    window_source: str
+    model: str | None  # the model in effect
+    model_source: str
+    tokens: int
+    tokens_source: str
+    usage_tokens: int
+    trailing_tokens: int
+    view: ContextView
+    chars: int  # the context's characters
+    records_usage: bool  # whether any message records usage
 
 
 def context_figures(
@@ -419,5 +436,5 @@ def context_figures(
     else:  # every message in the context (the usual case): all of them, summed at once
         n_chars = sum(chars) if len(v.indices) == len(chars) else sum(chars[i] for i in v.indices)
     n_chars += len(v.summary)
-    return (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
-            recorded)
+    return ContextFigures(win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens,
+                          v, n_chars, recorded)
