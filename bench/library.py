@@ -17,7 +17,9 @@ detected from each record, or named as ``fmt='openai'``: the peers assume OpenAI
 messages), and handed each record's bytes with the peer's loop parsing the same bytes
 (``orjson.loads``, as the peers' scripts do). The older rows, ``records.process`` on bytes
 against the peers on dicts parsed before their loop (the parse inside ctxtool's time only),
-are printed too, so labelled. The ``records.process(WindowOp)`` rows write the kept record;
+are printed too, so labelled. Two ``records.process(StatsOp())`` rows also merge the reports
+(``merge_reports``) and read them: a report counts its largest outputs' lines when they are
+first read, which the other rows never do. The ``records.process(WindowOp)`` rows write the kept record;
 they run again against ``trim_messages`` writing its trimmed record too (its messages back as
 OpenAI dicts, ``orjson.dumps``), as the whole-process rows' script does. Last, each library on its own objects,
 made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
@@ -92,6 +94,7 @@ def main(path: str, repeat: int) -> int:
     from ctxtool import formats
     from ctxtool.history.window import WindowOp, WindowRows, plan_rows, window_messages
     from ctxtool.run import records
+    from ctxtool.run.operation import merge_reports
     from ctxtool.stats.fast import tally_openai
     from ctxtool.stats.op import StatsOp
     from ctxtool.stats.transcript import transcript_stats
@@ -197,6 +200,18 @@ def main(path: str, repeat: int) -> int:
     lite_bytes = lambda: [litellm.token_counter(model="gpt-4o", messages=orjson.loads(ln)["messages"])  # noqa: E731
                           for ln in lines]
     same = "the same parsed records"
+
+    def merged(op: Any, given: list[Any] | None) -> Callable[[], object] | None:
+        """records.process over each record, then what a caller does with the reports: merged
+        (merge_reports, as docs/distributed.md shows) and every figure of what is held made,
+        the line counts of the largest outputs included (``kept``: what stats reports)."""
+        one = process(op, given)
+        if one is None:
+            return None
+        return lambda: merge_reports(r.report for r in one()).kept()  # type: ignore[union-attr]
+
+    lc_total_recs = lambda: sum(count_tokens_approximately(r["messages"]) for r in recs)  # noqa: E731
+    lc_total_bytes = lambda: sum(count_tokens_approximately(orjson.loads(ln)["messages"]) for ln in lines)  # noqa: E731
     both = "each record's bytes, parsed in the loop (orjson)"
     wnd = f"WindowOp(max_chars={MAX_CHARS})"
 
@@ -230,6 +245,12 @@ def main(path: str, repeat: int) -> int:
          lc_count_bytes, process(stats_op)),
         (f"records.process(StatsOp(), fmt='openai') on {both}", f"{approx} on {both}", lc_count_bytes,
          process(stats_op, None, "openai")),
+        # the same, the reports merged and every count they hold made (the lines of the largest
+        # outputs are counted when first read: the rows above never read them); the peer sums its counts
+        (f"records.process(StatsOp()) on {same}, the reports merged and read (merge_reports, every line count made)",
+         f"{approx} on {same}, summed", lc_total_recs, merged(stats_op, recs)),
+        (f"records.process(StatsOp()) on {both}, the reports merged and read (merge_reports, every line count made)",
+         f"{approx} on {both}, summed", lc_total_bytes, merged(stats_op, None)),
         *window_rows(trim, lc_trim_recs, lc_trim_bytes),
         # the same four, the peer writing its trimmed record too (convert_to_openai_messages, orjson.dumps)
         *window_rows(trim_w, lc_trim_recs_written, lc_trim_bytes_written),
