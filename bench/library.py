@@ -23,7 +23,9 @@ first read, which the other rows never do. The ``records.process(WindowOp)`` row
 they run again against ``trim_messages`` writing its trimmed record too (its messages back as
 OpenAI dicts, ``orjson.dumps``), as the whole-process rows' script does. Last, each library on its own objects,
 made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
-``transcript_stats``, ``window_messages`` and ``count_messages``; LangChain's message objects
+``transcript_stats``, ``window_messages`` and ``count_messages`` (heuristic: the function that
+does what ``count_tokens_approximately`` does, where ``transcript_stats`` makes a whole report;
+and o200k_base); LangChain's message objects
 (``convert_to_messages``) for its two functions. Each pair runs once untimed, then ``REPEAT``
 times in turn (peer, ctxtool, peer, ctxtool ...); a row is the median of the pairs' ratios
 (peer time / ctxtool time: how many times faster ctxtool is) and their spread. The exact
@@ -269,6 +271,10 @@ def main(path: str, repeat: int) -> int:
          lc_count_own, lambda: [transcript_stats(t, None, heuristic) for t in ts]),
         (f"window.window_messages (max_chars {MAX_CHARS}) on ctxtool's transcripts", trim + " on LangChain's messages",
          lc_trim_own, lambda: [window_messages(t.messages, max_chars=MAX_CHARS, max_messages=1_000_000) for t in ts]),
+        # the function that does what count_tokens_approximately does (each message's tokens,
+        # estimated from its characters), where transcript_stats makes a whole report
+        ("tokens.count_messages (heuristic) on ctxtool's transcripts", approx + " on LangChain's messages",
+         lc_count_own, lambda: [count_messages(t.messages, heuristic) for t in ts]),
         ("tokens.count_messages (o200k_base) on ctxtool's transcripts", "token_counter (gpt-4o) on the parsed dicts",
          lite, lambda: [count_messages(t.messages, exact) for t in ts]),
     ], repeat, forget)
