@@ -279,3 +279,54 @@ def test_stats_op_keeps_what_its_tasks_derive() -> None:
         assert op.derived() is not first and op.derived().opts == first.opts
     finally:
         POLICIES.version -= 1
+
+
+def _old_heads(sample: list[Any], layout: str) -> frozenset[str]:
+    heads: list[Any] = []
+    if layout == "jsonl":
+        heads = [o for o in sample if isinstance(o, dict)]
+    elif layout == "json" and sample:
+        doc = sample[0]
+        if isinstance(doc, list):
+            doc = doc[0] if doc else None
+        heads = [doc] if isinstance(doc, dict) else []
+    return frozenset(k for h in heads for k in h)
+
+
+@given(st.lists(st.one_of(_message, st.just("UNREADABLE")), max_size=4), st.sampled_from(["jsonl", "json"]))
+def test_heads_and_records_per_line_answer_as_before(objs: list[Any], layout: str) -> None:
+    """_heads of one record (its keys at once) and records_per_line (the first readable line,
+    without the sample's list) give the answers of the forms they replace."""
+    from ctxtool.io.jsonl import UNREADABLE, Source
+    from ctxtool.model import Line
+
+    objs = [UNREADABLE if o == "UNREADABLE" else o for o in objs]
+    src = Source("s", layout, doc=objs[0] if objs else None)
+    src.peek.extend(Line(o, None, i) for i, o in enumerate(objs, 1))
+    assert formats._heads(src.sample(), layout) == _old_heads(src.sample(), layout)
+    for name in ("openai", "anthropic", "responses", "mini-swe-agent"):
+        f = formats.get_format(name)
+        sample = src.sample()
+        old = _answer(lambda: src.layout == "jsonl" and bool(sample) and f.messages_key(sample[0]) is not None)  # type: ignore[attr-defined]  # noqa: B023
+        assert _answer(f.records_per_line, src) == old
+    for obj in objs:  # a record holding the messages
+        src = Source("s", "jsonl")
+        src.peek.append(Line({"messages": [obj]}, None, 1))
+        sample = src.sample()
+        for name in ("openai", "anthropic", "responses"):
+            f = formats.get_format(name)
+            old = _answer(lambda: f.messages_key(sample[0]) is not None)  # type: ignore[attr-defined]  # noqa: B023
+            assert _answer(f.records_per_line, src) == old
+
+
+@given(st.text(max_size=3), st.one_of(st.none(), st.text(max_size=2)), st.one_of(st.none(), st.integers(0, 9)),
+       st.one_of(st.none(), st.text(max_size=2)), st.integers(0, 99), st.integers(0, 99), st.text(alphabet="a\n", max_size=6))
+def test_tool_output_is_the_dataclass_made(transcript: str, mid: str | None, line: int | None, tool: str | None,
+                                           tokens: int, chars: int, text: str) -> None:
+    """stats.fast.finish's outputs, made without the lines property's setter: the dataclass's object."""
+    from ctxtool.stats.figures import _LINES, tool_output
+
+    got, want = tool_output(transcript, mid, line, tool, tokens, chars, text), ToolOutput(transcript, mid, line, tool, tokens, chars, 0, text)
+    assert type(got) is ToolOutput and got.text == want.text == text and _LINES.__get__(got) == _LINES.__get__(want) == 0
+    assert got == want and repr(got) == repr(want) and got.lines == want.lines == text.count("\n") + 1
+    assert got.text is None and want.text is None

@@ -83,6 +83,8 @@ def _heads(sample: list[Any], layout: str) -> frozenset[str]:
     heads: list[Mapping[str, Any]] = []
     if layout == "jsonl":
         heads = [o for o in sample if isinstance(o, dict)]
+        if len(heads) == 1:  # one record's (records.process): its keys
+            return frozenset(heads[0])
     elif layout == "json" and sample:
         doc = sample[0]
         if isinstance(doc, list):
