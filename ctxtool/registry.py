@@ -45,7 +45,6 @@ class Registry(Generic[T]):
         self._entries: dict[str, T | LazyEntry[T]] = {}
         self.version = 0  # counts register and unregister calls: what is derived from the entries is made again
 
-
     def register(self, entry: E, name: str | None = None, *, aliases: Iterable[str] = ()) -> E:
         """Add ``entry`` under ``name`` (default: its ``name`` attribute); returns it, so that a
         registry of classes takes this as a class decorator. ``entry`` may be a :class:`LazyEntry`."""
