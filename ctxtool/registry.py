@@ -43,6 +43,7 @@ class Registry(Generic[T]):
         self.unique = unique
         self.aliases: dict[str, str] = {}
         self._entries: dict[str, T | LazyEntry[T]] = {}
+        self.version = 0  # counts register and unregister calls: what is derived from the entries is made again
 
     def register(self, entry: E, name: str | None = None, *, aliases: Iterable[str] = ()) -> E:
         """Add ``entry`` under ``name`` (default: its ``name`` attribute); returns it, so that a
@@ -55,6 +56,7 @@ class Registry(Generic[T]):
         self._entries[key] = cast("T | LazyEntry[T]", entry)
         for a in aliases:
             self.aliases[a] = key
+        self.version += 1
         return entry
 
     def register_instance_of(self, cls: type[E]) -> type[E]:
@@ -64,6 +66,7 @@ class Registry(Generic[T]):
 
     def unregister(self, name: str) -> None:
         self._entries.pop(name, None)
+        self.version += 1
 
     def key(self, name: str) -> str:
         """The registered name ``name`` stands for (folded, a former name mapped); it may not be registered."""

@@ -9,6 +9,7 @@ import heapq
 import importlib
 from collections import Counter
 from operator import itemgetter
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -79,3 +80,253 @@ def test_estimates_is_estimate_of_each(chars: list[int]) -> None:
     from ctxtool.tokens.heuristic import estimate, estimates
 
     assert estimates(chars) == [estimate(c) for c in chars]
+
+
+# -- detection's sniffs with their per-message test inlined: the answers of the forms they replace
+def _old_looks_openai(msgs: list[Any]) -> int:
+    from ctxtool.formats.openai import _is_message
+
+    if not msgs or not all(_is_message(m) for m in msgs[:50]):
+        return 0
+    for m in msgs[:200]:
+        if m.get("tool_calls") or m.get("role") == "tool" or m.get("tool_call_id"):
+            return 90
+        c = m.get("content")
+        if isinstance(c, list):
+            for part in c:
+                if isinstance(part, dict) and part.get("type") in ("tool_use", "tool_result"):
+                    return 0
+    return 70
+
+
+def _old_anthropic_score(msgs: Any, *, request: bool = False) -> int:
+    from ctxtool.formats.anthropic import ANTHROPIC_BLOCKS, OPENAI_FIELDS, OPENAI_PARTS, ROLES, _is_message
+
+    if not isinstance(msgs, list) or not msgs:
+        return 0
+    if not all(_is_message(m) for m in msgs[:50]):
+        return 0
+    anthropic = False
+    for m in msgs[:200]:
+        if not isinstance(m, dict):
+            return 0
+        if m.get("role") not in ROLES or any(k in m for k in OPENAI_FIELDS):
+            return 0
+        c = m.get("content")
+        if isinstance(c, list):
+            for p in c:
+                if not isinstance(p, dict):
+                    continue
+                t = p.get("type")
+                if t in OPENAI_PARTS or "value" in p:
+                    return 0
+                if t in ANTHROPIC_BLOCKS or (t == "image" and isinstance(p.get("source"), dict)):
+                    anthropic = True
+                elif "cache_control" in p or "citations" in p:
+                    anthropic = True
+    if anthropic:
+        return 95
+    return 80 if request else 50
+
+
+def _old_responses_score(items: list[Any]) -> int:
+    from ctxtool.formats.responses import _anthropic, is_item
+
+    head = items[:200]
+    if not any(isinstance(o, dict) and "type" in o for o in head):
+        return 0
+    if not all(is_item(o) for o in head) or any(_anthropic(o) for o in head):
+        return 0
+    return 93
+
+
+_roles = st.one_of(st.sampled_from(["user", "assistant", "system", "developer", "tool", "function", "model", "x"]),
+                   st.none(), st.integers(0, 2), st.lists(st.just("user"), max_size=1))
+_parts = st.lists(st.one_of(
+    st.dictionaries(st.sampled_from(["type", "text", "value", "source", "cache_control", "citations"]),
+                    st.one_of(st.sampled_from(["text", "tool_use", "tool_result", "image", "image_url", "input_text",
+                                               "thinking", "message"]), st.none(), st.dictionaries(st.just("a"), st.none())),
+                    max_size=3),
+    st.text(max_size=2), st.integers()), max_size=3)
+_values = st.one_of(st.none(), st.text(max_size=3), _parts, _roles, st.sampled_from(["message", "function_call", "reasoning"]))
+_message = st.one_of(
+    st.fixed_dictionaries({"role": _roles}, optional={
+        "content": st.one_of(st.none(), st.text(max_size=3), _parts), "tool_calls": st.one_of(st.none(), st.lists(st.just({}), max_size=1)),
+        "tool_call_id": _values, "type": _values, "function_call": _values, "refusal": _values, "stop_reason": _values}),
+    st.dictionaries(st.sampled_from(["role", "content", "type", "tool_calls"]), _values, max_size=3),
+    st.integers(), st.text(max_size=2), st.none(),
+)
+
+
+def _answer(fn: Any, *args: Any, **kw: Any) -> Any:
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - the same exception is the same answer
+        return type(e)
+
+
+@given(st.lists(_message, max_size=60))
+def test_sniffs_inlined_answer_as_before(msgs: list[Any]) -> None:
+    from ctxtool.formats.anthropic import _score
+    from ctxtool.formats.openai import _looks_openai
+    from ctxtool.formats.responses import score
+
+    assert _answer(_looks_openai, msgs) == _answer(_old_looks_openai, msgs)
+    for request in (False, True):
+        assert _answer(_score, msgs, request=request) == _answer(_old_anthropic_score, msgs, request=request)
+    assert _answer(score, msgs) == _answer(_old_responses_score, msgs)
+
+
+# -- detection's candidates, found once per (layout, top-level keys): the answer of asking every entry
+def _old_scores(sample: list[Any], src: Any) -> list[tuple[int, str, Any]]:
+    scores = []
+    heads = formats._heads(sample, src.layout)
+    for name, entry in formats.FORMATS.entries().items():
+        if isinstance(entry, formats.Lazy) and not entry.may_sniff(src.layout, heads):
+            continue
+        fmt = formats.get_format(name)
+        try:
+            s = fmt.sniff(sample, src)
+        except (KeyError, TypeError, AttributeError, IndexError):
+            s = 0
+        if s > 0:
+            scores.append((s, name, fmt))
+    scores.sort(key=lambda x: -x[0])
+    return scores
+
+
+_records = st.lists(st.one_of(
+    st.fixed_dictionaries({"messages": st.lists(_message, max_size=4)}),
+    st.fixed_dictionaries({"conversations": st.lists(st.fixed_dictionaries({"from": st.sampled_from(["human", "gpt"]),
+                                                                             "value": st.text(max_size=2)}), max_size=2)}),
+    st.fixed_dictionaries({"input": st.lists(_message, max_size=3)}),
+    _message,
+), min_size=1, max_size=3)
+
+
+def _source(sample: list[Any], layout: str) -> Any:
+    from ctxtool.io.jsonl import Source
+    from ctxtool.model import Line
+
+    if layout == "json":
+        return Source("s.json", "json", doc=sample[0] if len(sample) == 1 else sample)
+    src = Source("s.jsonl", "jsonl")
+    src.peek.extend(Line(o, None, i) for i, o in enumerate(sample, 1))
+    return src
+
+
+@given(_records, st.sampled_from(["jsonl", "json"]))
+def test_candidates_score_as_every_entry_asked(sample: list[Any], layout: str) -> None:
+    src = _source(sample, layout)
+    assert formats._scores(src.sample(), src) == _old_scores(src.sample(), src)
+    assert formats._scores(src.sample(), src) == _old_scores(src.sample(), src)  # asked again: the kept candidates
+
+
+def test_candidates_follow_the_registry_and_the_hints() -> None:
+    from ctxtool.formats.openai import FORMAT as OPENAI
+
+    rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    src = _source([rec], "jsonl")
+    before = [n for _, n, _ in formats._scores(src.sample(), src)]
+    assert "openai" in before and "openai-twin" not in before
+    formats.register(formats.Lazy("ctxtool.formats.openai", ("jsonl",), ("nothing-here",)), "openai-twin")
+    try:
+        assert [n for _, n, _ in formats._scores(src.sample(), src)] == before  # its hints rule it out
+        entry = formats.FORMATS.entry("openai-twin")
+        assert isinstance(entry, formats.Lazy)
+        entry.keys = ("messages",)  # a registered entry's hints changed in place
+        got = formats._scores(src.sample(), src)
+        assert ("openai-twin", OPENAI) in [(n, f) for _, n, f in got] and got == _old_scores(src.sample(), src)
+    finally:
+        formats.FORMATS.unregister("openai-twin")
+    assert [n for _, n, _ in formats._scores(src.sample(), src)] == before
+
+
+def test_stats_op_keeps_what_its_tasks_derive() -> None:
+    """The settings a task derives from its StatsOp alone, kept on the op: the same options as
+    made per task, not compared, shown or pickled, made again when the policy registry changes."""
+    import pickle
+
+    from ctxtool.formats.base import ErrorPolicy
+    from ctxtool.run.operation import RunContext
+    from ctxtool.stats import fast as stats_fast
+    from ctxtool.stats.op import _DERIVED, StatsOp
+    from ctxtool.stats.transcript import threshold_levels
+    from ctxtool.tokens.count import HeuristicTokenizer
+
+    for op in (StatsOp(), StatsOp(warning_chars=10, critical_chars=20, keep=3), StatsOp(per_message=True),
+               StatsOp(tokenizer="o200k_base", accuracy=True)):
+        for record in (False, True):
+            task = op.start(RunContext("p", ErrorPolicy(), None, worker=True, record=record))
+            assert task.opts == {  # type: ignore[attr-defined]
+                "context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
+                "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
+                "level": threshold_levels(op.warning_chars, op.critical_chars), "accuracy": op.accuracy,
+                "count_lines": op.keep is None and not record}
+            assert task.fast == (op.fast and not op.per_message and not op.accuracy)  # type: ignore[attr-defined]
+            assert (type(task.tok) is HeuristicTokenizer) == (op.tokenizer == "heuristic")  # type: ignore[attr-defined]
+        assert _DERIVED in op.__dict__ and _DERIVED not in repr(op) and op == StatsOp(**{
+            k: getattr(op, k) for k in ("tokenizer", "warning_chars", "critical_chars", "per_message", "keep", "accuracy")})
+        back = pickle.loads(pickle.dumps(op))
+        assert back == op and _DERIVED not in back.__dict__
+    op = StatsOp()
+    first = op.derived()
+    assert op.derived() is first
+    from ctxtool.policies import POLICIES
+
+    POLICIES.version += 1  # as a register call does
+    try:
+        assert op.derived() is not first and op.derived().opts == first.opts
+    finally:
+        POLICIES.version -= 1
+
+
+def _old_heads(sample: list[Any], layout: str) -> frozenset[str]:
+    heads: list[Any] = []
+    if layout == "jsonl":
+        heads = [o for o in sample if isinstance(o, dict)]
+    elif layout == "json" and sample:
+        doc = sample[0]
+        if isinstance(doc, list):
+            doc = doc[0] if doc else None
+        heads = [doc] if isinstance(doc, dict) else []
+    return frozenset(k for h in heads for k in h)
+
+
+@given(st.lists(st.one_of(_message, st.just("UNREADABLE")), max_size=4), st.sampled_from(["jsonl", "json"]))
+def test_heads_and_records_per_line_answer_as_before(objs: list[Any], layout: str) -> None:
+    """_heads of one record (its keys at once) and records_per_line (the first readable line,
+    without the sample's list) give the answers of the forms they replace."""
+    from ctxtool.io.jsonl import UNREADABLE, Source
+    from ctxtool.model import Line
+
+    objs = [UNREADABLE if o == "UNREADABLE" else o for o in objs]
+    src = Source("s", layout, doc=objs[0] if objs else None)
+    src.peek.extend(Line(o, None, i) for i, o in enumerate(objs, 1))
+    assert formats._heads(src.sample(), layout) == _old_heads(src.sample(), layout)
+    for name in ("openai", "anthropic", "responses", "mini-swe-agent"):
+        f = formats.get_format(name)
+        sample = src.sample()
+        old = _answer(lambda: src.layout == "jsonl" and bool(sample) and f.messages_key(sample[0]) is not None)  # type: ignore[attr-defined]  # noqa: B023
+        assert _answer(f.records_per_line, src) == old
+    for obj in objs:  # a record holding the messages
+        src = Source("s", "jsonl")
+        src.peek.append(Line({"messages": [obj]}, None, 1))
+        sample = src.sample()
+        for name in ("openai", "anthropic", "responses"):
+            f = formats.get_format(name)
+            old = _answer(lambda: f.messages_key(sample[0]) is not None)  # type: ignore[attr-defined]  # noqa: B023
+            assert _answer(f.records_per_line, src) == old
+
+
+@given(st.text(max_size=3), st.one_of(st.none(), st.text(max_size=2)), st.one_of(st.none(), st.integers(0, 9)),
+       st.one_of(st.none(), st.text(max_size=2)), st.integers(0, 99), st.integers(0, 99), st.text(alphabet="a\n", max_size=6))
+def test_tool_output_is_the_dataclass_made(transcript: str, mid: str | None, line: int | None, tool: str | None,
+                                           tokens: int, chars: int, text: str) -> None:
+    """stats.fast.finish's outputs, made without the lines property's setter: the dataclass's object."""
+    from ctxtool.stats.figures import _LINES, tool_output
+
+    got, want = tool_output(transcript, mid, line, tool, tokens, chars, text), ToolOutput(transcript, mid, line, tool, tokens, chars, 0, text)
+    assert type(got) is ToolOutput and got.text == want.text == text and _LINES.__get__(got) == _LINES.__get__(want) == 0
+    assert got == want and repr(got) == repr(want) and got.lines == want.lines == text.count("\n") + 1
+    assert got.text is None and want.text is None

@@ -37,6 +37,7 @@ class Lazy(LazyEntry["Format"]):
     No ``keys`` and no ``records``: any value of those layouts may be this format's."""
 
     __slots__ = ("_hints", "attribute", "keys", "layouts", "module", "records")
+    changes = 0  # counts hints set on any entry: detection's candidates (:func:`_candidates`) are made again
 
     def __init__(self, module: str, layouts: Sequence[str] = LAYOUTS, keys: Sequence[str] = (), *,
                  records: bool = False, attribute: str = "FORMAT") -> None:
@@ -44,6 +45,11 @@ class Lazy(LazyEntry["Format"]):
         self.module, self.layouts, self.keys, self.records = module, tuple(layouts), tuple(keys), records
         self.attribute = attribute
         self._hints: tuple[tuple[str, ...], bool, frozenset[str]] | None = None  # made on first use from keys, records
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in ("layouts", "keys", "records"):
+            Lazy.changes += 1
 
     def may_sniff(self, layout: str, present: Collection[str]) -> bool:
         """False when this format's sniff is known to say 0 (its module need not be imported);
@@ -77,6 +83,8 @@ def _heads(sample: list[Any], layout: str) -> frozenset[str]:
     heads: list[Mapping[str, Any]] = []
     if layout == "jsonl":
         heads = [o for o in sample if isinstance(o, dict)]
+        if len(heads) == 1:  # one record's (records.process): its keys
+            return frozenset(heads[0])
     elif layout == "json" and sample:
         doc = sample[0]
         if isinstance(doc, list):
@@ -147,15 +155,36 @@ def get_format(name: str) -> Format:
     return FORMATS.get(name)
 
 
+# (layout, the sample's top-level keys) -> the formats whose hints let them sniff it, in registry
+# order; made again when the registry or an entry's hints change (the registry's version, Lazy.changes)
+_CANDIDATES: dict[tuple[str, frozenset[str]], list[tuple[str, Format]]] = {}
+_CANDIDATES_OF: list[int] = [-1, -1]
+
+
+def _candidates(layout: str, heads: frozenset[str]) -> list[tuple[str, Format]]:
+    """The formats (name, format) :func:`_scores` asks to sniff a sample of ``layout`` whose objects
+    have the top-level keys ``heads``: every registered one, but those whose hints rule it out
+    (not imported). They depend on nothing else, so they are found once per layout and keys (a
+    dataset's records share theirs) until a format is registered or removed or hints change."""
+    if _CANDIDATES_OF[0] != FORMATS.version or _CANDIDATES_OF[1] != Lazy.changes:
+        _CANDIDATES.clear()
+        _CANDIDATES_OF[:] = [FORMATS.version, Lazy.changes]
+    key = (layout, heads)
+    made = _CANDIDATES.get(key)
+    if made is None:
+        made = [(name, get_format(name)) for name, entry in FORMATS.entries().items()
+                if not (isinstance(entry, Lazy) and not entry.may_sniff(layout, heads))]
+        if len(_CANDIDATES) >= 256:  # keys seen in a file with records of many shapes: kept bounded
+            _CANDIDATES.clear()
+        _CANDIDATES[key] = made
+    return made
+
+
 def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:
     """Every format's confidence in ``sample``, best first (formats that say 0 left out). A
     format whose detection hints rule the sample out says 0 without being imported."""
     scores = []
-    heads = _heads(sample, src.layout)
-    for name, entry in FORMATS.entries().items():
-        if isinstance(entry, Lazy) and not entry.may_sniff(src.layout, heads):
-            continue
-        fmt = get_format(name)
+    for name, fmt in _candidates(src.layout, _heads(sample, src.layout)):
         try:
             s = fmt.sniff(sample, src)
         except (KeyError, TypeError, AttributeError, IndexError):

@@ -44,8 +44,10 @@ def _score(msgs: Any, *, request: bool = False) -> int:
     """Confidence that ``msgs`` are Anthropic messages (0 when OpenAI-specific fields appear)."""
     if not isinstance(msgs, list) or not msgs:
         return 0
-    if not all(_is_message(m) for m in msgs[:50]):
-        return 0
+    roles = ROLES
+    for m in msgs[:50]:  # each a message (_is_message, inlined: asked of every record detected)
+        if not (isinstance(m, dict) and m.get("role") in roles and "content" in m):
+            return 0
     anthropic = False
     for m in msgs[:200]:
         if not isinstance(m, dict):

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import CtxtoolError
-from ..io.jsonl import Source
+from ..io.jsonl import UNREADABLE, Source
 from ..model import Line, Message, Record, Transcript
 from .base import RECORD_ERRORS, ErrorPolicy, Format, assign_positional_ids, placed
 
@@ -116,8 +116,12 @@ class DatasetFormat(Format):
         return 0
 
     def records_per_line(self, src: Source) -> bool:
-        sample = src.sample()
-        return src.layout == "jsonl" and bool(sample) and self.messages_key(sample[0]) is not None
+        if src.layout != "jsonl":
+            return False
+        for ln in src.peek:  # the first of src.sample() (asked twice per record by records.process)
+            if ln.obj is not UNREADABLE:
+                return self.messages_key(ln.obj) is not None
+        return False
 
     # -- reading ----------------------------------------------------------------------
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:

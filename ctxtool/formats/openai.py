@@ -25,8 +25,12 @@ def _is_message(o: Any) -> bool:
 
 def _looks_openai(msgs: list[Any]) -> int:
     """Confidence that a list of dicts is OpenAI chat messages (not Anthropic blocks)."""
-    if not msgs or not all(_is_message(m) for m in msgs[:50]):  # each a dict: _is_message asks
+    if not msgs:
         return 0
+    roles = ROLE_MAP
+    for m in msgs[:50]:  # each a message (_is_message, inlined: asked of every record detected)
+        if not (isinstance(m, dict) and m.get("role") in roles and ("content" in m or "tool_calls" in m)):
+            return 0
     for m in msgs[:200]:
         if m.get("tool_calls") or m.get("role") == "tool" or m.get("tool_call_id"):
             return 90

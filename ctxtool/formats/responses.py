@@ -44,7 +44,10 @@ def score(items: list[Any]) -> int:
     """Confidence that ``items`` is a Responses item list: every item one, and at least one
     carrying a Responses item ``type`` (a chat message list has none)."""
     head = items[:200]
-    if not any(isinstance(o, dict) and "type" in o for o in head):  # the cheaper test first
+    for o in head:  # the cheaper test first (a loop: asked of every record detected)
+        if isinstance(o, dict) and "type" in o:
+            break
+    else:
         return 0
     if not all(is_item(o) for o in head) or any(_anthropic(o) for o in head):
         return 0

@@ -234,8 +234,8 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     tokens (``counts``) and its thinking blocks' tokens; ``window`` is the resolved window
     (a record without a model: the same for every one)."""
     fig = _figures()
-    RoleStats, ToolOutput = fig.RoleStats, fig.ToolOutput
-    f = fig.Figures()
+    RoleStats, tool_output = fig.RoleStats, fig.tool_output
+    f = fig.Figures(tool_calls_by_name=tl.calls_by_name)
     chars = tl.chars
     by_role = f.by_role
     for row, n, c in zip(tl.rows, counts, chars, strict=True):  # Figures.add_message, inlined
@@ -260,14 +260,13 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
         f.system_prompt_chars = sysr.chars
         f.system_prompt_tokens = sysr.tokens
     f.framing_tokens = FRAMING_PER_MESSAGE * f.messages + (FRAMING_PER_REPLY if f.messages else 0)
-    f.tool_calls_by_name = tl.calls_by_name
     largest: list[Any] = []  # ToolOutput
     if tl.outputs:
         label = t.label
         names = tl.names
         lineno = t.lineno
         for n_out, i, text, cid, name, mid in fig.largest(tl.outputs, _first):
-            largest.append(ToolOutput(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, 0, text))
+            largest.append(tool_output(label, mid, lineno, names.get(cid or "", name), counts[i], n_out, text))
     # no usage, no boundary, every message visible: the context is the sum of the estimates
     return fig.TranscriptStats.of(t, f, tokens, "estimate", window.window, opts["level"](total_chars), largest)
 

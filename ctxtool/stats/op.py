@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ..formats.base import ErrorPolicy, Format
 from ..io.jsonl import Source
@@ -40,7 +40,7 @@ from .figures import (
     output_size,
     top_outputs,
 )
-from .transcript import threshold_levels, transcript_stats
+from .transcript import _policies, threshold_levels, transcript_stats
 
 # With an exact tokenizer the cost of a byte varies with the text: more ranges than processes,
 # so one that finishes early takes the next. The heuristic's cost follows the bytes: one each
@@ -240,6 +240,16 @@ def fold(part: StatsPart, batch: list[Transcript], tok: Tokenizer, opts: dict[st
                 part.largest = top_outputs(top + ts.largest)
 
 
+_DERIVED = "_derived"  # where a StatsOp keeps its _Derived (not a field: not compared, shown or sent)
+
+
+class _Derived(NamedTuple):
+    opts: dict[str, Any]  # a task's options but the window (resolved per task) and count_lines (per input)
+    fast: bool
+    tok: Tokenizer | None  # the heuristic tokenizer (shared); None: one made per task
+    policies: int  # the policy registry's version the levels were made from
+
+
 @dataclass(frozen=True)
 class StatsOp(Operation[StatsPart]):
     """``stats`` over one input: reads only (no output)."""
@@ -261,8 +271,31 @@ class StatsOp(Operation[StatsPart]):
 
     def __getstate__(self) -> dict[str, Any]:
         # a callback stays in its process: a worker holds its range's transcripts and the
-        # parent passes them on (collect)
-        return dict(self.__dict__, each=None, keep=None if self.each is not None else self.keep)
+        # parent passes them on (collect); the settings its tasks derive are made again there
+        state = dict(self.__dict__, each=None, keep=None if self.each is not None else self.keep)
+        state.pop(_DERIVED, None)
+        return state
+
+    def derived(self) -> _Derived:
+        """What every task of this operation derives from it alone, made by the first and kept
+        on it (:func:`ctxtool.run.records.process` starts a task per record): the options
+        that do not depend on the input, whether records are tallied, and the heuristic
+        tokenizer (it holds nothing). The threshold levels are made again when the policy
+        registry changes, as :func:`threshold_levels` would answer."""
+        made: _Derived | None = self.__dict__.get(_DERIVED)
+        policies = _policies().version
+        if made is None or made.policies != policies:
+            tok = get_tokenizer(self.tokenizer)
+            made = _Derived(
+                {"context": self.context, "warning_chars": self.warning_chars, "critical_chars": self.critical_chars,
+                 "per_message": self.per_message, "keep": self.keep,
+                 "level": threshold_levels(self.warning_chars, self.critical_chars), "accuracy": self.accuracy},
+                # per-message rows need the model, and so does an estimate calibrated to the transcript
+                self.fast and not self.per_message and self.tokenizer != "calibrated" and not self.accuracy,
+                tok if type(tok) is HeuristicTokenizer else None, policies,
+            )
+            object.__setattr__(self, _DERIVED, made)
+        return made
 
     def collect(self, reports: Iterable[StatsPart]) -> StatsPart:
         if self.each is None:
@@ -289,17 +322,15 @@ class _StatsTask(Task[StatsPart]):
     """Folds transcripts as they come; exact tokenizers count a batch of messages at once."""
 
     def __init__(self, op: StatsOp, ctx: RunContext) -> None:
-        self.tok = get_tokenizer(op.tokenizer)
+        derived = op.derived()
+        self.tok = derived.tok or get_tokenizer(op.tokenizer)
         if ctx.worker and isinstance(self.tok, TiktokenTokenizer):
             self.tok.threads = 1  # one process per core already
-        self.opts = {"context": op.context, "warning_chars": op.warning_chars, "critical_chars": op.critical_chars,
-                     "per_message": op.per_message, "window": stats_fast.resolved_window(op.context), "keep": op.keep,
-                     "level": threshold_levels(op.warning_chars, op.critical_chars), "accuracy": op.accuracy,
-                     # the lines of the largest outputs are counted when read (reported): held
-                     # until then, when only a few transcripts are held (keep) or one record's
-                     "count_lines": op.keep is None and not ctx.record}
-        # per-message rows need the model, and so does an estimate calibrated to the transcript
-        self.fast = op.fast and not op.per_message and op.tokenizer != "calibrated" and not op.accuracy
+        self.opts = dict(derived.opts, window=stats_fast.resolved_window(op.context),
+                         # the lines of the largest outputs are counted when read (reported): held
+                         # until then, when only a few transcripts are held (keep) or one record's
+                         count_lines=op.keep is None and not ctx.record)
+        self.fast = derived.fast
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
         self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
                               sink=None if ctx.worker else op.each)
