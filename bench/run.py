@@ -456,13 +456,12 @@ def bench_plain_tables(small: Path) -> None:
                             (f"stats, {small.name}", ["stats", str(small)]),
                             (f"window --max-chars 32000 -o OUT, {small.name}",
                              ["window", "--max-chars", "32000", str(small), "-o", out])):
-            texts = [subprocess.run(cmd, capture_output=True, check=True)
-                     for cmd in ([*CTXTOOL, *args], [sys.executable, str(ROOT / "bench" / "via_rich.py"), *args])]
+            plain_cmd = [*CTXTOOL, *args]
+            rich_cmd = [sys.executable, str(ROOT / "bench" / "via_rich.py"), *args]
+            texts = [subprocess.run(cmd, capture_output=True, check=True) for cmd in (plain_cmd, rich_cmd)]
             if (texts[0].stdout, texts[0].stderr) != (texts[1].stdout, texts[1].stderr):
                 row(f"tables without rich: {label}", "-", "-", "the two texts differ: no figure", "same text")
                 continue
-            plain_cmd = [*CTXTOOL, *args]
-            rich_cmd = [sys.executable, str(ROOT / "bench" / "via_rich.py"), *args]
             plain, rich = paired(partial(run_process, plain_cmd), partial(run_process, rich_cmd), repeat=10)
             diffs = [(r - p) * 1000 for p, r in zip(plain, rich, strict=True)]
             row(f"tables without rich: {label}", f"{statistics.median(plain) * 1000:.0f} ms",

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -155,29 +156,20 @@ def get_format(name: str) -> Format:
     return FORMATS.get(name)
 
 
-# (layout, the sample's top-level keys) -> the formats whose hints let them sniff it, in registry
-# order; made again when the registry or an entry's hints change (the registry's version, Lazy.changes)
-_CANDIDATES: dict[tuple[str, frozenset[str]], list[tuple[str, Format]]] = {}
-_CANDIDATES_OF: list[int] = [-1, -1]
-
-
 def _candidates(layout: str, heads: frozenset[str]) -> list[tuple[str, Format]]:
     """The formats (name, format) :func:`_scores` asks to sniff a sample of ``layout`` whose objects
     have the top-level keys ``heads``: every registered one, but those whose hints rule it out
     (not imported). They depend on nothing else, so they are found once per layout and keys (a
-    dataset's records share theirs) until a format is registered or removed or hints change."""
-    if _CANDIDATES_OF[0] != FORMATS.version or _CANDIDATES_OF[1] != Lazy.changes:
-        _CANDIDATES.clear()
-        _CANDIDATES_OF[:] = [FORMATS.version, Lazy.changes]
-    key = (layout, heads)
-    made = _CANDIDATES.get(key)
-    if made is None:
-        made = [(name, get_format(name)) for name, entry in FORMATS.entries().items()
-                if not (isinstance(entry, Lazy) and not entry.may_sniff(layout, heads))]
-        if len(_CANDIDATES) >= 256:  # keys seen in a file with records of many shapes: kept bounded
-            _CANDIDATES.clear()
-        _CANDIDATES[key] = made
-    return made
+    dataset's records share theirs) and the registry's and the hints' state (:func:`_found`)."""
+    return _found(layout, heads, FORMATS.version, Lazy.changes)
+
+
+@functools.lru_cache(maxsize=256)  # keys seen in a file with records of many shapes: kept bounded
+def _found(layout: str, heads: frozenset[str], version: int, changes: int) -> list[tuple[str, Format]]:
+    """:func:`_candidates` made: ``version`` and ``changes`` (the registry's version, a count of
+    hints set) only key it, so that a format registered or removed or hints changed make it again."""
+    return [(name, get_format(name)) for name, entry in FORMATS.entries().items()
+            if not (isinstance(entry, Lazy) and not entry.may_sniff(layout, heads))]
 
 
 def _scores(sample: list[Any], src: Source) -> list[tuple[int, str, Format]]:

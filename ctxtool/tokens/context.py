@@ -384,17 +384,17 @@ def resolve(
     if window or model:
         cs = ContextSettings(window or cs.window, model or cs.model, cs.config_window, cs.config_window_source,
                              cs.config_model)
-    (win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens, v, n_chars,
-     recorded) = context_figures(t, cs, tok, counts, chars)
+    f = context_figures(t, cs, tok, counts, chars)
     # The default where the file records usage: the last usage plus the count of what follows
     # it (ctxtool.calibration measures it: within ±10% on 99% of the corpus's turns). Where none
     # was recorded since the last compaction it is the tokenizer's count alone, which misses
     # what the file does not hold (system prompt, tool schemas); --tokenizer calibrated adds
     # the overhead fitted to the file. ContextInfo.estimator says which estimate was used.
-    records = source == "estimate" and recorded and _records_usage(t, v.messages)
+    records = f.tokens_source == "estimate" and f.records_usage and _records_usage(t, f.view.messages)
     return ContextInfo(
-        win, win_source, in_effect, in_effect_source, tokens, source, usage_tokens, trailing_tokens,
-        len(v.indices), n_chars, v.boundary, tok.name, estimator=_estimator(source, trailing_tokens, tok, records),
+        f.window, f.window_source, f.model, f.model_source, f.tokens, f.tokens_source, f.usage_tokens, f.trailing_tokens,
+        len(f.view.indices), f.chars, f.view.boundary, tok.name,
+        estimator=_estimator(f.tokens_source, f.trailing_tokens, tok, records),
     )
 
 
