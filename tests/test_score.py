@@ -311,7 +311,8 @@ def test_score_recorded_from_the_cli() -> None:
     for args, words in (((pi, "--recorded", "--compaction", "2"), "no session here recorded a compaction #2"),
                         ((pi, pi, "--recorded"), "takes one path"),
                         ((pi,), "score needs AFTER"),
-                        ((pi, pi, "--compaction", "1"), "--compaction N selects one")):
+                        ((pi, pi, "--compaction", "1"), "--compaction N selects one"),
+                        ((pi, "--recorded", "--after-format", "pi"), "score --recorded takes no AFTER")):
         bad = _score_cli(*args)
         lines = [ln for ln in bad.stderr.splitlines() if ln.startswith("ctxtool:")]
         assert bad.returncode == 2 and bad.stdout == "" and len(lines) == 1 and words in lines[0], bad.stderr

@@ -57,6 +57,8 @@ def score_cmd(
                            "compactions BEFORE recorded itself", kind=Failure.USAGE)
     if number is not None and not recorded:
         raise CtxtoolError("--compaction N selects one of the compactions --recorded scores", kind=Failure.USAGE)
+    if recorded and after_fmt is not None:
+        raise CtxtoolError("--after-format names AFTER's format; score --recorded takes no AFTER", kind=Failure.USAGE)
 
     _, tok_name = resolve_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
