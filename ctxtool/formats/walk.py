@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import CtxtoolError, Failure
+from ..text import lazyre
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
@@ -89,7 +90,7 @@ def with_subagents(session: str) -> list[str]:
 
 
 #: ``"sessionId": "..."`` near the start of a session file (its metadata line, or the JSON document's head)
-_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+_SESSION_ID = lazyre.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
 
 
 def gemini_subagent_files(session: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,6 +423,9 @@ def run_tables(
     process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
     the file's size; the rows' records wait in a temporary JSON Lines file, run by ``runner``
     (:func:`ctxtool.run.runner.run_file`)."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
         src = os.path.join(tmp, "rows.jsonl")
         with open(src, "wb") as fh:

@@ -156,9 +156,14 @@ LITELLM_FIELDS = ("provider", "context_window", "max_output", "input_price", "ou
 
 
 def _data(name: str) -> dict[str, Any]:
-    from importlib import resources  # the registry is read on the first lookup, not at import
+    # The registry is read on the first lookup, not at import; through the package's loader
+    # (pkgutil), as importlib.resources would read it but without its ~2 ms of imports.
+    import pkgutil
 
-    return dict(json.loads(resources.files("ctxtool").joinpath(f"data/{name}").read_text("utf-8")))
+    raw = pkgutil.get_data("ctxtool", f"data/{name}")
+    if raw is None:  # pragma: no cover - a loader that cannot read data: the registry is missing
+        raise FileNotFoundError(f"ctxtool/data/{name}")
+    return dict(json.loads(raw.decode("utf-8")))
 
 
 def litellm_source() -> dict[str, str]:

@@ -7,12 +7,12 @@ then characters and bytes. A limit of 0 is off. Modes and presets are registries
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, Failure
 from ..registry import Registry
+from ..text import lazyre
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
 LINE_CUT = " [... {n:,} chars cut]"
@@ -494,8 +494,8 @@ def with_notice(body: str, notice: str) -> str:
 #: Claude Code 2.1 (over 50,000 characters): the result in the log is a notice naming the file
 #: under ``<session>/tool-results/`` and a preview of its start
 SAVED_OPEN = "<persisted-output>"
-_SAVED_SIZE = re.compile(r"Output too large \(([^)\n]*)\)")
-_SAVED_PATH = re.compile(r"Full output saved to: ([^\n]+)")
+_SAVED_SIZE = lazyre.compile(r"Output too large \(([^)\n]*)\)")
+_SAVED_PATH = lazyre.compile(r"Full output saved to: ([^\n]+)")
 
 
 @dataclass(frozen=True, slots=True)
