@@ -157,10 +157,10 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         path = Path(s)
         if path.is_dir():
             found = walk_files(path)
-            # lazy: start-up (`ctxtool export` would load ctxtool.io.parquet)
-            from ..io import parquet
+            # lazy: start-up (`ctxtool export` would load ctxtool.io.parquet_paths)
+            from ..io.parquet_paths import is_parquet_dir
 
-            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
+            if is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
                 yield s
                 if not found:
                     continue
