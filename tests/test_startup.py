@@ -58,6 +58,34 @@ def test_stats_json_imports_no_renderer_and_only_its_formats(tmp_path: Path) -> 
     assert not mods & {"ctxtool.run.parallel", "ctxtool.run.pool", "multiprocessing", "concurrent.futures.process"}
 
 
+# what stats leaves for the runs that need it: temporary files and glob patterns (outputs,
+# pipes), the Parquet reader (which paths are Parquet is ctxtool.io.parquet_paths), the
+# truncation algorithms (saved outputs are ctxtool.tool_outputs.saved)
+STATS_LEAVES = {"tempfile", "glob", "ctxtool.io.parquet", "ctxtool.tool_outputs.algorithms"}
+
+
+def test_stats_imports_no_temporary_files_parquet_reader_or_truncation(tmp_path: Path) -> None:
+    mods = modules("stats", "--json", str(SAMPLES / "openai_dataset.jsonl"), cwd=tmp_path)
+    assert {"ctxtool.io.parquet_paths", "ctxtool.tool_outputs.saved"} <= mods
+    assert not mods & STATS_LEAVES
+
+
+def test_stats_of_a_session_with_a_model_reads_the_registry_without_importlib_resources(tmp_path: Path) -> None:
+    mods = modules("stats", "-j", "1", str(SAMPLES / "claude_code_session.jsonl"), cwd=tmp_path)
+    assert "ctxtool.tokens.models" in mods  # the model it records is looked up
+    assert not mods & {"importlib.resources", "importlib.readers", "zipfile"}
+    assert not mods & (STATS_LEAVES - {"tempfile"})  # platformdirs (the user's model file) imports tempfile
+
+
+def test_import_ctxtool_imports_no_typing() -> None:
+    """``import ctxtool`` alone (the library's names come on first use) loads no typing: the CLI
+    imports it later, with the cyclic collector paused (ctxtool.cli)."""
+    code = "import sys, ctxtool; print(' '.join(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "typing" not in proc.stdout.split()
+
+
 def test_stats_tables_into_a_pipe_import_no_rich(tmp_path: Path) -> None:
     """Into a pipe rich prints its tables as plain text; ctxtool.cli.table writes that text
     itself (tests/test_cli_table.py holds it to rich's)."""

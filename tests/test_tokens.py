@@ -116,6 +116,31 @@ def test_registry_lookup_and_user_override(tmp_path, monkeypatch) -> None:  # ty
     assert registry.lookup("gpt-4o").context_window == 1000  # type: ignore[union-attr]
 
 
+def test_registry_entries_made_on_lookup_are_those_made_at_once(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A lookup makes only the entry it asks for (start-up): every entry, made so, is the one
+    made from its fields directly, and every name answers with its entry; a bad entry of the
+    user's file is an error on any lookup, as when every entry was made as the file was read."""
+    from ctxtool.errors import CtxtoolError, Failure
+
+    f = tmp_path / "models.json"
+    f.write_text('{"models": {"my-model": {"context_window": 4096, "aliases": ["mine"]}, "gpt-4o": {"context_window": 1000}}}')
+    monkeypatch.setenv("CTXTOOL_MODELS", str(f))
+    reg = registry._load(str(f))
+    assert set(reg._made) == {"my-model", "gpt-4o"}  # the user's entries only, as the file is read
+    assert registry.lookup("mine") == registry._entry("my-model", reg.specs["my-model"])
+    everything = registry.models()
+    assert list(everything) == list(reg.specs)
+    for name, info in everything.items():
+        assert info == registry._entry(name, reg.specs[name])
+        assert all(registry.lookup(a) == everything[registry._names(str(f))[a]] for a in (name, *info.aliases))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"models": {"broken": {"context_window": "wide"}}}')
+    monkeypatch.setenv("CTXTOOL_MODELS", str(bad))
+    with pytest.raises(CtxtoolError, match="model registry: broken") as e:
+        registry.lookup("gpt-4o")
+    assert e.value.kind == Failure.INPUT and e.value.path == str(bad)
+
+
 def test_require_suggests_the_closest_names() -> None:
     import pytest
 

@@ -15,7 +15,7 @@ from ..formats import get_format, images
 from ..io import jsonl as jsonio
 from ..model import Block, Compaction, Message, Record, Transcript, injected_kind, injected_text
 from ..tokens.context import BOUNDARY_RECORDS, is_summary
-from ..tool_outputs.algorithms import saved_output
+from ..tool_outputs.saved import saved_output
 
 #: image types a browser shows from a data URI (anything else is named, never embedded)
 SAFE_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")

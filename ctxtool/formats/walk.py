@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import CtxtoolError, Failure
+from ..text import lazyre
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
@@ -89,7 +90,7 @@ def with_subagents(session: str) -> list[str]:
 
 
 #: ``"sessionId": "..."`` near the start of a session file (its metadata line, or the JSON document's head)
-_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+_SESSION_ID = lazyre.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
 
 
 def gemini_subagent_files(session: str) -> list[str]:
@@ -156,10 +157,10 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         path = Path(s)
         if path.is_dir():
             found = walk_files(path)
-            # lazy: start-up (`ctxtool export` would load ctxtool.io.parquet)
-            from ..io import parquet
+            # lazy: start-up (`ctxtool export` would load ctxtool.io.parquet_paths)
+            from ..io.parquet_paths import is_parquet_dir
 
-            if parquet.is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
+            if is_parquet_dir(s):  # Parquet shards: the directory runs as its shards (ctxtool.io.parquet)
                 yield s
                 if not found:
                     continue

@@ -14,7 +14,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, cast
@@ -218,6 +217,9 @@ def reopenable(path: str | Path) -> Iterator[str]:
         yield urls.local(name)
         return
     check_input(name)
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     try:
         fd, tmp = make_temp(tempfile.gettempdir(), "input")
     except OSError as e:

@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from ..text import lazyre
+
 __all__ = ["COMPACT", "FloatText", "IntText", "SourceStyle", "Style", "encode", "needs_exact", "parse_exact"]
 
 INT64_MIN = -(1 << 63)
@@ -130,7 +132,7 @@ def parse_exact(text: str) -> Any:
 # always follows a key's closing quote; after ',' or '[', a match counts only where an even
 # number of the strings' quotes comes before it.
 _TOKEN = rb"(-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|-?[0-9]{19,}|-0(?![0-9]))"
-_VALUE, _ITEM, _FIRST = (re.compile(sep + rb"[ \t\r\n]*" + _TOKEN) for sep in (rb":", rb",", rb"\["))
+_VALUE, _ITEM, _FIRST = (lazyre.compile(sep + rb"[ \t\r\n]*" + _TOKEN) for sep in (rb":", rb",", rb"\["))
 
 
 def needs_exact(data: bytes) -> bool:
@@ -388,12 +390,12 @@ class SourceStyle:
 
 #: the last text :meth:`Style.detect` read and its style (one: a record's bytes, held until the next)
 _DETECTED: list[tuple[bytes, Style] | None] = [None]
-_INDENT = re.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
+_INDENT = lazyre.compile(rb"\A[ \t\r\n]*[\[{][ \t]*\r?\n( +)[^ ]")
 # an array of numbers on one line (after a key, or alone on its line), and one an item a line
-_ONE_LINE_NUMBERS = re.compile(rb'(?:(?<!\\)": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
-_SPLIT_NUMBERS = re.compile(rb"\[[ \t]*\r?\n[ \t]*-?[0-9]")
-_STRUCT = re.compile(rb'"(?:[^"\\]|\\.)*"|[:,]', re.DOTALL)
-_NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
+_ONE_LINE_NUMBERS = lazyre.compile(rb'(?:(?<!\\)": |\n[ \t]*)\[-?[0-9][0-9.eE+-]*(, ?)-?[0-9][^\n"\[\]{}]*\]')
+_SPLIT_NUMBERS = lazyre.compile(rb"\[[ \t]*\r?\n[ \t]*-?[0-9]")
+_STRUCT = lazyre.compile(rb'"(?:[^"\\]|\\.)*"|[:,]', re.DOTALL)
+_NON_ASCII_ESCAPE = lazyre.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
 
 
 def _ascii_hint(raw: bytes) -> bool | None:
@@ -452,7 +454,7 @@ def _exact_encoded(obj: Any, style: Style, indent: int | None) -> bytes:
         return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazyre.compile("[\ud800-\udfff]")
 
 
 def _from_orjson(obj: Any, b: bytes, python: bool, escaped: bool) -> bytes | None:
@@ -500,7 +502,7 @@ def _printable(b: bytes) -> bool:
 #: the one-line separators orjson's text gives: compact (False) and Python's (True)
 _PYTHON_SEPS = {(",", ":"): False, (", ", ": "): True}
 _INDENTED = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_INDENT_2
-_ITEM_BREAK, _INDENTATION = re.compile(rb",\n *"), re.compile(rb"\n *")
+_ITEM_BREAK, _INDENTATION = lazyre.compile(rb",\n *"), lazyre.compile(rb"\n *")
 
 
 def _c_encoded(obj: Any, style: Style, indent: int | None, accepted: bool = False) -> bytes | None:

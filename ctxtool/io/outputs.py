@@ -13,7 +13,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
@@ -288,6 +287,9 @@ def atomic_output(
         return
     direct = path is not None and str(path) != "-" and not _compressed_name(str(path))
     kind, real = _output_kind(str(path)) if direct else ("special", "")
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     where = Path(real).parent if kind == "file" else Path(tempfile.gettempdir())
     stem = Path(real).name if kind == "file" else "output"
     try:
@@ -347,6 +349,9 @@ def _copy_start(start: str | None, out: IO[bytes]) -> None:
 def _url_output(url: str, check: Callable[[str], None] | None) -> Iterator[IO[bytes]]:
     """An output URL: written to a private local temporary file, checked, compressed for
     .gz/.zst, then uploaded whole: nothing appears under ``url`` before it is complete."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     fd, tmp = make_temp(tempfile.gettempdir(), "url-output")
     done = tmp
     try:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CtxtoolError, Failure
@@ -20,13 +18,17 @@ from . import jsonl as jsonio
 from . import urls
 from .files import input_size
 from .outputs import atomic_output
+from .parquet_paths import SUFFIX as SUFFIX
+from .parquet_paths import is_parquet as is_parquet
+from .parquet_paths import is_parquet_dir as is_parquet_dir
+from .parquet_paths import is_parquet_name as is_parquet_name
+from .parquet_paths import shard_files as shard_files
 from .paths import refuse_overwrite
 
 if TYPE_CHECKING:
     from ..run.operation import FileRun, Operation, R
     from .events import EventLog
 
-SUFFIX = ".parquet"
 #: record keys that may name the row's id (in reports): the first one present is sent along
 ID_COLUMNS = ("instance_id", "id", "conversation_id", "uuid")
 #: the struct fields that make a list-of-structs column a conversation
@@ -35,47 +37,6 @@ ROLE_FIELDS = ("role", "from")
 BATCH_ROWS = 64
 #: bytes read from a Parquet file at a time
 READ_BUFFER = 1 << 20
-
-
-def is_parquet_name(path: str) -> bool:
-    return path.rstrip("/").lower().endswith(SUFFIX)
-
-
-def is_parquet(path: str) -> bool:
-    """A Parquet file (by its name) or a directory holding Parquet files."""
-    if path == "-":
-        return False
-    return is_parquet_name(path) or is_parquet_dir(path)
-
-
-def is_parquet_dir(path: str) -> bool:
-    """A directory (local or URL) with Parquet files under it (the Hugging Face layout)."""
-    if path == "-" or is_parquet_name(path) or urls.has_glob(path):
-        return False
-    if urls.is_url(path):
-        if "." in path.rstrip("/").rsplit("/", 1)[-1]:
-            return False  # a file name: not a directory of shards
-        i = urls.info(path)
-        return i is not None and i.get("type") == "directory" and bool(shard_files(path))
-    return os.path.isdir(path) and bool(shard_files(path))
-
-
-def shard_files(path: str) -> list[tuple[str, str]]:
-    """The Parquet files of ``path`` (a file, or a directory searched recursively) with their
-    names relative to it (an output keeps them), sorted."""
-    if is_parquet_name(path) and not (os.path.isdir(path) if not urls.is_url(path) else False):
-        return [(path, path.rstrip("/").rsplit("/", 1)[-1])]
-    if urls.is_url(path):
-        fs, root = urls.filesystem(path)
-        try:
-            found = sorted(p for p in fs.find(root) if p.lower().endswith(SUFFIX))
-        except Exception as e:
-            raise urls.url_error(e, path) from e
-        base = root.rstrip("/") + "/"
-        return [(urls.qualified(fs, p), p[len(base):] if p.startswith(base) else p.rsplit("/", 1)[-1]) for p in found]
-    root_path = Path(path)
-    return [(str(p), p.relative_to(root_path).as_posix())
-            for p in sorted(root_path.rglob("*" + SUFFIX)) if p.is_file() and not p.name.startswith(".")]
 
 
 def import_pyarrow() -> Any:
@@ -424,6 +385,9 @@ def run_tables(
     process holds a table and :data:`BATCH_ROWS` rows as Python objects at a time, whatever
     the file's size; the rows' records wait in a temporary JSON Lines file, run by ``runner``
     (:func:`ctxtool.run.runner.run_file`)."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="ctxtool-parquet-") as tmp:
         src = os.path.join(tmp, "rows.jsonl")
         with open(src, "wb") as fh:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from ..text import lazyre
 
 BUFFER = 1 << 20  # bytes per read and per copy, inputs and outputs alike
 
@@ -83,7 +83,7 @@ def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | P
 # ``.STEM.ctxtool-PID-RANDOM[.tmp]``: PID is its owner's. A run killed with SIGKILL cannot clean
 # up, so the next run that makes a temporary in that directory removes those whose owner is gone.
 
-_TEMP_RE = re.compile(r"^\..*\.ctxtool-(\d+)-[A-Za-z0-9_]+(?:\.tmp)?$")
+_TEMP_RE = lazyre.compile(r"^\..*\.ctxtool-(\d+)-[A-Za-z0-9_]+(?:\.tmp)?$")
 
 
 def temp_prefix(stem: str) -> str:
@@ -149,12 +149,18 @@ def sweep_leftovers(directory: str | Path, *, dir_fd: int | None = None) -> list
 def make_temp(directory: str | Path, stem: str, *, suffix: str = ".tmp") -> tuple[int, str]:
     """A new temporary file in ``directory`` named for ``stem`` and this process (mode 0600):
     ``(fd, path)``. Leftovers of dead owners in that directory are removed first."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     sweep_leftovers(directory)
     return tempfile.mkstemp(prefix=temp_prefix(stem), suffix=suffix, dir=directory)
 
 
 def make_temp_dir(directory: str | Path, stem: str) -> str:
     """A new temporary directory in ``directory`` named for ``stem`` and this process (0700)."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     sweep_leftovers(directory)
     return tempfile.mkdtemp(prefix=temp_prefix(stem), dir=directory)
 

@@ -5,7 +5,6 @@ An output to object storage is uploaded whole when complete, so it is atomic the
 
 from __future__ import annotations
 
-import glob as _glob
 import posixpath
 from typing import IO, Any
 
@@ -145,6 +144,9 @@ def expand(pattern: str) -> list[str]:
         except Exception as e:
             raise url_error(e, pattern, "cannot list") from e
     else:
+        # lazy: start-up (loaded only when this runs: glob)
+        import glob as _glob
+
         found = sorted(f for f in _glob.glob(local(pattern), recursive=True) if not _isdir(f))
     if not found:
         raise CtxtoolError("no file matches", path=pattern, kind=Failure.NOT_FOUND)

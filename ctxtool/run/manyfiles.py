@@ -110,9 +110,9 @@ def _whole_size(path: str, fmt: str | None) -> int | None:
     (below PARALLEL_MIN_BYTES, or larger but not a dataset run_file would split: a long
     session), else None (a Parquet file: run_file reads it through ctxtool.io.parquet)."""
     # lazy: start-up (loaded only when this runs: ..io)
-    from ..io import parquet
+    from ..io.parquet_paths import is_parquet_name
 
-    if parquet.is_parquet_name(path):
+    if is_parquet_name(path):
         return None
     size = local_size(path)
     if size is None or size < PARALLEL_MIN_BYTES:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any, Generic
@@ -79,6 +78,9 @@ def run_range(job: RangeJob[R]) -> RangeResult[R]:
 def _parts_dir(output: str) -> str:
     """Beside the output (the parts are joined into it), named for this process: the next
     run in that directory removes it if this process dies (:func:`ctxtool.io.paths.make_temp_dir`)."""
+    # lazy: start-up (loaded only when this runs: tempfile)
+    import tempfile
+
     base = tempfile.gettempdir() if output == "-" else os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(base, exist_ok=True)

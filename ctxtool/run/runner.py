@@ -82,11 +82,11 @@ def run_file(
     directory of them: shards) runs through :mod:`ctxtool.io.parquet`, its conversation in the
     column ``messages_column`` (None: found)."""
     # lazy: start-up (loaded only when this runs: ..io)
-    from ..io import parquet
+    from ..io import parquet_paths
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", kind=Failure.USAGE)
-    if engine is None and parquet.is_parquet_dir(path):  # shards: one per file, on this host's processes
+    if engine is None and parquet_paths.is_parquet_dir(path):  # shards: one per file, on this host's processes
         # lazy: start-up (loaded only when this runs: .engines)
         from .engines import Sharding, get_engine
 
@@ -104,7 +104,10 @@ def run_file(
         if not op.writes:
             raise CtxtoolError(f"{op.name} writes no transcripts", kind=Failure.USAGE)
         refuse_overwrite(path, output)
-    if parquet.is_parquet_name(path):
+    if parquet_paths.is_parquet_name(path):
+        # lazy: start-up (loaded only when this runs: ..io.parquet)
+        from ..io import parquet
+
         return parquet.run_file(op, path, output, column=messages_column, fmt=fmt, to=to, on_error=on_error,
                                 events=event_log(events), progress=progress, threads=threads, runner=run_file)
     if messages_column is not None:

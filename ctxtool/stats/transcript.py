@@ -27,7 +27,7 @@ from ..tokens.count import (
     Tokenizer,
 )
 from ..tokens.heuristic import IMAGE_CHARS, estimate
-from ..tool_outputs.algorithms import SAVED_OPEN, saved_output
+from ..tool_outputs.saved import SAVED_OPEN, saved_output
 from .figures import CRITICAL_CHARS, WARNING_CHARS, Figures, ToolOutput, TranscriptStats, largest
 
 if TYPE_CHECKING:

@@ -156,9 +156,14 @@ LITELLM_FIELDS = ("provider", "context_window", "max_output", "input_price", "ou
 
 
 def _data(name: str) -> dict[str, Any]:
-    from importlib import resources  # the registry is read on the first lookup, not at import
+    # The registry is read on the first lookup, not at import; through the package's loader
+    # (pkgutil), as importlib.resources would read it but without its ~2 ms of imports.
+    import pkgutil
 
-    return dict(json.loads(resources.files("ctxtool").joinpath(f"data/{name}").read_text("utf-8")))
+    raw = pkgutil.get_data("ctxtool", f"data/{name}")
+    if raw is None:  # pragma: no cover - a loader that cannot read data: the registry is missing
+        raise FileNotFoundError(f"ctxtool/data/{name}")
+    return dict(json.loads(raw.decode("utf-8")))
 
 
 def litellm_source() -> dict[str, str]:
@@ -174,8 +179,35 @@ def _over(old: dict[str, Any] | None, spec: dict[str, Any], layer: str) -> dict[
     return {**old, **spec, "source": old.get("source", layer)}
 
 
+class _Registry:
+    """One user file's registry: every entry's fields (litellm's, ctxtool's, the user's over
+    them), each made a :class:`ModelInfo` when first asked (a lookup asks for one of ~640).
+    The entries the user's file sets are made as it is read: a bad one is an error then."""
+
+    def __init__(self, specs: dict[str, dict[str, Any]], path: str | None) -> None:
+        self.specs = specs
+        self.path = path  # the user's file, when there is one (named in errors)
+        self._made: dict[str, ModelInfo] = {}
+        self._all: dict[str, ModelInfo] | None = None
+
+    def entry(self, name: str) -> ModelInfo:
+        info = self._made.get(name)
+        if info is None:
+            try:
+                info = _entry(name, self.specs[name])
+            except (TypeError, ValueError) as e:
+                raise CtxtoolError(f"model registry: {name}: {e}", path=self.path, kind=Failure.INPUT) from e
+            self._made[name] = info
+        return info
+
+    def all(self) -> dict[str, ModelInfo]:
+        if self._all is None:
+            self._all = {name: self.entry(name) for name in self.specs}
+        return self._all
+
+
 @functools.lru_cache(maxsize=4)
-def _load(user_file: str) -> dict[str, ModelInfo]:
+def _load(user_file: str) -> _Registry:
     litellm: dict[str, dict[str, Any]] = {k: {**v, "source": "litellm"}
                                           for k, v in _data("litellm_models.json")["models"].items()}
     entries: dict[str, dict[str, Any]] = {}
@@ -187,6 +219,7 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
         entries[name] = _over(base or None, spec, "ctxtool")
     entries = {**litellm, **entries}
     p = Path(user_file)
+    set_by_user: set[str] = set()
     if p.is_file():
         try:
             user = json.loads(p.read_text("utf-8"))
@@ -195,14 +228,12 @@ def _load(user_file: str) -> dict[str, ModelInfo]:
         for name, info in (user.get("models", user) or {}).items():
             if isinstance(info, dict):
                 entries[name] = _over(entries.get(name), info, "user")
-    out = {}
-    for name, spec in entries.items():
-        try:
-            out[name] = _entry(name, spec)
-        except (TypeError, ValueError) as e:
-            raise CtxtoolError(f"model registry: {name}: {e}", path=str(p) if p.is_file() else None,
-                               kind=Failure.INPUT) from e
-    return out
+                set_by_user.add(name)
+    reg = _Registry(entries, str(p) if p.is_file() else None)
+    for name in entries:  # in the registry's order, as every entry was made before
+        if name in set_by_user:
+            reg.entry(name)
+    return reg
 
 
 def _default_encoding(name: str) -> str:
@@ -222,7 +253,7 @@ def _entry(name: str, spec: dict[str, Any]) -> ModelInfo:
         input_price=float(spec.get("input_price", 0.0)),
         output_price=float(spec.get("output_price", 0.0)),
         encoding=str(spec.get("encoding") or _default_encoding(name)),
-        aliases=tuple(str(a) for a in spec.get("aliases") or () if isinstance(a, str)),
+        aliases=_aliases(spec),
         cache_write_price=_opt_price(spec.get("cache_write_price")),
         cache_read_price=_opt_price(spec.get("cache_read_price")),
         dated_prices=_dated(name, spec),
@@ -230,21 +261,26 @@ def _entry(name: str, spec: dict[str, Any]) -> ModelInfo:
     )
 
 
+def _aliases(spec: dict[str, Any]) -> tuple[str, ...]:
+    """An entry's other names (:attr:`ModelInfo.aliases`)."""
+    return tuple(str(a) for a in spec.get("aliases") or () if isinstance(a, str))
+
+
 @functools.lru_cache(maxsize=4)
 def _names(user_file: str) -> dict[str, str]:
     """Every accepted name (ids and aliases) -> the entry's id; an id wins over an alias."""
-    reg = _load(user_file)
+    specs = _load(user_file).specs
     out: dict[str, str] = {}
-    for name, info in reg.items():
-        for a in info.aliases:
+    for name, spec in specs.items():
+        for a in _aliases(spec):
             out.setdefault(a, name)
-    for name in reg:
+    for name in specs:
         out[name] = name
     return out
 
 
 def models() -> dict[str, ModelInfo]:
-    return _load(str(user_models_file()))
+    return _load(str(user_models_file())).all()
 
 
 #: the suffix Claude Code puts on a model it runs with the 1M-token window
@@ -263,7 +299,7 @@ def _resolve(name: str) -> ModelInfo | None:
     key = names.get(n)
     if key is None and "/" in n:
         key = names.get(n.rsplit("/", 1)[-1])  # provider/model, as routers write it
-    return _load(f)[key] if key is not None else None
+    return _load(f).entry(key) if key is not None else None
 
 
 def lookup(name: str | None) -> ModelInfo | None:

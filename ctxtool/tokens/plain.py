@@ -99,10 +99,10 @@ def is_plain_text(path: str | Path) -> bool:
     broken JSON, is a transcript with an error; so is any file named ``.jsonl``. Stdin is
     peeked at, a FIFO handed over; a regular file is looked at."""
     # lazy: start-up (loaded only when this runs: ..io, ..io.jsonl)
-    from ..io import parquet
     from ..io.jsonl import ZIP_MAGIC, _mostly_records
+    from ..io.parquet_paths import is_parquet
 
-    if parquet.is_parquet(str(path)):  # a Parquet dataset: transcripts (ctxtool.io.parquet)
+    if is_parquet(str(path)):  # a Parquet dataset: transcripts (ctxtool.io.parquet)
         return False
     got = _head(str(path))
     if got is None:

@@ -7,12 +7,14 @@ then characters and bytes. A limit of 0 is off. Modes and presets are registries
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, Failure
 from ..registry import Registry
+from .saved import SAVED_OPEN as SAVED_OPEN
+from .saved import SavedOutput as SavedOutput
+from .saved import saved_output as saved_output
 
 MARKER = "[... omitted {omitted:,} of {total:,} lines ...]"
 LINE_CUT = " [... {n:,} chars cut]"
@@ -488,35 +490,3 @@ def with_notice(body: str, notice: str) -> str:
     if not body:
         return notice
     return body + ("\n" if body.endswith("\n") else "\n\n") + notice
-
-
-# -- outputs an agent saved to disk itself ------------------------------------------------------
-#: Claude Code 2.1 (over 50,000 characters): the result in the log is a notice naming the file
-#: under ``<session>/tool-results/`` and a preview of its start
-SAVED_OPEN = "<persisted-output>"
-_SAVED_SIZE = re.compile(r"Output too large \(([^)\n]*)\)")
-_SAVED_PATH = re.compile(r"Full output saved to: ([^\n]+)")
-
-
-@dataclass(frozen=True, slots=True)
-class SavedOutput:
-    """A tool output its agent saved to a file, leaving a reference in the transcript."""
-
-    path: str  # as the agent wrote it (ctxtool never opens it on its own)
-    size: str  # the size as the agent stated it ("52.3KB"), "" when not stated
-
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "size": self.size}
-
-
-def saved_output(text: str) -> SavedOutput | None:
-    """The file a tool result names when its agent saved the output there (Claude Code's
-    ``<persisted-output>`` notice); ``None`` for an output held in the transcript."""
-    if not text.startswith(SAVED_OPEN):
-        return None
-    head = text[: 4096]
-    p = _SAVED_PATH.search(head)
-    if p is None:
-        return None
-    s = _SAVED_SIZE.search(head)
-    return SavedOutput(p.group(1).strip(), s.group(1) if s else "")

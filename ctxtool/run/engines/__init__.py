@@ -88,10 +88,11 @@ def _is_transcript_dir(path: str) -> bool:
     """A local directory of transcript files (a directory of Parquet shards is one dataset)."""
     import os
 
-    # lazy: start-up (`ctxtool --version` would load ctxtool.formats.base)
-    from ...io import parquet, urls
+    # lazy: start-up (`ctxtool --version` would load ctxtool.io)
+    from ...io import urls
+    from ...io.parquet_paths import is_parquet
 
-    return not urls.is_url(path) and os.path.isdir(path) and not parquet.is_parquet(path)
+    return not urls.is_url(path) and os.path.isdir(path) and not is_parquet(path)
 
 
 def _is_dir(path: str) -> bool:
