@@ -337,8 +337,8 @@ class WindowOp(Operation[Results[WindowResult]]):
     """:func:`window` as a file operation (see :mod:`ctxtool.run.runner`). ``fast``: a dataset
     record whose tally gives its view (:mod:`ctxtool.stats.fast`) is planned from it, and
     the messages it keeps are written back as they came, none read into the model; False
-    reads every message. The
-    output and the results are the same either way (the tests compare both)."""
+    reads every message. The output and the results are the same either way (the tests
+    compare both)."""
 
     name: ClassVar[str] = "window"
     shares_source: ClassVar[bool] = True  # drops whole messages: the record written is built from new lists
