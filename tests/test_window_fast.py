@@ -18,6 +18,7 @@ from test_stats_fast import RECORD
 from ctxtool.formats.base import ErrorPolicy
 from ctxtool.history.window import WindowOp, window_file
 from ctxtool.io import jsonl as jsonio
+from ctxtool.model import Record
 from ctxtool.run.operation import RunContext
 
 BUDGETS = [
@@ -92,17 +93,91 @@ def _read(p: Path, to: str | None = None) -> list[Any]:
         src.close()
 
 
-def test_only_the_messages_kept_are_read(tmp_path: Path) -> None:
+def test_no_message_is_read(tmp_path: Path) -> None:
     p = _dataset(tmp_path)
     ts = _read(p)
     planned = [t for t in ts if t.extra.get("window_result") is not None]
     assert len(planned) == 120 - 18  # the records with usage are read whole
     for t in planned:
         r = t.extra["window_result"]
-        # the system message is kept, not counted; a record that loses nothing is not read at all
-        assert len(t.messages) == (r.messages_after + 1 if r.dropped else 0)
+        # the messages kept are passed on as their source objects, none read into the model
+        # (the system message is kept, not counted); a record that loses nothing passes on none
+        assert not t.messages and all(isinstance(e, Record) for e in t.entries)
+        assert len(t.entries) == (r.messages_after + 1 if r.dropped else 0)
     assert sum(1 for t in planned if t.extra["window_result"].dropped) > 50
     assert sum(1 for t in planned if not t.extra["window_result"].dropped) > 10
     whole = [t for t in ts if "window_result" not in t.extra]
     assert len(whole) == 18 and all(len(t.messages) == t.extra["entries_count"] for t in whole)
     assert not any("window_result" in t.extra for t in _read(p, to="sharegpt"))  # another format: every message
+
+
+# -- one record at a time (records.process): the messages kept written back unread ----------
+
+CALL_ID = st.sampled_from(["c1", "c2", "c3", "c4"])
+VALUE = st.sampled_from([0, 1, -1, 0.5, 1e-05, 2.0, -0.0, True, None, "x", "é", "\\u00e9", "\ud800", [], {}, [0],
+                         {"a": 0.25}, 10**20, ("t", 1)])
+
+
+@st.composite
+def kept_message(draw: Any) -> dict[str, Any]:
+    """A message the window's tally takes: every call and result with its id; numbers, odd
+    text and nested values where the tally does not look (a call's other fields)."""
+    role = draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool", "developer"]))
+    m: dict[str, Any] = {"role": role}
+    text = draw(st.text(max_size=30) | st.sampled_from(["", "a, b", "é ü", "\\u00e9", '"messages": [', "\x7f", "0.50", "a\udc00"]))
+    if role == "tool":
+        m["tool_call_id"] = draw(CALL_ID)
+        m["content"] = text
+    else:
+        m["content"] = text if draw(st.booleans()) or role != "assistant" else None
+        if role == "assistant" and draw(st.booleans()):
+            calls = []
+            for _ in range(draw(st.integers(1, 2))):
+                c: dict[str, Any] = {"id": draw(CALL_ID), "type": "function",
+                                     "function": {"name": "bash", "arguments": draw(st.sampled_from(["{}", '{"a": 1.50}']))}}
+                if draw(st.booleans()):
+                    c["index"] = draw(VALUE)
+                calls.append(c)
+            m["tool_calls"] = calls
+        if role == "assistant" and draw(st.integers(0, 3)) == 0:
+            m["reasoning_content"] = draw(VALUE)  # not a string: the tally passes it by
+    return m
+
+
+@st.composite
+def any_record(draw: Any) -> dict[str, Any]:
+    msgs = draw(st.lists(kept_message(), min_size=1, max_size=9))
+    before = draw(st.dictionaries(st.sampled_from(["id", "score", "meta", "a"]), VALUE, max_size=2))
+    if draw(st.booleans()):
+        before["meta"] = {"messages": [draw(VALUE)], "id": 1}  # the list's key and the next key, nested
+    after = draw(st.dictionaries(st.sampled_from(["reward", "split", "extra"]), VALUE, max_size=2))
+    return {**before, "messages": msgs, **after}
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_record(), st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
+                                      {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}]),
+       st.sampled_from([None, "openai"]), st.sampled_from(["compact", "python", "ascii", "parsed"]))
+def test_per_record_fast_equals_full(rec: dict[str, Any], budget: dict[str, Any], fmt: str | None, given_as: str) -> None:
+    """records.process(WindowOp) with the messages kept written back unread gives what the full
+    model gives (WindowOp(fast=False)): the bytes, changed or not, the format, the report."""
+    import dataclasses
+
+    from ctxtool.run import records
+
+    record: Any
+    if given_as == "parsed":
+        record = rec
+    elif given_as == "compact":
+        record = jsonio.dumps(rec)  # a lone surrogate written escaped (the exact encoder)
+    else:
+        record = json.dumps(rec, ensure_ascii=given_as == "ascii").encode("utf-8", "surrogatepass")
+    out = []
+    for fast in (True, False):
+        try:
+            r = records.process(WindowOp(fast=fast, **budget), record, path="d.jsonl", line=3, fmt=fmt)
+        except Exception as e:  # noqa: BLE001 - the same failure either way
+            out.append(repr(e))
+            continue
+        out.append((r.data, r.changed, r.format, r.skipped, [dataclasses.asdict(x) for x in r.report.items]))
+    assert out[0] == out[1]

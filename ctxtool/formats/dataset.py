@@ -166,7 +166,14 @@ class DatasetFormat(Format):
         assign_positional_ids(t.messages, f"{self.id_prefix}{index}_")
         return t
 
-    def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str) -> Transcript:
+    def _as_read(self, items: list[Any], src: Source, index: int, lineno: int | None) -> Transcript:
+        """The transcript of ``items`` each kept as it came, not read into a message: an
+        opaque :class:`Record` entry, written back as its source object (see
+        :meth:`line_record`'s ``read``)."""
+        return Transcript(self.name, path=src.path, index=index, lineno=lineno,
+                          entries=[Record(Line(o, None, lineno), self.item_word) for o in items])
+
+    def _record(self, rec: Any, src: Source, i: int, lineno: int | None, layout: str, read: bool = True) -> Transcript:
         key = self.messages_key(rec)
         if key is None and isinstance(rec, dict):
             key = next((k for k in self.keys if isinstance(rec.get(k), list) and not rec[k]), None)
@@ -176,7 +183,7 @@ class DatasetFormat(Format):
                 path=src.path,
                 line=lineno,
             )
-        t = self._transcript(rec[key], src, i, lineno)
+        t = (self._transcript if read else self._as_read)(rec[key], src, i, lineno)
         system = rec.get("system")
         if self.system_hint is not None and self.owns_system(system):
             m = self.decode_system(system, lineno)
@@ -190,17 +197,33 @@ class DatasetFormat(Format):
         t.extra["entries_count"] = len(t.entries)
         return t
 
-    def line_record(self, ln: Line, src: Source, i: int, only: Sequence[int] | None = None) -> Transcript:
+    def line_record(self, ln: Line, src: Source, i: int, only: Sequence[int] | None = None,
+                    read: bool = True) -> Transcript:
         """``only``: the positions in the record's message list of the messages to read; the
         others are dropped unread, as if read and then removed (the record is written
-        changed). ``window``'s fast read (:mod:`ctxtool.stats.fast`)."""
+        changed). ``window``'s fast read (:mod:`ctxtool.stats.fast`).
+
+        ``read`` False (with ``only``): the messages kept are not read into the model either,
+        each kept as its source object (:meth:`_as_read`), for a caller that knows what they
+        are without it and only drops some (``window``, from the record's tally, which
+        accepts only items this format reads, each into one message of its own source
+        object, and writes back unchanged). Written, the same bytes as read: a message read
+        and left unchanged is written as its source object too (``entry_items``). Only
+        where this format reads a list the way this class does and reads no ``system``
+        field into a message (else they are read: ``_transcript`` overridden, a
+        ``system_hint``)."""
         if only is None:
             return super().line_record(ln, src, i)
         key = self.messages_key(ln.obj)
         if key is None:
             raise CtxtoolError("no message list to read part of", path=src.path, line=ln.lineno)
         items = ln.obj[key]
-        t = super().line_record(Line({**ln.obj, key: [items[k] for k in only]}, ln.raw, ln.lineno), src, i)
+        rec = {**ln.obj, key: [items[k] for k in only]}
+        if read or self.system_hint is not None or type(self)._transcript is not DatasetFormat._transcript:
+            t = super().line_record(Line(rec, ln.raw, ln.lineno), src, i)
+        else:
+            t = self._record(rec, src, i, ln.lineno, "records_jsonl", read=False)
+            t.extra["record_raw"] = ln.raw  # as Format.line_record keeps it
         t.extra["entries_count"] = int(t.extra["entries_count"]) + len(items) - len(only)
         t.extra["record_obj"] = ln.obj
         return t

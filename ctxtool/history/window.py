@@ -336,8 +336,9 @@ def windowed(
 class WindowOp(Operation[Results[WindowResult]]):
     """:func:`window` as a file operation (see :mod:`ctxtool.run.runner`). ``fast``: a dataset
     record whose tally gives its view (:mod:`ctxtool.stats.fast`) is planned from it, and
-    only the messages it keeps are read into the model; False reads every message. The
-    output and the results are the same either way (the tests compare both)."""
+    the messages it keeps are written back as they came, none read into the model; False
+    reads every message. The output and the results are the same either way (the tests
+    compare both)."""
 
     name: ClassVar[str] = "window"
     shares_source: ClassVar[bool] = True  # drops whole messages: the record written is built from new lists
@@ -380,7 +381,8 @@ class _WindowTask(MapTask[WindowResult]):
         return super().read(src, fmt, policy)
 
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
-        """A record planned from its tally (on its stand-in), read with only the messages it keeps."""
+        """A record planned from its tally (on its stand-in), written with only the messages it
+        keeps, none of them read into the model."""
         # lazy: start-up (loaded only when this runs: ..formats.dataset, ..stats.fast)
         from ..formats.dataset import DatasetFormat
         from ..stats.fast import TALLY_KEY
@@ -392,8 +394,8 @@ class _WindowTask(MapTask[WindowResult]):
         dropped = set(r.dropped_indices)
         i = stand_in.index
         try:
-            if dropped:
-                t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped])
+            if dropped:  # the messages kept written back as they came: not read into the model
+                t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped], read=False)
             else:
                 t = f.passed_record(ln, src, i)  # unchanged: written as it was read
         except CtxtoolError:
