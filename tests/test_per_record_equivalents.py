@@ -330,3 +330,72 @@ def test_tool_output_is_the_dataclass_made(transcript: str, mid: str | None, lin
     assert type(got) is ToolOutput and got.text == want.text == text and _LINES.__get__(got) == _LINES.__get__(want) == 0
     assert got == want and repr(got) == repr(want) and got.lines == want.lines == text.count("\n") + 1
     assert got.text is None and want.text is None
+
+
+_call_name = st.one_of(st.none(), st.just(""), st.sampled_from(["read", "edit", "bash", "?"]))
+
+
+@given(st.lists(st.lists(_call_name, min_size=1, max_size=4), max_size=6))
+def test_tally_counts_calls_as_counters_own_increment(turns: list[list[str | None]]) -> None:
+    """stats.fast's tally counts each tool call by name with dict.get (no Counter.__missing__):
+    the Counter that ``counter[name or "?"] += 1`` makes, its keys in the same order."""
+    from ctxtool.stats.fast import tally_openai
+
+    msgs: list[Any] = []
+    want: Counter[str] = Counter()
+    for t, names in enumerate(turns):
+        calls = [{"id": f"c{t}_{k}", "function": {"name": n, "arguments": "{}"}} for k, n in enumerate(names)]
+        msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
+        for n in names:
+            want[n or "?"] += 1
+    tl = tally_openai(msgs, False)
+    assert tl is not None
+    assert type(tl.calls_by_name) is Counter and tl.calls_by_name == want
+    assert list(tl.calls_by_name.items()) == list(want.items()) and tl.calls_by_name.most_common() == want.most_common()
+
+
+_record_text = st.one_of(
+    st.sampled_from([
+        b'{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}',
+        b'{"id": 7, "messages": [{"role": "user", "content": "a\\nb"}, {"role": "assistant", "content": null,'
+        b' "tool_calls": [{"id": "c1", "function": {"name": "read", "arguments": "{}"}}]},'
+        b' {"role": "tool", "tool_call_id": "c1", "content": "x\\ny\\nz"}]}',
+        b'{"messages": [{"role": "user", "content": "u", "usage": {"input_tokens": 3}}]}',  # the full model
+        b'{"messages": [1, 2', b"{oops", b"", b"[]", b'{"messages": []}', b'"text"', b"{} {}", b"NaN",
+    ]),
+    st.binary(max_size=12),
+)
+
+
+@given(_record_text, st.sampled_from([b"", b"\n", b"\r\n", b"\r", b"\n\n"]), st.sampled_from(["fail", "skip"]))
+def test_read_only_record_parsed_with_its_line_ending(text: bytes, ending: bytes, on_error: str) -> None:
+    """records.process parses the bytes of a record for an operation that only reads with
+    their line ending (no copy without it): the result, or the error, of the same bytes
+    without it (what it parsed before)."""
+    from ctxtool.errors import CtxtoolError
+    from ctxtool.history.validate import ValidateOp
+    from ctxtool.run import records
+    from ctxtool.stats.op import StatsOp
+
+    for op in (StatsOp(), StatsOp(fast=False), ValidateOp()):
+        outcomes = []
+        for given_bytes in (text.rstrip(b"\r\n"), text + ending):
+            try:
+                r = records.process(op, given_bytes, path="d.jsonl", line=5, on_error=on_error)
+                outcomes.append(("ok", r.data, r.format, r.changed, r.skipped, r.events, _report(r.report)))
+            except CtxtoolError as e:
+                outcomes.append(("error", str(e), e.path, e.line, e.kind))
+            except Exception as e:  # noqa: BLE001  # any other failure: the same on both
+                outcomes.append(("raised", type(e), str(e)))
+        assert outcomes[0] == outcomes[1], op
+
+
+def _report(rep: Any) -> Any:
+    """A report as compared: its JSON where it has one (every line count made), else itself."""
+    from ctxtool.stats.op import StatsPart
+
+    if isinstance(rep, StatsPart):
+        kept = rep.kept()
+        return (rep == rep, [t.to_json() for t in kept], [o.to_json() for o in rep.largest], rep.totals.to_json(),
+                rep.overview, rep.skipped)
+    return rep
