@@ -399,3 +399,103 @@ def _report(rep: Any) -> Any:
         return (rep == rep, [t.to_json() for t in kept], [o.to_json() for o in rep.largest], rep.totals.to_json(),
                 rep.overview, rep.skipped)
     return rep
+
+
+_stats_record = st.one_of(
+    st.builds(lambda names, tool: (
+        b'{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a",'
+        b' "tool_calls": [' + b", ".join(b'{"id": "c%d", "function": {"name": "%s", "arguments": "{}"}}' % (k, n.encode())
+                                         for k, n in enumerate(names)) + b"]}"
+        + b"".join(b', {"role": "tool", "tool_call_id": "c%d", "content": "%s"}' % (k, tool.encode()) for k in range(len(names)))
+        + b"]}"), st.lists(st.sampled_from(["read", "edit", "bash"]), min_size=1, max_size=3),
+        st.sampled_from(["x", "a\\nb", "1\\n2\\n3\\n"])),
+    st.sampled_from([
+        b'{"messages": [{"role": "user", "content": "u", "usage": {"input_tokens": 3}}]}',  # the full model
+        b'{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}', b"{oops",
+    ]),
+)
+
+
+@given(st.lists(_stats_record, min_size=1, max_size=4), st.sampled_from([None, 0, 1, 3]), st.booleans(), st.booleans())
+def test_record_totals_made_when_read_are_the_eager_ones(recs: list[bytes], keep: int | None, per_message: bool,
+                                                       parsed: bool) -> None:
+    """One record's stats part makes its totals when they are first read: the reports, their
+    pickles and what they merge into are those of a part made with its totals at once."""
+    import pickle
+    from unittest import mock
+
+    from ctxtool.io import jsonl as jsonio
+    from ctxtool.run import records
+    from ctxtool.run.operation import merge_reports
+    from ctxtool.stats.figures import Figures
+    from ctxtool.stats.op import StatsOp, StatsPart
+
+    op = StatsOp(keep=keep, per_message=per_message)
+
+    def run() -> list[Any]:
+        out = []
+        for n, r in enumerate(recs, 1):
+            given_rec: Any = r
+            if parsed:
+                try:
+                    given_rec = jsonio.loads(r)
+                except Exception:  # noqa: BLE001  # not JSON: given as bytes
+                    given_rec = r
+            out.append(records.process(op, given_rec, path="d.jsonl", line=n, on_error="skip").report)
+        return out
+
+    lazy, lazy_unread = run(), run()
+    with mock.patch.object(StatsPart, "summed_when_read",
+                           classmethod(lambda cls, rows, keep=None, sink=None: cls(Figures(), [], [], [], rows, keep=keep,
+                                                                                   sink=sink))):
+        eager, eager_merged = run(), run()
+    for a, b in zip(lazy, eager, strict=True):
+        assert pickle.dumps(a) == pickle.dumps(b)  # totals made first here
+        assert a == b and a.totals.to_json() == b.totals.to_json() and list(a.totals.by_role) == list(b.totals.by_role)
+    m, e = merge_reports(lazy_unread), merge_reports(eager_merged)  # merged before any totals were read
+    assert m == e and pickle.dumps(m) == pickle.dumps(e)
+    assert m.totals.to_json() == e.totals.to_json() and list(m.totals.tool_calls_by_name.items()) == list(
+        e.totals.tool_calls_by_name.items())
+    assert [t.to_json() for t in m.kept()] == [t.to_json() for t in e.kept()]
+
+
+_counts = st.dictionaries(st.sampled_from(["read", "edit", "bash", "?"]), st.integers(0, 3), max_size=3)
+_figures = st.builds(
+    lambda ints, rows, calls, usage, unknown: _make_figures(ints, rows, calls, usage, unknown),
+    st.lists(st.integers(0, 9), min_size=15, max_size=15),
+    st.lists(st.tuples(st.sampled_from(["system", "user", "injected", "assistant", "tool", "other", "more"]),
+                       st.integers(0, 2), st.integers(0, 9), st.integers(0, 9)), max_size=6),
+    _counts, st.tuples(*[st.integers(0, 4)] * 5), _counts,
+)
+
+
+def _make_figures(ints: list[int], rows: list[tuple[str, int, int, int]], calls: dict[str, int], usage: tuple[int, ...],
+                  unknown: dict[str, int]) -> Any:
+    from ctxtool.model import Usage
+    from ctxtool.stats.figures import Figures, RoleStats
+    from ctxtool.stats.op import _FIGURE_FIELDS
+
+    f = Figures(tool_calls_by_name=Counter(calls), usage=Usage(*usage), unknown_types=Counter(unknown))
+    for k, v in zip(_FIGURE_FIELDS, ints, strict=True):
+        setattr(f, k, v)
+    for r, m, t, c in rows:
+        f.by_role[r] = RoleStats(m, t, c)
+    return f
+
+
+@given(_figures, _figures)
+def test_adding_figures_adds_what_their_sum_adds(base: Any, x: Any) -> None:
+    """StatsPart.merge adds a one-record part's pending figures as they are: what adding
+    Figures() plus them (its totals, made) would add, rows and names in the same order."""
+    import copy
+
+    from ctxtool.stats.figures import Figures
+
+    made = Figures()
+    made.add(x)
+    a, b = copy.deepcopy(base), copy.deepcopy(base)
+    a.add(made)
+    b.add(x)
+    assert a == b and a.to_json() == b.to_json()
+    assert list(a.by_role) == list(b.by_role) and list(a.tool_calls_by_name.items()) == list(b.tool_calls_by_name.items())
+    assert list(a.unknown_types.items()) == list(b.unknown_types.items())

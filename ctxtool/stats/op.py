@@ -108,7 +108,7 @@ class StatsPart:
     counts them all), so memory and what a worker sends back stay flat in the input's size;
     None: every transcript, in input order."""
 
-    totals: Figures
+    totals: Figures  # (made when first read in a part made by summed_when_read)
     transcripts: list[TranscriptStats]
     largest: list[ToolOutput]
     skipped: list[str]
@@ -116,14 +116,32 @@ class StatsPart:
     overview: Overview = field(default_factory=lambda: Overview())
     keep: int | None = None
     sink: Callable[[TranscriptStats], None] | None = None  # gets each transcript (then not held)
+    #: the figures of the first transcript added while ``totals`` is not made (summed_when_read)
+    pending: Figures | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def summed_when_read(cls, rows: list[dict[str, Any]] | None, keep: int | None = None,
+                         sink: Callable[[TranscriptStats], None] | None = None) -> StatsPart:
+        """An empty part whose ``totals`` are made when first read (by anyone: merging,
+        equality, pickling): ``Figures()`` with the figures added meanwhile, added as an
+        eager part adds them. One record's part (:func:`ctxtool.run.records.process`)
+        holds one transcript whose figures are not copied into totals unless asked."""
+        return cls(None, [], [], [], rows, keep=keep, sink=sink)  # type: ignore[arg-type]
 
     def add(self, ts: TranscriptStats) -> None:
-        self.totals.add(ts.figures)
+        if self.pending is None and _TOTALS.__get__(self, StatsPart) is None:
+            self.pending = ts.figures  # the first: summed when totals are read
+        else:
+            self.totals.add(ts.figures)
         self.overview.add(ts)
         self._hold((ts,))
 
     def merge(self, other: StatsPart) -> None:
-        self.totals.add(other.totals)
+        made: Figures | None = _TOTALS.__get__(other, StatsPart)
+        if made is not None:
+            self.totals.add(made)
+        elif other.pending is not None:  # Figures() plus these, not made: adding them adds the same
+            self.totals.add(other.pending)
         self.overview.merge(other.overview)
         self._hold(other.transcripts)
         self.largest = top_outputs(self.largest + other.largest)
@@ -173,6 +191,31 @@ class StatsPart:
                 self.keep,
             ),
         )
+
+
+# ``totals`` of a part made by summed_when_read is made when first read: the slot holds None
+# until then and the property in its place makes it (Figures() plus the pending figures, as
+# add would have summed them); a value set replaces both.
+_TOTALS: Any = StatsPart.__dict__["totals"]  # the slot's descriptor
+
+
+def _totals(p: StatsPart) -> Figures:
+    made: Figures | None = _TOTALS.__get__(p, StatsPart)
+    if made is None:
+        made = Figures()
+        if p.pending is not None:
+            made.add(p.pending)
+            p.pending = None
+        _TOTALS.__set__(p, made)
+    return made
+
+
+def _set_totals(p: StatsPart, f: Figures | None) -> None:
+    p.pending = None
+    _TOTALS.__set__(p, f)
+
+
+setattr(StatsPart, "totals", property(_totals, _set_totals))  # noqa: B010
 
 
 def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[int], int]]:
@@ -332,8 +375,11 @@ class _StatsTask(Task[StatsPart]):
                          count_lines=op.keep is None and not ctx.record)
         self.fast = derived.fast
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
-        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
-                              sink=None if ctx.worker else op.each)
+        rows = [] if op.per_message else None
+        sink = None if ctx.worker else op.each
+        # one record's totals are its transcript's figures: summed only where they are read
+        self.part = (StatsPart.summed_when_read(rows, op.keep, sink) if ctx.record
+                     else StatsPart(Figures(), [], [], [], rows, keep=op.keep, sink=sink))
         self.batch: list[Transcript] = []
         self.entries = 0
 
