@@ -9,6 +9,7 @@ import heapq
 import importlib
 from collections import Counter
 from operator import itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given
@@ -419,8 +420,8 @@ _stats_record = st.one_of(
 @given(st.lists(_stats_record, min_size=1, max_size=4), st.sampled_from([None, 0, 1, 3]), st.booleans(), st.booleans())
 def test_record_totals_made_when_read_are_the_eager_ones(recs: list[bytes], keep: int | None, per_message: bool,
                                                        parsed: bool) -> None:
-    """One record's stats part makes its totals when they are first read: the reports, their
-    pickles and what they merge into are those of a part made with its totals at once."""
+    """One record's stats part makes its totals and overview when they are first read: the
+    reports, their pickles and what they merge into are those of a part that made them at once."""
     import pickle
     from unittest import mock
 
@@ -499,3 +500,30 @@ def test_adding_figures_adds_what_their_sum_adds(base: Any, x: Any) -> None:
     assert a == b and a.to_json() == b.to_json()
     assert list(a.by_role) == list(b.by_role) and list(a.tool_calls_by_name.items()) == list(b.tool_calls_by_name.items())
     assert list(a.unknown_types.items()) == list(b.unknown_types.items())
+
+
+_stamp = st.one_of(st.none(), st.just(""), st.sampled_from(["2025-01-01T00:00:00Z", "2025-06-01T00:00:00Z", "2024-12-31"]))
+_seen = st.builds(
+    lambda level, model, first, last, path, unknown: SimpleNamespace(
+        level=level, model=model, first_timestamp=first, last_timestamp=last, path=path,
+        figures=SimpleNamespace(unknown_types=Counter(unknown))),
+    st.sampled_from(["ok", "warning", "critical"]), st.one_of(st.none(), st.just(""), st.sampled_from(["m1", "m2"])),
+    _stamp, _stamp, st.sampled_from(["a.jsonl", "b.jsonl"]), _counts)
+
+
+@given(st.lists(_seen, max_size=4), _seen)
+def test_counting_a_transcript_counts_what_merging_its_overview_counts(before: list[Any], t: Any) -> None:
+    """StatsPart.merge counts a one-record part's pending transcript itself: what merging
+    Overview() with it counted (that part's overview, made) would count, in the same order."""
+    from ctxtool.stats.figures import Overview
+
+    a, b = Overview(), Overview()
+    for x in before:
+        a.add(x)
+        b.add(x)
+    one = Overview()
+    one.add(t)
+    a.merge(one)
+    b.add(t)
+    assert a == b and list(a.levels.items()) == list(b.levels.items()) and list(a.models) == list(b.models)
+    assert [(p, list(c.items())) for p, c in a.drift.items()] == [(p, list(c.items())) for p, c in b.drift.items()]
