@@ -9,6 +9,7 @@ import heapq
 import importlib
 from collections import Counter
 from operator import itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given
@@ -330,3 +331,199 @@ def test_tool_output_is_the_dataclass_made(transcript: str, mid: str | None, lin
     assert type(got) is ToolOutput and got.text == want.text == text and _LINES.__get__(got) == _LINES.__get__(want) == 0
     assert got == want and repr(got) == repr(want) and got.lines == want.lines == text.count("\n") + 1
     assert got.text is None and want.text is None
+
+
+_call_name = st.one_of(st.none(), st.just(""), st.sampled_from(["read", "edit", "bash", "?"]))
+
+
+@given(st.lists(st.lists(_call_name, min_size=1, max_size=4), max_size=6))
+def test_tally_counts_calls_as_counters_own_increment(turns: list[list[str | None]]) -> None:
+    """stats.fast's tally counts each tool call by name with dict.get (no Counter.__missing__):
+    the Counter that ``counter[name or "?"] += 1`` makes, its keys in the same order."""
+    from ctxtool.stats.fast import tally_openai
+
+    msgs: list[Any] = []
+    want: Counter[str] = Counter()
+    for t, names in enumerate(turns):
+        calls = [{"id": f"c{t}_{k}", "function": {"name": n, "arguments": "{}"}} for k, n in enumerate(names)]
+        msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
+        for n in names:
+            want[n or "?"] += 1
+    tl = tally_openai(msgs, False)
+    assert tl is not None
+    assert type(tl.calls_by_name) is Counter and tl.calls_by_name == want
+    assert list(tl.calls_by_name.items()) == list(want.items()) and tl.calls_by_name.most_common() == want.most_common()
+
+
+_record_text = st.one_of(
+    st.sampled_from([
+        b'{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}',
+        b'{"id": 7, "messages": [{"role": "user", "content": "a\\nb"}, {"role": "assistant", "content": null,'
+        b' "tool_calls": [{"id": "c1", "function": {"name": "read", "arguments": "{}"}}]},'
+        b' {"role": "tool", "tool_call_id": "c1", "content": "x\\ny\\nz"}]}',
+        b'{"messages": [{"role": "user", "content": "u", "usage": {"input_tokens": 3}}]}',  # the full model
+        b'{"messages": [1, 2', b"{oops", b"", b"[]", b'{"messages": []}', b'"text"', b"{} {}", b"NaN",
+    ]),
+    st.binary(max_size=12),
+)
+
+
+@given(_record_text, st.sampled_from([b"", b"\n", b"\r\n", b"\r", b"\n\n"]), st.sampled_from(["fail", "skip"]))
+def test_read_only_record_parsed_with_its_line_ending(text: bytes, ending: bytes, on_error: str) -> None:
+    """records.process parses the bytes of a record for an operation that only reads with
+    their line ending (no copy without it): the result, or the error, of the same bytes
+    without it (what it parsed before)."""
+    from ctxtool.errors import CtxtoolError
+    from ctxtool.history.validate import ValidateOp
+    from ctxtool.run import records
+    from ctxtool.stats.op import StatsOp
+
+    for op in (StatsOp(), StatsOp(fast=False), ValidateOp()):
+        outcomes = []
+        for given_bytes in (text.rstrip(b"\r\n"), text + ending):
+            try:
+                r = records.process(op, given_bytes, path="d.jsonl", line=5, on_error=on_error)
+                outcomes.append(("ok", r.data, r.format, r.changed, r.skipped, r.events, _report(r.report)))
+            except CtxtoolError as e:
+                outcomes.append(("error", str(e), e.path, e.line, e.kind))
+            except Exception as e:  # noqa: BLE001  # any other failure: the same on both
+                outcomes.append(("raised", type(e), str(e)))
+        assert outcomes[0] == outcomes[1], op
+
+
+def _report(rep: Any) -> Any:
+    """A report as compared: its JSON where it has one (every line count made), else itself."""
+    from ctxtool.stats.op import StatsPart
+
+    if isinstance(rep, StatsPart):
+        kept = rep.kept()
+        return (rep == rep, [t.to_json() for t in kept], [o.to_json() for o in rep.largest], rep.totals.to_json(),
+                rep.overview, rep.skipped)
+    return rep
+
+
+_stats_record = st.one_of(
+    st.builds(lambda names, tool: (
+        b'{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a",'
+        b' "tool_calls": [' + b", ".join(b'{"id": "c%d", "function": {"name": "%s", "arguments": "{}"}}' % (k, n.encode())
+                                         for k, n in enumerate(names)) + b"]}"
+        + b"".join(b', {"role": "tool", "tool_call_id": "c%d", "content": "%s"}' % (k, tool.encode()) for k in range(len(names)))
+        + b"]}"), st.lists(st.sampled_from(["read", "edit", "bash"]), min_size=1, max_size=3),
+        st.sampled_from(["x", "a\\nb", "1\\n2\\n3\\n"])),
+    st.sampled_from([
+        b'{"messages": [{"role": "user", "content": "u", "usage": {"input_tokens": 3}}]}',  # the full model
+        b'{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}', b"{oops",
+    ]),
+)
+
+
+@given(st.lists(_stats_record, min_size=1, max_size=4), st.sampled_from([None, 0, 1, 3]), st.booleans(), st.booleans())
+def test_record_totals_made_when_read_are_the_eager_ones(recs: list[bytes], keep: int | None, per_message: bool,
+                                                       parsed: bool) -> None:
+    """One record's stats part makes its totals and overview when they are first read: the
+    reports, their pickles and what they merge into are those of a part that made them at once."""
+    import pickle
+    from unittest import mock
+
+    from ctxtool.io import jsonl as jsonio
+    from ctxtool.run import records
+    from ctxtool.run.operation import merge_reports
+    from ctxtool.stats.figures import Figures
+    from ctxtool.stats.op import StatsOp, StatsPart
+
+    op = StatsOp(keep=keep, per_message=per_message)
+
+    def run() -> list[Any]:
+        out = []
+        for n, r in enumerate(recs, 1):
+            given_rec: Any = r
+            if parsed:
+                try:
+                    given_rec = jsonio.loads(r)
+                except Exception:  # noqa: BLE001  # not JSON: given as bytes
+                    given_rec = r
+            out.append(records.process(op, given_rec, path="d.jsonl", line=n, on_error="skip").report)
+        return out
+
+    lazy, lazy_unread = run(), run()
+    with mock.patch.object(StatsPart, "summed_when_read",
+                           classmethod(lambda cls, rows, keep=None, sink=None: cls(Figures(), [], [], [], rows, keep=keep,
+                                                                                   sink=sink))):
+        eager, eager_merged = run(), run()
+    for a, b in zip(lazy, eager, strict=True):
+        assert pickle.dumps(a) == pickle.dumps(b)  # totals made first here
+        assert a == b and a.totals.to_json() == b.totals.to_json() and list(a.totals.by_role) == list(b.totals.by_role)
+    m, e = merge_reports(lazy_unread), merge_reports(eager_merged)  # merged before any totals were read
+    assert m == e and pickle.dumps(m) == pickle.dumps(e)
+    assert m.totals.to_json() == e.totals.to_json() and list(m.totals.tool_calls_by_name.items()) == list(
+        e.totals.tool_calls_by_name.items())
+    assert [t.to_json() for t in m.kept()] == [t.to_json() for t in e.kept()]
+
+
+_counts = st.dictionaries(st.sampled_from(["read", "edit", "bash", "?"]), st.integers(0, 3), max_size=3)
+_figures = st.builds(
+    lambda ints, rows, calls, usage, unknown: _make_figures(ints, rows, calls, usage, unknown),
+    st.lists(st.integers(0, 9), min_size=15, max_size=15),
+    st.lists(st.tuples(st.sampled_from(["system", "user", "injected", "assistant", "tool", "other", "more"]),
+                       st.integers(0, 2), st.integers(0, 9), st.integers(0, 9)), max_size=6),
+    _counts, st.tuples(*[st.integers(0, 4)] * 5), _counts,
+)
+
+
+def _make_figures(ints: list[int], rows: list[tuple[str, int, int, int]], calls: dict[str, int], usage: tuple[int, ...],
+                  unknown: dict[str, int]) -> Any:
+    from ctxtool.model import Usage
+    from ctxtool.stats.figures import Figures, RoleStats
+    from ctxtool.stats.op import _FIGURE_FIELDS
+
+    f = Figures(tool_calls_by_name=Counter(calls), usage=Usage(*usage), unknown_types=Counter(unknown))
+    for k, v in zip(_FIGURE_FIELDS, ints, strict=True):
+        setattr(f, k, v)
+    for r, m, t, c in rows:
+        f.by_role[r] = RoleStats(m, t, c)
+    return f
+
+
+@given(_figures, _figures)
+def test_adding_figures_adds_what_their_sum_adds(base: Any, x: Any) -> None:
+    """StatsPart.merge adds a one-record part's pending figures as they are: what adding
+    Figures() plus them (its totals, made) would add, rows and names in the same order."""
+    import copy
+
+    from ctxtool.stats.figures import Figures
+
+    made = Figures()
+    made.add(x)
+    a, b = copy.deepcopy(base), copy.deepcopy(base)
+    a.add(made)
+    b.add(x)
+    assert a == b and a.to_json() == b.to_json()
+    assert list(a.by_role) == list(b.by_role) and list(a.tool_calls_by_name.items()) == list(b.tool_calls_by_name.items())
+    assert list(a.unknown_types.items()) == list(b.unknown_types.items())
+
+
+_stamp = st.one_of(st.none(), st.just(""), st.sampled_from(["2025-01-01T00:00:00Z", "2025-06-01T00:00:00Z", "2024-12-31"]))
+_seen = st.builds(
+    lambda level, model, first, last, path, unknown: SimpleNamespace(
+        level=level, model=model, first_timestamp=first, last_timestamp=last, path=path,
+        figures=SimpleNamespace(unknown_types=Counter(unknown))),
+    st.sampled_from(["ok", "warning", "critical"]), st.one_of(st.none(), st.just(""), st.sampled_from(["m1", "m2"])),
+    _stamp, _stamp, st.sampled_from(["a.jsonl", "b.jsonl"]), _counts)
+
+
+@given(st.lists(_seen, max_size=4), _seen)
+def test_counting_a_transcript_counts_what_merging_its_overview_counts(before: list[Any], t: Any) -> None:
+    """StatsPart.merge counts a one-record part's pending transcript itself: what merging
+    Overview() with it counted (that part's overview, made) would count, in the same order."""
+    from ctxtool.stats.figures import Overview
+
+    a, b = Overview(), Overview()
+    for x in before:
+        a.add(x)
+        b.add(x)
+    one = Overview()
+    one.add(t)
+    a.merge(one)
+    b.add(t)
+    assert a == b and list(a.levels.items()) == list(b.levels.items()) and list(a.models) == list(b.models)
+    assert [(p, list(c.items())) for p, c in a.drift.items()] == [(p, list(c.items())) for p, c in b.drift.items()]

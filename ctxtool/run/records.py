@@ -58,11 +58,14 @@ def process(
     obj: Any
     raw: bytes | None
     if isinstance(record, bytes):
-        raw = record = record.rstrip(b"\r\n")
+        # a line ending is whitespace to JSON: the bytes are copied without it only for an
+        # operation that writes (its output is compared with them); one that only reads
+        # parses them as given, and an error is the one the bytes without it give
+        raw = record = record.rstrip(b"\r\n") if op.writes else record
         try:
             obj = jsonio.loads(record, path=path, line=line, exact=False)  # as a file's lines: made exact when written
         except CtxtoolError as e:
-            policy.handle(e)
+            policy.handle(_unparsed(record, e, path, line))
             obj = None
     else:
         # its bytes only where they are needed (the output of an unchanged record, the
@@ -95,6 +98,18 @@ def process(
         skipped=[str(e) for e in policy.skipped],
         events=log.events if log is not None else [],
     )
+
+
+def _unparsed(record: bytes, err: CtxtoolError, path: str, line: int) -> CtxtoolError:
+    """Why ``record`` is not JSON, as its bytes without a line ending say (``err``: what
+    they said with it; a parser's position past the end can differ)."""
+    if not record.endswith((b"\n", b"\r")):
+        return err
+    try:
+        jsonio.loads(record.rstrip(b"\r\n"), path=path, line=line, exact=False)
+    except CtxtoolError as e:
+        return e
+    return err
 
 
 def _written(ts: list[Transcript], fmt: str, task: Task[Any], pairs: list[tuple[Transcript, Transcript]] | None) -> bytes:

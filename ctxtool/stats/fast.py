@@ -62,7 +62,8 @@ def tally_openai(items: list[Any], exact: bool, pairs: bool = False) -> Tally | 
     outputs: list[tuple[int, int, str, str | None, str | None, str | None]] = []
     names: dict[str, str] = {}
     events: list[tuple[Event, ...]] | None = [] if pairs else None
-    calls_by_name: Counter[str] = Counter()
+    calls_by_name: Counter[str] = Counter.__new__(Counter)  # empty, as stats.figures.new_counter makes it
+    count_of = calls_by_name.get  # a name's count so far (Counter's own += asks its __missing__, in Python, per new name)
     n_calls = n_results = 0
     keys = _OPENAI_KEYS
     roles = _OPENAI_ROLES
@@ -123,7 +124,8 @@ def tally_openai(items: list[Any], exact: bool, pairs: bool = False) -> Tally | 
                     n += len(name or "") + len(args or "")
                     evs.append((True, cid, ()))
                     n_calls += 1
-                    calls_by_name[name or "?"] += 1
+                    key = name or "?"
+                    calls_by_name[key] = count_of(key, 0) + 1
                     if name:
                         names[cid] = name
                         if mt is not None:
@@ -254,7 +256,7 @@ def finish(t: Transcript, tl: Tally, counts: list[int], thinking_tokens: int, op
     f.tool_calls = tl.tool_calls
     f.tool_results = tl.tool_results
     f.thinking_blocks = len(tl.thinking)
-    f.thinking_chars = sum(len(x) for _, x in tl.thinking)
+    f.thinking_chars = sum(len(x) for _, x in tl.thinking) if tl.thinking else 0
     f.thinking_tokens = thinking_tokens
     if sysr is not None:
         f.system_prompt_chars = sysr.chars

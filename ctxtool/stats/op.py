@@ -108,23 +108,49 @@ class StatsPart:
     counts them all), so memory and what a worker sends back stay flat in the input's size;
     None: every transcript, in input order."""
 
-    totals: Figures
+    totals: Figures  # (made when first read in a part made by summed_when_read)
     transcripts: list[TranscriptStats]
     largest: list[ToolOutput]
     skipped: list[str]
     rows: list[dict[str, Any]] | None
-    overview: Overview = field(default_factory=lambda: Overview())
+    overview: Overview = field(default_factory=lambda: Overview())  # (as totals)
     keep: int | None = None
     sink: Callable[[TranscriptStats], None] | None = None  # gets each transcript (then not held)
+    #: the first transcript added while ``totals`` and ``overview`` are not made (summed_when_read)
+    pending: TranscriptStats | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def summed_when_read(cls, rows: list[dict[str, Any]] | None, keep: int | None = None,
+                         sink: Callable[[TranscriptStats], None] | None = None) -> StatsPart:
+        """An empty part whose ``totals`` and ``overview`` are made when first read (by
+        anyone: merging, equality, pickling): ``Figures()`` and ``Overview()`` with the
+        transcript added meanwhile added as an eager part adds it. One record's part
+        (:func:`ctxtool.run.records.process`) holds one transcript: its figures are not
+        summed a second time, nor counted, unless asked."""
+        return cls(None, [], [], [], rows, None, keep=keep, sink=sink)  # type: ignore[arg-type]
 
     def add(self, ts: TranscriptStats) -> None:
-        self.totals.add(ts.figures)
-        self.overview.add(ts)
+        if self.pending is None and _TOTALS.__get__(self, StatsPart) is None and _OVERVIEW.__get__(self, StatsPart) is None:
+            self.pending = ts  # the first: summed and counted when read
+        else:
+            self.totals.add(ts.figures)
+            self.overview.add(ts)
         self._hold((ts,))
 
     def merge(self, other: StatsPart) -> None:
-        self.totals.add(other.totals)
-        self.overview.merge(other.overview)
+        # a part's totals and overview not made yet are Figures() and Overview() plus its pending
+        # transcript: adding that transcript adds the same (hypothesis tests)
+        pending = other.pending
+        totals: Figures | None = _TOTALS.__get__(other, StatsPart)
+        if totals is not None:
+            self.totals.add(totals)
+        elif pending is not None:
+            self.totals.add(pending.figures)
+        overview: Overview | None = _OVERVIEW.__get__(other, StatsPart)
+        if overview is not None:
+            self.overview.merge(overview)
+        elif pending is not None:
+            self.overview.add(pending)
         self._hold(other.transcripts)
         self.largest = top_outputs(self.largest + other.largest)
         self.skipped.extend(other.skipped)
@@ -173,6 +199,54 @@ class StatsPart:
                 self.keep,
             ),
         )
+
+
+# ``totals`` and ``overview`` of a part made by summed_when_read are made when first read:
+# their slots hold None until then and the properties in their place make them (Figures() and
+# Overview() with the pending transcript added, as add would have added it); a value set
+# replaces the slot's.
+_TOTALS: Any = StatsPart.__dict__["totals"]  # the slots' descriptors
+_OVERVIEW: Any = StatsPart.__dict__["overview"]
+
+
+def _totals(p: StatsPart) -> Figures:
+    made: Figures | None = _TOTALS.__get__(p, StatsPart)
+    if made is None:
+        made = Figures()
+        if p.pending is not None:
+            made.add(p.pending.figures)
+        _TOTALS.__set__(p, made)
+        _made(p)
+    return made
+
+
+def _overview(p: StatsPart) -> Overview:
+    made: Overview | None = _OVERVIEW.__get__(p, StatsPart)
+    if made is None:
+        made = Overview()
+        if p.pending is not None:
+            made.add(p.pending)
+        _OVERVIEW.__set__(p, made)
+        _made(p)
+    return made
+
+
+def _made(p: StatsPart) -> None:
+    """Lets go of the pending transcript once both are made."""
+    if _TOTALS.__get__(p, StatsPart) is not None and _OVERVIEW.__get__(p, StatsPart) is not None:
+        p.pending = None
+
+
+def _set_totals(p: StatsPart, f: Figures | None) -> None:
+    _TOTALS.__set__(p, f)
+
+
+def _set_overview(p: StatsPart, o: Overview | None) -> None:
+    _OVERVIEW.__set__(p, o)
+
+
+setattr(StatsPart, "totals", property(_totals, _set_totals))  # noqa: B010
+setattr(StatsPart, "overview", property(_overview, _set_overview))  # noqa: B010
 
 
 def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[int], int]]:
@@ -332,8 +406,11 @@ class _StatsTask(Task[StatsPart]):
                          count_lines=op.keep is None and not ctx.record)
         self.fast = derived.fast
         self.limit = 1 if isinstance(self.tok, HeuristicTokenizer) else BATCH_MESSAGES
-        self.part = StatsPart(Figures(), [], [], [], [] if op.per_message else None, keep=op.keep,
-                              sink=None if ctx.worker else op.each)
+        rows: list[dict[str, Any]] | None = [] if op.per_message else None
+        sink = None if ctx.worker else op.each
+        # one record's totals and overview are its transcript's: made only where they are read
+        self.part = (StatsPart.summed_when_read(rows, op.keep, sink) if ctx.record
+                     else StatsPart(Figures(), [], [], [], rows, keep=op.keep, sink=sink))
         self.batch: list[Transcript] = []
         self.entries = 0
 
