@@ -69,7 +69,7 @@ def test_load_texts_files_and_escapes(tmp_path: Path) -> None:
     assert e.value.kind == Failure.USAGE
 
 
-@pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi", "ctxtool", "anthropic"])
+@pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi", "ctxtool", "anthropic", "sharegpt"])
 def test_pins_beside_the_summary_in_each_format(fmt: str, tmp_path: Path) -> None:
     src = source(tmp_path, fmt)
     out = tmp_path / "out.json"
@@ -85,7 +85,7 @@ def test_pins_beside_the_summary_in_each_format(fmt: str, tmp_path: Path) -> Non
     assert RULES not in parse_sections(structured_summary(view.effective))["Goal"]
 
 
-@pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi"])
+@pytest.mark.parametrize("fmt", ["openai", "claude-code", "codex", "pi", "sharegpt"])
 def test_pins_survive_the_next_compaction(fmt: str, tmp_path: Path) -> None:
     src = source(tmp_path, fmt, turns=12)
     first, second = tmp_path / "1.json", tmp_path / "2.json"

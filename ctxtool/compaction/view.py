@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript
+from ..model import KIND_COMPACTION_SUMMARY, Compaction, Message, Transcript, injected_kind
 from ..summarizers import prompt as sp
 from ..tokens.count import Tokenizer, count_messages
 
@@ -45,14 +45,20 @@ def context_view(t: Transcript, tok: Tokenizer) -> AgentContext:
     pos = {id(m): i for i, m in enumerate(msgs)}
     if isinstance(marker, Message):
         i = pos[id(marker)]
-        # a retain message and a summary message written together are one summary
+        # a retain message and a summary message written together are one summary; the pinned
+        # instructions written beside it (before a format's acknowledgement) are messages the
+        # agent sees, as they are when they follow the summary
         j = i
-        while j > 0 and msgs[j - 1].metadata.kind == KIND_COMPACTION_SUMMARY and msgs[j - 1].role == "user":
+        while j > 0 and msgs[j - 1].role == "user" and (msgs[j - 1].metadata.kind == KIND_COMPACTION_SUMMARY
+                                                        or injected_kind(msgs[j - 1]) == "pinned"):
             j -= 1
-        prev = "\n\n".join(sp.strip_prefix(m.text()) for m in msgs[j : i + 1] if m.role == "user")
-        prev_tokens = sum(count_messages(msgs[j : i + 1], tok))
+        summary = [m for m in msgs[j : i + 1] if m.metadata.kind == KIND_COMPACTION_SUMMARY]
+        pinned = [m for m in msgs[j : i + 1] if m.metadata.kind != KIND_COMPACTION_SUMMARY]
+        prev = "\n\n".join(sp.strip_prefix(m.text()) for m in summary if m.role == "user")
+        prev_tokens = sum(count_messages(summary, tok))
         start = i + 1
     else:
+        pinned = []
         prev, target = get_format(t.format).read_compaction(t, marker)
         prev_tokens = tok.count(sp.SUMMARY_PREFIX + "\n\n" + prev)
         if target is not None and id(target) in pos:
@@ -62,6 +68,7 @@ def context_view(t: Transcript, tok: Tokenizer) -> AgentContext:
             first = next((e for e in after if isinstance(e, Message)), None)
             start = pos[id(first)] if first is not None else len(msgs)
     eff = [m for m in msgs[:start] if m.role == "system"]
+    eff += pinned
     eff += [m for m in msgs[start:] if m.metadata.kind != KIND_COMPACTION_SUMMARY]
     r, w = sp.parse_file_lists(prev)
     return AgentContext(msgs, eff, sp.strip_file_lists(prev) or None, prev_tokens, r, w)
