@@ -44,8 +44,8 @@ def compact_file(
     (:class:`ctxtool.run.engines.Sharding`). ``messages_column``: a Parquet dataset's conversation
     column (:mod:`ctxtool.io.parquet`). ``hint``: a compacted transcript ends with a note
     naming the tools that read the cache (:func:`ctxtool.agent.tools.add_hint`)."""
-    # lazy: start-up (loaded only when this runs: ..io.parquet, ..run.runner)
-    from ..io.parquet import is_parquet_name
+    # lazy: start-up (loaded only when this runs: ..io.parquet_paths, ..run.runner)
+    from ..io.parquet_paths import is_parquet_name
     from ..run.runner import run_file
 
     src = str(path)

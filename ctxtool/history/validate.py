@@ -222,9 +222,9 @@ def validate(
     :func:`ctxtool.run.manyfiles.run_files`)."""
     import contextlib
 
-    # lazy: start-up (loaded only when this runs: ..formats.walk, ..io.parquet, ..run.manyfiles, ..run.runner)
+    # lazy: start-up (loaded only when this runs: ..formats.walk, ..io.parquet_paths, ..run.manyfiles, ..run.runner)
     from ..formats.walk import iter_paths
-    from ..io.parquet import is_parquet_dir, shard_files
+    from ..io.parquet_paths import is_parquet_dir, shard_files
     from ..run.manyfiles import run_files
     from ..run.runner import run_file
 

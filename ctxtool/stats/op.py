@@ -237,16 +237,8 @@ def _made(p: StatsPart) -> None:
         p.pending = None
 
 
-def _set_totals(p: StatsPart, f: Figures | None) -> None:
-    _TOTALS.__set__(p, f)
-
-
-def _set_overview(p: StatsPart, o: Overview | None) -> None:
-    _OVERVIEW.__set__(p, o)
-
-
-setattr(StatsPart, "totals", property(_totals, _set_totals))  # noqa: B010
-setattr(StatsPart, "overview", property(_overview, _set_overview))  # noqa: B010
+setattr(StatsPart, "totals", property(_totals, _TOTALS.__set__))  # noqa: B010
+setattr(StatsPart, "overview", property(_overview, _OVERVIEW.__set__))  # noqa: B010
 
 
 def _exact_counts(batch: list[Transcript], tok: Tokenizer) -> list[tuple[list[int], int]]:
