@@ -208,3 +208,36 @@ def test_a_source_ref_into_a_pack_resolves_to_the_pack(cache: RefCache) -> None:
     assert cache.resolve(f"ref={info.id[:12]}#0") == info.id
     with pytest.raises(CtxtoolError, match="invalid ref"):
         cache.resolve("../x#1")
+
+
+def test_list_refs_in_a_stable_order_whatever_the_shards_order(tmp_path: Path) -> None:
+    """Each task of a run writes its own manifest shard, named when it starts, so two workers'
+    shards can sort either way from one run to the next: the listing (refs ls, gc, grep) is
+    ordered by where each ref came from (the refs of one line as they were stored), not by
+    the shards' names."""
+    root = tmp_path / "c"
+    late, early = RefCache(root), RefCache(root)  # two tasks of one run
+    late.put("z\n", source={"file": "b.jsonl", "line": 1, "tool": "Read"})
+    early.put("y\n", source={"file": "a.jsonl", "line": 7, "tool": "Bash"})
+    early.put("w\n", source={"file": "a.jsonl", "line": 7})  # stored after y: listed after it
+    early.put("x\n", source={"file": "a.jsonl", "line": 2})
+    late.put("x\n", source={"file": "a.jsonl", "line": 2})  # the same content seen by both tasks
+    late.flush()
+    early.flush()
+    extra = b"unlisted\n"
+    (root / "refs" / hashlib.sha256(extra).hexdigest()).write_bytes(zlib.compress(extra))
+
+    def listing() -> list[tuple[str, list[dict[str, object]]]]:
+        return [(r.id, r.sources) for r in RefCache(root).list_refs()]
+
+    first = listing()
+    shards = sorted((root / "manifest").iterdir())
+    assert len(shards) == 2
+    tmp = shards[0].with_name("swap.tmp")
+    shards[0].rename(tmp)
+    shards[1].rename(shards[0])
+    tmp.rename(shards[1])  # the shards' names swapped: read in the other order
+    assert listing() == first
+    ids = {hashlib.sha256(t).hexdigest(): t for t in (b"w\n", b"x\n", b"y\n", b"z\n", extra)}
+    assert [ids[i] for i, _ in first] == [b"x\n", b"y\n", b"w\n", b"z\n", extra]
+    assert first[0][1] == [{"file": "a.jsonl", "line": 2}]

@@ -4,6 +4,7 @@ garbage; over ref files and packs alike (:class:`ctxtool.cache.RefCache` inherit
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..errors import CtxtoolError
 from ..io.paths import owner_pid
@@ -49,7 +50,11 @@ class Upkeep:
 
     def list_refs(self) -> list[RefInfo]:
         """Every ref: manifest entries (marked absent when the file is gone) and unlisted files;
-        a ref in a pack counts its entry's size and the pack's time."""
+        a ref in a pack counts its entry's size and the pack's time. In a stable order, whatever
+        order the manifest's shards were written in (each task of a run writes its own): by
+        where each ref first came from (file, then line; each ref's sources so sorted), refs of
+        one line in the order they were stored (one task reads a line); refs no source names
+        (unlisted files) last, by id."""
         man = self.manifest()
         refs = self._refs()
         names = self._names()
@@ -82,6 +87,9 @@ class Upkeep:
             size, mtime = sizes[ref]
             n_bytes, n_lines = (-1, -1) if data is None else (len(data), line_count(data))
             out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
+        for info in out:
+            info.sources.sort(key=_source_key)
+        out.sort(key=lambda r: (0, _source_key(r.sources[0]), "") if r.sources else (1, ("", -1), r.id))
         return out
 
     def verify(self) -> VerifyResult:
@@ -170,3 +178,11 @@ class Upkeep:
             self.delete(r.id for r in doomed)
             self.rewrite_manifest(keep)
         return GcResult(len(keep), len(present) - len(doomed), doomed, freed, dry_run)
+
+
+def _source_key(src: dict[str, Any]) -> tuple[str, int]:
+    """Where a manifest line says a ref came from, as a sort key: file, then line (a manifest
+    is read tolerantly: a file of another type sorts as its text, a line that is no whole
+    number first)."""
+    file, line = src.get("file"), src.get("line")
+    return ("" if file is None else str(file), line if isinstance(line, int) and not isinstance(line, bool) else -1)
