@@ -338,3 +338,28 @@ def test_openhands_events_one_per_line(tmp_path: Path) -> None:
     assert tools_ops.truncate_file(str(p), str(short), limits=TIGHT, cache=tmp_path / "c").truncated > 0
     tools_ops.restore_file(str(short), str(back), cache=tmp_path / "c")
     assert back.read_bytes() == p.read_bytes()
+
+
+def test_formats_names_swe_agent_steps_by_key_not_by_their_text(tmp_path: Path) -> None:
+    """A SWE-agent step's ``action`` is the command and its ``observation`` the output: ``ctxtool
+    formats`` counts steps under the key (a few types, not one a command); a value that is a name
+    (OpenHands' ``run``, a role) still names its type."""
+    doc = {"environment": "swe_main", "info": {"exit_status": "submitted"},
+           "history": [{"role": "system", "content": "s", "agent": "main"}, {"role": "user", "content": "u", "agent": "main"}],
+           "trajectory": [{"action": f"open x{k}.py\n", "observation": f"line of output {k}\n" * 3, "thought": "t",
+                           "state": "{}"} for k in range(3)]}
+    p = tmp_path / "run.traj"
+    p.write_text(json.dumps(doc))
+    r = runner.invoke(app, ["formats", "--json", str(p)])
+    assert r.exit_code == 0, r.output
+    types = {(x["type"], x["read_as"]): x["count"] for x in json.loads(r.stdout)["files"][0]["types"]}
+    assert types[("action", "message (assistant)")] == 3 and types[("observation", "message (tool)")] == 3
+    assert not any("open" in t or "output" in t for t, _ in types)
+    r = runner.invoke(app, ["formats", str(p)])
+    assert r.exit_code == 0 and max(map(len, r.stdout.splitlines()[1:])) < 60  # the type rows, under the file's line
+    oh = tmp_path / "events.json"
+    oh.write_text(json.dumps([{"id": 1, "action": "run", "args": {"command": "ls"}, "message": "Running ls"},
+                              {"id": 2, "observation": "run", "content": "a.py", "extras": {"command": "ls"}, "cause": 1}]))
+    r = runner.invoke(app, ["formats", "--json", "-f", "openhands", str(oh)])
+    assert r.exit_code == 0, r.output
+    assert {x["type"] for x in json.loads(r.stdout)["files"][0]["types"]} == {"action:run", "observation:run"}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Compaction, Cont, Message, Record, Transcript
+from ..text import lazyre
 from . import get_format, read
 
 __all__ = ["FileSurvey", "survey_file"]
@@ -35,9 +36,15 @@ class FileSurvey:
                 "types": [{"type": t, "read_as": how, "count": n} for (t, how), n in self.types.most_common()]}
 
 
+_NAME = lazyre.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")  # a value that names a type (``run``, ``assistant``)
+
+
 def _line_type(obj: Any) -> str:
     """A line's type as its agent names it: ``type`` (with ``subtype``, or a wrapped
-    ``payload``'s type), else the message's ``role``, else its first key."""
+    ``payload``'s type), else the message's ``role`` (or OpenHands' ``source``, ``action``,
+    ``observation``), else its first key. A value that is no name (a SWE-agent step's
+    ``action`` is the command itself, its ``observation`` the command's output) names no
+    type: the key alone does, so that a file's lines fall into a few types, not one per text."""
     if not isinstance(obj, dict):
         return type(obj).__name__
     t = obj.get("type")
@@ -52,7 +59,7 @@ def _line_type(obj: Any) -> str:
     for k in ("role", "source", "action", "observation"):
         v = obj.get(k)
         if isinstance(v, str):
-            return f"{k}:{v}"
+            return f"{k}:{v}" if _NAME.fullmatch(v) else k
     return next(iter(obj), "{}")
 
 
