@@ -40,7 +40,8 @@ class CtxtoolError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
-            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+            name = self.path or "''"  # an empty path (an unset shell variable) shown as one
+            where = f"{name}:{self.line}: " if self.line is not None else f"{name}: "
         return f"{where}{self.message}"
 
 
@@ -54,3 +55,10 @@ def _reduce(self: CtxtoolError) -> tuple[object, tuple[object, ...]]:
 
 
 CtxtoolError.__reduce__ = _reduce  # type: ignore[method-assign,assignment]
+
+
+def refuse_empty_path(path: str) -> None:
+    """A path a user named, refused when empty: to pathlib ``Path("")`` is the current
+    directory, so an unset shell variable (``ctxtool stats "$F"``) would read all of it."""
+    if not path:
+        raise CtxtoolError("no such file (the path is empty)", path=path, kind=Failure.NOT_FOUND)

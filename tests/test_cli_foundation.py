@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -375,3 +376,17 @@ def test_stats_warns_of_a_recorded_model_the_registry_does_not_know(tmp_path: Pa
     for known in (SAMPLES / "claude_code_session.jsonl", SAMPLES / "openai_dataset.jsonl"):
         r = subprocess.run([sys.executable, "-m", "ctxtool", "stats", str(known)], capture_output=True, text=True, check=False)
         assert r.returncode == 0 and "model registry" not in r.stderr
+
+
+@pytest.mark.parametrize("command", [["stats"], ["formats"], ["validate"], ["usage"], ["check"], ["compactions"],
+                                     ["window", "--max-chars", "100"], ["refs", "gc"]])
+def test_an_empty_path_is_no_file_not_the_current_directory(tmp_path: Path, command: list[str]) -> None:
+    """``ctxtool stats "$F"`` with F unset: pathlib reads "" as the current directory, which
+    held a transcript here and would have been read whole; it is a missing file instead."""
+    (tmp_path / "chat.json").write_bytes((SAMPLES / "openai_chat.json").read_bytes())
+    r = subprocess.run([sys.executable, "-m", "ctxtool", *command, ""], cwd=tmp_path, capture_output=True,
+                       env={**os.environ, "CTXTOOL_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == ExitCode.NOT_FOUND, r.stderr
+    err = r.stderr.decode().strip()
+    assert err.startswith("ctxtool: error: '': no such file") and len(err.splitlines()) == 1
+    assert r.stdout == b""

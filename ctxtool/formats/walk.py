@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import CtxtoolError, Failure
+from ..errors import CtxtoolError, Failure, refuse_empty_path
 from ..text import lazyre
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
@@ -154,6 +154,7 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         if urls.is_url(s) or urls.has_glob(s):  # fsspec URLs and globs (s3://bucket/*.jsonl)
             yield from (q for q in urls.expand(s) if urls.is_url(q) or first(q))
             continue
+        refuse_empty_path(s)
         path = Path(s)
         if path.is_dir():
             found = walk_files(path)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxtoolError, Failure
+from ..errors import CtxtoolError, Failure, refuse_empty_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,7 @@ def session_files(paths: Iterable[str] | None, stores: list[Store] | None = None
     if paths:
         used = []
         for p in paths:
+            refuse_empty_path(p)
             q = Path(p)
             if p == "-":
                 files.append(p)
