@@ -481,8 +481,8 @@ def warn_drift(drift: dict[str, Any]) -> None:
     for path, kinds in drift.items():
         n = sum(kinds.values())
         names = ", ".join(f"{k} ×{c}" for k, c in kinds.most_common(6)) + (", ..." if len(kinds) > 6 else "")
-        err_line(f"ctxtool: warning: {path}: {n:,} line(s) of type(s) ctxtool does not know, kept verbatim and not "
-                 f"counted as messages: {names}")
+        err_line(f"ctxtool: warning: {path}: {n:,} item(s) of a kind ctxtool does not know (a line's type, a field, "
+                 f"a content part), kept verbatim and not counted as messages: {names}")
 
 
 def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
