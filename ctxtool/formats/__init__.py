@@ -109,9 +109,9 @@ FORMATS.register(Lazy("ctxtool.formats.pi", _JSONL, ("type",)), "pi")
 FORMATS.register(Lazy("ctxtool.formats.sharegpt", _DOCS, records=True), "sharegpt")
 FORMATS.register(Lazy("ctxtool.formats.cline", _DOCS, ("role",)), "cline")
 FORMATS.register(Lazy("ctxtool.formats.responses", _DOCS, ("input", "type", "role"), records=True), "responses")
-FORMATS.register(Lazy("ctxtool.formats.inspect_log", _JSON, ("eval",)), "inspect")
+FORMATS.register(Lazy("ctxtool.formats.inspect_log", _DOCS, ("eval",)), "inspect")  # jsonl: written on one line
 FORMATS.register(Lazy("ctxtool.formats.inspect_log", ("zip",), attribute="EVAL_FORMAT"), "inspect-eval")
-FORMATS.register(Lazy("ctxtool.formats.atif", _JSON, ("schema_version",)), "atif")
+FORMATS.register(Lazy("ctxtool.formats.atif", _DOCS, ("schema_version",)), "atif")  # jsonl: written on one line
 FORMATS.register(Lazy("ctxtool.formats.gemini", _JSON, ("sessionId",)), "gemini")
 FORMATS.register(Lazy("ctxtool.formats.gemini_jsonl", _JSONL, ("projectHash",)), "gemini-jsonl")
 FORMATS.register(Lazy("ctxtool.formats.swe_agent", _DOCS, ("history",)), "swe-agent")

@@ -473,10 +473,10 @@ class ATIFFormat(Format):
     record_family = "atif"
 
     def sniff(self, sample: list[Any], src: Source) -> int:
-        return 96 if src.layout == "json" and sample and is_trajectory(sample[0]) else 0
+        return 96 if (src.layout == "json" or src.one_line_document()) and sample and is_trajectory(sample[0]) else 0
 
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
-        doc = src.doc
+        doc = src.as_document()  # a document written on one line too
         if not is_trajectory(doc):
             raise CtxtoolError("not an ATIF trajectory (needs 'schema_version' ATIF-v1.x and 'steps')", path=src.path)
         subs = doc.get("subagent_trajectories")

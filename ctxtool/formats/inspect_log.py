@@ -203,10 +203,10 @@ class InspectFormat(Format):
     record_family = "inspect"
 
     def sniff(self, sample: list[Any], src: Source) -> int:
-        return 96 if src.layout == "json" and sample and is_log(sample[0]) else 0
+        return 96 if (src.layout == "json" or src.one_line_document()) and sample and is_log(sample[0]) else 0
 
     def read(self, src: Source, policy: ErrorPolicy) -> Iterator[Transcript]:
-        doc = src.doc
+        doc = src.as_document()  # a document written on one line too
         if not is_log(doc):
             raise CtxtoolError("not an Inspect eval log (needs 'version', 'eval' and 'samples')", path=src.path)
         samples = doc.get("samples") or []

@@ -93,6 +93,30 @@ class Source:
     # what ctxtool.formats.detect picked from this peek (the list and its length, the format):
     # a source detected again (ctxtool.run.records.process, then its task's read) is not scored twice
     detected: tuple[list[Line], int, Any] | None = field(default=None, repr=False, compare=False)
+    whole: bool = False  # JSON Lines: the peek holds every line of the input (it ended before PEEK_LINES)
+    _ends: list[bool] | None = field(default=None, repr=False, compare=False)  # whether the input ended with a newline
+
+    def one_line_document(self) -> bool:
+        """Whether this is JSON Lines of a single line holding an object: a JSON document written
+        on one line (``jq -c``, ``json.dump`` without indent) reads the same. A format of whole
+        documents (an ATIF trajectory, an Inspect log) takes such a file as its document
+        (:meth:`as_document`); formats of records read it as one record, as before."""
+        return (self.layout == "jsonl" and self.whole and len(self.peek) == 1 and isinstance(self.peek[0].obj, dict)
+                and self.peek[0].raw is not None)
+
+    def as_document(self) -> Any:
+        """The JSON document: ``doc``; a one-line document (:meth:`one_line_document`) is made
+        one first, parsed exactly, in its one-line style and ending, so that it is written
+        back byte for byte."""
+        if self.layout == "jsonl" and self.one_line_document():
+            ln = self.peek[0]
+            raw = ln.raw or b""
+            self.close()
+            ends = self._ends
+            self.doc = loads(raw, path=self.path, line=ln.lineno)
+            self.style = jsontext.Style.detect_document(raw, ends[-1] if ends else True)
+            self.layout, self.peek, self._rest, self.detected = "json", [], None, None
+        return self.doc
 
     def lines(self, policy: Any = None) -> Iterator[Line]:
         """The parsed lines. A line that is not JSON raises, or, given an error ``policy``
@@ -208,7 +232,9 @@ def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
     head = raw.lstrip()[:1]
     obj = _parse_line(raw)
     if obj is not UNREADABLE and head == b"{":
-        return _jsonl(name, Line(obj, raw, n), it, fh, size)
+        src = _jsonl(name, Line(obj, raw, n), it, fh, size)
+        src._ends = ends
+        return src
     # A whole JSON document (array or pretty-printed object), or JSON Lines whose first
     # record is unreadable: detection looks past it, and lines() reports it.
     lines = list(it)
@@ -272,6 +298,7 @@ def _jsonl(name: str, first: Line, it: Iterator[tuple[int, bytes]], fh: IO[bytes
             break
         nxt = next(it, None)
         if nxt is None:
+            src.whole = True
             break
         read += len(nxt[1])
         src.peek.append(Line(_parse_line(nxt[1]), nxt[1], nxt[0]))
