@@ -62,13 +62,13 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] | None]], repeat: int,
-          reset: Callable[[], None]) -> None:
+def pairs(rows: list[tuple[Any, ...]], repeat: int, reset: Callable[[], None]) -> None:
     """Each row's two loops: once untimed, then ``repeat`` times in turn, ``reset`` called
     and the cyclic collector run (untimed) before each, so that a full collection of what the
     rows before left falls in no row's time, the peer's or ctxtool's; one JSON line a row (ctxtool's loop None: a row this checkout's
-    API cannot run, said so)."""
-    for name, peer_name, peer, ours in rows:
+    API cannot run, said so). A row's optional fifth member is its target, when it is not 2x
+    (a floor: no ctxtool code)."""
+    for name, peer_name, peer, ours, *target in rows:
         if ours is None:
             print(json.dumps({"name": name, "peer": peer_name, "missing": "records.process takes bytes only here"}),
                   flush=True)
@@ -84,7 +84,8 @@ def pairs(rows: list[tuple[str, str, Callable[[], object], Callable[[], object] 
             reset()
             gc.collect()
             ot.append(_timed(ours))
-        print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot}), flush=True)
+        print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot, **(
+            {"target": target[0]} if target else {})}), flush=True)
 
 
 def main(path: str, repeat: int) -> int:
@@ -213,6 +214,11 @@ def main(path: str, repeat: int) -> int:
         return lambda: merge_reports(r.report for r in one()).kept()  # type: ignore[union-attr]
 
     lc_total_recs = lambda: sum(count_tokens_approximately(r["messages"]) for r in recs)  # noqa: E731
+
+    def output_lines() -> int:  # the lines of every tool output, counted as a report gives them (no ctxtool code)
+        return sum(c.count("\n") + 1 for r in recs for m in r["messages"]
+                   if m.get("role") == "tool" and isinstance(c := m.get("content"), str))
+
     lc_total_bytes = lambda: sum(count_tokens_approximately(orjson.loads(ln)["messages"]) for ln in lines)  # noqa: E731
     both = "each record's bytes, parsed in the loop (orjson)"
     wnd = f"WindowOp(max_chars={MAX_CHARS})"
@@ -253,6 +259,10 @@ def main(path: str, repeat: int) -> int:
          f"{approx} on {same}, summed", lc_total_recs, merged(stats_op, recs)),
         (f"records.process(StatsOp()) on {both}, the reports merged and read (merge_reports, every line count made)",
          f"{approx} on {both}, summed", lc_total_bytes, merged(stats_op, None)),
+        # what the two rows above cannot go under: counting the lines they report, and nothing else
+        ("floor: the lines of every tool output counted (str.count on each tool message's text; no ctxtool code)",
+         f"{approx} on {same}, summed", lc_total_recs, output_lines,
+         "(the merged rows' bound: their line counts alone; 2x leaves the rest peer/2 - this)"),
         *window_rows(trim, lc_trim_recs, lc_trim_bytes),
         # the same four, the peer writing its trimmed record too (convert_to_openai_messages, orjson.dumps)
         *window_rows(trim_w, lc_trim_recs_written, lc_trim_bytes_written),

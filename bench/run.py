@@ -335,7 +335,7 @@ def bench_library(path: Path, label: str = "") -> None:
             continue
         ratios = ratios_of(r["peer_times"], r["ours_times"])
         row(f"{r['name']}{on} (one process)", f"{statistics.median(r['ours_times']):.3f} s",
-            f"{r['peer']} loop {statistics.median(r['peer_times']):.3f} s", spread(ratios), ">= 2.00x")
+            f"{r['peer']} loop {statistics.median(r['peer_times']):.3f} s", spread(ratios), r.get("target", ">= 2.00x"))
 
 
 def bench_window_read(path: Path, label: str = "") -> None:
