@@ -434,16 +434,20 @@ def _record_family(name: Any) -> str:
 
 
 def split_plan(
-    path: str, fmt: str | None, workers: int, min_bytes: int, *, lines: bool = True
+    path: str, fmt: str | None, workers: int, min_bytes: int, *, lines: bool = True, writes: bool = False
 ) -> tuple[str, list[tuple[int, int, int]]] | None:
     """How to split a large dataset file (one transcript per JSONL line) across ``workers``
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
-    ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`)."""
+    ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`).
+    ``writes``: the run writes the file back, so it is split only when its ranges' outputs end
+    as it does (:func:`ctxtool.io.files.plain_ending`; another is rewritten whole, keeping it)."""
     # lazy: start-up (`ctxtool --version` would load ctxtool.io)
-    from ..io.files import input_size, splittable
+    from ..io.files import input_size, plain_ending, splittable
     from ..io.jsonl import open_source, split_ranges
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
+        return None
+    if writes and not plain_ending(path):
         return None
     src = open_source(path)
     try:

@@ -14,18 +14,18 @@ import os
 import shutil
 import stat
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
 from ..errors import CtxtoolError, Failure
 from . import urls
-from .outputs import _writer
+from .outputs import BOM, _writer
 from .paths import BUFFER, make_temp, remove_quietly
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-BOM = b"\xef\xbb\xbf"
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -168,6 +168,30 @@ def hand_over(path: str | Path, fh: IO[bytes]) -> None:
     _HANDED[str(path)] = fh
 
 
+#: the streams :func:`open_input` took a byte order mark off (:func:`had_bom`)
+_WITHOUT_BOM: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def had_bom(fh: IO[bytes]) -> bool:
+    """Whether ``fh`` (from :func:`open_input`) began with a UTF-8 byte order mark, taken off."""
+    return fh in _WITHOUT_BOM
+
+
+def plain_ending(path: str | Path) -> bool:
+    """Whether a regular file ends its lines as byte ranges written in parallel do: no byte
+    order mark, its last line ended by ``\n`` alone. A file of another ending (``\r\n``
+    lines, no final newline, a mark) is rewritten whole, by one process that keeps it."""
+    try:
+        with open_raw(str(path)) as fh:
+            if fh.read(3) == BOM:
+                return False
+            fh.seek(-2, os.SEEK_END)
+            tail = fh.read(2)
+    except (OSError, CtxtoolError):
+        return False
+    return tail[-1:] == b"\n" and tail != b"\r\n"
+
+
 def open_input(path: str | Path) -> IO[bytes]:
     """Open ``path`` (``-``: stdin) for reading bytes: decompressed when it starts with the gzip
     or zstd magic, without a leading UTF-8 byte order mark. Streams: works on pipes and FIFOs.
@@ -200,6 +224,7 @@ def open_input(path: str | Path) -> IO[bytes]:
         head = fh.peek(3)[:3] if isinstance(fh, io.BufferedReader) else b""
         if head == BOM:
             fh.read(3)
+            _WITHOUT_BOM.add(fh)
     except BaseException:
         if owned:
             raw.close()

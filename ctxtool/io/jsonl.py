@@ -16,7 +16,7 @@ import orjson
 from ..errors import CtxtoolError
 from ..model import Line
 from . import jsontext
-from .files import BOM, input_size, open_input, open_raw
+from .files import BOM, had_bom, input_size, open_input, open_raw
 
 PEEK_LINES = 64
 #: ... or fewer: once this many bytes are read ahead (at least PEEK_MIN_LINES lines), the
@@ -94,7 +94,19 @@ class Source:
     # a source detected again (ctxtool.run.records.process, then its task's read) is not scored twice
     detected: tuple[list[Line], int, Any] | None = field(default=None, repr=False, compare=False)
     whole: bool = False  # JSON Lines: the peek holds every line of the input (it ended before PEEK_LINES)
+    bom: bool = False  # the input began with a UTF-8 byte order mark (taken off: not in any line)
     _ends: list[bool] | None = field(default=None, repr=False, compare=False)  # whether the input ended with a newline
+    _crlf: list[bool] | None = field(default=None, repr=False, compare=False)  # whether its first line ended "\r\n"
+
+    @property
+    def crlf(self) -> bool:
+        """Whether the input's lines end with ``\\r\\n`` (as its first line does)."""
+        return bool(self._crlf and self._crlf[0])
+
+    @property
+    def final_newline(self) -> bool | None:
+        """Whether the input ended with a newline: None until it has been read to its end."""
+        return self._ends[-1] if self._ends else None
 
     def one_line_document(self) -> bool:
         """Whether this is JSON Lines of a single line holding an object: a JSON document written
@@ -165,16 +177,19 @@ CHUNK = 1 << 22
 
 
 def _numbered(
-    fh: IO[bytes], first_line: int = 1, end: int | None = None, ends: list[bool] | None = None
+    fh: IO[bytes], first_line: int = 1, end: int | None = None, ends: list[bool] | None = None,
+    crlf: list[bool] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines with their 1-based numbers, without their ending ("\\n", "\\r\\n", or a
     "\\r" that ends the input), each copied once out of the reader's buffer (files are opened
     with a large one: long lines are common); a pipe's lines flow as they arrive. ``end``
     stops at that byte offset (a range of the file, see :func:`open_range`; ranges end on line
-    boundaries); ``ends`` gets, at the end of the input, whether its last byte was a newline."""
+    boundaries); ``ends`` gets, at the end of the input, whether its last byte was a newline;
+    ``crlf``, once the first line is read, whether it ended with "\\r\\n"."""
     n = first_line - 1
     left = end - fh.tell() if end is not None else sys.maxsize
     line = b"\n"
+    first = crlf is not None
     for line in fh:
         if left <= 0:
             break
@@ -185,6 +200,9 @@ def _numbered(
             s = s[:-2] if s[-2:-1] == b"\r" else s[:-1]
         elif s[-1:] == b"\r":
             s = s[:-1]
+        if first:
+            crlf.append(line[-2:] == b"\r\n")  # type: ignore[union-attr]
+            first = False
         if s and (s[:1] not in b" \t\r" or s.strip()):
             yield n, s
     if ends is not None:
@@ -206,7 +224,7 @@ def open_source(path: str | Path, name: str | None = None) -> Source:
             raise CtxtoolError("a SQLite store is read from a file, not a pipe", path=name)
         return Source(name, "sqlite", doc=str(path), size=size)
     try:
-        return _open_source(fh, name, size)
+        return _open_source(fh, name, size, _last_byte(fh, size))
     except BaseException:
         if owned:
             fh.close()
@@ -217,14 +235,32 @@ ZIP_MAGIC = b"PK\x03\x04"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
+def _last_byte(fh: IO[bytes], size: int | None) -> bytes:
+    """The input's last byte where it can be read ahead (a regular file, not compressed): so a
+    writer knows from the start whether it ends with a newline (:class:`ctxtool.io.outputs.LikeSource`)."""
+    raw = getattr(fh, "raw", None)
+    if not size or not isinstance(raw, io.FileIO):
+        return b""
+    try:
+        return os.pread(raw.fileno(), 1, size - 1)
+    except OSError:  # a pipe
+        return b""
+
+
+def _open_source(fh: IO[bytes], name: str, size: int | None, last_byte: bytes = b"") -> Source:
     if isinstance(fh, io.BufferedReader) and fh.peek(4)[:4] == ZIP_MAGIC:
         data = fh.read()  # an archive (an Inspect .eval log): the format that reads it opens it
         if fh is not sys.stdin.buffer:
             fh.close()
         return Source(name, "zip", doc=data, size=size)
-    ends: list[bool] = []  # whether the input ends with a newline (a document keeps that)
-    it = _numbered(fh, ends=ends)
+    ends: list[bool] = [last_byte == b"\n"] if last_byte else []  # whether the input ends with a newline (a document keeps that)
+    crlf: list[bool] = []  # whether its first line ends with "\r\n"
+    it = _numbered(fh, ends=ends, crlf=crlf)
+
+    def made(src: Source) -> Source:  # what the input's bytes say besides its lines: how they end, a mark
+        src._ends, src._crlf, src.bom = ends, crlf, had_bom(fh)
+        return src
+
     first = next(it, None)
     if first is None:
         raise CtxtoolError("empty file: no JSON records", path=name, line=1)
@@ -232,16 +268,14 @@ def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
     head = raw.lstrip()[:1]
     obj = _parse_line(raw)
     if obj is not UNREADABLE and head == b"{":
-        src = _jsonl(name, Line(obj, raw, n), it, fh, size)
-        src._ends = ends
-        return src
+        return made(_jsonl(name, Line(obj, raw, n), it, fh, size))
     # A whole JSON document (array or pretty-printed object), or JSON Lines whose first
     # record is unreadable: detection looks past it, and lines() reports it.
     lines = list(it)
     if fh is not sys.stdin.buffer:
         fh.close()
     if obj is UNREADABLE and head != b"[" and _mostly_records(lines):
-        return _jsonl(name, Line(UNREADABLE, raw, n), iter(lines), None, size)
+        return made(_jsonl(name, Line(UNREADABLE, raw, n), iter(lines), None, size))
     if head not in (b"{", b"["):
         raise CtxtoolError("not JSON or JSON Lines (expected '{' or '[')", path=name, line=n)
     # every line at its own number (blank lines kept), so that a parse error names the line
@@ -264,8 +298,8 @@ def _open_source(fh: IO[bytes], name: str, size: int | None) -> Source:
         except CtxtoolError:
             loads(raw, path=name, line=n)  # JSONL whose first line is broken: report that line
             raise
-        return Source(name, "json", doc=doc, size=size, style=style)
-    return Source(name, "json", doc=loads(data, path=name), size=size, style=style)
+        return made(Source(name, "json", doc=doc, size=size, style=style))
+    return made(Source(name, "json", doc=loads(data, path=name), size=size, style=style))
 
 
 #: the parsed value of a line that is not JSON (lines() reports it, detection skips it)

@@ -139,6 +139,62 @@ class HeldOutput:
             self._held, self._size = [], 0
 
 
+#: the UTF-8 byte order mark
+BOM = b"\xef\xbb\xbf"
+
+
+class LikeSource:
+    """An output written back in its source's format ending as the source did: a UTF-8 byte
+    order mark when it began with one, ``\\r\\n`` lines when its lines were (every newline a
+    JSON text holds is whitespace between values, never in a string), and, for JSON Lines, no
+    final newline when it had none (a document's writer keeps its own: ``jsontext.Style``).
+    The readers take all three off, so without this a file changed nothing in would change.
+    ``src``: the :class:`ctxtool.io.jsonl.Source` being read (its last byte known once read to
+    its end, before :meth:`finish`); ``same``: whether the output is in the source's format
+    (asked at the first write, when the first transcript has been read)."""
+
+    @staticmethod
+    def needed(src: Any) -> bool:
+        """Whether ``src`` (opened: its first line read) ends otherwise than the writers do
+        (``\\n`` lines, a final newline, no mark); the final newline of a pipe is not known
+        before its end, so a pipe's output is watched."""
+        return bool(src.bom or src.crlf or (src.layout == "jsonl" and src.final_newline is not True))
+
+    def __init__(self, out: IO[bytes], src: Any, same: Callable[[], bool]) -> None:
+        self._out, self._src, self._same = out, src, same
+        self._on: bool | None = None  # decided at the first write
+        self._held = False  # a final newline not written yet: the source may have had none
+
+    def write(self, b: Any) -> int:
+        n = len(b)
+        if not n:
+            return 0
+        out, src = self._out, self._src
+        if self._on is None:
+            self._on = self._same() and self.needed(src)
+            if self._on and src.bom:
+                out.write(BOM)
+        if not self._on:
+            out.write(b)
+            return n
+        nl = b"\r\n" if src.crlf else b"\n"
+        if self._held:
+            out.write(nl)
+            self._held = False
+        mv = memoryview(b)
+        if src.layout == "jsonl" and mv[-1] == 10:  # a newline: held until the next write or the end
+            mv, self._held = mv[:-1], True
+        out.write(bytes(mv).replace(b"\n", nl) if src.crlf else mv)
+        return n
+
+    def finish(self) -> None:
+        """The final newline, unless the source, now read to its end, ended without one."""
+        if self._held:
+            self._held = False
+            if self._src.final_newline is not False:
+                self._out.write(b"\r\n" if self._src.crlf else b"\n")
+
+
 def seen_at_end(path: str | Path | None) -> bool:
     """Whether an output's bytes reach a reader only when :func:`atomic_output` ends: a
     regular file or a new path (renamed into place), a URL (uploaded whole); not stdout

@@ -123,7 +123,7 @@ def run_file(
         ranges = n * op.ranges_per_job()
         if op.max_range_bytes:
             ranges = max(ranges, -(-size // op.max_range_bytes))
-        plan = formats.split_plan(path, fmt, ranges, min_bytes, lines=False)  # numbered as they run
+        plan = formats.split_plan(path, fmt, ranges, min_bytes, lines=False, writes=output is not None)  # numbered as they run
     if plan is not None:
         # lazy: start-up (`ctxtool stats` would load ctxtool.run.parallel)
         from .parallel import run_parallel

@@ -14,7 +14,7 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..formats.base import ErrorPolicy
 from ..io import jsonl as jsonio
-from ..io.outputs import HeldOutput, atomic_output, seen_at_end
+from ..io.outputs import HeldOutput, LikeSource, atomic_output, seen_at_end
 from ..model import Transcript
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def write_checked(
     check: Callable[[str], None] | None,
     task: Task[Any] | None = None,
     pairs: list[tuple[Transcript, Transcript]] | None = None,
+    like: jsonio.Source | None = None,
+    same: Callable[[], bool] | None = None,
 ) -> None:
     """Write ``ts`` to ``output`` atomically (``to``: in that format, else the first one's),
     ``check`` seeing the finished file first. ``task.flush`` stores what the output names
@@ -130,14 +132,23 @@ def write_checked(
     written, before each chunk is passed on. With ``task`` and ``pairs`` (filled by the
     :class:`TaskStream` that produces ``ts``), ``task.check`` sees it too and may name
     positions to write as they were read: the file is then written again and checked once
-    more (``last``: the task must accept it or raise)."""
+    more (``last``: the task must accept it or raise). ``like``: the source being read, whose
+    ending the output keeps when ``same`` says it is written in the source's format
+    (:class:`ctxtool.io.outputs.LikeSource`)."""
     target = formats.get_format(to) if to else None
+
+    def write(out: Any, items: Iterable[Transcript]) -> None:
+        sink = LikeSource(out, like, same or (lambda: True)) if like is not None and LikeSource.needed(like) else out
+        formats.write(items, sink, target)
+        if isinstance(sink, LikeSource):
+            sink.finish()
+
     if task is None or pairs is None:
         with atomic_output(output, check) as out:
             held = None
             if task is not None and task.gathers and check is None and not seen_at_end(output):
                 held = HeldOutput(out, task.flush)  # stdout or a FIFO, read as it is written
-            formats.write(ts, held or out, target)
+            write(held or out, ts)
             if held is not None:
                 held.release()
             elif task is not None:
@@ -158,12 +169,12 @@ def write_checked(
 
     try:
         with atomic_output(output, checked(False)) as out:
-            formats.write(ts, out, target)
+            write(out, ts)
             task.flush()
     except _Rewrite as r:
         pairs[:] = [(o, o if i in r.positions else w) for i, (o, w) in enumerate(pairs)]
         with atomic_output(output, checked(True)) as out:
-            formats.write([w for _, w in pairs], out, target)
+            write(out, [w for _, w in pairs])
             task.flush()
 
 
@@ -190,12 +201,15 @@ def run_serial(
     stream = TaskStream(task, policy, threads, progress, read_first=op.read_first, keep_failed=op.keep_failed,
                         pairs=pairs)
     try:
-        applied = stream(task.read(jsonio.open_source(path, name=name), fmt, policy))
+        src = jsonio.open_source(path, name=name)
+        applied = stream(task.read(src, fmt, policy))
         if output is None:
             for _ in applied:
                 pass
         else:
-            write_checked(applied, output, to, check, task, pairs)
+            # written back in its own format, the output ends its lines as the source did
+            same = lambda: to is None or formats.get_format(to).name == stream.format  # noqa: E731
+            write_checked(applied, output, to, check, task, pairs, like=src, same=same)
         report = task.finish()
     finally:
         task.close()

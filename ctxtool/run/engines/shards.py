@@ -106,7 +106,7 @@ def plan_shards(
         stamp = _stamp(path)
         parts = -(-size // shard_bytes) if size else 1
         ranges_ok = parts > 1 and to is None and op.parallel and not op.checks_output  # a check reads a whole output
-        cut = formats.split_plan(path, fmt, parts, 1, lines=False) if ranges_ok else None
+        cut = formats.split_plan(path, fmt, parts, 1, lines=False, writes=op.writes) if ranges_ok else None
         if cut is None:
             shards.append(Shard(f"part-{len(shards):05d}{_suffix(path, to)}", path, size, stamp=stamp))
             continue
