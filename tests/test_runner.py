@@ -201,6 +201,28 @@ def test_per_record_api_round_trip_and_merge(dataset: Path, tmp_path: Path) -> N
     assert not same.changed and same.data == lines[0]
 
 
+def test_refs_written_counts_each_ref_once_whoever_stored_it(tmp_path: Path) -> None:
+    """Two processes meeting the same output at the same time may both store it: the run's
+    "refs written" counted it once or twice, as they raced (run to run: 15 to 18 refs written
+    for one corpus file on -j 2). Parts count the refs by id, so every run says what -j 1 says."""
+    a, b = OpsReport("truncate", "x"), OpsReport("truncate", "x")
+    for r, ids in ((a, ["r1", "r2", "r2"]), (b, ["r2", "r3"])):
+        for i in ids:
+            r.stored(i)
+    assert (a.refs_written, b.refs_written) == (2, 2)
+    a.merge(pickle.loads(pickle.dumps(b)))
+    assert a.refs_written == 3
+    p = tmp_path / "dup.jsonl"  # every output twice: in the first half and in the second
+    recs = [_record(i % 6, lines=120) for i in range(12)]
+    p.write_text("".join(json.dumps({**r, "id": f"r{k}"}) + "\n" for k, r in enumerate(recs)))
+    counts = set()
+    for jobs in (1, 2, 2, 2):
+        rep = truncate_file(str(p), str(tmp_path / f"out{jobs}.jsonl"), limits=toolout.Limits(max_lines=50),
+                            cache=str(tmp_path / f"cache-{len(counts)}-{jobs}-{os.urandom(4).hex()}"), jobs=jobs)
+        counts.add(rep.refs_written)
+    assert len(counts) == 1 and counts.pop() > 0
+
+
 def test_per_record_fast_read_is_the_full_model(dataset: Path) -> None:
     """records.process reads through the operation's task, as a file run does: stats' tally and
     window's plan from the parsed record give what the full model gives, record by record."""

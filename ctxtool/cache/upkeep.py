@@ -89,7 +89,7 @@ class Upkeep:
             out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
         for info in out:
             info.sources.sort(key=_source_key)
-        out.sort(key=lambda r: (0, _source_key(r.sources[0]), "") if r.sources else (1, ("", -1), r.id))
+        out.sort(key=lambda r: (0, _source_key(r.sources[0]), "") if r.sources else (1, ("", 0), r.id))
         return out
 
     def verify(self) -> VerifyResult:
@@ -181,8 +181,12 @@ class Upkeep:
 
 
 def _source_key(src: dict[str, Any]) -> tuple[str, int]:
-    """Where a manifest line says a ref came from, as a sort key: file, then line (a manifest
-    is read tolerantly: a file of another type sorts as its text, a line that is no whole
-    number first)."""
+    """Where a manifest line says a ref came from, as a sort key: file, then line, a file's
+    refs of no line (a whole message's source) after its lines (a manifest is read tolerantly:
+    a file of another type sorts as its text, a line that is no whole number as none)."""
     file, line = src.get("file"), src.get("line")
-    return ("" if file is None else str(file), line if isinstance(line, int) and not isinstance(line, bool) else -1)
+    return ("" if file is None else str(file),
+            line if isinstance(line, int) and not isinstance(line, bool) else _NO_LINE)
+
+
+_NO_LINE = 1 << 62  # after every line number

@@ -28,7 +28,7 @@ BUDGET_MIN, BUDGET_MAX, BUDGET_SHARE = 20_000, 60_000, 0.25
 
 SUMMED = (
     "transcripts", "messages", "outputs", "truncated", "spilled", "trimmed", "restored",
-    "bytes_before", "bytes_after", "tokens_before", "tokens_after", "refs_written",
+    "bytes_before", "bytes_after", "tokens_before", "tokens_after",
 )
 
 
@@ -51,18 +51,28 @@ class OpsReport:
     bytes_after: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
-    refs_written: int = 0
+    refs_written: int = 0  # how many distinct refs the run stored that the cache did not hold: len(new_refs)
     budget: int | None = None
     file_bytes_before: int | None = None
     file_bytes_after: int | None = None
     skipped: list[str] = field(default_factory=list)
     #: one entry per transcript (its own counts), kept only when asked (``records=True``)
     items: list[dict[str, Any]] | None = None
+    #: the refs it stored that were new to the cache, by id: parts of one run (processes meeting
+    #: the same output at once, files sharing one) count each once, whichever stored it first
+    new_refs: set[str] = field(default_factory=set, repr=False, compare=False)
+
+    def stored(self, ref: str) -> None:
+        """Count ``ref`` as written by this run (once, however often it is stored)."""
+        self.new_refs.add(ref)
+        self.refs_written = len(self.new_refs)
 
     def merge(self, other: OpsReport) -> None:
         """Add ``other`` (the report of another part of the same input, or another file)."""
         for k in SUMMED:
             setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.new_refs |= other.new_refs
+        self.refs_written = len(self.new_refs)
         self.format = self.format or other.format
         self.skipped.extend(other.skipped)
         if self.items is not None and other.items is not None:
@@ -241,14 +251,14 @@ class Ctx:
     def put(self, data: str | bytes, *, kind: str, source: dict[str, Any]) -> RefInfo:
         info = self.cache.put(data, kind=kind, source=source)
         if info.new:
-            self.report.refs_written += 1
+            self.report.stored(info.id)
         return info
 
     def put_output(self, data: bytes, digest: str, lines: int, *, source: dict[str, Any]) -> RefInfo:
         """An output already encoded, hashed and counted (``lines`` as :func:`count_lines`)."""
         info = self.cache._put(data, digest, lines, "output", source)
         if info.new:
-            self.report.refs_written += 1
+            self.report.stored(info.id)
         return info
 
     def position(self, t: Transcript, msg: Message) -> int:
