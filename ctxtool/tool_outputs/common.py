@@ -30,6 +30,8 @@ SUMMED = (
     "transcripts", "messages", "outputs", "truncated", "spilled", "trimmed", "restored",
     "bytes_before", "bytes_after", "tokens_before", "tokens_after",
 )
+#: a transcript's own counts (``OpsReport.items``): the summed ones and the refs it stored first
+COUNTED = (*SUMMED, "refs_written")
 
 
 @dataclass(slots=True)

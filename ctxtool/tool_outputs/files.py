@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     pass
 from ..tokens.count import TiktokenTokenizer, Tokenizer, get_tokenizer
 from .algorithms import Limits
-from .common import DEFAULT_INCLUDE, SUMMED, Ctx, OpsReport, as_cache, parse_include
+from .common import COUNTED, DEFAULT_INCLUDE, Ctx, OpsReport, as_cache, parse_include
 from .restore import restore
 from .truncate import trim, truncate
 
@@ -46,10 +46,10 @@ class _OpsTask(Task[OpsReport]):
         if rep.items is None:
             self.fn(self.ctx, t)
             return
-        before = [getattr(rep, k) for k in SUMMED[1:]]
+        before = [getattr(rep, k) for k in COUNTED[1:]]
         self.fn(self.ctx, t)
         item: dict[str, Any] = {"transcript": t.label, "path": t.path, "index": t.index, "id": t.id}
-        item.update((k, getattr(rep, k) - b) for k, b in zip(SUMMED[1:], before, strict=True))
+        item.update((k, getattr(rep, k) - b) for k, b in zip(COUNTED[1:], before, strict=True))
         rep.items.append(item)
 
     def flush(self) -> None:
