@@ -127,3 +127,22 @@ def test_source_style_writes_as_the_detected_style(source: object, obj: object, 
     assert (ss.item_sep, ss.key_sep) == (jsontext.Style.detect(raw).item_sep, jsontext.Style.detect(raw).key_sep)
     assert ss.encode(obj) == want
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, _values, st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (", ", ":")]), st.booleans(), st.booleans())
+def test_source_style_told_plain_writes_as_when_it_walks(source: object, obj: object, seps: tuple[str, str], escaped: bool,
+                                                        by_orjson: bool) -> None:
+    """A value a caller has shown cannot change (:func:`jsontext.may_change` False: the splice
+    of a dataset record, whose items are the values it walked) is written, told plain, as
+    ``SourceStyle.encode`` writes it after its own walk (:func:`jsontext._plain`)."""
+    try:
+        raw = orjson.dumps(source) if by_orjson else json.dumps(source, separators=seps, ensure_ascii=escaped).encode(
+            "utf-8", "surrogatepass")
+    except (orjson.JSONEncodeError, ValueError):
+        return
+    items = [obj]
+    if jsontext.may_change(items):
+        return
+    assert jsontext._plain(items)  # what may_change False shows
+    assert jsontext.SourceStyle(raw).encode(items, True) == jsontext.SourceStyle(raw).encode(items)
