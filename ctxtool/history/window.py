@@ -7,6 +7,7 @@ and the result says ``over_limit``. Kept messages are written back verbatim."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,6 +22,7 @@ from .pairing import Event, events, group_starts
 
 if TYPE_CHECKING:
     from ..formats.base import ErrorPolicy, Format
+    from ..formats.dataset import DatasetFormat
     from ..io.jsonl import Source
     from ..model import Line
     from ..stats.fast import Tally
@@ -375,6 +377,24 @@ class WindowOp(Operation[Results[WindowResult]]):
 _PLANNED = "window_result"  # where a record planned from its tally carries its result
 
 
+@functools.cache
+def _fast_read() -> Any:
+    """:mod:`ctxtool.stats.fast`, imported on first use (start-up: loaded only when the fast
+    read runs) and kept: records.process starts a task per record."""
+    from ..stats import fast
+
+    return fast
+
+
+@functools.cache
+def _dataset_format() -> type[DatasetFormat]:
+    """:class:`ctxtool.formats.dataset.DatasetFormat`, imported on first use and kept (as
+    :func:`_fast_read`)."""
+    from ..formats.dataset import DatasetFormat
+
+    return DatasetFormat
+
+
 class _WindowTask(MapTask[WindowResult]):
     def __init__(self, op: WindowOp, fast: bool) -> None:
         super().__init__(self._window)
@@ -383,10 +403,7 @@ class _WindowTask(MapTask[WindowResult]):
 
     def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
         if self.fast:
-            # lazy: start-up (loaded only when this runs: ..stats)
-            from ..stats import fast as stats_fast
-
-            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
+            ts = _fast_read().read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
             if ts is not None:
                 return ts
         return super().read(src, fmt, policy)
@@ -394,13 +411,9 @@ class _WindowTask(MapTask[WindowResult]):
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
         """A record planned from its tally (on its stand-in), written with only the messages it
         keeps, none of them read into the model."""
-        # lazy: start-up (loaded only when this runs: ..formats.dataset, ..stats.fast)
-        from ..formats.dataset import DatasetFormat
-        from ..stats.fast import TALLY_KEY
-
-        if not isinstance(f, DatasetFormat):
+        if not isinstance(f, _dataset_format()):
             return None
-        tl = stand_in.extra[TALLY_KEY]
+        tl = stand_in.extra[_fast_read().TALLY_KEY]
         r = windowed(stand_in, WindowRows.of_tally(tl), **self.opts)
         dropped = set(r.dropped_indices)
         i = stand_in.index
