@@ -182,17 +182,20 @@ def _holds_other(obj: Any, zero: bool) -> bool:
     """Whether ``obj`` holds a value other than a dict, list, string, integer, boolean or
     None, each of exactly that type (``zero``: or an integer 0)."""
     stack = [obj]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        o = stack.pop()
+        o = pop()
         t = type(o)
+        if t is str:  # the most common value: asked first
+            continue
         if t is dict:
-            stack.extend(o.values())
+            extend(o.values())
         elif t is list:
-            stack.extend(o)
+            extend(o)
         elif t is int:
             if zero and o == 0:
                 return True
-        elif t is not str and t is not bool and o is not None:
+        elif t is not bool and o is not None:
             return True
     return False
 
