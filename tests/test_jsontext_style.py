@@ -127,3 +127,46 @@ def test_source_style_writes_as_the_detected_style(source: object, obj: object, 
     assert (ss.item_sep, ss.key_sep) == (jsontext.Style.detect(raw).item_sep, jsontext.Style.detect(raw).key_sep)
     assert ss.encode(obj) == want
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, _values, st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (", ", ":")]), st.booleans(), st.booleans())
+def test_source_style_told_plain_writes_as_when_it_walks(source: object, obj: object, seps: tuple[str, str], escaped: bool,
+                                                        by_orjson: bool) -> None:
+    """A value a caller has shown cannot change (:func:`jsontext.may_change` False: the splice
+    of a dataset record, whose items are the values it walked) is written, told plain, as
+    ``SourceStyle.encode`` writes it after its own walk (:func:`jsontext._plain`)."""
+    try:
+        raw = orjson.dumps(source) if by_orjson else json.dumps(source, separators=seps, ensure_ascii=escaped).encode(
+            "utf-8", "surrogatepass")
+    except (orjson.JSONEncodeError, ValueError):
+        return
+    items = [obj]
+    if jsontext.may_change(items):
+        return
+    assert jsontext._plain(items)  # what may_change False shows
+    assert jsontext.SourceStyle(raw).encode(items, True) == jsontext.SourceStyle(raw).encode(items)
+
+
+def _holds_other_by_recursion(o: object, zero: bool) -> bool:
+    t = type(o)
+    if t is dict:
+        return any(_holds_other_by_recursion(v, zero) for v in o.values())  # type: ignore[attr-defined]
+    if t is list:
+        return any(_holds_other_by_recursion(v, zero) for v in o)  # type: ignore[attr-defined]
+    if t is int:
+        return zero and o == 0
+    return not (t is str or t is bool or o is None)
+
+
+_walked = st.recursive(_scalars | st.sampled_from([jsontext.FloatText("1.50"), jsontext.IntText("-0"), ("t", 1), b"x"]),
+                       _containers, max_leaves=20)
+
+
+@given(_walked)
+def test_may_change_and_plain_are_their_definitions(obj: object) -> None:
+    """The walk behind may_change and _plain (a stack, strings asked first) answers as the
+    recursive definition: a value other than a dict, list, string, integer, boolean or None of
+    exactly that type (may_change: or an integer 0)."""
+    assert jsontext.may_change(obj) == _holds_other_by_recursion(obj, True)
+    assert jsontext._plain(obj) == (not _holds_other_by_recursion(obj, False))

@@ -527,3 +527,156 @@ def test_counting_a_transcript_counts_what_merging_its_overview_counts(before: l
     b.add(t)
     assert a == b and list(a.levels.items()) == list(b.levels.items()) and list(a.models) == list(b.models)
     assert [(p, list(c.items())) for p, c in a.drift.items()] == [(p, list(c.items())) for p, c in b.drift.items()]
+
+
+# -- the window's plan: its shorter forms against the forms they replace --------------------
+
+
+def _reach_by_match(evs: Any) -> list[int]:
+    """group_starts' reach as it was made: from every pair match() finds."""
+    from collections import defaultdict
+
+    from ctxtool.history.pairing import match
+
+    reach = list(range(len(evs)))
+    p = match(evs)
+    for ci, _, ri in p.pairs:
+        if ri is not None and ri > reach[ci]:
+            reach[ci] = ri
+    if p.duplicate_results:
+        answered: dict[str, list[int]] = defaultdict(list)
+        for ci, cj, ri in p.pairs:
+            if ri is not None:
+                answered[evs[ci][cj][1] or ""].append(ci)
+        for i, j in p.duplicate_results:
+            before = [ci for ci in answered.get(evs[i][j][1] or "", ()) if ci < i]
+            if before:
+                reach[before[-1]] = max(reach[before[-1]], i)
+    return reach
+
+
+def _group_starts_before(evs: Any) -> list[int]:
+    reach = _reach_by_match(evs)
+    starts, start, furthest = [0] * len(evs), 0, -1
+    for i in range(len(evs)):
+        if i > furthest:
+            start = i
+        starts[i] = start
+        furthest = max(furthest, reach[i])
+    return starts
+
+
+def _plan_rows_before(v: Any, strategy: str, max_messages: int, max_chars: int, keep_first_user: bool) -> Any:
+    """plan_rows as it was written before its units carried their characters (session 47)."""
+    roles, chars = v.roles, v.chars
+    n = len(roles)
+    if sum(chars) <= max_chars and n - roles.count("system") <= max_messages:
+        return [True] * n, False, False
+    keep = [r == "system" for r in roles]
+    evs = v.events
+    starts = _group_starts_before(evs)
+    grouped: list[list[int]] = []
+    cur_start = -1
+    for i, role in enumerate(roles):
+        if starts[i] != cur_start:
+            cur_start = starts[i]
+            grouped.append([])
+        if role != "system":
+            grouped[-1].append(i)
+    units = [u for u in grouped if u]
+    used = [0, 0]
+    chosen: set[int] = set()
+
+    def take(k: int) -> None:
+        chosen.add(k)
+        used[0] += len(units[k])
+        used[1] += sum([chars[i] for i in units[k]])
+
+    first_user_unit = None
+    if keep_first_user:
+        for k, u in enumerate(units):
+            if any(roles[i] == "user" and all(e[0] for e in evs[i]) for i in u):
+                first_user_unit = k
+                break
+    if first_user_unit is not None:
+        take(first_user_unit)
+    last = len(units) - 1
+    if strategy == "bookends":
+        for k in range(len(units)):
+            if k in chosen:
+                continue
+            u = units[k]
+            if k == last or used[0] + len(u) > max_messages // 2 or used[1] + sum([chars[i] for i in u]) > max_chars // 2:
+                break
+            take(k)
+    for k in range(last, -1, -1):
+        if k in chosen:
+            continue
+        u = units[k]
+        if k != last and (used[0] + len(u) > max_messages or used[1] + sum([chars[i] for i in u]) > max_chars):
+            break
+        take(k)
+    for k in chosen:
+        for i in units[k]:
+            keep[i] = True
+    natural = set()
+    k = last
+    while k in chosen:
+        natural.add(k)
+        k -= 1
+    if strategy == "bookends":
+        k = 0
+        while k in chosen:
+            natural.add(k)
+            k += 1
+    return keep, first_user_unit is not None and first_user_unit not in natural, used[0] > max_messages or used[1] > max_chars
+
+
+_ids = st.one_of(st.none(), st.sampled_from(["", "a", "b", "c"]))
+_event = st.tuples(st.booleans(), _ids, st.one_of(st.just(()), st.lists(st.sampled_from(["a", "b", "c"]), max_size=2).map(tuple)))
+
+
+@st.composite
+def _events(draw: Any) -> list[Any]:
+    """Each message's pairing events: mostly what a tally gives (calls, then a result for an
+    open call by its id alone), sometimes anything else (an orphan, a duplicate, a call
+    without an id, a result answering other calls too)."""
+    out: list[Any] = []
+    open_ids: list[str] = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["none", "none", "calls", "calls", "result", "result", "result", "any"]))
+        if kind == "calls":
+            ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=3))
+            open_ids.extend(ids)
+            out.append(tuple((True, i, ()) for i in ids))
+        elif kind == "result" and open_ids:
+            out.append(((False, open_ids.pop(draw(st.integers(0, len(open_ids) - 1))), ()),))
+        elif kind == "any":
+            out.append(tuple(draw(st.lists(_event, max_size=3))))
+        else:
+            out.append(())
+    return out
+
+
+@given(_events())
+def test_group_starts_is_matchs_answer(evs: list[Any]) -> None:
+    """group_starts' reach read without match() where each result has one call (_plain_reach)
+    gives the groups of every pair match() finds."""
+    from ctxtool.history.pairing import _plain_reach, group_starts
+
+    assert group_starts(evs) == _group_starts_before(evs)
+    plain = _plain_reach(evs)
+    assert plain is None or plain == _reach_by_match(evs)
+
+
+@given(_events().flatmap(lambda evs: st.tuples(st.just(evs), st.lists(st.sampled_from(["system", "user", "assistant", "tool"]),
+                                                                         min_size=len(evs), max_size=len(evs)),
+                                             st.lists(st.integers(0, 40), min_size=len(evs), max_size=len(evs)))),
+       st.sampled_from(["sliding", "bookends"]), st.integers(1, 8), st.integers(1, 120), st.booleans())
+def test_plan_rows_answers_as_before(rows: Any, strategy: str, max_messages: int, max_chars: int, keep_first_user: bool) -> None:
+    from ctxtool.history.window import WindowRows, plan_rows
+
+    evs, roles, chars = rows
+    v = WindowRows(roles, [0 if r == "system" else c for r, c in zip(roles, chars, strict=True)], evs)
+    got = plan_rows(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
+    assert got == _plan_rows_before(v, strategy, max_messages, max_chars, keep_first_user)

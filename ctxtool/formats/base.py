@@ -211,8 +211,18 @@ class Format:
 
     def output_items(self, t: Transcript) -> Iterator[Line]:
         """Every output element of ``t`` in order, reusing source lines where unchanged."""
+
+        def render(m: Message) -> list[Any]:
+            return self.render(m, t)
+
+        def render_compaction(c: Compaction) -> list[Any]:
+            return self.render_compaction(c, t)
+
         for e in t.entries:
-            yield from entry_items(e, lambda m: self.render(m, t), lambda c: self.render_compaction(c, t))
+            if type(e) is Record:  # kept as it came (entry_items' answer, without its generator)
+                yield e.line
+            else:
+                yield from entry_items(e, render, render_compaction)
 
     def write(self, transcripts: Iterable[Transcript], out: IO[bytes]) -> None:
         """Write transcripts; the layout (JSONL lines, JSON array, dataset records) is the source's."""
@@ -367,8 +377,12 @@ def splice_messages(t: Transcript, rec: dict[str, Any]) -> bytes | None:
     old, items = fast.get(key), rec.get(key)
     if not (isinstance(old, list) and old and isinstance(items, list)):
         return None
-    if jsontext.may_change([ln.obj for e in t.entries for ln in source_lines(e)]):
+    sources = [ln.obj for e in t.entries for ln in source_lines(e)]
+    if jsontext.may_change(sources):
         return None
+    # the items written are those source values themselves (messages kept unchanged): shown
+    # plain by that walk (no float, no other type), not walked again to be written
+    plain = len(items) == len(sources) and all(a is b for a, b in zip(items, sources, strict=True))
     style = jsontext.SourceStyle(raw)
     keys = list(rec)
     after = keys.index(key) + 1
@@ -390,7 +404,7 @@ def splice_messages(t: Transcript, rec: dict[str, Any]) -> bytes | None:
             except (orjson.JSONDecodeError, RecursionError):  # nested too deep to compare here: written whole
                 same = False
             if same:
-                return raw[:start] + style.encode(items) + raw[b + 1 :]
+                return b"".join((raw[:start], style.encode(items, plain), raw[b + 1 :]))
         a = raw.find(head, a + 1)
     return None
 

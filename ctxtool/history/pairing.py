@@ -154,7 +154,26 @@ def group_starts(evs: Sequence[Sequence[Event]]) -> list[int]:
     """:func:`closed_groups` of messages given by their pairing events (a reader that has
     not built the messages: :mod:`ctxtool.stats.fast`)."""
     n = len(evs)
-    reach = list(range(n))  # furthest index each message is bound to
+    reach = _plain_reach(evs)
+    if reach is None:
+        reach = _reach(evs)
+    starts = [0] * n
+    start = 0
+    furthest = -1
+    for i in range(n):
+        if i > furthest:
+            start = i
+        starts[i] = start
+        r = reach[i]
+        if r > furthest:
+            furthest = r
+    return starts
+
+
+def _reach(evs: Sequence[Sequence[Event]]) -> list[int]:
+    """For each message, the furthest message it is bound to by a tool pair (itself when
+    none), as :func:`match` pairs them."""
+    reach = list(range(len(evs)))
     p = match(evs)
     for ci, _, ri in p.pairs:
         if ri is not None and ri > reach[ci]:
@@ -169,15 +188,33 @@ def group_starts(evs: Sequence[Sequence[Event]]) -> list[int]:
             before = [ci for ci in answered.get(evs[i][j][1] or "", ()) if ci < i]
             if before:
                 reach[before[-1]] = max(reach[before[-1]], i)
-    starts = [0] * n
-    start = 0
-    furthest = -1
-    for i in range(n):
-        if i > furthest:
-            start = i
-        starts[i] = start
-        furthest = max(furthest, reach[i])
-    return starts
+    return reach
+
+
+def _plain_reach(evs: Sequence[Sequence[Event]]) -> list[int] | None:
+    """:func:`_reach` where :func:`match` has one answer for each result: no call id used again
+    while a call with it is open, and every result answers an open call by its id alone (it
+    names no others). Then a result's call is the one open call with its id, and nothing else
+    binds; None where a record has anything else (:func:`_reach` reads it)."""
+    reach = list(range(len(evs)))
+    open_calls: dict[str, int] = {}  # id -> the message of the open call with it
+    for i, es in enumerate(evs):
+        for is_call, cid, also in es:
+            if is_call:
+                if cid is None:
+                    continue  # pairs with nothing
+                if cid in open_calls:
+                    return None  # a duplicate call
+                open_calls[cid] = i
+            elif cid is None or also:
+                return None
+            else:
+                ci = open_calls.pop(cid, None)
+                if ci is None:
+                    return None  # an orphan or a duplicate result
+                if i > reach[ci]:
+                    reach[ci] = i
+    return reach
 
 
 def valid_cut(msgs: Sequence[Message], i: int, starts: Sequence[int] | None = None) -> bool:

@@ -7,6 +7,7 @@ and the result says ``over_limit``. Kept messages are written back verbatim."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,6 +22,7 @@ from .pairing import Event, events, group_starts
 
 if TYPE_CHECKING:
     from ..formats.base import ErrorPolicy, Format
+    from ..formats.dataset import DatasetFormat
     from ..io.jsonl import Source
     from ..model import Line
     from ..stats.fast import Tally
@@ -128,23 +130,34 @@ class WindowRows:
         evs = self.events
         n = calls = 0
         for i in at:
-            es = evs[i]
-            n += len(es)
-            calls += sum(1 for e in es if e[0]) if es else 0
+            for e in evs[i]:
+                n += 1
+                if e[0]:
+                    calls += 1
         return calls, n - calls
 
 
-def _units(roles: Sequence[str], starts: Sequence[int]) -> list[list[int]]:
-    """Indices of non-system messages grouped into runs no tool pair crosses."""
+def _units(roles: Sequence[str], starts: Sequence[int], chars: Sequence[int]) -> tuple[list[list[int]], list[int]]:
+    """Indices of non-system messages grouped into runs no tool pair crosses, and each run's
+    characters."""
     units: list[list[int]] = []
+    sums: list[int] = []
+    cur: list[int] | None = None
     cur_start = -1
     for i, role in enumerate(roles):
-        if starts[i] != cur_start:
-            cur_start = starts[i]
-            units.append([])
+        s = starts[i]
+        if s != cur_start:
+            cur_start = s
+            cur = None
         if role != "system":
-            units[-1].append(i)
-    return [u for u in units if u]
+            if cur is None:
+                cur = [i]
+                units.append(cur)
+                sums.append(chars[i])
+            else:
+                cur.append(i)
+                sums[-1] += chars[i]
+    return units, sums
 
 
 def plan_window(
@@ -183,25 +196,27 @@ def plan_rows(
         return [True] * n, False, False  # all fit (none at all: nothing to drop)
     keep = [r == "system" for r in roles]
     evs = v.events
-    units = _units(roles, group_starts(evs))
+    units, sums = _units(roles, group_starts(evs), chars)
     used_n = used_c = 0
     chosen: set[int] = set()  # unit positions
-
-    def take(k: int) -> None:
-        nonlocal used_n, used_c
-        u = units[k]
-        chosen.add(k)
-        used_n += len(u)
-        used_c += sum([chars[i] for i in u])
 
     first_user_unit = None
     if keep_first_user:
         for k, u in enumerate(units):  # a user message that holds no tool result
-            if any(roles[i] == "user" and all(e[0] for e in evs[i]) for i in u):
-                first_user_unit = k
+            for i in u:
+                if roles[i] == "user":
+                    for e in evs[i]:
+                        if not e[0]:
+                            break
+                    else:
+                        first_user_unit = k
+                        break
+            if first_user_unit is not None:
                 break
     if first_user_unit is not None:
-        take(first_user_unit)
+        chosen.add(first_user_unit)
+        used_n += len(units[first_user_unit])
+        used_c += sums[first_user_unit]
 
     last = len(units) - 1
     if strategy == "bookends":
@@ -209,18 +224,20 @@ def plan_rows(
         for k in range(len(units)):
             if k in chosen:
                 continue
-            u = units[k]
-            if k == last or used_n + len(u) > head_n or used_c + sum([chars[i] for i in u]) > head_c:
+            a = len(units[k])
+            b = sums[k]
+            if k == last or used_n + a > head_n or used_c + b > head_c:
                 break
-            take(k)
+            chosen.add(k)
+            used_n += a
+            used_c += b
     # the tail (sliding: the whole window) from the newest unit back; the conversation's
     # last unit always stays, over the budget or not
     for k in range(last, -1, -1):
         if k in chosen:
             continue
-        u = units[k]
-        a = len(u)
-        b = sum([chars[i] for i in u])
+        a = len(units[k])
+        b = sums[k]
         if k != last and (used_n + a > max_messages or used_c + b > max_chars):
             break
         chosen.add(k)
@@ -229,13 +246,18 @@ def plan_rows(
     for k in chosen:
         for i in units[k]:
             keep[i] = True
-    natural = _contiguous_tail(chosen, last)
-    if strategy == "bookends":
-        k = 0
-        while k in chosen:
-            natural.add(k)
-            k += 1
-    kept_first_user = first_user_unit is not None and first_user_unit not in natural
+    kept_first_user = False
+    if first_user_unit is not None:  # kept only for keep_first_user: not where the window reached it
+        k = last
+        while k in chosen and k != first_user_unit:
+            k -= 1
+        natural = k == first_user_unit and k in chosen
+        if not natural and strategy == "bookends":
+            k = 0
+            while k in chosen and k != first_user_unit:
+                k += 1
+            natural = k == first_user_unit and k in chosen
+        kept_first_user = not natural
     over = used_n > max_messages or used_c > max_chars
     return keep, kept_first_user, over
 
@@ -243,15 +265,6 @@ def plan_rows(
 def message_chars(msgs: Sequence[Message]) -> list[int]:
     """Each message's characters toward the limit (a system message: 0, it is always kept)."""
     return [0 if m.role == "system" else m.chars() for m in msgs]
-
-
-def _contiguous_tail(chosen: set[int], last: int) -> set[int]:
-    out = set()
-    k = last
-    while k in chosen:
-        out.add(k)
-        k -= 1
-    return out
 
 
 def window_messages(
@@ -319,7 +332,7 @@ def windowed(
         messages_before=before_n,
         messages_after=before_n - len(dropped),
         chars_before=before_c,
-        chars_after=before_c - sum(chars[i] for i in dropped),
+        chars_after=before_c - sum([chars[i] for i in dropped]),
         dropped=len(dropped),
         dropped_tool_calls=calls,
         dropped_tool_results=results,
@@ -364,6 +377,24 @@ class WindowOp(Operation[Results[WindowResult]]):
 _PLANNED = "window_result"  # where a record planned from its tally carries its result
 
 
+@functools.cache
+def _fast_read() -> Any:
+    """:mod:`ctxtool.stats.fast`, imported on first use (start-up: loaded only when the fast
+    read runs) and kept: records.process starts a task per record."""
+    from ..stats import fast
+
+    return fast
+
+
+@functools.cache
+def _dataset_format() -> type[DatasetFormat]:
+    """:class:`ctxtool.formats.dataset.DatasetFormat`, imported on first use and kept (as
+    :func:`_fast_read`)."""
+    from ..formats.dataset import DatasetFormat
+
+    return DatasetFormat
+
+
 class _WindowTask(MapTask[WindowResult]):
     def __init__(self, op: WindowOp, fast: bool) -> None:
         super().__init__(self._window)
@@ -372,10 +403,7 @@ class _WindowTask(MapTask[WindowResult]):
 
     def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
         if self.fast:
-            # lazy: start-up (loaded only when this runs: ..stats)
-            from ..stats import fast as stats_fast
-
-            ts = stats_fast.read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
+            ts = _fast_read().read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
             if ts is not None:
                 return ts
         return super().read(src, fmt, policy)
@@ -383,13 +411,9 @@ class _WindowTask(MapTask[WindowResult]):
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
         """A record planned from its tally (on its stand-in), written with only the messages it
         keeps, none of them read into the model."""
-        # lazy: start-up (loaded only when this runs: ..formats.dataset, ..stats.fast)
-        from ..formats.dataset import DatasetFormat
-        from ..stats.fast import TALLY_KEY
-
-        if not isinstance(f, DatasetFormat):
+        if not isinstance(f, _dataset_format()):
             return None
-        tl = stand_in.extra[TALLY_KEY]
+        tl = stand_in.extra[_fast_read().TALLY_KEY]
         r = windowed(stand_in, WindowRows.of_tally(tl), **self.opts)
         dropped = set(r.dropped_indices)
         i = stand_in.index

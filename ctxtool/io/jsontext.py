@@ -182,17 +182,20 @@ def _holds_other(obj: Any, zero: bool) -> bool:
     """Whether ``obj`` holds a value other than a dict, list, string, integer, boolean or
     None, each of exactly that type (``zero``: or an integer 0)."""
     stack = [obj]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        o = stack.pop()
+        o = pop()
         t = type(o)
+        if t is str:  # the most common value: asked first
+            continue
         if t is dict:
-            stack.extend(o.values())
+            extend(o.values())
         elif t is list:
-            stack.extend(o)
+            extend(o)
         elif t is int:
             if zero and o == 0:
                 return True
-        elif t is not str and t is not bool and o is not None:
+        elif t is not bool and o is not None:
             return True
     return False
 
@@ -372,19 +375,20 @@ class SourceStyle:
             self._style = Style.detect(self.raw)
         return self._style
 
-    def encode(self, obj: Any) -> bytes:
+    def encode(self, obj: Any, plain: bool = False) -> bytes:
         """``encode(obj, Style.detect(raw))``, from orjson's text where that is its answer:
         a value without a float whose text is printable ASCII (escaped or not, the same:
         :func:`_from_orjson`), or any text orjson writes in a style that does not escape
         (compact: ``encode``'s own orjson text; Python's separators: only for a value
-        without a float). orjson is asked once."""
+        without a float). orjson is asked once. ``plain``: the caller has shown ``obj``
+        plain (:func:`_plain`: it walked it already), so it is not walked again."""
         python = self._python
         b = _orjson_text(obj, python) if python is not None else None
         if b is None or python is None:
             return encode(obj, self.style)
-        if _printable(b) and _plain(obj):  # the same escaped or not: escaping unread
+        if _printable(b) and (plain or _plain(obj)):  # the same escaped or not: escaping unread
             return _spaced(b) if python else b
-        text = _from_orjson(obj, b, python, self.style.ascii)
+        text = _from_orjson(obj, b, python, self.style.ascii, plain)
         return text if text is not None else _escaped(obj, self.style)
 
 
@@ -457,7 +461,7 @@ def _exact_encoded(obj: Any, style: Style, indent: int | None) -> bytes:
 _SURROGATE = lazyre.compile("[\ud800-\udfff]")
 
 
-def _from_orjson(obj: Any, b: bytes, python: bool, escaped: bool) -> bytes | None:
+def _from_orjson(obj: Any, b: bytes, python: bool, escaped: bool, plain: bool = False) -> bytes | None:
     """``encode``'s one-line text of ``obj`` from orjson's (``b``, :func:`_orjson_text`), or
     None: the standard library's text differs. orjson's text is the standard library's for a
     value without a float (the two write floats each their own way; compact raw UTF-8 is
@@ -466,7 +470,7 @@ def _from_orjson(obj: Any, b: bytes, python: bool, escaped: bool) -> bytes | Non
     tests/test_jsontext_style.py compares them over arbitrary values."""
     if escaped and not _printable(b):
         return None
-    if (python or escaped) and not _plain(obj):
+    if (python or escaped) and not (plain or _plain(obj)):  # plain: shown so by the caller
         return None
     return _spaced(b) if python else b
 
