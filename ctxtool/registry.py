@@ -92,6 +92,11 @@ class Registry(Generic[T]):
             raise self.unknown(name)
         return self._entries[key]
 
+    def find(self, name: str) -> T | LazyEntry[T] | None:
+        """What was registered under ``name`` (a :class:`LazyEntry` not loaded), or None: not
+        registered (one lookup where ``name in registry`` then ``entry(name)`` make two)."""
+        return self._entries.get(self.key(name)) if isinstance(name, str) else None
+
     def get(self, name: str) -> T:
         """The entry called ``name`` (loaded if lazy); an unknown name is a usage error
         naming the closest names and every choice."""

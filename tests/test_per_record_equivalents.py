@@ -680,3 +680,68 @@ def test_plan_rows_answers_as_before(rows: Any, strategy: str, max_messages: int
     v = WindowRows(roles, [0 if r == "system" else c for r, c in zip(roles, chars, strict=True)], evs)
     got = plan_rows(v, strategy=strategy, max_messages=max_messages, max_chars=max_chars, keep_first_user=keep_first_user)
     assert got == _plan_rows_before(v, strategy, max_messages, max_chars, keep_first_user)
+
+
+# -- a named format's own detection (formats._fits): one registry lookup, the entry found loaded
+def _old_fits(f: Any, sample: list[Any], src: Any) -> bool:
+    memo = src.detected
+    if memo is not None and memo[0] is src.peek and memo[1] == len(src.peek) and memo[2] is f:
+        return True
+    entry = formats.FORMATS.entry(f.name) if f.name in formats.FORMATS else None
+    if entry is None or (isinstance(entry, formats.Lazy) and not entry.may_sniff(src.layout, formats._heads(sample, src.layout))):
+        return False
+    if formats.get_format(f.name) is not f:
+        return False
+    try:
+        return f.sniff(sample, src) > 0
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return False
+
+
+@given(_records, st.sampled_from(["jsonl", "json"]))
+def test_fits_answers_as_before(sample: list[Any], layout: str) -> None:
+    """formats._fits finds a format's entry once (Registry.find) and loads that entry: the answer
+    of asking ``name in FORMATS``, ``FORMATS.entry`` and ``get_format`` in turn, for every built-in
+    format, a twin instance the registry does not hold, a format registered under its own name as
+    an instance (not lazy), one under a former name, and one whose module attribute is another format."""
+    from ctxtool.formats.openai import OpenAIFormat
+
+    src = _source(sample, layout)
+    for name in formats.format_names():
+        f = formats.get_format(name)
+        assert formats._fits(f, src.sample(), src) == _old_fits(f, src.sample(), src), name
+
+    class Twin(OpenAIFormat):
+        name = "openai-twin"
+
+    twin, other = OpenAIFormat(), Twin()
+    assert formats._fits(twin, src.sample(), src) == _old_fits(twin, src.sample(), src) is False  # not the registered one
+    assert formats._fits(other, src.sample(), src) == _old_fits(other, src.sample(), src) is False  # not registered
+    formats.register(other)
+    formats.FORMATS.aliases["openai-former"] = "openai-twin"
+    try:
+        assert formats._fits(other, src.sample(), src) == _old_fits(other, src.sample(), src)
+        renamed = Twin()
+        renamed.name = "openai-former"  # a former name: the registered entry, which is another instance
+        assert formats._fits(renamed, src.sample(), src) == _old_fits(renamed, src.sample(), src) is False
+    finally:
+        formats.FORMATS.unregister("openai-twin")
+        del formats.FORMATS.aliases["openai-former"]
+
+
+def test_registry_find_is_entry_when_registered() -> None:
+    from ctxtool.registry import Registry
+
+    reg: Registry[Any] = Registry("thing", fold=str.lower)
+    reg.register("A value", "alpha", aliases=("first",))
+    for name in ("alpha", "ALPHA", "first", "beta", ""):
+        assert reg.find(name) == (reg.entry(name) if name in reg else None)
+    assert reg.find(3) is None and (3 in reg) is False  # type: ignore[arg-type]
+
+
+@given(st.text(alphabet=st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
+                                         "\u200b", "\ufeff", "a", "<"]), min_size=1, max_size=6))
+def test_isspace_is_what_strip_leaves_nothing_of(text: str) -> None:
+    """stats.fast's tally asks isspace() where it asked strip() (a copy of the text): the same
+    answer for every text it asks (a user message's content, not empty)."""
+    assert (not text.isspace()) == bool(text.strip())

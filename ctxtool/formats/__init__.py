@@ -277,10 +277,10 @@ def _fits(f: Format, sample: list[Any], src: Source) -> bool:
     memo = src.detected
     if memo is not None and memo[0] is src.peek and memo[1] == len(src.peek) and memo[2] is f:
         return True
-    entry = FORMATS.entry(f.name) if f.name in FORMATS else None  # no copy of the table per record
+    entry = FORMATS.find(f.name)  # one lookup per record (no copy of the table)
     if entry is None or (isinstance(entry, Lazy) and not entry.may_sniff(src.layout, _heads(sample, src.layout))):
         return False
-    if get_format(f.name) is not f:
+    if (entry.load() if isinstance(entry, LazyEntry) else entry) is not f:  # get_format(f.name), from the entry found
         return False
     try:
         return f.sniff(sample, src) > 0

@@ -141,7 +141,7 @@ def tally_openai(items: list[Any], exact: bool, pairs: bool = False) -> Tally | 
             if role == "user" and c:
                 if c.startswith(SUMMARY_PREFIX):
                     return None  # a compaction boundary: the context view needs the model
-                if c.strip() and injected_text(c) is not None:
+                if not c.isspace() and injected_text(c) is not None:  # isspace: what strip() leaves nothing of, without a copy
                     role = KIND_INJECTED
             rows.append(role)
         chars.append(n)
