@@ -213,13 +213,13 @@ def test_a_source_ref_into_a_pack_resolves_to_the_pack(cache: RefCache) -> None:
 def test_list_refs_in_a_stable_order_whatever_the_shards_order(tmp_path: Path) -> None:
     """Each task of a run writes its own manifest shard, named when it starts, so two workers'
     shards can sort either way from one run to the next: the listing (refs ls, gc, grep) is
-    ordered by where each ref came from (the refs of one line as they were stored), not by
-    the shards' names."""
+    ordered by where each ref came from, then by id (never by the shards' names)."""
     root = tmp_path / "c"
     late, early = RefCache(root), RefCache(root)  # two tasks of one run
     late.put("z\n", source={"file": "b.jsonl", "line": 1, "tool": "Read"})
     early.put("y\n", source={"file": "a.jsonl", "line": 7, "tool": "Bash"})
-    early.put("w\n", source={"file": "a.jsonl", "line": 7})  # stored after y: listed after it
+    early.put("w\n", source={"file": "a.jsonl", "line": 7})  # line 7 twice: by id (y's is the smaller)
+    late.put("v\n", source={"file": "b.jsonl"})  # a whole message's source, no line: after b.jsonl's lines
     early.put("x\n", source={"file": "a.jsonl", "line": 2})
     late.put("x\n", source={"file": "a.jsonl", "line": 2})  # the same content seen by both tasks
     late.flush()
@@ -238,6 +238,7 @@ def test_list_refs_in_a_stable_order_whatever_the_shards_order(tmp_path: Path) -
     shards[1].rename(shards[0])
     tmp.rename(shards[1])  # the shards' names swapped: read in the other order
     assert listing() == first
-    ids = {hashlib.sha256(t).hexdigest(): t for t in (b"w\n", b"x\n", b"y\n", b"z\n", extra)}
-    assert [ids[i] for i, _ in first] == [b"x\n", b"y\n", b"w\n", b"z\n", extra]
+    ids = {hashlib.sha256(t).hexdigest(): t for t in (b"v\n", b"w\n", b"x\n", b"y\n", b"z\n", extra)}
+    assert hashlib.sha256(b"y\n").hexdigest() < hashlib.sha256(b"w\n").hexdigest()
+    assert [ids[i] for i, _ in first] == [b"x\n", b"y\n", b"w\n", b"z\n", b"v\n", extra]
     assert first[0][1] == [{"file": "a.jsonl", "line": 2}]

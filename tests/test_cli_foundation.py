@@ -379,7 +379,9 @@ def test_stats_warns_of_a_recorded_model_the_registry_does_not_know(tmp_path: Pa
 
 
 @pytest.mark.parametrize("command", [["stats"], ["formats"], ["validate"], ["usage"], ["check"], ["compactions"],
-                                     ["window", "--max-chars", "100"], ["refs", "gc"]])
+                                     ["window", "--max-chars", "100"], ["refs", "gc"],
+                                     ["truncate", "--join", "-o", "joined.jsonl"],
+                                     ["window", "--max-chars", "100", "--engine", "local", "-o", "outdir/"]])
 def test_an_empty_path_is_no_file_not_the_current_directory(tmp_path: Path, command: list[str]) -> None:
     """``ctxtool stats "$F"`` with F unset: pathlib reads "" as the current directory, which
     held a transcript here and would have been read whole; it is a missing file instead."""

@@ -75,3 +75,48 @@ def test_a_dataset_on_two_processes_keeps_its_endings(tmp_path: Path) -> None:
         assert one.read_bytes() == two.read_bytes() != data
         assert one.read_bytes().count(b"\r\n") == data.count(b"\r\n")  # every line's ending, or none
         assert one.read_bytes().startswith(BOM) == (kind == "bom")
+
+
+def test_a_joined_output_of_differently_ended_inputs_is_plain_json_lines(tmp_path: Path) -> None:
+    """--join puts the outputs of several inputs in one file: each part is written in plain \\n
+    lines (before: a part without a final newline was glued to the next, a mark mid-file)."""
+    d = (SAMPLES / "openai_dataset.jsonl").read_bytes()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_bytes(d.rstrip(b"\n"))
+    (tmp_path / "in" / "b.jsonl").write_bytes(BOM + d.replace(b"\n", b"\r\n"))
+    out = tmp_path / "joined.jsonl"
+    run(tmp_path, "window", str(tmp_path / "in"), "--max-chars", "400", "--join", "-o", str(out))
+    data = out.read_bytes()
+    assert BOM not in data and b"\r" not in data and data.endswith(b"\n")
+    assert len([json.loads(x) for x in data.splitlines()]) == 2 * d.count(b"\n")
+
+
+@pytest.mark.parametrize("shape", ["crlf-but-last-lf", "first-crlf-only", "lf-but-last-crlf"])
+def test_mixed_endings_give_one_answer_on_one_or_two_processes(tmp_path: Path, shape: str) -> None:
+    """Which ending a file's lines get is one rule (its first line's), asked by the writer and by
+    the choice to cut the file into ranges: -j 2 writes what -j 1 does."""
+    lines = (SAMPLES / "openai_dataset.jsonl").read_bytes().splitlines(keepends=True) * 100
+    if shape == "crlf-but-last-lf":
+        data = b"".join(x.replace(b"\n", b"\r\n") for x in lines[:-1]) + lines[-1]
+    elif shape == "first-crlf-only":
+        data = lines[0].replace(b"\n", b"\r\n") + b"".join(lines[1:])
+    else:
+        data = b"".join(lines[:-1]) + lines[-1].replace(b"\n", b"\r\n")
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(data)
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    run(tmp_path, "window", str(src), "--max-chars", "400", "-j", "1", "-o", str(one))
+    run(tmp_path, "window", str(src), "--max-chars", "400", "-j", "2", "-o", str(two))
+    assert one.read_bytes() == two.read_bytes()
+
+
+def test_blank_space_after_the_last_line_is_not_a_missing_newline(tmp_path: Path) -> None:
+    """A file ending "}\\n  " ended its last line with a newline: written back with it."""
+    line = (SAMPLES / "openai_dataset.jsonl").read_bytes().splitlines(keepends=True)[0]
+    for tail, want in ((b"  ", b"\n"), (b"\n\n \t", b"\n"), (b"", b"\n")):
+        src = tmp_path / "ws.jsonl"
+        src.write_bytes(line + tail)
+        out = tmp_path / "out.jsonl"
+        run(tmp_path, "convert", str(src), "--to", "openai", "-o", str(out))
+        assert out.read_bytes() == line.rstrip(b"\n") + want
+        assert run(tmp_path, "convert", "-", "--to", "openai", stdin=line + tail).stdout == line.rstrip(b"\n") + want

@@ -52,9 +52,9 @@ class Upkeep:
         """Every ref: manifest entries (marked absent when the file is gone) and unlisted files;
         a ref in a pack counts its entry's size and the pack's time. In a stable order, whatever
         order the manifest's shards were written in (each task of a run writes its own): by
-        where each ref first came from (file, then line; each ref's sources so sorted), refs of
-        one line in the order they were stored (one task reads a line); refs no source names
-        (unlisted files) last, by id."""
+        where each ref first came from (file, then line, a file's refs of no line after its
+        lines; each ref's sources so sorted), then by id; refs no source names (unlisted
+        files) last, by id."""
         man = self.manifest()
         refs = self._refs()
         names = self._names()
@@ -89,7 +89,7 @@ class Upkeep:
             out.append(RefInfo(ref, n_bytes, n_lines, "unknown", [], mtime, stored_bytes=size))
         for info in out:
             info.sources.sort(key=_source_key)
-        out.sort(key=lambda r: (0, _source_key(r.sources[0]), "") if r.sources else (1, ("", 0), r.id))
+        out.sort(key=lambda r: (0, _source_key(r.sources[0]), r.id) if r.sources else (1, ("", 0), r.id))
         return out
 
     def verify(self) -> VerifyResult:

@@ -184,11 +184,12 @@ def _numbered(
     "\\r" that ends the input), each copied once out of the reader's buffer (files are opened
     with a large one: long lines are common); a pipe's lines flow as they arrive. ``end``
     stops at that byte offset (a range of the file, see :func:`open_range`; ranges end on line
-    boundaries); ``ends`` gets, at the end of the input, whether its last byte was a newline;
+    boundaries); ``ends`` gets, at the end of the input, whether its last line that is not
+    blank was ended by a newline (blank lines after it are not read);
     ``crlf``, once the first line is read, whether it ended with "\\r\\n"."""
     n = first_line - 1
     left = end - fh.tell() if end is not None else sys.maxsize
-    line = b"\n"
+    line = last = b"\n"
     first = crlf is not None
     for line in fh:
         if left <= 0:
@@ -204,9 +205,10 @@ def _numbered(
             crlf.append(line[-2:] == b"\r\n")  # type: ignore[union-attr]
             first = False
         if s and (s[:1] not in b" \t\r" or s.strip()):
+            last = line
             yield n, s
     if ends is not None:
-        ends.append(line[-1:] == b"\n")
+        ends.append(last[-1:] == b"\n" or last is not line)  # a line after it: it ended
 
 
 def open_source(path: str | Path, name: str | None = None) -> Source:
@@ -236,15 +238,21 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _last_byte(fh: IO[bytes], size: int | None) -> bytes:
-    """The input's last byte where it can be read ahead (a regular file, not compressed): so a
-    writer knows from the start whether it ends with a newline (:class:`ctxtool.io.outputs.LikeSource`)."""
+    """What follows the input's last line that is not blank: a newline (``b"\\n"``) or not
+    (``b"}"``), where it can be read ahead (a regular file, not compressed; else ``b""``), so
+    that a writer knows from the start whether the input ends with one
+    (:class:`ctxtool.io.outputs.LikeSource`)."""
     raw = getattr(fh, "raw", None)
     if not size or not isinstance(raw, io.FileIO):
         return b""
     try:
-        return os.pread(raw.fileno(), 1, size - 1)
+        tail = os.pread(raw.fileno(), min(size, 4096), max(0, size - 4096))
     except OSError:  # a pipe
         return b""
+    body = tail.rstrip(b" \t\r\n")
+    if not body:
+        return b""  # blank to the end of the tail: not known here
+    return b"\n" if b"\n" in tail[len(body):] else body[-1:]
 
 
 def _open_source(fh: IO[bytes], name: str, size: int | None, last_byte: bytes = b"") -> Source:

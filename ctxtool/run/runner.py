@@ -64,6 +64,7 @@ def run_file(
     name: str | None = None,
     engine: Sharding | None = None,
     messages_column: str | None = None,
+    keep_ending: bool = True,
 ) -> FileRun[R]:
     """Run ``op`` over every transcript of ``path`` and write them to ``output``.
 
@@ -80,7 +81,9 @@ def run_file(
     (:class:`ctxtool.run.engines.Sharding`: ``path`` may be a glob or a URL, ``output`` is a
     directory of shards, or one file when joined). A Parquet dataset (a ``.parquet`` file, or a
     directory of them: shards) runs through :mod:`ctxtool.io.parquet`, its conversation in the
-    column ``messages_column`` (None: found)."""
+    column ``messages_column`` (None: found). ``keep_ending``: written back in its own format, the
+    output ends its bytes as ``path`` does (a byte order mark, ``\\r\\n`` lines, no final newline;
+    :class:`ctxtool.io.outputs.LikeSource`); False: plain ``\\n`` lines (a part of a joined output)."""
     # lazy: start-up (loaded only when this runs: ..io)
     from ..io import parquet_paths
 
@@ -133,7 +136,8 @@ def run_file(
         # lazy: start-up (loaded only when this runs: .serial)
         from .serial import run_serial
 
-        run = run_serial(op, path, name or path, output, fmt, to, on_error, log, progress, check, threads)
+        run = run_serial(op, path, name or path, output, fmt, to, on_error, log, progress, check, threads,
+                         keep_ending=keep_ending)
     run.file_bytes_before = size
     if output not in (None, "-"):
         run.file_bytes_after = input_size(str(output))

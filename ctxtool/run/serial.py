@@ -191,6 +191,7 @@ def run_serial(
     check: Callable[[str], None] | None,
     threads: int,
     worker: bool = False,
+    keep_ending: bool = True,
 ) -> FileRun[R]:
     # lazy: start-up (loaded only when this runs: .operation)
     from .operation import FileRun, RunContext
@@ -209,7 +210,7 @@ def run_serial(
         else:
             # written back in its own format, the output ends its lines as the source did
             same = lambda: to is None or formats.get_format(to).name == stream.format  # noqa: E731
-            write_checked(applied, output, to, check, task, pairs, like=src, same=same)
+            write_checked(applied, output, to, check, task, pairs, like=src if keep_ending else None, same=same)
         report = task.finish()
     finally:
         task.close()

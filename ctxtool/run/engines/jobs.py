@@ -47,6 +47,9 @@ class ShardJob:
     local: Callable[..., FileRun[Any]]
     threads: int = 1
     messages_column: str | None = None  # a Parquet shard's conversation column (None: found)
+    #: written as one part of a joined output: in plain ``\n`` lines, whatever its source's ending
+    #: (parts of several sources joined keep none of theirs: the join would mix them)
+    plain: bool = False
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import formats
-from ...errors import CtxtoolError, Failure
+from ...errors import CtxtoolError, Failure, refuse_empty_path
 from ...formats.base import ErrorPolicy
 from ...formats.walk import DONE, REPORT, walk_files
 from ...io import jsonl as jsonio
@@ -86,6 +86,8 @@ def plan_shards(
     # lazy: start-up (loaded only when this runs: ...io)
     from ...io import parquet
 
+    for pat in paths:
+        refuse_empty_path(pat)  # not the current directory
     inputs = [absolute(p) for pat in paths for p in urls.expand(pat)]
     shards: list[Shard] = []
     counts: list[tuple[int, str, int, int]] = []  # (shard index, path, start, end) to count lines of
@@ -164,7 +166,7 @@ def run_shard(job: ShardJob) -> ShardResult:
             os.makedirs(os.path.dirname(job.output), exist_ok=True)
 
         run = job.local(job.op, s.input, job.output, fmt=job.fmt, to=job.to, on_error=job.on_error, jobs=1, events=log,
-                       threads=job.threads, messages_column=job.messages_column)
+                       threads=job.threads, messages_column=job.messages_column, keep_ending=not job.plain)
         res = ShardResult(s.name, run.report, run.format, run.transcripts, run.errors, log.events if log else [])
     else:
         # lazy: start-up (`ctxtool redact` would load ctxtool.run.parallel)
@@ -294,7 +296,7 @@ class Sharding:
         jobs = [
             ShardJob(op, s, urls.join(outdir, s.name) if outdir else None,
                      urls.join(outdir, DONE, done_name(s)) if outdir else None, h, fmt, to, on_error, log is not None,
-                     local, threads, messages_column)
+                     local, threads, messages_column, plain=self.join and len(shards) > 1)
             for s in shards
         ]
         op.prepare()
