@@ -22,6 +22,13 @@ def run_ctxtool(*args: str, cache: Path, timeout: float = 60, **kw: Any) -> subp
     return subprocess.run([sys.executable, "-m", "ctxtool", *args], env=env, timeout=timeout, check=False, **kw)
 
 
+def ctxtool_ok(*args: str, cache: Path, **kw: Any) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run_ctxtool` that must exit 0 (its stderr shown when it does not)."""
+    r = run_ctxtool(*args, cache=cache, **kw)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    return r
+
+
 class FifoReader(threading.Thread):
     """Drains a FIFO while a command writes to it. The FIFO is held open read-write, so the
     writer's open never blocks and nothing hangs if the command never opens it."""

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLES, sample_files
+from io_pipes import ctxtool_ok
 
 BOM = b"\xef\xbb\xbf"
 
@@ -24,11 +24,7 @@ def variants(data: bytes) -> dict[str, bytes]:
 
 
 def run(tmp_path: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    r = subprocess.run([sys.executable, "-m", "ctxtool", *args], capture_output=True, input=stdin, cwd=tmp_path,
-                       env={"CTXTOOL_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
-                            "CTXTOOL_CONFIG_DIR": str(tmp_path / "config")})
-    assert r.returncode == 0, r.stderr.decode()
-    return r
+    return ctxtool_ok(*args, cache=tmp_path / "cache", cwd=tmp_path, input=stdin)
 
 
 def fmt_of(tmp_path: Path, p: Path) -> str:

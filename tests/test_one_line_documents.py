@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CORPUS, SAMPLES
+from io_pipes import ctxtool_ok
 
 DOCS = [SAMPLES / "atif_trajectory.json", Path(__file__).parent / "data" / "atif" / "trajectory_v1_8_audio.json",
         CORPUS / "trajectories" / "inspect_ai" / "inspect_browser_gpt-4o-mini.json",
@@ -22,11 +22,7 @@ STYLES = {"json.dump": {}, "compact": {"separators": (",", ":")}, "ascii": {"ens
 
 
 def run(tmp_path: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    r = subprocess.run([sys.executable, "-m", "ctxtool", *args], capture_output=True, input=stdin, cwd=tmp_path,
-                       env={"CTXTOOL_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
-                            "CTXTOOL_CONFIG_DIR": str(tmp_path / "config")})
-    assert r.returncode == 0, r.stderr.decode()
-    return r
+    return ctxtool_ok(*args, cache=tmp_path / "cache", cwd=tmp_path, input=stdin)
 
 
 def figures(tmp_path: Path, path: Path | str, stdin: bytes | None = None) -> tuple[Any, ...]:
