@@ -440,19 +440,17 @@ def split_plan(
     processes: its format and byte ranges ``(start, end, first line)``; None when it is not one.
     ``lines=False``: first lines are not counted (see :func:`ctxtool.io.jsonl.split_ranges`).
     ``writes``: the run writes the file back, so it is split only when its ranges' outputs end
-    as it does (:func:`ctxtool.io.files.plain_ending`; another is rewritten whole, keeping it)."""
+    as it does (:meth:`ctxtool.io.jsonl.Source.plain_ending`; another is rewritten whole, keeping it)."""
     # lazy: start-up (`ctxtool --version` would load ctxtool.io)
-    from ..io.files import input_size, plain_ending, splittable
+    from ..io.files import input_size, splittable
     from ..io.jsonl import open_source, split_ranges
 
     if workers < 2 or not splittable(path) or (input_size(path) or 0) < min_bytes:
         return None
-    if writes and not plain_ending(path):
-        return None
     src = open_source(path)
     try:
         f = get_format(fmt) if fmt else detect(src)
-        if src.layout != "jsonl" or not f.records_per_line(src):
+        if src.layout != "jsonl" or not f.records_per_line(src) or (writes and not src.plain_ending()):
             return None
     finally:
         src.close()

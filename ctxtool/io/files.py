@@ -177,22 +177,6 @@ def had_bom(fh: IO[bytes]) -> bool:
     return fh in _WITHOUT_BOM
 
 
-def plain_ending(path: str | Path) -> bool:
-    """Whether a regular file ends its lines as byte ranges written in parallel do: no byte
-    order mark, its first line (whose ending a whole run keeps for every line:
-    ``ctxtool.io.jsonl.Source.crlf``) and its last ended by a newline alone. A file of another
-    ending (CR LF lines, no final newline, a mark) is rewritten whole, by one process that
-    keeps it, so that every run writes the same bytes."""
-    try:
-        with open_raw(str(path)) as fh:
-            first = fh.readline()
-            fh.seek(-2, os.SEEK_END)
-            tail = fh.read(2)
-    except (OSError, CtxtoolError):
-        return False
-    return not first.startswith(BOM) and not first.endswith(b"\r\n") and tail[-1:] == b"\n" and tail != b"\r\n"
-
-
 def open_input(path: str | Path) -> IO[bytes]:
     """Open ``path`` (``-``: stdin) for reading bytes: decompressed when it starts with the gzip
     or zstd magic, without a leading UTF-8 byte order mark. Streams: works on pipes and FIFOs.

@@ -108,6 +108,14 @@ class Source:
         """Whether the input ended with a newline: None until it has been read to its end."""
         return self._ends[-1] if self._ends else None
 
+    def plain_ending(self) -> bool:
+        """Whether the input ends its bytes as ctxtool's writers end theirs: no byte order
+        mark, ``\\n`` lines (as its first line is ended), and, for JSON Lines, a final newline
+        (not known yet: not plain). Another is written back as it ends
+        (:class:`ctxtool.io.outputs.LikeSource`) and is never cut into byte ranges for a run
+        that writes it (:func:`ctxtool.formats.split_plan`)."""
+        return not (self.bom or self.crlf or (self.layout == "jsonl" and self.final_newline is not True))
+
     def one_line_document(self) -> bool:
         """Whether this is JSON Lines of a single line holding an object: a JSON document written
         on one line (``jq -c``, ``json.dump`` without indent) reads the same. A format of whole
@@ -120,7 +128,7 @@ class Source:
         """The JSON document: ``doc``; a one-line document (:meth:`one_line_document`) is made
         one first, parsed exactly, in its one-line style and ending, so that it is written
         back byte for byte."""
-        if self.layout == "jsonl" and self.one_line_document():
+        if self.one_line_document():
             ln = self.peek[0]
             raw = ln.raw or b""
             self.close()
@@ -226,7 +234,7 @@ def open_source(path: str | Path, name: str | None = None) -> Source:
             raise CtxtoolError("a SQLite store is read from a file, not a pipe", path=name)
         return Source(name, "sqlite", doc=str(path), size=size)
     try:
-        return _open_source(fh, name, size, _last_byte(fh, size))
+        return _open_source(fh, name, size, _after_last_line(fh, size))
     except BaseException:
         if owned:
             fh.close()
@@ -237,7 +245,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _last_byte(fh: IO[bytes], size: int | None) -> bytes:
+def _after_last_line(fh: IO[bytes], size: int | None) -> bytes:
     """What follows the input's last line that is not blank: a newline (``b"\\n"``) or not
     (``b"}"``), where it can be read ahead (a regular file, not compressed; else ``b""``), so
     that a writer knows from the start whether the input ends with one
@@ -255,13 +263,13 @@ def _last_byte(fh: IO[bytes], size: int | None) -> bytes:
     return b"\n" if b"\n" in tail[len(body):] else body[-1:]
 
 
-def _open_source(fh: IO[bytes], name: str, size: int | None, last_byte: bytes = b"") -> Source:
+def _open_source(fh: IO[bytes], name: str, size: int | None, after: bytes = b"") -> Source:
     if isinstance(fh, io.BufferedReader) and fh.peek(4)[:4] == ZIP_MAGIC:
         data = fh.read()  # an archive (an Inspect .eval log): the format that reads it opens it
         if fh is not sys.stdin.buffer:
             fh.close()
         return Source(name, "zip", doc=data, size=size)
-    ends: list[bool] = [last_byte == b"\n"] if last_byte else []  # whether the input ends with a newline (a document keeps that)
+    ends: list[bool] = [after == b"\n"] if after else []  # whether the input ends with a newline (a document keeps that)
     crlf: list[bool] = []  # whether its first line ends with "\r\n"
     it = _numbered(fh, ends=ends, crlf=crlf)
 

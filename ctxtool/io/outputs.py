@@ -149,16 +149,10 @@ class LikeSource:
     JSON text holds is whitespace between values, never in a string), and, for JSON Lines, no
     final newline when it had none (a document's writer keeps its own: ``jsontext.Style``).
     The readers take all three off, so without this a file changed nothing in would change.
-    ``src``: the :class:`ctxtool.io.jsonl.Source` being read (its last byte known once read to
-    its end, before :meth:`finish`); ``same``: whether the output is in the source's format
-    (asked at the first write, when the first transcript has been read)."""
-
-    @staticmethod
-    def needed(src: Any) -> bool:
-        """Whether ``src`` (opened: its first line read) ends otherwise than the writers do
-        (``\\n`` lines, a final newline, no mark); the final newline of a pipe is not known
-        before its end, so a pipe's output is watched."""
-        return bool(src.bom or src.crlf or (src.layout == "jsonl" and src.final_newline is not True))
+    ``src``: the :class:`ctxtool.io.jsonl.Source` being read, whose ending is not plain
+    (:meth:`~ctxtool.io.jsonl.Source.plain_ending`; a pipe's final newline is known only once
+    read to its end, before :meth:`finish`); ``same``: whether the output is in the source's
+    format (asked at the first write, when the first transcript has been read)."""
 
     def __init__(self, out: IO[bytes], src: Any, same: Callable[[], bool]) -> None:
         self._out, self._src, self._same = out, src, same
@@ -171,7 +165,7 @@ class LikeSource:
             return 0
         out, src = self._out, self._src
         if self._on is None:
-            self._on = self._same() and self.needed(src)
+            self._on = self._same()
             if self._on and src.bom:
                 out.write(BOM)
         if not self._on:

@@ -138,7 +138,7 @@ def write_checked(
     target = formats.get_format(to) if to else None
 
     def write(out: Any, items: Iterable[Transcript]) -> None:
-        sink = LikeSource(out, like, same or (lambda: True)) if like is not None and LikeSource.needed(like) else out
+        sink = LikeSource(out, like, same or (lambda: True)) if like is not None and not like.plain_ending() else out
         formats.write(items, sink, target)
         if isinstance(sink, LikeSource):
             sink.finish()
