@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -356,6 +356,34 @@ def exact_obj(line: Line) -> Any:
             line.obj = jsonio.loads(line.raw, line=line.lineno)
         line.exact = True
     return line.obj
+
+
+def record_bytes(ln: Line) -> bytes | None:
+    """A JSON Lines record's bytes: as read, or, for a caller's parsed record handed over
+    without them (:func:`ctxtool.run.records.process`), made from its value now, as that
+    function makes them (compact), and kept on the line."""
+    if ln.raw is None and ln.obj is not None:
+        ln.raw = jsonio.dumps(ln.obj)
+    return ln.raw
+
+
+def writes_anew(ln: Line, key: str | None, dropped: Collection[int]) -> bool:
+    """Whether a caller's parsed record without its bytes (:func:`record_bytes`) may be written
+    with the messages at ``dropped`` (of its list at ``key``) left out, without making them
+    first: when orjson writes those messages. Its bytes are then made as the record written
+    anew is (orjson, or the exact encoder for both when what is kept needs it); otherwise
+    its bytes would come from the exact encoder, whose numbers differ from orjson's
+    (``1e-05`` against ``0.00001``) in the fields kept as they were."""
+    import orjson
+
+    items = ln.obj.get(key) if key and isinstance(ln.obj, dict) else None
+    if not isinstance(items, list):
+        return False
+    try:
+        orjson.dumps([items[k] for k in dropped])
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+    return True
 
 
 def splice_messages(t: Transcript, rec: dict[str, Any]) -> bytes | None:

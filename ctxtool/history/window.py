@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import BY_KEY
 from ..errors import CtxtoolError, Failure
-from ..formats.base import STRUCTURE_ERRORS
+from ..formats.base import STRUCTURE_ERRORS, record_bytes, writes_anew
 from ..model import KIND_INJECTED, Message, Transcript, transcript_json
 from ..run.operation import FileResults, MapTask, Operation, Results, RunContext, Task
 from ..run.runner import run_each
@@ -355,6 +355,7 @@ class WindowOp(Operation[Results[WindowResult]]):
 
     name: ClassVar[str] = "window"
     shares_source: ClassVar[bool] = True  # drops whole messages: the record written is built from new lists
+    makes_record_bytes: ClassVar[bool] = True  # its read makes them (_WindowTask.read)
     strategy: str = STRATEGY
     max_messages: int = MAX_MESSAGES
     max_chars: int = MAX_CHARS
@@ -402,10 +403,14 @@ class _WindowTask(MapTask[WindowResult]):
         self.fast = fast
 
     def read(self, src: Source, fmt: str | Format | None, policy: ErrorPolicy) -> Iterator[Transcript]:
+        # a caller's parsed record comes without its bytes (WindowOp.makes_record_bytes): they
+        # are made where it may be written as read (read in full, or passed on unchanged)
         if self.fast:
-            ts = _fast_read().read(src, fmt, policy, exact=False, make=self._planned, pairs=True)
+            ts = _fast_read().read(src, fmt, policy, exact=False, make=self._planned, pairs=True, full=record_bytes)
             if ts is not None:
                 return ts
+        for ln in src.peek:
+            record_bytes(ln)
         return super().read(src, fmt, policy)
 
     def _planned(self, f: Format, src: Source, ln: Line, stand_in: Transcript) -> Transcript | None:
@@ -418,9 +423,12 @@ class _WindowTask(MapTask[WindowResult]):
         dropped = set(r.dropped_indices)
         i = stand_in.index
         try:
+            if dropped and ln.raw is None and not writes_anew(ln, f.messages_key(ln.obj), dropped):
+                record_bytes(ln)
             if dropped:  # the messages kept written back as they came: not read into the model
                 t = f.line_record(ln, src, i, [k for k in range(len(tl.rows)) if k not in dropped], read=False)
             else:
+                record_bytes(ln)
                 t = f.passed_record(ln, src, i)  # unchanged: written as it was read
         except CtxtoolError:
             return None  # read in full: the format says what is wrong

@@ -161,6 +161,11 @@ class Operation(Generic[R]):
     #: them, or builds its output from new values): :func:`ctxtool.run.records.process` hands
     #: it a caller's parsed record as it is; False: a copy (the record's bytes parsed again)
     shares_source: ClassVar[bool] = False
+    #: True (with ``shares_source``): the operation makes a caller's parsed record's bytes
+    #: itself (:func:`ctxtool.formats.base.record_bytes`) wherever it may write the record as
+    #: read, so :func:`ctxtool.run.records.process` does not make them first; a record it
+    #: writes without having made them is one it changed (fewer messages)
+    makes_record_bytes: ClassVar[bool] = False
 
     #: the largest byte range a process is given (None: no limit): what a range's report
     #: holds until the parent takes it stays bounded however large the file

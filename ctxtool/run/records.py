@@ -70,10 +70,11 @@ def process(
     else:
         # its bytes only where they are needed (the output of an unchanged record, the
         # style of a changed one); its values copied (parsed from them) unless shared safely
-        raw = jsonio.dumps(record) if op.writes or not op.shares_source else None
+        raw = jsonio.dumps(record) if not op.shares_source or (op.writes and not op.makes_record_bytes) else None
         obj = record if op.shares_source else jsonio.loads(raw or b"", path=path, line=line, exact=False)
     if obj is not None:
         src.peek.append(Line(obj, raw, line))
+    given = src.peek[0] if raw is None and op.writes and src.peek else None  # its bytes made by the operation
     f = formats.get_format(fmt) if fmt else formats.detect(src) if src.peek else None
     if f is not None and src.peek and not f.records_per_line(src):
         raise CtxtoolError(f"a {f.name} line is not a whole transcript: process files with ctxtool.run.runner.run_file",
@@ -94,10 +95,16 @@ def process(
         data=data,
         report=report,
         format=stream.format,
-        changed=op.writes and data != raw,
+        changed=op.writes and _changed(data, raw if given is None else given.raw),
         skipped=[str(e) for e in policy.skipped],
         events=log.events if log is not None else [],
     )
+
+
+def _changed(data: bytes, raw: bytes | None) -> bool:
+    """Whether a record was written other than as its bytes say; None: its bytes were never
+    made (``Operation.makes_record_bytes``: only a record the operation changed)."""
+    return raw is None or data != raw
 
 
 def _unparsed(record: bytes, err: CtxtoolError, path: str, line: int) -> CtxtoolError:

@@ -180,11 +180,12 @@ Make = Callable[[Format, Source, Line, Transcript], Transcript | None]
 
 
 def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool,
-         make: Make | None = None, pairs: bool = False) -> Iterator[Transcript] | None:
+         make: Make | None = None, pairs: bool = False,
+         full: Callable[[Line], object] | None = None) -> Iterator[Transcript] | None:
     """The transcripts of a JSON Lines dataset source, each record a tally accepts as a
     stand-in carrying it (``t.extra[TALLY_KEY]``; ``make``: what it returns instead), every
-    other read in full by its format; None when ``src`` is not a dataset of a format with a
-    tally (the caller reads it in full)."""
+    other read in full by its format (``full`` called on its line first); None when ``src``
+    is not a dataset of a format with a tally (the caller reads it in full)."""
     if src.layout != "jsonl":
         return None
     f = formats.get_format(fmt) if isinstance(fmt, str) else fmt
@@ -204,11 +205,11 @@ def read(src: Source, fmt: str | Format | None, policy: ErrorPolicy, exact: bool
     tally = tally_for(f)
     if tally is None:
         return None
-    return _read(src, f, tally, policy, exact, make, pairs)
+    return _read(src, f, tally, policy, exact, make, pairs, full)
 
 
 def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool, bool], Tally | None], policy: ErrorPolicy,
-          exact: bool, make: Make | None, pairs: bool) -> Iterator[Transcript]:
+          exact: bool, make: Make | None, pairs: bool, full: Callable[[Line], object] | None) -> Iterator[Transcript]:
     name = f.name
     path = src.path
     for ln in src.lines(policy):
@@ -227,6 +228,8 @@ def _read(src: Source, f: Format, tally: Callable[[Format, dict[str, Any], bool,
             if made is not None:
                 yield made
                 continue
+        if full is not None:
+            full(ln)
         yield from f.read_records(Source(path, "jsonl", peek=[ln]), policy)
 
 
