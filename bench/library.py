@@ -26,7 +26,9 @@ made outside the loops: ctxtool's transcripts (:func:`ctxtool.formats.read`) for
 ``transcript_stats``, ``window_messages`` and ``count_messages`` (heuristic: the function that
 does what ``count_tokens_approximately`` does, where ``transcript_stats`` makes a whole report;
 and o200k_base); LangChain's message objects
-(``convert_to_messages``) for its two functions. Each pair runs once untimed, then ``REPEAT``
+(``convert_to_messages``) for its two functions. Each row runs in a child forked from the process
+that loaded them (``CTXTOOL_BENCH_FORK=0``: all in this one), so that every row starts from the
+same heap. Each pair runs once untimed, then ``REPEAT``
 times in turn (peer, ctxtool, peer, ctxtool ...); a row is the median of the pairs' ratios
 (peer time / ctxtool time: how many times faster ctxtool is) and their spread. The exact
 counts use ctxtool's default threads (one per core) where the texts are many.
@@ -69,23 +71,41 @@ def pairs(rows: list[tuple[Any, ...]], repeat: int, reset: Callable[[], None]) -
     API cannot run, said so). A row's optional fifth member is its target, when it is not 2x
     (a floor: no ctxtool code)."""
     for name, peer_name, peer, ours, *target in rows:
-        if ours is None:
-            print(json.dumps({"name": name, "peer": peer_name, "missing": "records.process takes bytes only here"}),
-                  flush=True)
-            continue
-        peer()
-        ours()
-        pt: list[float] = []
-        ot: list[float] = []
-        for _ in range(repeat):
-            reset()
-            gc.collect()
-            pt.append(_timed(peer))
-            reset()
-            gc.collect()
-            ot.append(_timed(ours))
-        print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot, **(
-            {"target": target[0]} if target else {})}), flush=True)
+        if ours is not None and os.environ.get("CTXTOOL_BENCH_FORK", "1") == "1":
+            # each row in a child forked from the loaded process: every row starts from the
+            # same heap, whatever the rows before it left (a row's times otherwise swing with them)
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid:
+                os.waitpid(pid, 0)
+                continue
+            try:
+                _row(name, peer_name, peer, ours, target, repeat, reset)
+            finally:
+                sys.stdout.flush()
+                os._exit(0)
+        _row(name, peer_name, peer, ours, target, repeat, reset)
+
+
+def _row(name: str, peer_name: str, peer: Callable[[], object], ours: Callable[[], object] | None,
+         target: list[str], repeat: int, reset: Callable[[], None]) -> None:
+    if ours is None:
+        print(json.dumps({"name": name, "peer": peer_name, "missing": "records.process takes bytes only here"}),
+              flush=True)
+        return
+    peer()
+    ours()
+    pt: list[float] = []
+    ot: list[float] = []
+    for _ in range(repeat):
+        reset()
+        gc.collect()
+        pt.append(_timed(peer))
+        reset()
+        gc.collect()
+        ot.append(_timed(ours))
+    print(json.dumps({"name": name, "peer": peer_name, "peer_times": pt, "ours_times": ot, **(
+        {"target": target[0]} if target else {})}), flush=True)
 
 
 def main(path: str, repeat: int) -> int:
