@@ -154,16 +154,31 @@ def any_record(draw: Any) -> dict[str, Any]:
     return {**before, "messages": msgs, **after}
 
 
+BUDGETS = st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
+                           {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}])
+
+
+def _windowed(record: Any, budget: dict[str, Any], fmt: str | None, fast: bool) -> Any:
+    """What records.process(WindowOp) gives for ``record``: its bytes, whether changed, the
+    format, what was skipped, the report; or the failure."""
+    import dataclasses
+
+    from ctxtool.run import records
+
+    try:
+        r = records.process(WindowOp(fast=fast, **budget), record, path="d.jsonl", line=3, fmt=fmt)
+    except Exception as e:  # noqa: BLE001 - the same failure either way
+        return repr(e)
+    return r.data, r.changed, r.format, r.skipped, [dataclasses.asdict(x) for x in r.report.items]
+
+
 @settings(max_examples=300, deadline=None)
-@given(any_record(), st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
-                                      {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}]),
+@given(any_record(), BUDGETS,
        st.sampled_from([None, "openai"]), st.sampled_from(["compact", "python", "ascii", "parsed"]))
 def test_per_record_fast_equals_full(rec: dict[str, Any], budget: dict[str, Any], fmt: str | None, given_as: str) -> None:
     """records.process(WindowOp) with the messages kept written back unread gives what the full
     model gives (WindowOp(fast=False)): the bytes, changed or not, the format, the report."""
-    import dataclasses
 
-    from ctxtool.run import records
 
     record: Any
     if given_as == "parsed":
@@ -172,20 +187,11 @@ def test_per_record_fast_equals_full(rec: dict[str, Any], budget: dict[str, Any]
         record = jsonio.dumps(rec)  # a lone surrogate written escaped (the exact encoder)
     else:
         record = json.dumps(rec, ensure_ascii=given_as == "ascii").encode("utf-8", "surrogatepass")
-    out = []
-    for fast in (True, False):
-        try:
-            r = records.process(WindowOp(fast=fast, **budget), record, path="d.jsonl", line=3, fmt=fmt)
-        except Exception as e:  # noqa: BLE001 - the same failure either way
-            out.append(repr(e))
-            continue
-        out.append((r.data, r.changed, r.format, r.skipped, [dataclasses.asdict(x) for x in r.report.items]))
-    assert out[0] == out[1]
+    assert _windowed(record, budget, fmt, True) == _windowed(record, budget, fmt, False)
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_record(), st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
-                                      {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}]),
+@given(any_record(), BUDGETS,
        st.sampled_from([None, "openai"]), st.booleans(), st.integers(-1, 8))
 def test_parsed_record_bytes_made_by_the_window(rec: dict[str, Any], budget: dict[str, Any], fmt: str | None,
                                                 fast: bool, parts: int) -> None:
@@ -195,9 +201,7 @@ def test_parsed_record_bytes_made_by_the_window(rec: dict[str, Any], budget: dic
     record is left as it was. ``parts``: that message's text given as a list of parts (a
     record the tally leaves to the full model)."""
     import copy
-    import dataclasses
 
-    from ctxtool.run import records
 
     if 0 <= parts < len(rec["messages"]) and isinstance(rec["messages"][parts].get("content"), str):
         m = rec["messages"][parts]
@@ -207,13 +211,5 @@ def test_parsed_record_bytes_made_by_the_window(rec: dict[str, Any], budget: dic
     # the transcript is named by its index there and by its id from the parsed record
     assume(not (type(rec.get("id")) is int and not -(2**63) <= rec["id"] < 2**64))
     before = copy.deepcopy(rec)
-    out = []
-    for record in (rec, jsonio.dumps(rec)):
-        try:
-            r = records.process(WindowOp(fast=fast, **budget), record, path="d.jsonl", line=3, fmt=fmt)
-        except Exception as e:  # noqa: BLE001 - the same failure either way
-            out.append(repr(e))
-            continue
-        out.append((r.data, r.changed, r.format, r.skipped, [dataclasses.asdict(x) for x in r.report.items]))
-    assert out[0] == out[1]
+    assert _windowed(rec, budget, fmt, fast) == _windowed(jsonio.dumps(rec), budget, fmt, fast)
     assert rec == before
