@@ -154,8 +154,8 @@ def any_record(draw: Any) -> dict[str, Any]:
     return {**before, "messages": msgs, **after}
 
 
-BUDGETS = st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
-                           {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}])
+RECORD_BUDGETS = st.sampled_from([{"max_messages": 2}, {"max_chars": 12}, {"max_messages": 3, "strategy": "bookends"},
+                                  {"max_messages": 1, "keep_first_user": False}, {"max_chars": 1_000_000}])
 
 
 def _windowed(record: Any, budget: dict[str, Any], fmt: str | None, fast: bool) -> Any:
@@ -173,7 +173,7 @@ def _windowed(record: Any, budget: dict[str, Any], fmt: str | None, fast: bool) 
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_record(), BUDGETS,
+@given(any_record(), RECORD_BUDGETS,
        st.sampled_from([None, "openai"]), st.sampled_from(["compact", "python", "ascii", "parsed"]))
 def test_per_record_fast_equals_full(rec: dict[str, Any], budget: dict[str, Any], fmt: str | None, given_as: str) -> None:
     """records.process(WindowOp) with the messages kept written back unread gives what the full
@@ -191,7 +191,7 @@ def test_per_record_fast_equals_full(rec: dict[str, Any], budget: dict[str, Any]
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_record(), BUDGETS,
+@given(any_record(), RECORD_BUDGETS,
        st.sampled_from([None, "openai"]), st.booleans(), st.integers(-1, 8))
 def test_parsed_record_bytes_made_by_the_window(rec: dict[str, Any], budget: dict[str, Any], fmt: str | None,
                                                 fast: bool, parts: int) -> None:
