@@ -41,7 +41,7 @@ def stats(
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
+        common.path_option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
                      "atomically; with --per-message, one row per message to FILE.csv or FILE.parquet."),
     ] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,

@@ -25,7 +25,7 @@ def instructions_cmd(
     directory: Annotated[str | None, typer.Argument(help="Working directory (default: the current one).", show_default=False)] = None,
     as_json: common.JsonOpt = False,
     show: Annotated[bool, typer.Option("--print", help="Print the merged instructions on stdout.")] = False,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the merged instructions to FILE (atomically).")] = None,
+    output: Annotated[str | None, common.path_option("--output", "-o", help="Write the merged instructions to FILE (atomically).")] = None,
     max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="Cap on the merged text (default 32 KiB, instructions.max_bytes).")] = None,
     tokenizer: common.TokenizerOpt = None,
 ) -> None:

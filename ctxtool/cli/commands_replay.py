@@ -30,7 +30,7 @@ def replay_cmd(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     plot: Annotated[
-        str | None, typer.Option("--plot", metavar="FILE", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
+        str | None, common.path_option("--plot", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
     ] = None,
     index: Annotated[int | None, typer.Option("--index", min=0, help="Only the N-th transcript of a dataset file (from 0).")] = None,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Show the per-turn table.")] = True,
