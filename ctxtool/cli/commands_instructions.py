@@ -10,6 +10,7 @@ import typer
 
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..io.outputs import atomic_output
+from ..io.paths import refuse_overwrite
 from . import common, console
 from .console import err_line
 from .render import emit
@@ -41,6 +42,7 @@ def instructions_cmd(
     tok = cfg.chosen("tokenizer", tokenizer) or "heuristic"
     res = load_instructions(directory, max_bytes=int(cfg["instructions.max_bytes"]), tokenizer=tok)
     if output:
+        refuse_overwrite([s.path for s in res.sources if s.found], output)  # an AGENTS.md it read
         with atomic_output(output) as out:
             out.write(res.merged.encode("utf-8"))
         err_line(f"wrote {res.bytes:,} bytes of instructions to {output}")

@@ -138,6 +138,18 @@ class CtxGroup(TyperGroup):
             raise Exit(int(ExitCode.ERROR)) from None
 
 
+#: the arguments that name a command's input files (the -o FILE :func:`with_output` gives a
+#: command is never one of them); tests/test_cli_empty_options.py holds every command to it
+INPUT_ARGUMENTS = ("paths", "path", "before", "after")
+
+
+def _listed(value: Any) -> list[str]:
+    """An argument's value as a list of strings (one, several or none)."""
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
 DATA_OUTPUT_HELP = "Write what the command prints on stdout to FILE instead (atomically; compressed when it ends in .gz or .zst)."
 
 
@@ -154,7 +166,7 @@ def with_output(cmd: Any) -> None:
     inner = cmd.callback
 
     def callback(*args: Any, data_output: str | None = None, **kwargs: Any) -> Any:
-        inputs = kwargs.get("paths") or ([kwargs["path"]] if isinstance(kwargs.get("path"), str) else [])
+        inputs = [p for name in INPUT_ARGUMENTS for p in _listed(kwargs.get(name))]
         with data_to(data_output, inputs):
             return inner(*args, **kwargs)
 

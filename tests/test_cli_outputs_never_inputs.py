@@ -1,0 +1,68 @@
+"""Inputs are never modified, on the commands whose inputs are not named ``paths`` or ``path``:
+``score -o BEFORE`` replaced BEFORE with the report, ``instructions -o AGENTS.md`` replaced an
+instruction file it had read with the merged text (exit 0 both); ``instructions ''`` read the
+current directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from io_pipes import SAMPLES, run_ctxtool
+
+from ctxtool.cli.common import INPUT_ARGUMENTS
+from ctxtool.cli.exits import ExitCode
+
+#: arguments that name no input file
+NOT_FILES = {"match", "keys", "ref", "args", "directory"}  # instructions DIRECTORY: its AGENTS.md files, below
+
+
+def test_every_argument_naming_input_files_is_known_as_one() -> None:
+    """A command whose files come in an argument of another name would let -o replace one."""
+    from ctxtool.cli.docgen import leaves
+
+    for path, cmd in leaves().items():
+        for p in cmd.params:
+            if p.param_type_name == "argument":
+                assert p.name in INPUT_ARGUMENTS or p.name in NOT_FILES, (path, p.name)
+
+
+@pytest.mark.parametrize("which", ["before", "after"])
+def test_score_never_writes_over_its_inputs(tmp_path: Path, which: str) -> None:
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    shutil.copy(SAMPLES / "openai_chat.json", before)
+    shutil.copy(SAMPLES / "openai_chat.json", after)
+    target = before if which == "before" else after
+    r = run_ctxtool("score", "-o", str(target), str(before), str(after), cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE and r.stdout == b""
+    assert "inputs are never modified" in r.stderr.decode()
+    assert target.read_bytes() == (SAMPLES / "openai_chat.json").read_bytes()
+
+
+@pytest.mark.parametrize("level", ["workdir", "project"])
+def test_instructions_never_writes_over_an_instruction_file_it_read(tmp_path: Path, level: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "sub").mkdir()
+    (project / "AGENTS.md").write_text("Project rule.\n")
+    (project / "sub" / "AGENTS.md").write_text("Sub rule.\n")
+    target = "AGENTS.md" if level == "workdir" else os.path.join("..", "AGENTS.md")
+    monkeypatch.setenv("CTXTOOL_CONFIG_DIR", str(tmp_path / "config"))  # no global AGENTS.md
+    r = run_ctxtool("instructions", "-o", target, cache=tmp_path / "c", cwd=project / "sub")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "inputs are never modified" in r.stderr.decode()
+    assert (project / "AGENTS.md").read_text() == "Project rule.\n"
+    assert (project / "sub" / "AGENTS.md").read_text() == "Sub rule.\n"
+    ok = run_ctxtool("instructions", "-o", "merged.md", cache=tmp_path / "c", cwd=project / "sub")
+    assert ok.returncode == 0, ok.stderr
+    assert (project / "sub" / "merged.md").read_text() == "Project rule.\n\nSub rule.\n"
+
+
+def test_instructions_of_an_empty_directory_name_is_no_directory(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("A rule.\n")
+    r = run_ctxtool("instructions", "--json", "", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == ExitCode.NOT_FOUND and r.stdout == b""
+    assert r.stderr.decode() == "ctxtool: error: '': no such file (the path is empty)\n"
