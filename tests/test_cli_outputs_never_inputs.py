@@ -66,3 +66,52 @@ def test_instructions_of_an_empty_directory_name_is_no_directory(tmp_path: Path)
     r = run_ctxtool("instructions", "--json", "", cache=tmp_path / "c", cwd=tmp_path)
     assert r.returncode == ExitCode.NOT_FOUND and r.stdout == b""
     assert r.stderr.decode() == "ctxtool: error: '': no such file (the path is empty)\n"
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else b"") for p in sorted(d.rglob("*"))}
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    d = tmp_path / "d"
+    d.mkdir()
+    shutil.copy(SAMPLES / "openai_chat.json", d / "a.json")
+    shutil.copy(SAMPLES / "pi_session.jsonl", d / "b.jsonl")
+    return d
+
+
+@pytest.mark.parametrize("command", [["convert", "--to", "openai"], ["truncate"], ["compact", "--force"]])
+def test_a_directory_is_never_written_into_itself(tmp_path: Path, inputs: Path, command: list[str]) -> None:
+    """Before, convert wrote a.jsonl (from a.json) and its _done entry into the input directory,
+    then stopped at b.jsonl, whose output was itself."""
+    before = _tree(inputs)
+    r = run_ctxtool(*command, str(inputs), "-o", f"{inputs}/", cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "inputs are never modified" in r.stderr.decode()
+    assert _tree(inputs) == before
+
+
+def test_no_output_of_a_directory_is_checked_after_another_is_written(tmp_path: Path, inputs: Path) -> None:
+    """Every file's output is checked against the inputs before the first is written."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "b.jsonl").symlink_to(inputs / "b.jsonl")
+    before, before_out = _tree(inputs), _tree(out)
+    r = run_ctxtool("truncate", str(inputs), "-o", f"{out}/", cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE and "inputs are never modified" in r.stderr.decode()
+    assert _tree(inputs) == before and _tree(out) == before_out
+
+
+def test_an_output_directory_inside_the_input_is_not_read_again(tmp_path: Path, inputs: Path) -> None:
+    """``truncate d -o d/short/`` run twice: before, the second run read d/short/a.json (its own
+    output) as an input and wrote d/short/short/a.json."""
+    args = ("truncate", "--preset", "head-tail", "--json", str(inputs), "-o", f"{inputs}/short/")
+    first = run_ctxtool(*args, cache=tmp_path / "c")
+    assert first.returncode == 0, first.stderr
+    written = _tree(inputs / "short")
+    again = run_ctxtool(*args, cache=tmp_path / "c")
+    assert again.returncode == 0, again.stderr
+    assert not (inputs / "short" / "short").exists()
+    assert {k: v for k, v in _tree(inputs / "short").items() if k != "_report.json"} == \
+        {k: v for k, v in written.items() if k != "_report.json"}

@@ -78,9 +78,31 @@ def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | P
             )
 
 
-def _inside(path: str | Path, directory: str | Path) -> bool:
+def inside(path: str | Path, directory: str | Path) -> bool:
     """Is ``path`` under ``directory`` (links resolved)?"""
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
+
+
+def refuse_overwrite_any(sources: Iterable[str | Path], outputs: Iterable[str | Path]) -> None:
+    """:func:`refuse_overwrite` for many outputs at once (a directory's files written into a
+    directory), before any is written: an output that exists is refused when it is one of the
+    ``sources`` (the same file, through links). Each path is looked at once."""
+    # lazy: start-up (loaded only when this runs: ..errors)
+    from ..errors import CtxtoolError, Failure
+
+    ids = set()
+    for src in sources:
+        with contextlib.suppress(OSError):
+            st = os.stat(src)
+            ids.add((st.st_dev, st.st_ino))
+    for out in outputs:
+        try:
+            st = os.stat(out)
+        except OSError:  # not there yet: no input
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ids:
+            raise CtxtoolError("the output would overwrite the input; inputs are never modified", path=str(out),
+                               kind=Failure.USAGE)
 
 
 def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | Path | None,
@@ -95,7 +117,7 @@ def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | P
         return
     refuse_overwrite(sources, log)
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if str(log) != "-" and os.path.isdir(src) and os.path.isfile(log) and _inside(log, src):
+        if str(log) != "-" and os.path.isdir(src) and os.path.isfile(log) and inside(log, src):
             raise CtxtoolError("the event log (--events) would replace a file of the input directory; inputs are "
                                "never modified", path=str(log), kind=Failure.USAGE)
     if output is not None and (str(output) == str(log) == "-" or same_file(output, log)):

@@ -25,7 +25,7 @@ from ...io import urls
 from ...io.events import EventLog
 from ...io.files import check_input, input_size, open_raw
 from ...io.outputs import atomic_output, output_error
-from ...io.paths import make_temp, refuse_overwrite
+from ...io.paths import inside, make_temp, refuse_overwrite, refuse_overwrite_any
 from ..operation import FileRun, Operation, R, RunContext
 from .base import Engine
 from .jobs import Shard, ShardJob, ShardResult, _put, _umask
@@ -75,6 +75,21 @@ def tree_files(path: str) -> list[tuple[str, str]]:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
                            path=path, kind=Failure.NOT_FOUND)
     return files
+
+
+def _outside(shards: list[Shard], path: str, outdir: str) -> list[Shard]:
+    """The shards of a directory ``path`` but those found under the output directory ``outdir``
+    when it is inside ``path``: what an earlier run wrote there is its output, not an input."""
+    if not os.path.isdir(path) or not inside(outdir, path):
+        return shards
+    if inside(path, outdir):
+        raise CtxtoolError("the output directory is the input directory; inputs are never modified: give -o another "
+                           "directory", path=outdir, kind=Failure.USAGE)
+    kept = [s for s in shards if not inside(s.input, outdir)]
+    if not kept:
+        raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not) outside the "
+                           "output directory", path=path, kind=Failure.NOT_FOUND)
+    return kept
 
 
 def plan_shards(
@@ -290,6 +305,11 @@ class Sharding:
             outdir = tempfile.mkdtemp(prefix="ctxtool-parts-") if output == "-" else output.rstrip("/") + ".parts"
         else:
             outdir = output.rstrip("/")
+        if outdir is not None and not self.join and not urls.is_url(outdir):
+            shards = _outside(shards, path, outdir)
+            # each file's output, checked before any is written (a directory into itself)
+            refuse_overwrite_any([s.input for s in shards if not urls.is_url(s.input)],
+                                 [os.path.join(outdir, s.name) for s in shards])
         if outdir is not None:
             _mkdir(outdir)
         h = settings_hash(op, fmt, to, on_error, messages_column)
