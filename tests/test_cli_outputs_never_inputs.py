@@ -81,7 +81,7 @@ def inputs(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.mark.parametrize("command", [["convert", "--to", "openai"], ["truncate"], ["compact", "--force"]])
+@pytest.mark.parametrize("command", [["convert", "--to", "openai"], ["truncate"], ["compact", "--force"], ["redact"]])
 def test_a_directory_is_never_written_into_itself(tmp_path: Path, inputs: Path, command: list[str]) -> None:
     """Before, convert wrote a.jsonl (from a.json) and its _done entry into the input directory,
     then stopped at b.jsonl, whose output was itself."""
@@ -103,10 +103,11 @@ def test_no_output_of_a_directory_is_checked_after_another_is_written(tmp_path: 
     assert _tree(inputs) == before and _tree(out) == before_out
 
 
-def test_an_output_directory_inside_the_input_is_not_read_again(tmp_path: Path, inputs: Path) -> None:
+@pytest.mark.parametrize("command", [["truncate", "--preset", "head-tail"], ["redact"]])
+def test_an_output_directory_inside_the_input_is_not_read_again(tmp_path: Path, inputs: Path, command: list[str]) -> None:
     """``truncate d -o d/short/`` run twice: before, the second run read d/short/a.json (its own
     output) as an input and wrote d/short/short/a.json."""
-    args = ("truncate", "--preset", "head-tail", "--json", str(inputs), "-o", f"{inputs}/short/")
+    args = (*command, "--json", str(inputs), "-o", f"{inputs}/short/")
     first = run_ctxtool(*args, cache=tmp_path / "c")
     assert first.returncode == 0, first.stderr
     written = _tree(inputs / "short")
