@@ -106,7 +106,7 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     if out.exists() and not out.is_dir():
         raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), kind=Failure.USAGE)
     fileio.check_input(path)
-    out.mkdir(parents=True, exist_ok=True)
+    outputs.output_dir(out)
     opts = options or ExportOptions()
     r = HtmlRenderer(opts, page_file=PAGE_FILE.format)
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))

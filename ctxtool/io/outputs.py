@@ -29,6 +29,17 @@ def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
     return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, kind=Failure.IO)
 
 
+def output_dir(path: str | Path) -> Path:
+    """Make the output directory ``path`` (and its parents) if missing; one that cannot be made
+    (a parent that is a file, no permission) is an output error naming it (exit code ``IO``)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise output_error(e, path) from e
+    return p
+
+
 class _Guarded(io.BufferedIOBase):
     """A writable stream whose failures name the output (a closed pipe stays a BrokenPipeError,
     which the CLI ends quietly)."""

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, Failure
 from ..io import urls
+from ..io.outputs import output_dir
 from ..io.paths import refuse_overwrite_any
 from ..model import Transcript
 from ..run.operation import Operation, Results, RunContext, Task
@@ -138,9 +139,8 @@ def output_paths(paths: Sequence[str], output: str | None, names: Sequence[str] 
         raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", kind=Failure.USAGE)
     outs = [str(out / n) for n in names]
     refuse_overwrite_any(paths, outs)  # before any is written
-    out.mkdir(parents=True, exist_ok=True)
     for n in names:
-        (out / n).parent.mkdir(parents=True, exist_ok=True)
+        output_dir((out / n).parent)
     return list(outs)
 
 
