@@ -29,3 +29,28 @@ def test_an_output_directory_that_cannot_be_made_is_an_output_error(tmp_path: Pa
     err = r.stderr.decode()
     assert err.startswith(f"ctxtool: error: {target}") and "cannot write the output" in err, err
     assert len(err.splitlines()) == 1 and r.stdout == b""
+
+
+@pytest.mark.parametrize("args", [["cut", CHAT], ["score", CHAT, CHAT], ["compactions", CHAT], ["stats", CHAT],
+                                  ["convert", "--to", "openai", "--join", CHAT]],
+                         ids=lambda v: v[0])
+def test_an_output_file_named_as_a_directory_is_refused(tmp_path: Path, args: list[str]) -> None:
+    """``-o new/``: before, a file named ``new`` was written (the slash dropped)."""
+    r = run_ctxtool(*args, "-o", f"{tmp_path}/new/", cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "it names a directory" in r.stderr.decode() and r.stdout == b""
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("events", ["dir", "new/"])
+@pytest.mark.parametrize("command", [["truncate", "--preset", "head-tail"], ["archive", "-n", "0"],
+                                     ["compact", "--force", "-k", "100"]], ids=lambda v: v[0])
+def test_an_event_log_no_file_can_hold_is_refused_before_the_run(tmp_path: Path, command: list[str], events: str) -> None:
+    """The event log is written after the transcript: before, ``--events DIR`` failed (exit 2)
+    with the transcript written."""
+    (tmp_path / "dir").mkdir()
+    out = tmp_path / "out.json"
+    r = run_ctxtool(*command, CHAT, "--events", f"{tmp_path}/{events}", "-o", str(out), cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "cannot write the output" in r.stderr.decode()
+    assert not out.exists() and not (tmp_path / "new").exists()

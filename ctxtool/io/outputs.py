@@ -29,6 +29,14 @@ def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
     return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, kind=Failure.IO)
 
 
+def check_file_output(path: str | Path) -> None:
+    """Refuse now, before any work, a local output that can never be written as one file: a
+    directory, a name ending in /, a symlink loop (the checks :func:`atomic_output` makes when
+    it writes; for an output written at the end of a run, such as the event log)."""
+    if str(path) != "-" and not urls.is_url(str(path)):
+        _output_kind(urls.local(str(path)))
+
+
 def output_dir(path: str | Path) -> Path:
     """Make the output directory ``path`` (and its parents) if missing; one that cannot be made
     (a parent that is a file, no permission) is an output error naming it (exit code ``IO``)."""
@@ -109,6 +117,9 @@ def _output_kind(path: str) -> tuple[str, str]:
     except FileNotFoundError:
         if os.path.islink(path):  # a dangling symlink: its target is created, the link stays
             return "file", os.path.realpath(path)
+        if path.endswith(("/", os.sep)):  # a directory's name: the file would lose the slash
+            raise CtxtoolError("cannot write the output: it names a directory (it ends in /); this output is one file",
+                               path=path, kind=Failure.USAGE) from None
         return "file", path
     except OSError as e:
         if e.errno == errno.ELOOP:

@@ -108,13 +108,18 @@ def refuse_overwrite_any(sources: Iterable[str | Path], outputs: Iterable[str | 
 def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | Path | None,
                      log: str | Path | None) -> None:
     """The event log (``--events``) is an output too: never one of the ``sources``
-    (:func:`refuse_overwrite`) nor a file under a source directory, and never where the transcript goes (``output``): the same file,
+    (:func:`refuse_overwrite`) nor a file under a source directory, nor a name no file can have
+    (:func:`ctxtool.io.outputs.check_file_output`), and never where the transcript goes (``output``): the same file,
     or both stdout (``-``), where one would replace or run into the other."""
     # lazy: start-up (loaded only when this runs: ..errors)
     from ..errors import CtxtoolError, Failure
 
     if log is None:
         return
+    # lazy: start-up (loaded only when this runs: .outputs, which imports this module)
+    from .outputs import check_file_output
+
+    check_file_output(log)  # written at the end of the run: a name it can never have is refused first
     refuse_overwrite(sources, log)
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
         if str(log) != "-" and os.path.isdir(src) and os.path.isfile(log) and inside(log, src):
