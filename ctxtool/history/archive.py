@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
-from ..io.paths import refuse_log_clash
+from ..io.outputs import refuse_log_clash
 from ..model import (
     KIND_TOOL_RESULT_ARCHIVED,
     KIND_TOOL_SUMMARY,

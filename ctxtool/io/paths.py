@@ -105,32 +105,6 @@ def refuse_overwrite_any(sources: Iterable[str | Path], outputs: Iterable[str | 
                                kind=Failure.USAGE)
 
 
-def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | Path | None,
-                     log: str | Path | None) -> None:
-    """The event log (``--events``) is an output too: never one of the ``sources``
-    (:func:`refuse_overwrite`) nor a file under a source directory, nor a name no file can have
-    (:func:`ctxtool.io.outputs.check_file_output`), and never where the transcript goes (``output``): the same file,
-    or both stdout (``-``), where one would replace or run into the other."""
-    # lazy: start-up (loaded only when this runs: ..errors)
-    from ..errors import CtxtoolError, Failure
-
-    if log is None:
-        return
-    # lazy: start-up (loaded only when this runs: .outputs, which imports this module)
-    from .outputs import check_file_output
-
-    check_file_output(log)  # written at the end of the run: a name it can never have is refused first
-    refuse_overwrite(sources, log)
-    for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if str(log) != "-" and os.path.isdir(src) and os.path.isfile(log) and inside(log, src):
-            raise CtxtoolError("the event log (--events) would replace a file of the input directory; inputs are "
-                               "never modified", path=str(log), kind=Failure.USAGE)
-    if output is not None and (str(output) == str(log) == "-" or same_file(output, log)):
-        where = "stdout" if str(log) == "-" else "the same file"
-        raise CtxtoolError(f"the event log (--events) and the transcript would both be written to {where}: "
-                           "give each its own file", path=str(log), kind=Failure.USAGE)
-
-
 # -- temporary files next to outputs --------------------------------------------------------------
 # Every temporary file or directory ctxtool makes beside an output is named
 # ``.STEM.ctxtool-PID-RANDOM[.tmp]``: PID is its owner's. A run killed with SIGKILL cannot clean

@@ -14,7 +14,8 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..io.files import check_input, input_size
-from ..io.paths import refuse_log_clash, refuse_overwrite
+from ..io.outputs import refuse_log_clash
+from ..io.paths import refuse_overwrite
 from ..model import Transcript
 from .operation import FileResults, FileRun, Operation, R, Results, event_log
 
