@@ -116,3 +116,35 @@ def test_an_output_directory_inside_the_input_is_not_read_again(tmp_path: Path, 
     assert not (inputs / "short" / "short").exists()
     assert {k: v for k, v in _tree(inputs / "short").items() if k != "_report.json"} == \
         {k: v for k, v in written.items() if k != "_report.json"}
+
+
+@pytest.mark.parametrize("command", ["stats", "validate", "check", "compactions", "usage", "formats", "replay"])
+def test_a_report_never_replaces_a_file_of_an_input_directory(tmp_path: Path, inputs: Path, command: str) -> None:
+    """``check d -o d/a.json``: before, the report replaced a.json, one of the transcripts read
+    (usage left it empty)."""
+    before = _tree(inputs)
+    r = run_ctxtool(command, str(inputs), "-o", str(inputs / "a.json"), cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "inputs are never modified" in r.stderr.decode()
+    assert _tree(inputs) == before
+    # a name no walk reads is no input: written, and written again
+    for _ in range(2):
+        ok = run_ctxtool(command, str(inputs), "-o", str(inputs / "report.txt"), cache=tmp_path / "c")
+        assert ok.returncode in (0, ExitCode.INVALID, ExitCode.THRESHOLD), ok.stderr
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["replay", "--plot"], "chart.svg"),
+    (["stats", "--per-message", "-o"], "rows.csv"),
+    (["export", "-o"], "doc.md"),
+], ids=lambda v: v if isinstance(v, str) else v[0])
+def test_an_output_linked_to_the_input_is_refused(tmp_path: Path, args: list[str], name: str) -> None:
+    """An output of its own suffix that is a link to the input: before, the chart, the rows or
+    the document replaced the transcript."""
+    src = tmp_path / "in.json"
+    shutil.copy(SAMPLES / "openai_chat.json", src)
+    (tmp_path / name).symlink_to(src)
+    r = run_ctxtool(*args, str(tmp_path / name), str(src), cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE, r.stderr
+    assert "inputs are never modified" in r.stderr.decode()
+    assert src.read_bytes() == (SAMPLES / "openai_chat.json").read_bytes()

@@ -73,6 +73,11 @@ def stats(
         return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
+    if per_message:
+        # lazy: start-up (`ctxtool models` would load ctxtool.io)
+        from ..io.paths import refuse_overwrite
+
+        refuse_overwrite(files, output)  # a link named .csv may lead to an input
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
     # lazy: start-up (`ctxtool models` would load ctxtool.io.files)

@@ -17,6 +17,7 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..io import files as fileio
 from ..io import outputs
+from ..io.paths import refuse_overwrite
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
@@ -229,6 +230,7 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     opts = options or ExportOptions()
     renderer = RENDERERS.get(name)(opts)
     fileio.check_input(path)
+    refuse_overwrite(str(path), out)  # a link named .md may lead to the input
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
     tally = _Tally()
     written = 0

@@ -20,7 +20,7 @@ from typing import IO, Any, cast
 from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from . import urls
-from .paths import BUFFER, inside, make_temp, refuse_overwrite, remove_quietly, same_file
+from .paths import BUFFER, make_temp, refuse_overwrite, remove_quietly, same_file
 
 
 def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
@@ -39,19 +39,14 @@ def check_file_output(path: str | Path) -> None:
 
 def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | Path | None,
                      log: str | Path | None) -> None:
-    """The event log (``--events``) is an output too: never one of the ``sources``
-    (:func:`ctxtool.io.paths.refuse_overwrite`) nor a file under a source directory, nor a name
-    no file can have (:func:`check_file_output`), and never where the transcript goes
-    (``output``): the same file, or both stdout (``-``), where one would replace or run into
-    the other."""
+    """The event log (``--events``) is an output too: never one of the ``sources`` nor a file a
+    source directory holds (:func:`ctxtool.io.paths.refuse_overwrite`), nor a name no file can
+    have (:func:`check_file_output`), and never where the transcript goes (``output``): the
+    same file, or both stdout (``-``), where one would replace or run into the other."""
     if log is None:
         return
     check_file_output(log)  # written at the end of the run: a name it can never have is refused first
     refuse_overwrite(sources, log)
-    for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if str(log) != "-" and os.path.isdir(src) and os.path.isfile(log) and inside(log, src):
-            raise CtxtoolError("the event log (--events) would replace a file of the input directory; inputs are "
-                               "never modified", path=str(log), kind=Failure.USAGE)
     if output is not None and (str(output) == str(log) == "-" or same_file(output, log)):
         where = "stdout" if str(log) == "-" else "the same file"
         raise CtxtoolError(f"the event log (--events) and the transcript would both be written to {where}: "

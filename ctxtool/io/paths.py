@@ -1,4 +1,5 @@
-"""Where ctxtool keeps its cache and reads its configuration."""
+"""Where ctxtool keeps its cache and reads its configuration, which file names a directory's walk
+reads as transcripts, and the checks that keep outputs off inputs."""
 
 from __future__ import annotations
 
@@ -6,12 +7,46 @@ import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..text import lazyre
 
 BUFFER = 1 << 20  # bytes per read and per copy, inputs and outputs alike
+
+
+# -- which files a directory walk reads as transcripts (ctxtool.formats.walk walks them) --------------
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
+STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
+
+
+def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
+    """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
+    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``), or a session store
+    (``opencode.db``)."""
+    low = name.lower()
+    if low in STORE_NAMES:
+        return True
+    if low.endswith(".meta.json"):  # a Claude Code subagent's description, beside its transcript
+        return False
+    for c in COMPRESSED_SUFFIXES:
+        if low.endswith(c):
+            low = low[: -len(c)]
+            break
+    return low.endswith(tuple(suffixes))
+
+
+def walked(d: str | Path, path: str | Path) -> bool:
+    """Whether a walk of directory ``d`` (:func:`ctxtool.formats.walk.walk_files`) reads
+    ``path``: an existing regular file of a transcript's name under ``d`` (links resolved)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    return transcript_name(os.path.basename(path)) and inside(path, d)
 
 
 def cache_dir() -> Path:
@@ -66,13 +101,14 @@ def same_file(a: str | Path, b: str | Path | None) -> bool:
 
 
 def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | Path | None) -> None:
-    """Inputs are never modified: refuse an ``output`` that is one of the ``sources``."""
+    """Inputs are never modified: refuse an ``output`` that is one of the ``sources``, or a file
+    a source directory's walk reads (:func:`walked`)."""
     # lazy: start-up (loaded only when this runs: ..errors)
     from ..errors import CtxtoolError, Failure
 
-
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if same_file(src, output):
+        if same_file(src, output) or (output is not None and str(output) != "-" and str(src) != "-"
+                                      and os.path.isdir(src) and walked(src, output)):
             raise CtxtoolError(
                 "the output would overwrite the input; inputs are never modified", path=str(output), kind=Failure.USAGE
             )
