@@ -1,6 +1,8 @@
-"""An output directory that cannot be made (a parent that is a file) is an output error naming
-it, exit 8, one line: before, export's pages and index and redact's copies ended with exit 1
-("internal error: NotADirectoryError")."""
+"""Outputs and the names they are given: an output directory that cannot be made (a parent that
+is a file) is an output error naming it, exit 8, one line (before, export's pages and index and
+redact's copies ended with exit 1, "internal error: NotADirectoryError"); a file output named as
+a directory (``-o new/``) and an event log no file can hold are refused before the run; export
+puts nothing on stdout for an input that holds no transcript."""
 
 from __future__ import annotations
 
@@ -54,3 +56,14 @@ def test_an_event_log_no_file_can_hold_is_refused_before_the_run(tmp_path: Path,
     assert r.returncode == ExitCode.USAGE, r.stderr
     assert "cannot write the output" in r.stderr.decode()
     assert not out.exists() and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+@pytest.mark.parametrize("content", [b"", b"not json\n", b"[]\n"], ids=["empty", "text", "no-transcript"])
+def test_export_of_no_transcript_writes_nothing_on_stdout(tmp_path: Path, to: str, content: bytes) -> None:
+    """Before, the document's head (``# name`` or the HTML head, 5 KB) was on stdout ahead of the
+    error, exit 3."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(content)
+    r = run_ctxtool("export", "--to", to, str(src), cache=tmp_path / "c")
+    assert r.returncode == ExitCode.INPUT and r.stdout == b"", r.stderr

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -234,8 +235,12 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
     tally = _Tally()
     written = 0
+    read = _read(path, fmt, redactor)
+    first = next(read, None)  # an input that is no transcript fails here, before a document's head is on stdout
+    if first is not None:
+        read = itertools.chain([first], read)
     with outputs.atomic_output(out) as fh:
-        for piece in renderer.document(title, tally.count(view(t) for t in _read(path, fmt, redactor))):
+        for piece in renderer.document(title, tally.count(view(t) for t in read)):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)
