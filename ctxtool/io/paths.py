@@ -106,9 +106,10 @@ def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | P
     # lazy: start-up (loaded only when this runs: ..errors)
     from ..errors import CtxtoolError, Failure
 
+    # only an existing transcript file can be one a directory's walk reads: asked once, not per source
+    read = output if output is not None and str(output) != "-" and walked(os.path.dirname(os.path.abspath(output)), output) else None
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if same_file(src, output) or (output is not None and str(output) != "-" and str(src) != "-"
-                                      and os.path.isdir(src) and walked(src, output)):
+        if same_file(src, output) or (read is not None and str(src) != "-" and os.path.isdir(src) and walked(src, read)):
             raise CtxtoolError(
                 "the output would overwrite the input; inputs are never modified", path=str(output), kind=Failure.USAGE
             )
