@@ -62,3 +62,12 @@ def refuse_empty_path(path: str) -> None:
     directory, so an unset shell variable (``ctxtool stats "$F"``) would read all of it."""
     if not path:
         raise CtxtoolError("no such file (the path is empty)", path=path, kind=Failure.NOT_FOUND)
+
+
+def refuse_empty_option(option: str, value: str) -> None:
+    """The value of an option that names a file or directory (``-o``, ``--events``,
+    ``--cache-dir`` ...), refused when empty: a usage error naming the option. An unset shell
+    variable (``-o "$OUT"``) would otherwise mean no option at all (stdout, the default cache)
+    or, to pathlib, the current directory."""
+    if not value:
+        raise CtxtoolError(f"{option}: the path is empty", kind=Failure.USAGE)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxtoolError, Failure
+from ..errors import CtxtoolError, Failure, refuse_empty_path
 from ..tokens.count import Tokenizer, get_tokenizer
 
 FILENAME = "AGENTS.md"
@@ -108,6 +108,8 @@ def load_instructions(
     tokenizer: Tokenizer | str | None = None,
 ) -> InstructionsResult:
     """Find and merge the three AGENTS.md levels for ``directory`` (default: the current one)."""
+    if directory is not None:
+        refuse_empty_path(str(directory))  # not the current directory
     d = Path(directory) if directory is not None else Path.cwd()
     if not d.exists():
         raise CtxtoolError("no such directory", path=str(d), kind=Failure.NOT_FOUND)

@@ -39,7 +39,7 @@ def archive_cmd(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be archived; write nothing.")] = False,
-    events: Annotated[str | None, typer.Option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
+    events: Annotated[str | None, common.path_option("--events", help="Write the audit trail to FILE: one JSON line per archived result and one per summary.")] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
     join: common.JoinOpt = False,
 ) -> None:

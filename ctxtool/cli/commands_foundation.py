@@ -41,7 +41,7 @@ def stats(
     per_message: Annotated[bool, typer.Option("--per-message", help="Write one row per message to -o FILE.csv|.parquet.")] = False,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
+        common.path_option("--output", "-o", help="Write the report (the table, --json, --jsonl or --count) to FILE instead of stdout, "
                      "atomically; with --per-message, one row per message to FILE.csv or FILE.parquet."),
     ] = None,
     on_error: common.OnErrorOpt = common.OnError.fail,
@@ -73,6 +73,11 @@ def stats(
         return
     info, tok = resolve_model(model, tokenizer)
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
+    if per_message:
+        # lazy: start-up (`ctxtool models` would load ctxtool.io)
+        from ..io.paths import refuse_overwrite
+
+        refuse_overwrite(files, output)  # a link named .csv may lead to an input
     if _plain_text(files, tok, count, as_json or as_jsonl):
         return
     # lazy: start-up (`ctxtool models` would load ctxtool.io.files)

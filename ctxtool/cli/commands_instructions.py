@@ -10,6 +10,7 @@ import typer
 
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from ..io.outputs import atomic_output
+from ..io.paths import refuse_overwrite
 from . import common, console
 from .console import err_line
 from .render import emit
@@ -25,7 +26,7 @@ def instructions_cmd(
     directory: Annotated[str | None, typer.Argument(help="Working directory (default: the current one).", show_default=False)] = None,
     as_json: common.JsonOpt = False,
     show: Annotated[bool, typer.Option("--print", help="Print the merged instructions on stdout.")] = False,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the merged instructions to FILE (atomically).")] = None,
+    output: Annotated[str | None, common.path_option("--output", "-o", help="Write the merged instructions to FILE (atomically).")] = None,
     max_bytes: Annotated[int | None, typer.Option("--max-bytes", min=0, help="Cap on the merged text (default 32 KiB, instructions.max_bytes).")] = None,
     tokenizer: common.TokenizerOpt = None,
 ) -> None:
@@ -41,6 +42,7 @@ def instructions_cmd(
     tok = cfg.chosen("tokenizer", tokenizer) or "heuristic"
     res = load_instructions(directory, max_bytes=int(cfg["instructions.max_bytes"]), tokenizer=tok)
     if output:
+        refuse_overwrite([s.path for s in res.sources if s.found], output)  # an AGENTS.md it read
         with atomic_output(output) as out:
             out.write(res.merged.encode("utf-8"))
         err_line(f"wrote {res.bytes:,} bytes of instructions to {output}")

@@ -7,13 +7,14 @@ from typing import Annotated
 import typer
 
 from .commands_tools import CacheDirOpt, _cache
+from .common import path_option
 
 
 def mcp_cmd(
     cache_dir: CacheDirOpt = None,
     transcripts: Annotated[
         list[str] | None,
-        typer.Option("--transcripts", help="A transcript file or directory transcript_search may read (repeatable; "
+        path_option("--transcripts", metavar="PATH", help="A transcript file or directory transcript_search may read (repeatable; "
                      "default: none, the tool refuses every path)."),
     ] = None,
 ) -> None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # the options export --redact and convert --redact share with redact (defined once, here)
 SecretsFromOpt = Annotated[
     list[str] | None,
-    typer.Option("--secrets-from", metavar="ENVFILE", help="Every value of this env file (KEY=VALUE lines) is a secret, wherever it appears (repeatable)."),
+    common.path_option("--secrets-from", metavar="ENVFILE", help="Every value of this env file (KEY=VALUE lines) is a secret, wherever it appears (repeatable)."),
 ]
 DenyOpt = Annotated[
     list[str] | None,
@@ -57,7 +57,7 @@ def redact(
     paths: Annotated[list[str], typer.Argument(help="Transcript files (gzip/zstd too), directories (searched recursively) or - for stdin.", show_default=False)],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Output file (default: stdout); with several inputs or a directory, a directory that gets each under its own name (a directory's files under their relative paths)."),
+        common.path_option("--output", "-o", help="Output file (default: stdout); with several inputs or a directory, a directory that gets each under its own name (a directory's files under their relative paths)."),
     ] = None,
     check: Annotated[
         bool, typer.Option("--check", help=f"Write nothing; exit {int(ExitCode.SECRETS)} when anything would be redacted (CI, pre-publish hooks).")

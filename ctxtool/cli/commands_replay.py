@@ -30,7 +30,7 @@ def replay_cmd(
     as_json: common.JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     plot: Annotated[
-        str | None, typer.Option("--plot", metavar="FILE", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
+        str | None, common.path_option("--plot", help="Write the chart to FILE.png, FILE.svg or FILE.html (no dependency).")
     ] = None,
     index: Annotated[int | None, typer.Option("--index", min=0, help="Only the N-th transcript of a dataset file (from 0).")] = None,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Show the per-turn table.")] = True,
@@ -53,6 +53,11 @@ def replay_cmd(
     from ..formats.walk import iter_paths
 
     files = list(iter_paths(paths))
+    if plot:
+        # lazy: start-up (`ctxtool --help` would load ctxtool.io)
+        from ..io.paths import refuse_overwrite
+
+        refuse_overwrite(files, plot)  # a link named .svg may lead to an input
     reports = [r for f in files for r in replay_file(f, fmt=fmt, tokenizer=tok, cfg=cfg, index=index)]
     path = files[0] if len(files) == 1 else None
     common.warn_unknown_models(r.context.model for r in reports if not r.window and r.context is not None)

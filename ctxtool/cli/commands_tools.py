@@ -17,7 +17,7 @@ from .render import JsonlOpt, emit
 
 CacheDirOpt = Annotated[
     str | None,
-    typer.Option("--cache-dir", metavar="DIR", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
+    common.path_option("--cache-dir", metavar="DIR", help="Ref cache directory (default: $CTXTOOL_CACHE_DIR, else the user cache directory)."),
 ]
 HintOpt = Annotated[
     bool,
@@ -25,7 +25,7 @@ HintOpt = Annotated[
                  "the cache (tool_output_cache, tool_output_cache_grep: ctxtool mcp)."),
 ]
 EventsOpt = Annotated[
-    str | None, typer.Option("--events", metavar="FILE", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
+    str | None, common.path_option("--events", help="Write one JSON line per truncation, spill, trim or restore to FILE.")
 ]
 
 

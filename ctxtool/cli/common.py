@@ -15,11 +15,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
+from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
-from ..errors import CtxtoolError, Failure
+from ..errors import CtxtoolError, Failure, refuse_empty_option
 from ..formats import FORMATS
 from ..run.engines import ENGINES
 from ..run.engines import sharding as make
@@ -137,6 +138,18 @@ class CtxGroup(TyperGroup):
             raise Exit(int(ExitCode.ERROR)) from None
 
 
+#: the arguments that name a command's input files (the -o FILE :func:`with_output` gives a
+#: command is never one of them); tests/test_cli_empty_options.py holds every command to it
+INPUT_ARGUMENTS = ("paths", "path", "before", "after")
+
+
+def _listed(value: Any) -> list[str]:
+    """An argument's value as a list of strings (one, several or none)."""
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
 DATA_OUTPUT_HELP = "Write what the command prints on stdout to FILE instead (atomically; compressed when it ends in .gz or .zst)."
 
 
@@ -148,11 +161,12 @@ def with_output(cmd: Any) -> None:
         return
     from typer.core import TyperOption
 
-    cmd.params.append(TyperOption(param_decls=["data_output", "--output", "-o"], metavar="FILE", help=DATA_OUTPUT_HELP))
+    cmd.params.append(TyperOption(param_decls=["data_output", "--output", "-o"], type=PathValue(), metavar="FILE",
+                                  help=DATA_OUTPUT_HELP))
     inner = cmd.callback
 
     def callback(*args: Any, data_output: str | None = None, **kwargs: Any) -> Any:
-        inputs = kwargs.get("paths") or ([kwargs["path"]] if isinstance(kwargs.get("path"), str) else [])
+        inputs = [p for name in INPUT_ARGUMENTS for p in _listed(kwargs.get(name))]
         with data_to(data_output, inputs):
             return inner(*args, **kwargs)
 
@@ -287,6 +301,25 @@ def registry_option(*decls: str, registry: Any, help: str, exclude: Sequence[str
     return typer.Option(*decls, click_type=RegistryChoice(registry, exclude, what), help=help, **kw)
 
 
+class PathValue(ParamType):
+    """The value of an option that names a file or directory (every ``-o``, ``--events``,
+    ``--cache-dir``, ``--plot``, ``--secrets-from``, ``--transcripts``): an empty one is a usage
+    error naming the option (:func:`ctxtool.errors.refuse_empty_option`), given as the command
+    line is read, so nothing is read or written first."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            refuse_empty_option("/".join(getattr(param, "opts", None) or ["an option"]), value)
+        return value
+
+
+def path_option(*decls: str, help: str, metavar: str = "FILE", **kw: Any) -> Any:  # noqa: A002
+    """A ``typer.Option`` whose value names a file (``metavar`` DIR: a directory): :class:`PathValue`."""
+    return typer.Option(*decls, click_type=PathValue(), metavar=metavar, help=help, **kw)
+
+
 class OnError(StrEnum):
     fail = "fail"
     skip = "skip"
@@ -305,8 +338,8 @@ FormatOpt = Annotated[str | None, registry_option("--format", "-f", registry=FOR
 ToOpt = Annotated[str | None, registry_option("--to", registry=FORMATS, help="Output format (default: the input's).")]
 OutOpt = Annotated[
     str | None,
-    typer.Option(
-        "--output", "-o", metavar="FILE",
+    path_option(
+        "--output", "-o",
         help="Output file (default: stdout), compressed when it ends in .gz or .zst. A file is replaced atomically; a FIFO or device is written in place.",
     ),
 ]

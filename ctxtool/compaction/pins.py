@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..errors import CtxtoolError, Failure
+from ..errors import CtxtoolError, Failure, refuse_empty_option
 from ..model import PINNED_PREFIX as PIN_PREFIX
 from ..model import Block, Compaction, Message, Transcript
 
@@ -22,6 +22,7 @@ def load(values: Iterable[str]) -> list[str]:
         if v.startswith("@@"):
             text = v[1:]
         elif v.startswith("@"):
+            refuse_empty_option("--pin @FILE", v[1:])
             p = Path(v[1:])
             try:
                 text = p.read_text("utf-8")

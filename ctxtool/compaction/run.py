@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..io import outputs
 from ..io.events import EventLog
 from ..io.paths import refuse_overwrite
 from ..run.operation import event_log
@@ -78,6 +79,5 @@ def compact_paths(paths: Sequence[str | Path], output_dir: str | Path, **kwargs:
     # lazy: start-up (loaded only when this runs: ..formats.walk)
     from ..formats.walk import iter_paths
 
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = outputs.output_dir(output_dir)
     return [compact_file(p, out / Path(p).name, **kwargs) for p in iter_paths(paths)]

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..io import files as fileio
 from ..io import outputs
+from ..io.paths import refuse_overwrite
 from ..model import Transcript
 from . import html as _html  # noqa: F401 - registers the renderer
 from . import markdown as _markdown  # noqa: F401 - registers the renderer
@@ -106,7 +108,7 @@ def export_pages(path: str | Path, output: str | Path, *, fmt: str | None = None
     if out.exists() and not out.is_dir():
         raise CtxtoolError("exporting as pages writes a directory: give -o DIR/", path=str(out), kind=Failure.USAGE)
     fileio.check_input(path)
-    out.mkdir(parents=True, exist_ok=True)
+    outputs.output_dir(out)
     opts = options or ExportOptions()
     r = HtmlRenderer(opts, page_file=PAGE_FILE.format)
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
@@ -229,11 +231,16 @@ def _export(path: str | Path, output: str | Path | None, to: str | None, fmt: st
     opts = options or ExportOptions()
     renderer = RENDERERS.get(name)(opts)
     fileio.check_input(path)
+    refuse_overwrite(str(path), out)  # a link named .md may lead to the input
     title = opts.title or ("stdin" if str(path) == "-" else os.path.basename(str(path)))
     tally = _Tally()
     written = 0
+    read = _read(path, fmt, redactor)
+    first = next(read, None)  # an input that is no transcript fails here, before a document's head is on stdout
+    if first is not None:
+        read = itertools.chain([first], read)
     with outputs.atomic_output(out) as fh:
-        for piece in renderer.document(title, tally.count(view(t) for t in _read(path, fmt, redactor))):
+        for piece in renderer.document(title, tally.count(view(t) for t in read)):
             data = piece.encode("utf-8", "replace")
             fh.write(data)
             written += len(data)

@@ -114,7 +114,7 @@ def export_index(paths: list[str] | None, output: str | Path, *, fmt: str | None
     if out.exists() and not out.is_dir():
         raise CtxtoolError("exporting many sessions writes a directory: give -o DIR", path=str(out), kind=Failure.USAGE)
     files = _inputs(paths)
-    out.mkdir(parents=True, exist_ok=True)
+    outputs.output_dir(out)
     opts = options or ExportOptions()
     result = IndexResult(str(out))
     names: set[str] = set()

@@ -11,33 +11,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import CtxtoolError, Failure, refuse_empty_path
+from ..io.paths import TRANSCRIPT_SUFFIXES, transcript_name
 from ..text import lazyre
-
-TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
-COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
-
-
-STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
 
 #: a sharded run's bookkeeping beside its output files (:mod:`ctxtool.run.engines.shards`): never a transcript
 REPORT = "_report.json"
 DONE = "_done"
-
-
-def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
-    """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
-    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``), or a session store
-    (``opencode.db``)."""
-    low = name.lower()
-    if low in STORE_NAMES:
-        return True
-    if low.endswith(".meta.json"):  # a Claude Code subagent's description, beside its transcript
-        return False
-    for c in COMPRESSED_SUFFIXES:
-        if low.endswith(c):
-            low = low[: -len(c)]
-            break
-    return low.endswith(tuple(suffixes))
 
 
 def walk_files(d: str | Path, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> list[str]:

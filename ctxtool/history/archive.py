@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
+from ..io.outputs import refuse_log_clash
 from ..model import (
     KIND_TOOL_RESULT_ARCHIVED,
     KIND_TOOL_SUMMARY,
@@ -473,6 +474,7 @@ def archive_file(
         return archive(t, cutoff=cutoff, strategy=strategy, summarize=summarize, events=events)
 
     target = None if dry_run else ("-" if output is None else str(output))
+    refuse_log_clash(str(path), target, events.path if events is not None else None)
     # a re-run reuses finished shards when the summaries come from a described model (or none)
     model = None if summarize is None else getattr(summarize, "key", None)
     key = f"cutoff={cutoff} strategy={strategy} model={model}" if summarize is None or model is not None else None

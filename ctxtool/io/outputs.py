@@ -13,20 +13,55 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
 from ..errors import CtxtoolError, Failure
 from ..text import lazyre
 from . import urls
-from .paths import BUFFER, make_temp, remove_quietly
+from .paths import BUFFER, make_temp, refuse_overwrite, remove_quietly, same_file
 
 
 def output_error(e: OSError, path: str | Path | None) -> CtxtoolError:
     """An output that cannot be written, as one line naming it (exit code ``IO``)."""
     name = "<stdout>" if path is None or str(path) == "-" else str(path)
     return CtxtoolError(f"cannot write the output: {e.strerror or e}", path=name, kind=Failure.IO)
+
+
+def check_file_output(path: str | Path) -> None:
+    """Refuse now, before any work, a local output that can never be written as one file: a
+    directory, a name ending in /, a symlink loop (the checks :func:`atomic_output` makes when
+    it writes; for an output written at the end of a run, such as the event log)."""
+    if str(path) != "-" and not urls.is_url(str(path)):
+        _output_kind(urls.local(str(path)))
+
+
+def refuse_log_clash(sources: str | Path | Iterable[str | Path], output: str | Path | None,
+                     log: str | Path | None) -> None:
+    """The event log (``--events``) is an output too: never one of the ``sources`` nor a file a
+    source directory holds (:func:`ctxtool.io.paths.refuse_overwrite`), nor a name no file can
+    have (:func:`check_file_output`), and never where the transcript goes (``output``): the
+    same file, or both stdout (``-``), where one would replace or run into the other."""
+    if log is None:
+        return
+    check_file_output(log)  # written at the end of the run: a name it can never have is refused first
+    refuse_overwrite(sources, log)
+    if output is not None and (str(output) == str(log) == "-" or same_file(output, log)):
+        where = "stdout" if str(log) == "-" else "the same file"
+        raise CtxtoolError(f"the event log (--events) and the transcript would both be written to {where}: "
+                           "give each its own file", path=str(log), kind=Failure.USAGE)
+
+
+def output_dir(path: str | Path) -> Path:
+    """Make the output directory ``path`` (and its parents) if missing; one that cannot be made
+    (a parent that is a file, no permission) is an output error naming it (exit code ``IO``)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise output_error(e, path) from e
+    return p
 
 
 class _Guarded(io.BufferedIOBase):
@@ -98,6 +133,9 @@ def _output_kind(path: str) -> tuple[str, str]:
     except FileNotFoundError:
         if os.path.islink(path):  # a dangling symlink: its target is created, the link stays
             return "file", os.path.realpath(path)
+        if path.endswith(("/", os.sep)):  # a directory's name: the file would lose the slash
+            raise CtxtoolError("cannot write the output: it names a directory (it ends in /); this output is one file",
+                               path=path, kind=Failure.USAGE) from None
         return "file", path
     except OSError as e:
         if e.errno == errno.ELOOP:

@@ -1,4 +1,5 @@
-"""Where ctxtool keeps its cache and reads its configuration."""
+"""Where ctxtool keeps its cache and reads its configuration, which file names a directory's walk
+reads as transcripts, and the checks that keep outputs off inputs."""
 
 from __future__ import annotations
 
@@ -6,12 +7,46 @@ import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..text import lazyre
 
 BUFFER = 1 << 20  # bytes per read and per copy, inputs and outputs alike
+
+
+# -- which files a directory walk reads as transcripts (ctxtool.formats.walk walks them) --------------
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")  # read decompressed (Codex compresses old rollouts to .jsonl.zst)
+STORE_NAMES = ("opencode.db",)  # session stores a directory walk picks up by name
+
+
+def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) -> bool:
+    """Whether a file name is a transcript's a directory walk picks up: one of ``suffixes``,
+    compressed or not (``rollout.jsonl.zst``, ``session.json.gz``), or a session store
+    (``opencode.db``)."""
+    low = name.lower()
+    if low in STORE_NAMES:
+        return True
+    if low.endswith(".meta.json"):  # a Claude Code subagent's description, beside its transcript
+        return False
+    for c in COMPRESSED_SUFFIXES:
+        if low.endswith(c):
+            low = low[: -len(c)]
+            break
+    return low.endswith(tuple(suffixes))
+
+
+def walked(d: str | Path, path: str | Path) -> bool:
+    """Whether a walk of directory ``d`` (:func:`ctxtool.formats.walk.walk_files`) reads
+    ``path``: an existing regular file of a transcript's name under ``d`` (links resolved)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    return transcript_name(os.path.basename(path)) and inside(path, d)
 
 
 def cache_dir() -> Path:
@@ -66,16 +101,45 @@ def same_file(a: str | Path, b: str | Path | None) -> bool:
 
 
 def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | Path | None) -> None:
-    """Inputs are never modified: refuse an ``output`` that is one of the ``sources``."""
+    """Inputs are never modified: refuse an ``output`` that is one of the ``sources``, or a file
+    a source directory's walk reads (:func:`walked`)."""
     # lazy: start-up (loaded only when this runs: ..errors)
     from ..errors import CtxtoolError, Failure
 
-
+    # only an existing transcript file can be one a directory's walk reads: asked once, not per source
+    read = output if output is not None and str(output) != "-" and walked(os.path.dirname(os.path.abspath(output)), output) else None
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
-        if same_file(src, output):
+        if same_file(src, output) or (read is not None and str(src) != "-" and os.path.isdir(src) and walked(src, read)):
             raise CtxtoolError(
                 "the output would overwrite the input; inputs are never modified", path=str(output), kind=Failure.USAGE
             )
+
+
+def inside(path: str | Path, directory: str | Path) -> bool:
+    """Is ``path`` under ``directory`` (links resolved)?"""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
+
+
+def refuse_overwrite_any(sources: Iterable[str | Path], outputs: Iterable[str | Path]) -> None:
+    """:func:`refuse_overwrite` for many outputs at once (a directory's files written into a
+    directory), before any is written: an output that exists is refused when it is one of the
+    ``sources`` (the same file, through links). Each path is looked at once."""
+    # lazy: start-up (loaded only when this runs: ..errors)
+    from ..errors import CtxtoolError, Failure
+
+    ids = set()
+    for src in sources:
+        with contextlib.suppress(OSError):
+            st = os.stat(src)
+            ids.add((st.st_dev, st.st_ino))
+    for out in outputs:
+        try:
+            st = os.stat(out)
+        except OSError:  # not there yet: no input
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ids:
+            raise CtxtoolError("the output would overwrite the input; inputs are never modified", path=str(out),
+                               kind=Failure.USAGE)
 
 
 # -- temporary files next to outputs --------------------------------------------------------------

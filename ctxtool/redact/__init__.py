@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 from ..errors import CtxtoolError, Failure
 from ..io import urls
+from ..io.outputs import output_dir
+from ..io.paths import refuse_overwrite_any
 from ..model import Transcript
 from ..run.operation import Operation, Results, RunContext, Task
 from ..run.runner import run_file
@@ -92,16 +94,17 @@ class RedactReport:
         }
 
 
-def input_files(paths: Sequence[str]) -> list[tuple[str, str]]:
+def input_files(paths: Sequence[str], output: str | None = None) -> list[tuple[str, str]]:
     """Each input file with the name its copy is written under: a file its own name, each
-    transcript file of a directory its path relative to the directory."""
+    transcript file of a directory its path relative to the directory (none under ``output``,
+    the output directory: :func:`ctxtool.run.engines.shards.tree_files`)."""
     # lazy: start-up (loaded only when this runs: ..run.engines.shards)
     from ..run.engines.shards import tree_files
 
     out: list[tuple[str, str]] = []
     for p in paths:
         if _is_dir(p):
-            out.extend(tree_files(p))
+            out.extend(tree_files(p, output))
         else:
             out.append((p, Path(p).name))
     return out
@@ -134,10 +137,11 @@ def output_paths(paths: Sequence[str], output: str | None, names: Sequence[str] 
     dup = next((n for n in names if names.count(n) > 1 or n in ("", "-")), None)
     if dup is not None:
         raise CtxtoolError(f"several inputs named {dup or '-'!r}: write them one at a time", kind=Failure.USAGE)
-    out.mkdir(parents=True, exist_ok=True)
+    outs = [str(out / n) for n in names]
+    refuse_overwrite_any(paths, outs)  # before any is written
     for n in names:
-        (out / n).parent.mkdir(parents=True, exist_ok=True)
-    return [str(out / n) for n in names]
+        output_dir((out / n).parent)
+    return list(outs)
 
 
 def redact_files(
@@ -154,7 +158,7 @@ def redact_files(
     written with its secrets replaced (to ``output``: a file, ``-`` for stdout, or a directory
     for several inputs or a directory's, see :func:`output_paths`), one table of placeholders
     for the whole run. ``check``: nothing written (the report says what would be replaced)."""
-    inputs = input_files(paths)
+    inputs = input_files(paths, None if check or output is None or output == "-" else output.rstrip("/"))
     files = [f for f, _ in inputs]
     tree = any(_is_dir(p) for p in paths)
     outs: list[str | None] = ([None] * len(files) if check

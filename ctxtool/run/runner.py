@@ -14,6 +14,7 @@ from .. import formats
 from ..errors import CtxtoolError, Failure
 from ..io.events import EventLog
 from ..io.files import check_input, input_size
+from ..io.outputs import refuse_log_clash
 from ..io.paths import refuse_overwrite
 from ..model import Transcript
 from .operation import FileResults, FileRun, Operation, R, Results, event_log
@@ -89,6 +90,7 @@ def run_file(
 
     if jobs is not None and jobs < 1:
         raise CtxtoolError("--jobs must be at least 1", kind=Failure.USAGE)
+    refuse_log_clash(path, output, events.path if isinstance(events, EventLog) else events)
     if engine is None and parquet_paths.is_parquet_dir(path):  # shards: one per file, on this host's processes
         # lazy: start-up (loaded only when this runs: .engines)
         from .engines import Sharding, get_engine

@@ -25,7 +25,7 @@ from ...io import urls
 from ...io.events import EventLog
 from ...io.files import check_input, input_size, open_raw
 from ...io.outputs import atomic_output, output_error
-from ...io.paths import make_temp, refuse_overwrite
+from ...io.paths import inside, make_temp, refuse_overwrite, refuse_overwrite_any
 from ..operation import FileRun, Operation, R, RunContext
 from .base import Engine
 from .jobs import Shard, ShardJob, ShardResult, _put, _umask
@@ -67,10 +67,17 @@ def _relative_name(rel: str, to: str | None) -> str:
     return os.path.splitext(stem)[0] + _suffix(stem, to)
 
 
-def tree_files(path: str) -> list[tuple[str, str]]:
+def tree_files(path: str, output: str | None = None) -> list[tuple[str, str]]:
     """The transcript files of a local directory, each with its path relative to it (``/``
-    separated), in order (a sharded run's own bookkeeping left out); none is an error."""
-    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walk_files(path)]
+    separated), in order (a sharded run's own bookkeeping left out); none is an error.
+    ``output``: the run's output directory. Inside ``path``, the files under it are left out
+    (what an earlier run wrote there is its output, not an input); ``path`` itself is refused."""
+    skip = output if output is not None and not urls.is_url(output) and inside(output, path) else None
+    if skip is not None and inside(path, skip):
+        raise CtxtoolError("the output directory is the input directory; inputs are never modified: give -o another "
+                           "directory", path=output, kind=Failure.USAGE)
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walk_files(path)
+             if skip is None or not inside(f, skip)]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
                            path=path, kind=Failure.NOT_FOUND)
@@ -78,9 +85,11 @@ def tree_files(path: str) -> list[tuple[str, str]]:
 
 
 def plan_shards(
-    engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int
+    engine: Engine, paths: list[str], fmt: str | None, to: str | None, op: Operation[Any], shard_bytes: int,
+    outdir: str | None = None,
 ) -> list[Shard]:
-    """The shards of ``paths`` (globs expanded), in order."""
+    """The shards of ``paths`` (globs expanded), in order; ``outdir``: the run's output
+    directory (:func:`tree_files`)."""
     if "-" in paths:
         raise CtxtoolError("stdin cannot be cut into shards: give a file, a glob or a URL", kind=Failure.USAGE)
     # lazy: start-up (loaded only when this runs: ...io)
@@ -98,7 +107,7 @@ def plan_shards(
                 shards.append(Shard(rel, f, input_size(f), stamp=_stamp(f)))
             continue
         if not urls.is_url(path) and os.path.isdir(path):  # a directory of transcripts: each file one shard,
-            for f, rel in tree_files(path):  # written under its own relative name (its suffix as --to says)
+            for f, rel in tree_files(path, outdir):  # written under its own relative name (its suffix as --to says)
                 check_input(f)
                 shards.append(Shard(_relative_name(rel, to), f, input_size(f),
                                     stamp=_stamp(f)))
@@ -278,7 +287,8 @@ class Sharding:
             if not self.join:
                 raise CtxtoolError("a sharded run writes a directory: give -o DIR (or --join -o FILE)",
                                    kind=Failure.USAGE)
-        shards = plan_shards(self.engine, [path], fmt, to, op, self.shard_bytes)
+        into = None if output is None or self.join else output.rstrip("/")  # the directory each file is written into
+        shards = plan_shards(self.engine, [path], fmt, to, op, self.shard_bytes, into)
         if self.join and output is not None and any(s.name.lower().endswith(".parquet") for s in shards):
             raise CtxtoolError("--join writes one JSON Lines file: a Parquet output is a directory of shards (-o DIR)",
                                kind=Failure.USAGE)
@@ -290,6 +300,9 @@ class Sharding:
             outdir = tempfile.mkdtemp(prefix="ctxtool-parts-") if output == "-" else output.rstrip("/") + ".parts"
         else:
             outdir = output.rstrip("/")
+        if into is not None and not urls.is_url(into):  # each file's output, checked before any is written
+            refuse_overwrite_any([s.input for s in shards if not urls.is_url(s.input)],
+                                 [os.path.join(into, s.name) for s in shards])
         if outdir is not None:
             _mkdir(outdir)
         h = settings_hash(op, fmt, to, on_error, messages_column)
