@@ -16,7 +16,7 @@ from ..errors import CtxtoolError, Failure
 from ..summarizers import SUMMARIZERS, Closeable
 from . import common, console
 from .commands_check import PolicyOpt
-from .common import resolve_model, warn_skipped
+from .common import configured_model, warn_skipped
 from .console import err_line, out_line, progress_bar
 from .render import JsonlOpt, emit
 
@@ -116,8 +116,7 @@ def compact(
         "cache_dir": cache_dir,
     }
     cfg = Config(flags)
-    tok_name = cfg.chosen("tokenizer", tokenizer)
-    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    info, tok = configured_model(model, tokenizer, cfg)
     lay = str(cfg["compaction.layout"])
     if lay not in LAYOUTS:
         raise CtxtoolError(f"compaction.layout: {LAYOUTS.unknown(lay).message}", kind=Failure.USAGE)

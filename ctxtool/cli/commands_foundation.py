@@ -13,7 +13,7 @@ from ..errors import CtxtoolError, Failure
 from ..formats import FORMATS
 from . import common, console
 from .commands_redact import RedactFlag, SecretsFromOpt, options
-from .common import fmt_int, resolve_model, short_label, stdout_console, warn_drift, warn_skipped
+from .common import configured_model, fmt_int, short_label, stdout_console, warn_drift, warn_skipped
 from .console import err_line, stderr_console
 from .exits import ExitCode
 from .render import Emitter, JsonlOpt, emit
@@ -71,7 +71,7 @@ def stats(
             stats(paths, fmt, tokenizer, model, context_window, as_json, as_jsonl, fail_on, warning_chars, critical_chars,
                   False, None, on_error, top, jobs, count, engine, address, messages_column, accuracy)
         return
-    info, tok = resolve_model(model, tokenizer)
+    info, tok = configured_model(model, tokenizer)
     files = list(iter_paths(paths, subagents=True))  # a Claude Code session with its subagents
     if per_message:
         # lazy: start-up (`ctxtool models` would load ctxtool.io)

@@ -10,7 +10,7 @@ import typer
 from ..errors import CtxtoolError, Failure
 from ..history.archive import STRATEGIES as ARCHIVE_STRATEGIES
 from . import common
-from .common import fmt_int, resolve_model, stdout_console
+from .common import configured_model, fmt_int, stdout_console
 from .console import err_line
 from .render import JsonlOpt, emit
 
@@ -47,8 +47,7 @@ def replay_cmd(
     from ..replay.core import replay_file
 
     cfg = Config({"compaction.context_window": context_window, "model": model})
-    tok_name = cfg.chosen("tokenizer", tokenizer)
-    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    info, tok = configured_model(model, tokenizer, cfg)
     # lazy: start-up (`ctxtool --help` would load ctxtool.formats.walk)
     from ..formats.walk import iter_paths
 

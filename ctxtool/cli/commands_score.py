@@ -13,7 +13,7 @@ from ..score.core import BUDGET, score_files, score_totals
 from ..summarizers import SUMMARIZERS, Closeable
 from ..tokens.count import get_tokenizer
 from . import common, console
-from .common import resolve_model
+from .common import configured_model
 from .render import JsonlOpt, emit
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def score_cmd(
     if recorded and after_fmt is not None:
         raise CtxtoolError("--after-format names AFTER's format; score --recorded takes no AFTER", kind=Failure.USAGE)
 
-    _, tok_name = resolve_model(model, tokenizer)
+    _, tok_name = configured_model(model, tokenizer)
     tok = get_tokenizer(tok_name)
     jm = None
     if judge is not None:

@@ -10,7 +10,7 @@ import typer
 from ..errors import CtxtoolError, Failure
 from ..tool_outputs.algorithms import MODES, PRESET_HELP, PRESETS
 from . import common
-from .common import fmt_int, resolve_model, warn_skipped
+from .common import configured_model, fmt_int, warn_skipped
 from .console import err_line, out_line
 from .exits import ExitCode
 from .render import JsonlOpt, emit
@@ -138,7 +138,7 @@ def truncate(
     from ..tool_outputs.algorithms import limits_for
     from ..tool_outputs.files import truncate_file
 
-    _, tok = resolve_model(model, tokenizer)
+    _, tok = configured_model(model, tokenizer)
     limits = limits_for(preset, max_lines=max_lines, max_bytes=max_bytes, max_chars=max_chars,
                         spill_threshold=spill_threshold, mode=mode, max_line_length=max_line_length,
                         head_lines=head_lines, tail_lines=tail_lines)
@@ -207,8 +207,8 @@ def trim(
     from ..tokens.context import ContextSettings
     from ..tool_outputs.files import configured_budget, trim_file
 
-    _, tok = resolve_model(model, tokenizer)
-    cfg = Config()
+    cfg = Config({"model": model})
+    _, tok = configured_model(model, tokenizer, cfg)
     budget = configured_budget(budget, cfg)
     context = ContextSettings.from_config(cfg, window=context_window, model=model)
     cache = _cache(cache_dir)

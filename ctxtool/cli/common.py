@@ -457,6 +457,18 @@ def resolve_model(model: str | None, tokenizer: str | None) -> tuple[Any, str]:
     return model_and_tokenizer(model, tokenizer)
 
 
+def configured_model(model: str | None, tokenizer: str | None, cfg: Any = None) -> tuple[Any, str]:
+    """:func:`resolve_model` for a command: the flags, else what the settings chose (``model``
+    and ``tokenizer`` in a config file or ``CTXTOOL_MODEL`` / ``CTXTOOL_TOKENIZER``), else the
+    model's own encoding. ``cfg``: the command's :class:`ctxtool.config.Config`, when it has one."""
+    if cfg is None:
+        # lazy: start-up (`ctxtool --version` would load ctxtool.config)
+        from ..config import Config
+
+        cfg = Config({"model": model})
+    return resolve_model(model or cfg["model"] or None, cfg.chosen("tokenizer", tokenizer))
+
+
 def stdout_console() -> Any:
     """stdout for tables and lines people read (:class:`ctxtool.cli.table.Out`): the
     terminal's width, or wide enough when piped; plain text without rich where rich would
@@ -550,6 +562,5 @@ def resolve_settings(
     f["compaction.context_window"] = context_window
     f["model"] = model
     cfg = Config(f)
-    tok_name = cfg.chosen("tokenizer", tokenizer)
-    info, tok = resolve_model(model or cfg["model"] or None, tok_name)
+    info, tok = configured_model(model, tokenizer, cfg)
     return cfg, info, get_tokenizer(tok)
