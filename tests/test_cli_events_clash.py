@@ -6,6 +6,7 @@ by the event log, or the events followed the transcript on stdout."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -80,3 +81,32 @@ def test_the_event_log_and_the_transcript_never_share_a_place(work: Path, comman
     ok = run_ctxtool(*COMMANDS[command], "--events", "-", str(src), "-o", str(out), cache=work / "cache")
     assert ok.returncode == 0, ok.stderr
     assert out.stat().st_size and (b'"event"' in ok.stdout or command == "restore")  # nothing to restore here
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_events_on_stdout_keep_stdout_for_them(name: str, work: Path) -> None:
+    """``--events -`` with the transcript in a file: stdout carries the event log alone, every
+    line a JSON object, the command's report going to stderr (before, the report followed the
+    events on stdout). ``--json`` there goes where it goes when stdout carries the transcript:
+    to stderr (truncate, trim, restore), or refused (archive, compact), nothing written."""
+    src, out = work / "in" / "session.json", work / "out.json"
+    caches = [work / "cache", work / "cache2"]
+    if name == "restore":  # something to restore: the outputs truncate cut, its cache read twice
+        cut = work / "cut.json"
+        assert run_ctxtool(*COMMANDS["truncate"], str(src), "-o", str(cut), cache=caches[0]).returncode == 0
+        src, caches = cut, [caches[0], caches[0]]
+    r = run_ctxtool(*COMMANDS[name], "--events", "-", str(src), "-o", str(out), cache=caches[0])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert lines, "no event logged: the case tests nothing"
+    assert all(isinstance(json.loads(ln), dict) for ln in lines), r.stdout
+    assert r.stderr.strip(), "the report went nowhere"
+    out.unlink()
+    j = run_ctxtool(*COMMANDS[name], "--json", "--events", "-", str(src), "-o", str(out), cache=caches[1])
+    if name in ("truncate", "trim", "restore"):
+        assert j.returncode == 0, j.stderr
+        assert [json.loads(ln) for ln in j.stdout.decode().splitlines()] == [json.loads(ln) for ln in lines]
+        assert json.loads(j.stderr)["command"] == name
+    else:
+        _refused(j, "--json")
+        assert not out.exists()

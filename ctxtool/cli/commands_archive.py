@@ -59,8 +59,7 @@ def archive_cmd(
     strat = str(cfg["compaction.tool_summary_strategy"])
     if strat not in ar.STRATEGIES:
         raise CtxtoolError(f"compaction.tool_summary_strategy: unknown strategy {strat!r}", kind=Failure.USAGE)
-    to_stdout = output is None or output == "-"
-    json_needs_output(as_json or as_jsonl, dry_run, output)
+    json_needs_output(as_json or as_jsonl, dry_run, output, events)
     summarize = ar.summarize_with(summarizer_from_config(cfg, cache=False)) if strat == "llm" else None
     log = EventLog(events)
     with common.sharding(None, [path], None if dry_run else output, None, join) as sh:
@@ -81,7 +80,7 @@ def archive_cmd(
                 "cutoff": n, "strategy": strat}
         emit("archive", head, items=items, tail={"totals": totals, "skipped": d.pop("skipped")}, jsonl=as_jsonl)
         return
-    write = out_line if not to_stdout or dry_run else err_line
+    write = err_line if common.report_to_stderr(output, events, dry_run) else out_line
     for r in report.results:
         if len(report.results) > 20 and not r.changed:
             continue
@@ -102,7 +101,7 @@ def archive_cmd(
             f"{j['transcripts']:,} transcripts, {j['changed']:,} changed, {j['archived_results']:,} tool results "
             f"archived; agent-visible tokens {j['tokens_before']:,} -> {j['tokens_after']:,}"
         )
-    if not dry_run and not to_stdout:
+    if not dry_run and not (output is None or output == "-"):
         reused = report.written - len(report.results)
         err_line(f"wrote {report.written:,} transcript(s) to {output}"
                  + (f" ({reused:,} of them by an earlier run, reused: its report is not repeated)" if reused > 0 else ""))

@@ -95,8 +95,7 @@ def compact(
     from ..compaction import pins
     from ..compaction.run import compact_file
 
-    if output is None and not dry_run and (as_json or as_jsonl):
-        raise CtxtoolError("--json prints the report on stdout: give -o FILE for the transcript", kind=Failure.USAGE)
+    common.json_needs_output(as_json or as_jsonl, dry_run, output, events)
     flags: dict[str, Any] = {
         "compaction.keep_recent_tokens": keep_recent_tokens,
         "compaction.retain_last_turns": retain_last_turns,
@@ -158,7 +157,7 @@ def compact(
         stop()
         if isinstance(summ, Closeable):
             summ.close()
-    to_stderr = (output is None or output == "-") and not dry_run
+    to_stderr = common.report_to_stderr(output, events, dry_run)
     if show_summary:
         stream = console.PrintableStream(sys.stderr if to_stderr else sys.stdout)
         for rec, s in zip(report.records, report.summaries, strict=True):

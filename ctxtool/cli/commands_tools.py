@@ -40,11 +40,12 @@ _HEAD = ("path", "output", "format", "budget")
 _TAIL = ("file_bytes_before", "file_bytes_after")
 
 
-def _emit_report(rep: Any, output: str | None, as_json: bool, lines: list[str], as_jsonl: bool = False) -> None:
-    """The report goes to stdout, unless stdout carries the transcript; warnings (skipped
-    records) always go to stderr."""
+def _emit_report(rep: Any, output: str | None, events: str | None, as_json: bool, lines: list[str],
+                 as_jsonl: bool = False) -> None:
+    """The report goes to stdout, unless stdout carries the transcript or the event log;
+    warnings (skipped records) always go to stderr."""
     warn_skipped(rep.skipped)
-    to_stderr = output is None or output == "-"
+    to_stderr = common.report_to_stderr(output, events)
     if as_json or as_jsonl:
         d = rep.to_json()
         head = {k: d.pop(k) for k in _HEAD if k in d}
@@ -148,7 +149,7 @@ def truncate(
             path, output or "-", limits=limits, include=include, cache=cache, fmt=fmt, to=to,
             events=events, tokenizer=tok, records=as_json or as_jsonl, hint=agent_hint, **run.keywords(sh),
         )
-    _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
+    _emit_report(rep, output, events, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
 
 @common.run_flags
@@ -174,7 +175,7 @@ def restore(
             path, output or "-", cache=cache, fmt=fmt, to=to, events=events, records=as_json or as_jsonl,
             **run.keywords(sh),
         )
-    _emit_report(rep, output, as_json, _summary(rep, cache.root, "heuristic"), as_jsonl)
+    _emit_report(rep, output, events, as_json, _summary(rep, cache.root, "heuristic"), as_jsonl)
 
 
 @common.run_flags
@@ -217,7 +218,7 @@ def trim(
             path, output or "-", budget=budget, cache=cache, fmt=fmt, to=to, events=events, tokenizer=tok,
             context=context, records=as_json or as_jsonl, hint=agent_hint, **run.keywords(sh),
         )
-    _emit_report(rep, output, as_json, _summary(rep, cache.root, tok), as_jsonl)
+    _emit_report(rep, output, events, as_json, _summary(rep, cache.root, tok), as_jsonl)
 
 
 # -- refs ------------------------------------------------------------------------------------

@@ -530,11 +530,21 @@ def warn_drift(drift: dict[str, Any]) -> None:
                  f"a content part), kept verbatim and not counted as messages: {names}")
 
 
-def json_needs_output(as_json: bool, dry_run: bool, output: str | None) -> None:
-    """``--json`` puts the report on stdout, so the transcript needs ``-o FILE`` (or ``--dry-run``)."""
+def json_needs_output(as_json: bool, dry_run: bool, output: str | None, events: str | None = None) -> None:
+    """``--json`` puts the report on stdout, so the transcript needs ``-o FILE`` (or ``--dry-run``),
+    and the event log ``--events FILE``."""
     if as_json and not dry_run and (output is None or output == "-"):
         raise CtxtoolError("--json prints the report on stdout: write the transcript with -o FILE (or use --dry-run)",
                            kind=Failure.USAGE)
+    if as_json and events == "-":
+        raise CtxtoolError("--json prints the report on stdout: write the event log with --events FILE",
+                           kind=Failure.USAGE)
+
+
+def report_to_stderr(output: str | None, events: str | None = None, dry_run: bool = False) -> bool:
+    """Whether stdout carries a command's data, so that its report goes to stderr: the
+    transcript (no ``-o``, or ``-o -``, unless ``--dry-run``) or the event log (``--events -``)."""
+    return (not dry_run and (output is None or output == "-")) or events == "-"
 
 
 ReserveOpt = Annotated[
