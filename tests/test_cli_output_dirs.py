@@ -67,3 +67,12 @@ def test_export_of_no_transcript_writes_nothing_on_stdout(tmp_path: Path, to: st
     src.write_bytes(content)
     r = run_ctxtool("export", "--to", to, str(src), cache=tmp_path / "c")
     assert r.returncode == ExitCode.INPUT and r.stdout == b"", r.stderr
+
+
+def test_join_into_a_directory_is_refused_before_any_shard(tmp_path: Path) -> None:
+    """``--join -o out/``: the joined output is one file; before, the run did every shard,
+    left out.parts/ behind and was refused only when the joined file was opened."""
+    r = run_ctxtool("convert", str(SAMPLES / "openai_dataset.jsonl"), "--to", "openai", "--join", "-o",
+                    f"{tmp_path}/out/", cache=tmp_path / "c", cwd=tmp_path)
+    assert r.returncode == ExitCode.USAGE and "--join writes one file" in r.stderr.decode(), r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

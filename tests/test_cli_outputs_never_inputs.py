@@ -106,13 +106,18 @@ def test_no_output_of_a_directory_is_checked_after_another_is_written(tmp_path: 
 @pytest.mark.parametrize("command", [["truncate", "--preset", "head-tail"], ["redact"]])
 def test_an_output_directory_inside_the_input_is_not_read_again(tmp_path: Path, inputs: Path, command: list[str]) -> None:
     """``truncate d -o d/short/`` run twice: before, the second run read d/short/a.json (its own
-    output) as an input and wrote d/short/short/a.json."""
+    output) as an input and wrote d/short/short/a.json. A sharded run's output directory (its
+    ``_done/``) is left out of the inputs; one that holds transcripts no such run wrote (redact's
+    copies: it keeps no ``_done/``) is refused, nothing written, rather than read or replaced."""
     args = (*command, "--json", str(inputs), "-o", f"{inputs}/short/")
     first = run_ctxtool(*args, cache=tmp_path / "c")
     assert first.returncode == 0, first.stderr
     written = _tree(inputs / "short")
     again = run_ctxtool(*args, cache=tmp_path / "c")
-    assert again.returncode == 0, again.stderr
+    if command == ["redact"]:
+        assert again.returncode == ExitCode.USAGE and "they are inputs" in again.stderr.decode(), again.stderr
+    else:
+        assert again.returncode == 0, again.stderr
     assert not (inputs / "short" / "short").exists()
     assert {k: v for k, v in _tree(inputs / "short").items() if k != "_report.json"} == \
         {k: v for k, v in written.items() if k != "_report.json"}
@@ -148,3 +153,32 @@ def test_an_output_linked_to_the_input_is_refused(tmp_path: Path, args: list[str
     assert r.returncode == ExitCode.USAGE, r.stderr
     assert "inputs are never modified" in r.stderr.decode()
     assert src.read_bytes() == (SAMPLES / "openai_chat.json").read_bytes()
+
+
+def test_an_output_directory_inside_the_input_holding_other_transcripts_is_refused(tmp_path: Path) -> None:
+    """``truncate d -o d/sub/`` where d/sub holds transcripts of its own (no earlier run's
+    ``_done/``): they are inputs; before, they were left out of the run without a word and
+    d/sub/a.jsonl was replaced by d/a.jsonl's output. Refused, nothing written."""
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    shutil.copy(SAMPLES / "claude_code_session.jsonl", d / "a.jsonl")
+    shutil.copy(SAMPLES / "codex_rollout.jsonl", d / "sub" / "a.jsonl")
+    before = _tree(d)
+    r = run_ctxtool("truncate", "--preset", "head-tail", str(d), "-o", f"{d}/sub/", cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE and "they are inputs" in r.stderr.decode(), r.stderr
+    assert _tree(d) == before
+
+
+def test_a_link_to_a_file_of_an_input_directory_is_refused(tmp_path: Path) -> None:
+    """``stats ../data/d -o report.json`` where report.json links to a transcript of d: the
+    report would replace it (a check that asked whether the link's target lies in the link's own
+    directory let it through)."""
+    d, work = tmp_path / "data" / "d", tmp_path / "work"
+    d.mkdir(parents=True)
+    work.mkdir()
+    shutil.copy(SAMPLES / "codex_rollout.jsonl", d / "a.jsonl")
+    (work / "report.json").symlink_to(d / "a.jsonl")
+    before = _tree(d)
+    r = run_ctxtool("stats", str(d), "-o", "report.json", cache=tmp_path / "c", cwd=work)
+    assert r.returncode == ExitCode.USAGE and "inputs are never modified" in r.stderr.decode(), r.stderr
+    assert _tree(d) == before

@@ -41,12 +41,18 @@ def transcript_name(name: str, suffixes: Sequence[str] = TRANSCRIPT_SUFFIXES) ->
 def walked(d: str | Path, path: str | Path) -> bool:
     """Whether a walk of directory ``d`` (:func:`ctxtool.formats.walk.walk_files`) reads
     ``path``: an existing regular file of a transcript's name under ``d`` (links resolved)."""
+    return _walkable(path) and inside(path, d)
+
+
+def _walkable(path: str | Path) -> bool:
+    """Whether ``path`` is a file some directory's walk reads: an existing regular file (links
+    followed) of a transcript's name."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False
     except OSError:
         return False
-    return transcript_name(os.path.basename(path)) and inside(path, d)
+    return transcript_name(os.path.basename(path))
 
 
 def cache_dir() -> Path:
@@ -107,7 +113,7 @@ def refuse_overwrite(sources: str | Path | Iterable[str | Path], output: str | P
     from ..errors import CtxtoolError, Failure
 
     # only an existing transcript file can be one a directory's walk reads: asked once, not per source
-    read = output if output is not None and str(output) != "-" and walked(os.path.dirname(os.path.abspath(output)), output) else None
+    read = output if output is not None and str(output) != "-" and _walkable(output) else None
     for src in [sources] if isinstance(sources, (str, Path)) else sources:
         if same_file(src, output) or (read is not None and str(src) != "-" and os.path.isdir(src) and walked(src, read)):
             raise CtxtoolError(

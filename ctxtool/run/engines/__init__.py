@@ -72,6 +72,9 @@ def sharding(
     if address and name == DEFAULT:
         raise CtxtoolError("--address joins a Ray cluster: use it with --engine ray", kind=Failure.USAGE)
     directory = output is not None and output != "-" and (output.endswith("/") or _is_dir(output))
+    if join and directory:  # refused now, not when the joined file is opened after every shard ran
+        raise CtxtoolError("cannot write the output: it names a directory; --join writes one file: give -o FILE",
+                           path=output, kind=Failure.USAGE)
     tree = [p for p in paths if _is_transcript_dir(p)]
     if tree and output is not None and not (directory or join):
         raise CtxtoolError("a directory of transcripts is written as a directory: give -o DIR/ (or --join -o FILE)",

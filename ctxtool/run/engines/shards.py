@@ -71,12 +71,20 @@ def tree_files(path: str, output: str | None = None) -> list[tuple[str, str]]:
     """The transcript files of a local directory, each with its path relative to it (``/``
     separated), in order (a sharded run's own bookkeeping left out); none is an error.
     ``output``: the run's output directory. Inside ``path``, the files under it are left out
-    (what an earlier run wrote there is its output, not an input); ``path`` itself is refused."""
+    when an earlier sharded run wrote them (it holds that run's ``_done/`` or ``_report.json``);
+    one that holds other transcripts is refused (they would be read as inputs and replaced), as
+    is ``path`` itself."""
     skip = output if output is not None and not urls.is_url(output) and inside(output, path) else None
     if skip is not None and inside(path, skip):
         raise CtxtoolError("the output directory is the input directory; inputs are never modified: give -o another "
                            "directory", path=output, kind=Failure.USAGE)
-    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walk_files(path)
+    walked = list(walk_files(path))
+    if skip is not None and not (os.path.isdir(os.path.join(skip, "_done")) or os.path.isfile(os.path.join(skip, "_report.json"))) \
+            and any(inside(f, skip) for f in walked):
+        raise CtxtoolError("the output directory is inside the input directory and holds transcripts no earlier run "
+                           "wrote there (no _done/): they are inputs; inputs are never modified: give -o another "
+                           "directory", path=output, kind=Failure.USAGE)
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walked
              if skip is None or not inside(f, skip)]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
