@@ -182,3 +182,17 @@ def test_a_link_to_a_file_of_an_input_directory_is_refused(tmp_path: Path) -> No
     r = run_ctxtool("stats", str(d), "-o", "report.json", cache=tmp_path / "c", cwd=work)
     assert r.returncode == ExitCode.USAGE and "inputs are never modified" in r.stderr.decode(), r.stderr
     assert _tree(d) == before
+
+
+def test_redact_checks_every_copy_before_the_first_is_written(tmp_path: Path) -> None:
+    """``redact x/a.jsonl out/b.jsonl -o out/``: out/b.jsonl, an input, would be its own copy;
+    refused before x/a.jsonl's copy is written (each output checked against the inputs first)."""
+    x, out = tmp_path / "x", tmp_path / "out"
+    x.mkdir()
+    out.mkdir()
+    shutil.copy(SAMPLES / "claude_code_session.jsonl", x / "a.jsonl")
+    shutil.copy(SAMPLES / "codex_rollout.jsonl", out / "b.jsonl")
+    before = _tree(out)
+    r = run_ctxtool("redact", str(x / "a.jsonl"), str(out / "b.jsonl"), "-o", f"{out}/", cache=tmp_path / "c")
+    assert r.returncode == ExitCode.USAGE and "inputs are never modified" in r.stderr.decode(), r.stderr
+    assert _tree(out) == before
