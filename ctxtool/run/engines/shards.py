@@ -78,13 +78,13 @@ def tree_files(path: str, output: str | None = None) -> list[tuple[str, str]]:
     if skip is not None and inside(path, skip):
         raise CtxtoolError("the output directory is the input directory; inputs are never modified: give -o another "
                            "directory", path=output, kind=Failure.USAGE)
-    walked = list(walk_files(path))
-    if skip is not None and not (os.path.isdir(os.path.join(skip, "_done")) or os.path.isfile(os.path.join(skip, "_report.json"))) \
-            and any(inside(f, skip) for f in walked):
+    found = walk_files(path)
+    if skip is not None and not (os.path.isdir(os.path.join(skip, DONE)) or os.path.isfile(os.path.join(skip, REPORT))) \
+            and any(inside(f, skip) for f in found):
         raise CtxtoolError("the output directory is inside the input directory and holds transcripts no earlier run "
                            "wrote there (no _done/): they are inputs; inputs are never modified: give -o another "
                            "directory", path=output, kind=Failure.USAGE)
-    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in walked
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in found
              if skip is None or not inside(f, skip)]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
