@@ -79,13 +79,12 @@ def tree_files(path: str, output: str | None = None) -> list[tuple[str, str]]:
         raise CtxtoolError("the output directory is the input directory; inputs are never modified: give -o another "
                            "directory", path=output, kind=Failure.USAGE)
     found = walk_files(path)
-    if skip is not None and not (os.path.isdir(os.path.join(skip, DONE)) or os.path.isfile(os.path.join(skip, REPORT))) \
-            and any(inside(f, skip) for f in found):
+    under = [skip is not None and inside(f, skip) for f in found]  # each file asked once
+    if skip is not None and any(under) and not (os.path.isdir(os.path.join(skip, DONE)) or os.path.isfile(os.path.join(skip, REPORT))):
         raise CtxtoolError("the output directory is inside the input directory and holds transcripts no earlier run "
                            "wrote there (no _done/): they are inputs; inputs are never modified: give -o another "
                            "directory", path=output, kind=Failure.USAGE)
-    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f in found
-             if skip is None or not inside(f, skip)]
+    files = [(f, os.path.relpath(f, path).replace(os.sep, "/")) for f, u in zip(found, under, strict=True) if not u]
     if not files:
         raise CtxtoolError("directory holds no transcript files (*.jsonl, *.json, compressed or not)",
                            path=path, kind=Failure.NOT_FOUND)
